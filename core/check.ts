@@ -1,0 +1,11 @@
+import type { ErrorCode } from './errors.js';
+
+/**
+ * The result of a security or validation check. Checks are pure functions that return this instead of
+ * throwing, so they are tested with plain values and adapted to HTTP in one place.
+ */
+export type Check<T> = { ok: true; value: T } | Failure;
+export type Failure = { ok: false; error: ErrorCode; detail: string };
+
+export const pass = <T>(value: T): Check<T> => ({ ok: true, value });
+export const fail = (error: ErrorCode, detail: string): Failure => ({ ok: false, error, detail });

@@ -1,0 +1,66 @@
+/**
+ * The one table of error codes and their HTTP statuses (SPEC section 7, plus the codes Geofabric adds).
+ * Every error body is `{ error: code, detail?: text }`; nothing else reaches a client.
+ */
+export const ERROR_STATUS = {
+  // SPEC 7
+  invalid_model: 400,
+  invalid_cell: 400,
+  'cell parameter required': 400,
+  unauthorized: 401,
+  signature_required: 401,
+  no_workers: 503,
+  job_timeout: 504,
+  // Gate 1
+  invalid_signature: 401,
+  stale_request: 401,
+  invalid_public_key: 400,
+  // Gate 2
+  invalid_jurisdiction: 400,
+  invalid_tier: 400,
+  // Gate 3
+  delegation_invalid: 403,
+  delegation_required: 403,
+  rate_limit: 429,
+  // Gate 4 and request validation
+  cyclic_dependency: 400,
+  invalid_geometry: 400,
+  invalid_request: 400,
+  step_type_unavailable: 400,
+  budget_exceeded: 402,
+  // Transport
+  invalid_json: 400,
+  unsupported_media_type: 415,
+  payload_too_large: 413,
+  not_found: 404,
+  method_not_allowed: 405,
+  internal_error: 500,
+} as const satisfies Record<string, number>;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface ErrorBody {
+  error: ErrorCode;
+  detail?: string;
+}
+
+/** A failure that is safe to show a client: a code from the table and a human-readable detail. */
+export class ServiceError extends Error {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    readonly code: ErrorCode,
+    readonly detail?: string,
+    headers: Record<string, string> = {},
+  ) {
+    super(detail ? `${code}: ${detail}` : code);
+    this.name = 'ServiceError';
+    this.status = ERROR_STATUS[code];
+    this.headers = headers;
+  }
+
+  toBody(): ErrorBody {
+    return this.detail === undefined ? { error: this.code } : { error: this.code, detail: this.detail };
+  }
+}
