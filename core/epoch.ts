@@ -1,0 +1,66 @@
+/**
+ * Proof-store epochs (SPEC 1.8, SPEC 8): one-hour windows numbered from a genesis instant, by default
+ * 2026-01-01T00:00:00Z = epoch 0 (DESIGN 3). Time is always passed in; this module never reads a clock.
+ */
+export const EPOCH_MS = 3_600_000;
+export const DEFAULT_EPOCH_GENESIS_MS: number = Date.UTC(2026, 0, 1);
+
+/** The epoch containing `timeMs`. Times before genesis have no epoch: a negative epoch is never issued. */
+export function epochAt(timeMs: number, genesisMs: number = DEFAULT_EPOCH_GENESIS_MS): number {
+  checkGenesis(genesisMs);
+  if (!Number.isFinite(timeMs)) throw new RangeError(`time must be a finite number of ms: ${timeMs}`);
+  if (timeMs < genesisMs) {
+    throw new RangeError(`time ${timeMs} is before the epoch genesis ${new Date(genesisMs).toISOString()}`);
+  }
+  return Math.floor((timeMs - genesisMs) / EPOCH_MS);
+}
+
+/** The window of `epoch` as [start, end) in ms since the Unix epoch. */
+export function epochWindow(
+  epoch: number,
+  genesisMs: number = DEFAULT_EPOCH_GENESIS_MS,
+): { start: number; end: number } {
+  checkGenesis(genesisMs);
+  if (!Number.isSafeInteger(epoch) || epoch < 0) throw new RangeError(`epoch must be an integer ≥ 0: ${epoch}`);
+  const start = genesisMs + epoch * EPOCH_MS;
+  const end = start + EPOCH_MS;
+  if (!Number.isSafeInteger(end)) throw new RangeError(`epoch ${epoch} is out of range`);
+  return { start, end };
+}
+
+// Date.parse accepts many loose forms and local times; a genesis must be unambiguous, so parse by hand.
+const ISO_UTC = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:Z|\+00:00)$/;
+
+/**
+ * Parses an `EPOCH_GENESIS` setting: an ISO 8601 UTC timestamp (`Z` or `+00:00`) that falls exactly
+ * on an hour boundary, e.g. `2026-01-01T00:00:00Z`. Anything else is a RangeError, so a typo cannot
+ * silently renumber every epoch.
+ */
+export function parseEpochGenesis(iso: string): number {
+  const bad = (why: string) =>
+    new RangeError(
+      `epoch genesis must be an ISO 8601 UTC timestamp on an hour boundary (${why}): ${JSON.stringify(iso)}`,
+    );
+  const match = typeof iso === 'string' ? ISO_UTC.exec(iso) : null;
+  if (!match) throw bad('e.g. 2026-01-01T00:00:00Z');
+  const [, year, month, day, hour, minute, second = '0', fraction = '0'] = match as unknown as string[];
+  const [y, mo, d, h] = [year, month, day, hour].map(Number) as [number, number, number, number];
+  if (Number(minute) !== 0 || Number(second) !== 0 || /[1-9]/.test(fraction)) throw bad('not on the hour');
+  const date = new Date(0);
+  date.setUTCFullYear(y, mo - 1, d); // not Date.UTC: it maps years 0..99 to 1900..1999
+  date.setUTCHours(h, 0, 0, 0);
+  // Date rolls invalid fields over (Feb 30 → Mar 2, hour 24 → next day); a round trip catches that.
+  if (
+    date.getUTCFullYear() !== y ||
+    date.getUTCMonth() !== mo - 1 ||
+    date.getUTCDate() !== d ||
+    date.getUTCHours() !== h
+  ) {
+    throw bad('no such date or hour');
+  }
+  return date.getTime();
+}
+
+function checkGenesis(genesisMs: number): void {
+  if (!Number.isSafeInteger(genesisMs)) throw new RangeError(`epoch genesis must be an integer ms value: ${genesisMs}`);
+}

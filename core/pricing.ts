@@ -1,0 +1,163 @@
+import { cellArea } from 'h3-js';
+import { isCell } from './h3-cell.js';
+import type { StepType } from './job-plan.js';
+
+/**
+ * SPEC 8 prices and the cost arithmetic behind budgets and settlement. Binary floating point cannot
+ * represent 0.00001, so summing credits directly drifts (10 000 × 0.00001 ≠ 0.1). All arithmetic here
+ * is in integer credit units of 1e-8 credits; credits appear only at the edges (inputs and results),
+ * rounded to 8 decimals.
+ */
+export const PRICES = Object.freeze({
+  inferenceWorkerPerToken: 0.00001,
+  inferenceBackbonePerToken: 0,
+  tileHit: 0.00001,
+  tileMiss: 0.0001,
+  imagePerMegapixel: 0.001,
+  sensorFusionPerCellEpoch: 0.0005,
+  merkleProof: 0.0001,
+} as const);
+
+/** Credit units per credit: the smallest amount Geofabric prices or settles is 1e-8 credits. */
+export const CREDIT_UNITS_PER_CREDIT = 100_000_000;
+
+/** Credits → integer credit units, rounded to the nearest unit. Throws RangeError if not representable. */
+export function toCreditUnits(credits: number): number {
+  const units = Math.round(credits * CREDIT_UNITS_PER_CREDIT);
+  if (!Number.isSafeInteger(units)) throw new RangeError(`not a representable credit amount: ${credits}`);
+  return units === 0 ? 0 : units; // never -0
+}
+
+/** Integer credit units → credits; division of exact integers rounds once, to the nearest double. */
+export function fromCreditUnits(units: number): number {
+  if (!Number.isSafeInteger(units)) throw new RangeError(`credit units must be a safe integer: ${units}`);
+  return units === 0 ? 0 : units / CREDIT_UNITS_PER_CREDIT;
+}
+
+const UNIT_PRICES = {
+  workerToken: toCreditUnits(PRICES.inferenceWorkerPerToken),
+  backboneToken: toCreditUnits(PRICES.inferenceBackbonePerToken),
+  tileHit: toCreditUnits(PRICES.tileHit),
+  tileMiss: toCreditUnits(PRICES.tileMiss),
+  megapixel: toCreditUnits(PRICES.imagePerMegapixel),
+  cellEpoch: toCreditUnits(PRICES.sensorFusionPerCellEpoch),
+  proof: toCreditUnits(PRICES.merkleProof),
+};
+
+/** Output tokens assumed for an inference step that does not state `max_tokens`. */
+export const DEFAULT_MAX_TOKENS = 512;
+/** Sentinel-2 L2A ground resolution (SPEC 2.5): one pixel covers 10 m × 10 m. */
+const SENTINEL2_PIXEL_M2 = 100;
+
+export interface StepEstimateInput {
+  type: StepType;
+  messages?: { role: string; content: string }[];
+  max_tokens?: number;
+  h3_cell?: string;
+  center_cell?: string;
+  zoom?: number;
+}
+
+export interface CostEstimate {
+  /** Sum of the step estimates plus the job's one Merkle proof. */
+  total_credits: number;
+  /** Step id → estimated credits (the shape of the settlement breakdown, SPEC 2.3). */
+  breakdown: Record<string, number>;
+  proof_credits: number;
+}
+
+/**
+ * Token count before a tokenizer is known (the serving model is chosen at dispatch): about four
+ * characters (UTF-16 code units) per token, rounded up, plus 4 tokens per message for the chat
+ * template's role and separators. Deliberately generous: it feeds a worst-case budget check.
+ */
+export function estimateTokens(messages: readonly { content: string }[]): number {
+  return messages.reduce((sum, message) => sum + Math.ceil(message.content.length / 4) + 4, 0);
+}
+
+export function tokensCost(tokens: number, provider: 'worker' | 'backbone'): number {
+  return fromCreditUnits(tokensUnits(tokens, provider));
+}
+
+export function tileCost(hit: boolean): number {
+  return fromCreditUnits(hit ? UNIT_PRICES.tileHit : UNIT_PRICES.tileMiss);
+}
+
+/** Megapixels of an H3 cell imaged at Sentinel-2's 10 m resolution. */
+export function cellMegapixels(cell: string): number {
+  if (!isCell(cell)) throw new RangeError(`not a valid H3 cell: ${JSON.stringify(cell)}`);
+  return cellArea(cell, 'm2') / SENTINEL2_PIXEL_M2 / 1e6;
+}
+
+export function imageCost(megapixels: number): number {
+  return fromCreditUnits(imageUnits(megapixels));
+}
+
+/**
+ * Worst-case cost of one step before dispatch. Inference is priced at the worker rate because
+ * whether a worker or the free backbone serves is unknown until dispatch; a tile as a cache miss;
+ * imagery over the step's cell (`h3_cell`, else `center_cell`, else the job cell); sensor fusion as
+ * one cell-epoch.
+ */
+export function estimateStepCost(step: StepEstimateInput, jobCell: string): number {
+  return fromCreditUnits(stepUnits(step, jobCell));
+}
+
+/** SPEC 2.2 rule 3: a compound job costs the sum of its steps, and one proof covers all of them. */
+export function estimateJobCost(steps: readonly (StepEstimateInput & { id: string })[], jobCell: string): CostEstimate {
+  // A Map, then fromEntries: step ids are client text, and "__proto__" must stay an ordinary key.
+  const byStep = new Map<string, number>();
+  let total = UNIT_PRICES.proof;
+  for (const step of steps) {
+    const units = stepUnits(step, jobCell);
+    byStep.set(step.id, (byStep.get(step.id) ?? 0) + units);
+    total += units;
+  }
+  return {
+    total_credits: fromCreditUnits(total),
+    breakdown: Object.fromEntries([...byStep].map(([id, units]) => [id, fromCreditUnits(units)])),
+    proof_credits: fromCreditUnits(UNIT_PRICES.proof),
+  };
+}
+
+/** Sum of credit amounts, exact to 1e-8 credits. */
+export function sumCredits(values: readonly number[]): number {
+  return fromCreditUnits(values.reduce((sum, value) => sum + toCreditUnits(value), 0));
+}
+
+/** True when `cost` fits in `budget`; spending exactly the budget is allowed. */
+export function withinBudget(cost: number, budget: number): boolean {
+  return toCreditUnits(cost) <= toCreditUnits(budget);
+}
+
+function stepUnits(step: StepEstimateInput, jobCell: string): number {
+  switch (step.type) {
+    case 'inference': {
+      const maxTokens = step.max_tokens ?? DEFAULT_MAX_TOKENS;
+      return tokensUnits(estimateTokens(step.messages ?? []) + checkTokens(maxTokens), 'worker');
+    }
+    case 'tile_render':
+      return UNIT_PRICES.tileMiss;
+    case 'image_process':
+      return imageUnits(cellMegapixels(step.h3_cell ?? step.center_cell ?? jobCell));
+    case 'sensor_fusion':
+      return UNIT_PRICES.cellEpoch;
+    default:
+      throw new RangeError(`unknown step type: ${JSON.stringify((step as { type: unknown }).type)}`);
+  }
+}
+
+function tokensUnits(tokens: number, provider: 'worker' | 'backbone'): number {
+  return checkTokens(tokens) * (provider === 'worker' ? UNIT_PRICES.workerToken : UNIT_PRICES.backboneToken);
+}
+
+function imageUnits(megapixels: number): number {
+  if (!Number.isFinite(megapixels) || megapixels < 0) throw new RangeError(`invalid megapixels: ${megapixels}`);
+  // Fractional megapixels are priced to the nearest credit unit.
+  return Math.round(megapixels * UNIT_PRICES.megapixel);
+}
+
+function checkTokens(tokens: number): number {
+  if (!Number.isSafeInteger(tokens) || tokens < 0) throw new RangeError(`invalid token count: ${tokens}`);
+  return tokens;
+}
