@@ -14,6 +14,7 @@ import {
   type RegulatoryFramework,
 } from './regulatory-frameworks.js';
 import { agentTierRank, type AgentTier } from './tiers.js';
+import { usStateAt } from './us-states.js';
 
 export type { RegulatoryFramework } from './regulatory-frameworks.js';
 
@@ -29,8 +30,8 @@ export interface Jurisdiction {
   /**
    * `<country>-<code>` for the part of the country the cell lies in, when the borders data knows it:
    * dependent territories by their own alpha-2 (US-PR, CN-HK, FR-RE, DK-GL), Hawaii, Alaska and the
-   * four countries of the UK. This is the ISO 3166-2 code for the US, UK, China and the Netherlands.
-   * country-coder has no contiguous-US state borders, so a cell over California resolves to 'US' only.
+   * four countries of the UK, and US states (from us-atlas, since country-coder draws none). This is
+   * the ISO 3166-2 code for the US, UK, China and the Netherlands.
    */
   subdivision_code: string | null;
   groups: string[];
@@ -66,7 +67,10 @@ const SUBDIVISIONS_BY_REGION_ID: Readonly<Record<string, string>> = {
   Q26: 'GB-NIR',
 };
 
-/** Countries whose sub-national law we list but whose subdivisions the borders data cannot resolve. */
+/**
+ * Countries whose sub-national law we list: where a cell's subdivision cannot be resolved (US coastal
+ * waters outside every state polygon), the strictest subdivision's cap applies.
+ */
 const COUNTRIES_WITH_UNRESOLVED_SUBDIVISIONS: ReadonlySet<string> = new Set(['US']);
 
 /** Alpha-2 codes a location can resolve to: countries, dependent territories, and Antarctica. */
@@ -116,7 +120,10 @@ function computeJurisdiction(cell: string): Jurisdiction {
   const country = propertiesOf(feature(location));
   const containing = (featuresContaining(location) as unknown[]).map(propertiesOf).filter((p) => p !== null);
   const countryCode = country?.iso1A2 ?? null;
-  const subdivision = countryCode === null ? null : subdivisionOf(countryCode, containing);
+  const subdivision =
+    countryCode === null
+      ? null
+      : (subdivisionOf(countryCode, containing) ?? (countryCode === 'US' ? usStateAt(lng, lat) : null));
   const groups = groupsOf(countryCode, containing);
   const frameworks = frameworksFor(countryCode, subdivision, groups);
 

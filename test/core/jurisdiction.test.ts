@@ -21,6 +21,9 @@ const PLACES = {
   edinburgh: [55.9533, -3.1883],
   oslo: [59.9139, 10.7522],
   nuuk: [64.1814, -51.6941],
+  denver: [39.7392, -104.9903],
+  // US territorial waters off Cape Cod, outside every state polygon.
+  offCapeCod: [41.9, -69.7],
 } as const satisfies Record<string, readonly [number, number]>;
 
 type Place = keyof typeof PLACES;
@@ -91,11 +94,22 @@ describe('jurisdiction resolution', () => {
     assert.deepEqual(frameworkIds('oslo'), ['GDPR']);
   });
 
-  it('caps contiguous US cells at the strictest state law, since the state cannot be resolved', () => {
+  it('resolves US states from state borders and adds state law where it differs', () => {
     const sf = at('sanFrancisco');
-    assert.equal(sf.subdivision_code, null);
-    assert.deepEqual(frameworkIds('sanFrancisco'), ['US_FTC_ACT']);
-    assert.equal(sf.max_autonomy_tier, 'trusted'); // Colorado's AI Act
+    assert.equal(sf.subdivision_code, 'US-CA');
+    assert.deepEqual(frameworkIds('sanFrancisco'), ['US_FTC_ACT', 'US_CA_CCPA']);
+    assert.equal(at('newYork').subdivision_code, 'US-NY');
+    assert.equal(at('denver').subdivision_code, 'US-CO');
+    assert.ok(frameworkIds('denver').includes('US_CO_AI_ACT'));
+    assert.equal(at('denver').max_autonomy_tier, 'trusted'); // Colorado's AI Act
+    assert.equal(sf.max_autonomy_tier, 'certified');
+  });
+
+  it('caps US cells outside every state at the strictest state law, since the state is unknown', () => {
+    const offshore = at('offCapeCod');
+    assert.equal(offshore.country_code, 'US');
+    assert.equal(offshore.subdivision_code, null);
+    assert.equal(offshore.max_autonomy_tier, 'trusted');
   });
 
   it('resolves subdivisions the borders data knows', () => {
@@ -163,7 +177,7 @@ describe('jurisdiction codes', () => {
   it('does not confuse a country with a state of the same letters', () => {
     // 'CA' is Canada; it must not match a cell resolved to US-CA (or anything in the US).
     assert.ok(!isInJurisdiction(at('sanFrancisco'), 'CA'));
-    const california = { ...at('sanFrancisco'), subdivision_code: 'US-CA' };
+    const california = at('sanFrancisco');
     assert.ok(isInJurisdiction(california, 'US-CA'));
     assert.ok(isInJurisdiction(california, 'US'));
     assert.ok(!isInJurisdiction(california, 'CA'));
