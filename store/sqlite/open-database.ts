@@ -1,0 +1,50 @@
+import Database from 'better-sqlite3';
+import { SQLITE_MIGRATIONS, type SqliteMigration } from './migrations.js';
+
+export type SqliteDatabase = Database.Database;
+
+export interface OpenSqliteOptions {
+  /** How long a writer waits for another process's write lock before SQLITE_BUSY (ms). */
+  busyTimeoutMs?: number;
+  migrations?: readonly SqliteMigration[];
+}
+
+/**
+ * Opens (or creates) a Geofabric SQLite database: WAL, so readers never block the single writer and several
+ * processes (gateway, workers) can share the file; a busy timeout instead of immediate SQLITE_BUSY; and the
+ * schema migrated to the latest version. Safe to call from processes racing on a fresh file.
+ */
+export function openSqlite(path: string, options: OpenSqliteOptions = {}): SqliteDatabase {
+  const db = new Database(path);
+  try {
+    db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+    if (path !== ':memory:') db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL'); // durable with WAL except on power loss, where the last commits may roll back
+    db.pragma('foreign_keys = ON');
+    migrate(db, options.migrations ?? SQLITE_MIGRATIONS);
+    return db;
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+/** Applies the migrations not yet recorded, each once, in order; the whole run holds the write lock. */
+export function migrate(db: SqliteDatabase, migrations: readonly SqliteMigration[]): string[] {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (id TEXT PRIMARY KEY, applied_at TEXT NOT NULL)');
+  const applied = db.prepare<[], { id: string }>('SELECT id FROM schema_migrations');
+  const record = db.prepare<[string, string]>('INSERT INTO schema_migrations (id, applied_at) VALUES (?, ?)');
+  const run = db.transaction(() => {
+    // Re-read inside the lock: another process may have migrated while this one waited.
+    const done = new Set(applied.all().map((row) => row.id));
+    const now: string[] = [];
+    for (const migration of migrations) {
+      if (done.has(migration.id)) continue;
+      db.exec(migration.sql);
+      record.run(migration.id, new Date().toISOString());
+      now.push(migration.id);
+    }
+    return now;
+  });
+  return run.immediate();
+}
