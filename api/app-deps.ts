@@ -1,0 +1,20 @@
+import type { Logger } from 'pino';
+import type { RateLimitStore } from '../store/types.js';
+
+export interface GatewayConfig {
+  /** Gate 3: refuse signed requests that carry no delegation certificate. */
+  requireDelegation: boolean;
+  bodyLimitBytes: number;
+  /** Epoch 0 starts here; hourly windows (epochs, rate limits) align to it. */
+  epochGenesisMs: number;
+  /** Keys accepted on `api_key` routes (sent as `Authorization: Bearer <key>`). */
+  apiKeys: readonly string[];
+}
+
+/** Everything the gateway needs from outside; `createApp` never reads the environment or listens. */
+export interface AppDeps {
+  config: GatewayConfig;
+  clock: () => number;
+  logger: Logger;
+  rateLimits: RateLimitStore;
+}

@@ -1,0 +1,50 @@
+import Router from '@koa/router';
+import Koa from 'koa';
+import { ServiceError } from '../core/errors.js';
+import type { AppDeps } from './app-deps.js';
+import { gateChain } from './gates.js';
+import { errorMiddleware, requestIdMiddleware } from './http-errors.js';
+import { readJsonBody } from './json-body.js';
+import type { RouteSpec } from './route-spec.js';
+import { computeRoutes } from './routes/compute.js';
+import { healthRoutes } from './routes/health.js';
+
+/**
+ * The gateway as a Koa app: errors → request id → (per route) body → gate 1 → gate 2 → gate 3 → gate 4
+ * → handler. It never listens; `bin/` and tests do.
+ */
+export function createApp(deps: AppDeps): Koa {
+  const app = new Koa();
+  app.proxy = false;
+  app.silent = true; // errors are logged by errorMiddleware, once, with the request id
+  const router = new Router();
+  for (const spec of [...healthRoutes(), ...computeRoutes()]) registerRoute(router, deps, spec);
+
+  app.use(errorMiddleware(deps.logger));
+  app.use(requestIdMiddleware);
+  app.use(router.routes());
+  app.use(
+    router.allowedMethods({
+      throw: true,
+      methodNotAllowed: () => new ServiceError('method_not_allowed', 'this method is not allowed on this path'),
+      notImplemented: () => new ServiceError('method_not_allowed', 'this method is not implemented'),
+    }),
+  );
+  return app;
+}
+
+/** The one way to add a route: it always gets body parsing (if declared) and all four gates. */
+function registerRoute(router: Router, deps: AppDeps, spec: RouteSpec<unknown>): void {
+  router.register(
+    spec.path,
+    [spec.method],
+    [
+      async (ctx, next) => {
+        if (spec.jsonBody) ctx.state.body = await readJsonBody(ctx, deps.config.bodyLimitBytes);
+        await next();
+      },
+      ...gateChain(deps, spec),
+      async (ctx) => spec.handler(ctx, ctx.state.input, ctx.state.gates),
+    ],
+  );
+}

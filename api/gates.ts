@@ -1,0 +1,115 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { Context, Middleware } from 'koa';
+import type { Check } from '../core/check.js';
+import { ServiceError } from '../core/errors.js';
+import { checkDelegation, checkRateLimit, rateWindow } from '../core/gates/delegation.js';
+import { checkJurisdiction } from '../core/gates/jurisdiction.js';
+import { requestScope, type RequestParts } from '../core/gates/request-scope.js';
+import { checkRequestSignature } from '../core/gates/signature.js';
+import { checkPayloadGeometry } from '../core/geometry.js';
+import type { AppDeps } from './app-deps.js';
+import type { GateState, RouteSpec } from './route-spec.js';
+
+/**
+ * The four router gates of SPEC 1.7, in order, as one middleware chain that `registerRoute` puts in
+ * front of every route: a new route cannot opt out. Each gate is a pure check in core/gates; this file
+ * only adapts them to Koa and throws the failure as the JSON error.
+ */
+export function gateChain(deps: AppDeps, spec: RouteSpec<unknown>): Middleware[] {
+  return [authGate(deps, spec), jurisdictionGate(spec), delegationGate(deps, spec), preflightGate(spec)];
+}
+
+const unwrap = <T>(check: Check<T>, headers: Record<string, string> = {}): T => {
+  if (!check.ok) throw new ServiceError(check.error, check.detail, headers);
+  return check.value;
+};
+
+function parts(ctx: Context): RequestParts {
+  return {
+    body: ctx.state.body as unknown,
+    params: (ctx.params ?? {}) as Record<string, string | undefined>,
+    query: ctx.query,
+    header: (name) => ctx.get(name) || undefined,
+  };
+}
+
+const gates = (ctx: Context): GateState => ctx.state.gates as GateState;
+
+/** Gate 1 (or the route's other auth policy). */
+function authGate(deps: AppDeps, spec: RouteSpec<unknown>): Middleware {
+  return async (ctx, next) => {
+    const state: GateState = { requester: undefined, place: null, authority: { kind: 'anonymous' } };
+    ctx.state.gates = state;
+    if (spec.auth === 'signed') {
+      state.requester = unwrap(
+        checkRequestSignature(ctx.state.body, ctx.get('x-idn-signature') || undefined, deps.clock()),
+      );
+    } else if (spec.auth === 'api_key') {
+      checkApiKey(ctx, deps.config.apiKeys);
+    }
+    await next();
+  };
+}
+
+function checkApiKey(ctx: Context, keys: readonly string[]): void {
+  const match = /^Bearer\s+(\S+)$/i.exec(ctx.get('authorization'));
+  const given = Buffer.from(match?.[1] ?? '');
+  const known = keys.some((key) => {
+    const candidate = Buffer.from(key);
+    return candidate.length === given.length && timingSafeEqual(candidate, given);
+  });
+  if (!known) throw new ServiceError('unauthorized', 'a valid API key is required: Authorization: Bearer <key>');
+}
+
+/** Gate 2: every named cell is valid; the job cell resolves to country and frameworks. */
+function jurisdictionGate(spec: RouteSpec<unknown>): Middleware {
+  return async (ctx, next) => {
+    const scope = requestScope(parts(ctx));
+    ctx.state.scope = scope;
+    gates(ctx).place = unwrap(
+      checkJurisdiction(
+        scope,
+        { jurisdiction: ctx.get('x-svc-jurisdiction') || undefined, minTier: ctx.get('x-svc-min-tier') || undefined },
+        spec.defaultCell,
+      ),
+    );
+    await next();
+  };
+}
+
+/** Gate 3: the delegation chain traces the requester to a human; its hourly op budget is enforced. */
+function delegationGate(deps: AppDeps, spec: RouteSpec<unknown>): Middleware {
+  return async (ctx, next) => {
+    const state = gates(ctx);
+    const scope = ctx.state.scope as ReturnType<typeof requestScope>;
+    const now = deps.clock();
+    state.authority = unwrap(
+      checkDelegation({
+        header: ctx.get('x-svc-delegation-cert') || undefined,
+        requesterPk: state.requester?.pk,
+        requireDelegation: deps.config.requireDelegation,
+        nowMs: now,
+        jobCell: state.place?.jobCell,
+        facets: [...(spec.facets ?? scope.stepTypes)],
+        tools: scope.tools,
+      }),
+    );
+    if (state.authority.kind === 'delegated' && state.authority.grant.max_ops_per_hour !== null) {
+      const { agent_pk, max_ops_per_hour } = state.authority.grant;
+      const window = rateWindow(now, deps.config.epochGenesisMs);
+      const count = await deps.rateLimits.increment(`agent:${agent_pk}`, window.start, window.end - window.start);
+      const limited = checkRateLimit(count, max_ops_per_hour, window.end, now);
+      unwrap(limited, { 'retry-after': String(Math.max(1, Math.ceil((window.end - now) / 1000))) });
+    }
+    await next();
+  };
+}
+
+/** Gate 4: geometry pre-flight (GeoJSON anywhere in the body, then the route's own plan checks). */
+function preflightGate(spec: RouteSpec<unknown>): Middleware {
+  return async (ctx, next) => {
+    if (ctx.state.body !== undefined) unwrap(checkPayloadGeometry(ctx.state.body));
+    ctx.state.input = unwrap(spec.preflight(parts(ctx)));
+    await next();
+  };
+}

@@ -1,0 +1,172 @@
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import {
+  decodeDelegationHeader,
+  issueCertificate,
+  parseDelegationChain,
+  verifyDelegationChain,
+} from '../core/delegation-cert.js';
+import { signRequestBody } from '../core/gates/signature.js';
+import { generateKeyPair } from '../core/identity.js';
+import { ConfigError, loadConfig } from './config.js';
+import { readKeyFile, writeKeyFile } from './key-file.js';
+import { startGateway } from './start.js';
+
+const USAGE = `geofabric <command>
+
+  start                          run the gateway (PORT, default 8080; see README for configuration)
+  keygen [--out FILE]            new Ed25519 key pair, written mode 0600 (default geofabric-key.json)
+  sign REQUEST.json --key FILE   sign a request body: prints { "x-idn-signature", "body" }
+  cert issue --key PRINCIPAL_KEY --agent PK --cells C1,C2 --facets F1,F2
+             [--tools T1,T2] [--deny-tools T3] [--max-ops N] [--max-depth N]
+             [--not-before ISO] [--not-after ISO | --days N] [--base64]
+  cert verify FILE|- [--agent PK] [--cell C] [--facets F1,F2] [--tools T1] [--at ISO]
+                                 checks a certificate or chain (JSON or base64); exit 1 if invalid`;
+
+const list = (value: string | undefined): string[] | undefined =>
+  value === undefined
+    ? undefined
+    : value
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
+
+function print(value: unknown): void {
+  process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}\n`);
+}
+
+function readInput(path: string): string {
+  return readFileSync(path === '-' ? 0 : path, 'utf8');
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'start':
+      await startGateway(loadConfig());
+      return -1; // keeps running
+    case 'keygen': {
+      const { values } = parseArgs({ args: rest, options: { out: { type: 'string', default: 'geofabric-key.json' } } });
+      const key = generateKeyPair();
+      writeKeyFile(values.out, key);
+      print({ public_key: key.publicKey, file: values.out });
+      return 0;
+    }
+    case 'sign': {
+      const { values, positionals } = parseArgs({
+        args: rest,
+        allowPositionals: true,
+        options: { key: { type: 'string' } },
+      });
+      if (!values.key || positionals.length !== 1) throw new UsageError('sign REQUEST.json --key FILE');
+      const body = JSON.parse(readInput(positionals[0] as string)) as Record<string, unknown>;
+      const signed = signRequestBody(readKeyFile(values.key).secretKey, body);
+      print({ 'x-idn-signature': signed.signature, body: signed.body });
+      return 0;
+    }
+    case 'cert':
+      return certCommand(rest);
+    case undefined:
+    case 'help':
+    case '--help':
+      print(USAGE);
+      return 0;
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+function certCommand(argv: string[]): number {
+  const [sub, ...rest] = argv;
+  if (sub === 'issue') {
+    const { values } = parseArgs({
+      args: rest,
+      options: {
+        key: { type: 'string' },
+        agent: { type: 'string' },
+        cells: { type: 'string' },
+        facets: { type: 'string' },
+        tools: { type: 'string' },
+        'deny-tools': { type: 'string' },
+        'max-ops': { type: 'string' },
+        'max-depth': { type: 'string', default: '0' },
+        'not-before': { type: 'string' },
+        'not-after': { type: 'string' },
+        days: { type: 'string', default: '30' },
+        base64: { type: 'boolean', default: false },
+      },
+    });
+    if (!values.key || !values.agent || !values.cells || !values.facets) {
+      throw new UsageError('cert issue needs --key, --agent, --cells and --facets');
+    }
+    const notBefore = values['not-before'] ?? new Date().toISOString();
+    const notAfter =
+      values['not-after'] ?? new Date(Date.parse(notBefore) + Number(values.days) * 86_400_000).toISOString();
+    const constraints = {
+      ...(values.tools ? { allowed_tools: list(values.tools) } : {}),
+      ...(values['deny-tools'] ? { denied_tools: list(values['deny-tools']) } : {}),
+      ...(values['max-ops'] ? { max_ops_per_hour: Number(values['max-ops']) } : {}),
+    };
+    const cert = issueCertificate(readKeyFile(values.key).secretKey, {
+      agent_pk: values.agent,
+      h3_cells: list(values.cells) ?? [],
+      facets: list(values.facets) ?? [],
+      not_before: notBefore,
+      not_after: notAfter,
+      max_depth: Number(values['max-depth']),
+      constraints: Object.keys(constraints).length > 0 ? constraints : null,
+    });
+    print(values.base64 ? Buffer.from(JSON.stringify(cert)).toString('base64') : cert);
+    return 0;
+  }
+  if (sub === 'verify') {
+    const { values, positionals } = parseArgs({
+      args: rest,
+      allowPositionals: true,
+      options: {
+        agent: { type: 'string' },
+        cell: { type: 'string' },
+        facets: { type: 'string' },
+        tools: { type: 'string' },
+        at: { type: 'string' },
+      },
+    });
+    if (positionals.length !== 1) throw new UsageError('cert verify FILE|-');
+    const text = readInput(positionals[0] as string).trim();
+    const chain =
+      text.startsWith('{') || text.startsWith('[')
+        ? parseDelegationChain(JSON.parse(text))
+        : decodeDelegationHeader(text);
+    if (!chain.ok) {
+      print({ valid: false, error: chain.error, detail: chain.detail });
+      return 1;
+    }
+    const last = chain.value[chain.value.length - 1];
+    const result = verifyDelegationChain(chain.value, {
+      now: values.at ? Date.parse(values.at) : Date.now(),
+      agentPk: values.agent ?? last?.agent_pk ?? '',
+      ...(values.cell ? { h3Cell: values.cell } : {}),
+      facets: list(values.facets) ?? [],
+      tools: list(values.tools) ?? [],
+    });
+    print(
+      result.ok ? { valid: true, grant: result.value } : { valid: false, error: result.error, detail: result.detail },
+    );
+    return result.ok ? 0 : 1;
+  }
+  throw new UsageError('cert issue | cert verify');
+}
+
+class UsageError extends Error {}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof UsageError) process.stderr.write(`usage: ${error.message}\n\n${USAGE}\n`);
+    else if (error instanceof ConfigError) process.stderr.write(`${error.message}\n`);
+    else process.stderr.write(`geofabric: ${(error as Error).message}\n`);
+    process.exitCode = 2;
+  },
+);
