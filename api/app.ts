@@ -8,6 +8,7 @@ import { readJsonBody } from './json-body.js';
 import type { RouteSpec } from './route-spec.js';
 import { computeRoutes } from './routes/compute.js';
 import { healthRoutes } from './routes/health.js';
+import { modelRoutes } from './routes/models.js';
 
 /**
  * The gateway as a Koa app: errors → request id → (per route) body → gate 1 → gate 2 → gate 3 → gate 4
@@ -18,7 +19,7 @@ export function createApp(deps: AppDeps): Koa {
   app.proxy = false;
   app.silent = true; // errors are logged by errorMiddleware, once, with the request id
   const router = new Router();
-  for (const spec of [...healthRoutes(), ...computeRoutes()]) registerRoute(router, deps, spec);
+  for (const spec of [...healthRoutes(), ...computeRoutes(), ...modelRoutes()]) registerRoute(router, deps, spec);
 
   app.use(errorMiddleware(deps.logger));
   app.use(requestIdMiddleware);
