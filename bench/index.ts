@@ -9,6 +9,6 @@ const verify = benchVerify();
 console.log(`ed25519 verify (node:crypto, cached key, one core): ${fmt(verify.perSecond)} /s`);
 const gates = await benchGateRejects();
 console.log(
-  `gateway: signed requests rejected after gate 4 (HTTP keep-alive, 32 concurrent, server in its own process): ` +
-    `${fmt(gates.perSecond)} /s over ${fmt(gates.requests)} requests; statuses ${JSON.stringify(gates.statusCounts)}`,
+  `gateway: signed requests rejected after gate 4 (HTTP keep-alive, 32 connections, server in its own process): ` +
+    `${fmt(gates.perSecond)} /s over ${fmt(gates.requests)} requests, p99 ${gates.p99Ms} ms; statuses ${JSON.stringify(gates.statusCounts)}`,
 );
