@@ -59,6 +59,9 @@ class BoundedCache<V> {
 const CACHE_LIMIT = 10_000;
 const keyChecks = new BoundedCache<Check<string>>(CACHE_LIMIT);
 const keyObjects = new BoundedCache<KeyObject>(CACHE_LIMIT);
+// A node signs with a handful of keys; importing one costs about a millisecond here, signing far less.
+const privateKeys = new BoundedCache<KeyObject>(64);
+const keyPairs = new BoundedCache<KeyPair>(64);
 
 const concat = (a: Uint8Array, b: Uint8Array): Uint8Array => {
   const out = new Uint8Array(a.length + b.length);
@@ -100,8 +103,12 @@ function parseSecret(secretKeyHex: string): Uint8Array {
 }
 
 export function keyPairFromSecret(secretKeyHex: string): KeyPair {
+  const cached = keyPairs.get(secretKeyHex);
+  if (cached !== undefined) return { ...cached };
   const seed = parseSecret(secretKeyHex);
-  return { publicKey: publicKeyOfSeed(seed), secretKey: bytesToHex(seed) };
+  const pair = { publicKey: publicKeyOfSeed(seed), secretKey: bytesToHex(seed) };
+  keyPairs.set(secretKeyHex, pair);
+  return { ...pair };
 }
 
 export function generateKeyPair(): KeyPair {
@@ -158,7 +165,11 @@ function isCanonicalScalar(s: Uint8Array): boolean {
 
 /** Signs the UTF-8 bytes of a string (or the given bytes); returns 128 lowercase hex. */
 export function signMessage(secretKeyHex: string, message: string | Uint8Array): string {
-  const key = seedToPrivateKey(parseSecret(secretKeyHex));
+  let key = privateKeys.get(secretKeyHex);
+  if (key === undefined) {
+    key = seedToPrivateKey(parseSecret(secretKeyHex));
+    privateKeys.set(secretKeyHex, key);
+  }
   return bytesToHex(new Uint8Array(sign(null, toBytes(message), key)));
 }
 
