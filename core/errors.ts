@@ -28,6 +28,13 @@ export const ERROR_STATUS = {
   invalid_request: 400,
   step_type_unavailable: 400,
   budget_exceeded: 402,
+  // Proof store
+  invalid_record: 400,
+  invalid_seal: 400,
+  record_not_found: 404,
+  record_conflict: 409,
+  epoch_sealed: 409,
+  seal_mismatch: 409,
   // Transport
   invalid_json: 400,
   unsupported_media_type: 415,
