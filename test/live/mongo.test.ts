@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { MongoClient } from 'mongodb';
+import { createMongoProofStore } from '../../store/mongo/proof-store.js';
 import { createMongoRateLimitStore } from '../../store/mongo/rate-limit-store.js';
+import { describeProofStoreContract } from '../store/proof-store.contract.js';
 import { describeRateLimitStoreContract } from '../store/rate-limit-store.contract.js';
 import { requireEnv } from './live-env.js';
 
@@ -27,6 +29,12 @@ describe('MongoDB-protocol server (live)', () => {
   describeRateLimitStoreContract(`MongoDB protocol at ${uri}`, async () => {
     const db = client.db(`geofabric_test_${randomUUID().replaceAll('-', '')}`);
     const store = await createMongoRateLimitStore(db);
+    return { store, cleanup: async () => void (await db.dropDatabase()) };
+  });
+
+  describeProofStoreContract(`MongoDB protocol at ${uri}`, async () => {
+    const db = client.db(`geofabric_test_${randomUUID().replaceAll('-', '')}`);
+    const store = await createMongoProofStore(db);
     return { store, cleanup: async () => void (await db.dropDatabase()) };
   });
 });

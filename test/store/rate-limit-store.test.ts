@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteRateLimitStore } from '../../store/sqlite/rate-limit-store.js';
+import { SQLITE_MIGRATIONS } from '../../store/sqlite/migrations.js';
 import { describeRateLimitStoreContract } from './rate-limit-store.contract.js';
 
 describeRateLimitStoreContract('SQLite (in memory)', async () => {
@@ -41,7 +42,7 @@ describe('SQLite rate-limit store on a shared file', () => {
       const ids = db.prepare<[], { id: string }>('SELECT id FROM schema_migrations').all();
       assert.deepEqual(
         ids.map((row) => row.id),
-        ['0001-rate-limit-counters'],
+        SQLITE_MIGRATIONS.map((migration) => migration.id),
       );
     } finally {
       db.close();

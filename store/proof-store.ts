@@ -1,0 +1,116 @@
+/**
+ * The proof store port (SPEC 1.8, 2.6; issue 4): records addressed by (H3 cell, epoch, writer key), sealed
+ * per (sealer key, epoch) into RFC 9162 trees whose levels are kept for O(log n) inclusion proofs.
+ *
+ * Adapters: `sqlite/proof-store.ts` (the embedded default and every worker's local store) and
+ * `mongo/proof-store.ts` (the central store); `test/store/proof-store.contract.ts` is what both must do.
+ * Like every store, an adapter never owns its database connection (see `types.ts`).
+ *
+ * Trust: a store keeps what it was given. Readers re-check what they read (`checkRecord`, `checkSeal`,
+ * `verifyInclusion`); the store's own checks (unique ids, sealed epochs, record counts) keep it consistent,
+ * they do not make its content trustworthy.
+ */
+import type { KeyPair } from '../core/identity.js';
+import type { CollectionType, PayloadType, ProofRecord, Seal } from '../core/proof-types.js';
+
+/** What a local writer asks to record; the store assigns `seq`, hashes and signs. */
+export interface NewRecord {
+  id: string;
+  h3_cell: string;
+  epoch: number;
+  collection_type: CollectionType;
+  payload_type: PayloadType;
+  payload: unknown;
+  written_at: string;
+}
+
+export type IngestOutcome =
+  | { id: string; status: 'inserted' | 'duplicate' }
+  | { id: string; status: 'rejected'; error: 'record_conflict' | 'epoch_sealed'; detail: string };
+
+export interface RecordQuery {
+  /** Any resolution; matches records in cells it contains (H3 containment, never string equality). */
+  cell?: string;
+  /** Inclusive bounds. */
+  epochStart?: number;
+  epochEnd?: number;
+  collection?: CollectionType;
+  /** A positive integer; exactly this many records are returned while more match. */
+  limit: number;
+  /** `nextCursor` of the previous page; opaque to callers. */
+  cursor?: string;
+}
+
+/** A record's place in its sealed tree: its seal, its leaf index and the audit path (leaf level first). */
+export interface SealedPath {
+  seal: Seal;
+  leafIndex: number;
+  path: Uint8Array[];
+}
+
+/** A seal leaf as `createSeal` needs it: no payloads, so a million-record epoch fits in memory. */
+export type SealLeaf = Pick<ProofRecord, 'seq' | 'record_hash'>;
+
+export interface ProofStore {
+  /**
+   * Local writer: for each entry assigns the signer's next gapless seq, hashes and signs (signRecord) and
+   * inserts; a batch is one atomic write (SQLite: one transaction). Idempotent by id: an id already stored is
+   * returned as stored, consuming no seq. An entry for an epoch the signer already sealed, or for an earlier
+   * epoch than its latest seal (a seal chain never goes back, so it would never be sealed), throws
+   * ServiceError('epoch_sealed'), writing nothing of the batch; an entry that does not make a valid record
+   * throws ServiceError('invalid_record'), likewise.
+   */
+  appendRecords(signer: KeyPair, entries: readonly NewRecord[]): Promise<ProofRecord[]>;
+  /**
+   * Central ingest of records the caller already verified (checkRecord). Per record: inserted; duplicate
+   * (same id and record_hash: a no-op, also once the epoch is sealed, so a retried push is harmless); rejected
+   * record_conflict (same id with another hash, or the writer's seq already taken by another id); rejected
+   * epoch_sealed (a seal exists for (address.pk, address.epoch)). Seq gaps are allowed here (records arrive in
+   * batches); a seal later proves completeness. Ingested records count as unsynced like appended ones.
+   */
+  ingestRecords(records: readonly ProofRecord[]): Promise<IngestOutcome[]>;
+  getRecord(id: string): Promise<ProofRecord | null>;
+  /**
+   * `cell` matches by H3 containment; epoch range inclusive; stable order (epoch, pk, seq); opaque cursor;
+   * `limit` honoured exactly. `nextCursor` is null once the last matching record has been returned.
+   */
+  queryRecords(query: RecordQuery): Promise<{ records: ProofRecord[]; nextCursor: string | null }>;
+  /** The leaves of (pk, epoch)'s seal: that writer's records of that epoch in seq order. */
+  recordsOfEpoch(pk: string, epoch: number): Promise<ProofRecord[]>;
+  /** `recordsOfEpoch` without payloads, for sealing and auditing large epochs: seq and record_hash only. */
+  epochLeaves(pk: string, epoch: number): Promise<SealLeaf[]>;
+  /** The lowest epoch among pk's records, null when it has none: where its first seal starts. */
+  firstRecordEpoch(pk: string): Promise<number | null>;
+  /**
+   * Stores a seal with its tree levels (`merkleLevels` of its leaves), kept in pages so a proof reads one
+   * small page per level. 'duplicate' when the identical seal (same seal_hash) is stored; a different seal for
+   * the same (sealer_pk, epoch) throws ServiceError('seal_mismatch'), and so does a seal whose record_count is
+   * not the number of records the store holds for (sealer_pk, epoch). Levels that are not a tree of
+   * record_count leaves with the seal's merkle_root throw ServiceError('invalid_seal'). The caller checks the
+   * seal itself (signature, root over `epochLeaves`, chain link) before putting it.
+   */
+  putSeal(seal: Seal, levels: readonly Uint8Array[]): Promise<'inserted' | 'duplicate'>;
+  getSeal(sealerPk: string, epoch: number): Promise<Seal | null>;
+  latestSeal(sealerPk: string): Promise<Seal | null>;
+  /** By epoch ascending. */
+  sealsOf(sealerPk: string): Promise<Seal[]>;
+  /** Every pk with records or seals, ascending (for audit). */
+  writers(): Promise<string[]>;
+  /**
+   * The record's seal and audit path read from stored levels; null when (pk, epoch) is not sealed.
+   * leafIndex = the record's position in seq order within its epoch. The record is not looked up: a record
+   * that is not in the tree gets a path that does not verify, so callers verify the path against the root.
+   */
+  sealedPath(record: ProofRecord): Promise<SealedPath | null>;
+  /**
+   * Sync bookkeeping of a local store: records and seals not yet acknowledged by the central store, oldest
+   * first (records by (pk, seq); seals by (sealer, epoch)); mark only after acknowledgement. Push records
+   * before seals: a central store refuses a seal whose records it does not hold yet.
+   */
+  unsyncedRecords(limit: number): Promise<ProofRecord[]>;
+  markRecordsSynced(ids: readonly string[]): Promise<void>;
+  unsyncedSeals(limit: number): Promise<Seal[]>;
+  markSealsSynced(seals: readonly Pick<Seal, 'sealer_pk' | 'epoch'>[]): Promise<void>;
+  /** Releases what the store holds itself; the database connection stays open for its owner to close. */
+  close(): Promise<void>;
+}

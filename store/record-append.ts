@@ -1,0 +1,100 @@
+/**
+ * The part of `appendRecords` both adapters share: which entries are new, their seqs and their signatures.
+ * Pure apart from signing; each adapter supplies what it read and writes what this returns.
+ */
+import { CanonicalJsonError } from '../core/canonical-json.js';
+import { ServiceError } from '../core/errors.js';
+import type { KeyPair } from '../core/identity.js';
+import { signRecord } from '../core/proof-record.js';
+import type { ProofRecord } from '../core/proof-types.js';
+import type { NewRecord } from './proof-store.js';
+
+/** The signer's highest-seq record: where its next seq and its earliest writable epoch come from. */
+export interface WriterTail {
+  seq: number;
+  epoch: number;
+}
+
+export interface AppendPlan {
+  /** One per entry, in entry order (an id given twice yields the same record twice). */
+  records: ProofRecord[];
+  /** The records to insert, in seq order. */
+  fresh: ProofRecord[];
+}
+
+/**
+ * Assigns seqs tail.seq + 1 … to the entries whose id is not stored yet, in (epoch, position) order, and
+ * signs them. Refused with `epoch_sealed`, before anything is signed:
+ *  - an epoch the signer has sealed, or one before its latest seal (the chain never goes back);
+ *  - an epoch before its latest record's: a seal covers seqs first..last with no gap (core/seal.ts), so once
+ *    a writer has moved on to a later epoch, a record for an earlier one could never be sealed.
+ * Writers therefore take the epoch from the clock at append time.
+ */
+export function planAppend(
+  signer: KeyPair,
+  entries: readonly NewRecord[],
+  stored: (id: string) => ProofRecord | undefined,
+  tail: WriterTail | null,
+  latestSealEpoch: number | null,
+): AppendPlan {
+  const records = new Array<ProofRecord | undefined>(entries.length);
+  const firstIndex = new Map<string, number>();
+  const fresh: { index: number; entry: NewRecord }[] = [];
+  entries.forEach((entry, index) => {
+    const id = entry?.id;
+    if (typeof id !== 'string') throw new ServiceError('invalid_record', `entry ${index}: id must be a string`);
+    if (firstIndex.has(id)) return;
+    firstIndex.set(id, index);
+    const existing = stored(id);
+    if (existing !== undefined) {
+      records[index] = existing;
+      return;
+    }
+    if (!Number.isSafeInteger(entry.epoch) || entry.epoch < 0) {
+      throw new ServiceError('invalid_record', `record ${id}: epoch must be an integer ≥ 0`);
+    }
+    if (latestSealEpoch !== null && entry.epoch <= latestSealEpoch) {
+      throw new ServiceError(
+        'epoch_sealed',
+        `record ${id}: epoch ${entry.epoch} of writer ${signer.publicKey} is sealed (sealed through epoch ${latestSealEpoch})`,
+      );
+    }
+    if (tail !== null && entry.epoch < tail.epoch) {
+      throw new ServiceError(
+        'epoch_sealed',
+        `record ${id}: epoch ${entry.epoch} is closed for writer ${signer.publicKey}, whose records have reached epoch ${tail.epoch}`,
+      );
+    }
+    fresh.push({ index, entry });
+  });
+
+  fresh.sort((a, b) => a.entry.epoch - b.entry.epoch || a.index - b.index);
+  let seq = tail?.seq ?? 0;
+  const signed = fresh.map(({ index, entry }) => {
+    seq += 1;
+    let record: ProofRecord;
+    try {
+      record = signRecord(signer.secretKey, {
+        version: 1,
+        id: entry.id,
+        address: { h3_cell: entry.h3_cell, epoch: entry.epoch, pk: signer.publicKey },
+        collection_type: entry.collection_type,
+        payload_type: entry.payload_type,
+        payload: entry.payload,
+        seq,
+        written_at: entry.written_at,
+      });
+    } catch (error) {
+      // signRecord refuses what checkRecord would (TypeError) and payloads JSON cannot carry.
+      if (error instanceof TypeError || error instanceof CanonicalJsonError)
+        throw new ServiceError('invalid_record', `record ${entry.id}: ${error.message}`);
+      throw error;
+    }
+    records[index] = record;
+    return record;
+  });
+  return {
+    records: entries.map((entry, index) => records[firstIndex.get(entry.id) ?? index] as ProofRecord),
+    fresh: signed,
+  };
+}

@@ -1,0 +1,323 @@
+import { ServiceError } from '../../core/errors.js';
+import type { KeyPair } from '../../core/identity.js';
+import type { ProofRecord, Seal } from '../../core/proof-types.js';
+import type { IngestOutcome, ProofStore, RecordQuery, SealLeaf } from '../proof-store.js';
+import { planAppend, type WriterTail } from '../record-append.js';
+import { cellKey, cellKeyRange, checkRecordQuery, encodeRecordCursor } from '../record-query.js';
+import {
+  auditPathFromPages,
+  auditPathNodes,
+  checkSealLevels,
+  leafIndexInSeal,
+  pageKey,
+  sealTreePages,
+} from '../seal-tree-pages.js';
+import type { SqliteDatabase } from './open-database.js';
+
+interface JsonRow {
+  json: string;
+}
+
+/**
+ * SQLite adapter of {@link ProofStore} (tables of migration 0002). Every write is one transaction taken
+ * with BEGIN IMMEDIATE, so a batch is all-or-nothing, seqs are assigned under the write lock (gapless also
+ * across processes sharing the file) and a seal's record count is checked in the transaction that stores it.
+ * Records are kept as their JSON beside the columns the queries need.
+ */
+export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
+  const insertRecord = db.prepare<[string, string, number, number, string, bigint, string, string, string]>(`
+    INSERT INTO proof_records (id, pk, seq, epoch, h3_cell, cell_key, collection_type, record_hash, json)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+  `);
+  const recordById = db.prepare<[string], JsonRow>('SELECT json FROM proof_records WHERE id = ?');
+  const hashById = db.prepare<[string], { record_hash: string }>('SELECT record_hash FROM proof_records WHERE id = ?');
+  const idBySeq = db.prepare<[string, number], { id: string }>('SELECT id FROM proof_records WHERE pk = ? AND seq = ?');
+  const writerTail = db.prepare<[string], WriterTail>(
+    'SELECT seq, epoch FROM proof_records WHERE pk = ? ORDER BY seq DESC LIMIT 1',
+  );
+  const firstEpoch = db.prepare<[string], { epoch: number }>(
+    'SELECT epoch FROM proof_records WHERE pk = ? ORDER BY seq LIMIT 1',
+  );
+  const nextWriter = db.prepare<[string], { pk: string }>(
+    'SELECT pk FROM proof_records WHERE pk > ? ORDER BY pk LIMIT 1',
+  );
+  const epochRecords = db.prepare<[number, string], JsonRow>(
+    'SELECT json FROM proof_records WHERE epoch = ? AND pk = ? ORDER BY seq',
+  );
+  // Two single-column reads in one snapshot: for a million leaves, plucked values cost about half of row
+  // objects (measured 1.7 s against 3.0 s).
+  const epochSeqs = db
+    .prepare<[number, string], number>('SELECT seq FROM proof_records WHERE epoch = ? AND pk = ? ORDER BY seq')
+    .pluck();
+  const epochHashes = db
+    .prepare<[number, string], string>('SELECT record_hash FROM proof_records WHERE epoch = ? AND pk = ? ORDER BY seq')
+    .pluck();
+  const epochCount = db.prepare<[number, string], { n: number; first: number | null; last: number | null }>(
+    'SELECT COUNT(*) AS n, MIN(seq) AS first, MAX(seq) AS last FROM proof_records WHERE epoch = ? AND pk = ?',
+  );
+  const unsyncedRecords = db.prepare<[number], JsonRow>(
+    'SELECT json FROM proof_records WHERE synced = 0 ORDER BY pk, seq LIMIT ?',
+  );
+  const markRecord = db.prepare<[string]>('UPDATE proof_records SET synced = 1 WHERE id = ? AND synced = 0');
+
+  const insertSeal = db.prepare<[string, number, string, string]>(
+    'INSERT INTO proof_seals (sealer_pk, epoch, seal_hash, json) VALUES (?, ?, ?, ?)',
+  );
+  const insertNodes = db.prepare<[string, number, number, number, Buffer]>(
+    'INSERT INTO proof_seal_nodes (sealer_pk, epoch, level, page, nodes) VALUES (?, ?, ?, ?, ?)',
+  );
+  const sealOf = db.prepare<[string, number], JsonRow>(
+    'SELECT json FROM proof_seals WHERE sealer_pk = ? AND epoch = ?',
+  );
+  const latestSeal = db.prepare<[string], JsonRow>(
+    'SELECT json FROM proof_seals WHERE sealer_pk = ? ORDER BY epoch DESC LIMIT 1',
+  );
+  const latestSealEpoch = db.prepare<[string], { epoch: number }>(
+    'SELECT epoch FROM proof_seals WHERE sealer_pk = ? ORDER BY epoch DESC LIMIT 1',
+  );
+  const sealsOf = db.prepare<[string], JsonRow>('SELECT json FROM proof_seals WHERE sealer_pk = ? ORDER BY epoch');
+  const sealers = db.prepare<[], { sealer_pk: string }>('SELECT DISTINCT sealer_pk FROM proof_seals');
+  const sealNode = db.prepare<[string, number, number, number], { nodes: Uint8Array }>(
+    'SELECT nodes FROM proof_seal_nodes WHERE sealer_pk = ? AND epoch = ? AND level = ? AND page = ?',
+  );
+  const unsyncedSeals = db.prepare<[number], JsonRow>(
+    'SELECT json FROM proof_seals WHERE synced = 0 ORDER BY sealer_pk, epoch LIMIT ?',
+  );
+  const markSeal = db.prepare<[string, number]>(
+    'UPDATE proof_seals SET synced = 1 WHERE sealer_pk = ? AND epoch = ? AND synced = 0',
+  );
+
+  const parse = <T>(row: JsonRow | undefined): T | null => (row === undefined ? null : (JSON.parse(row.json) as T));
+
+  const insert = (record: ProofRecord): boolean => {
+    const { address } = record;
+    const result = insertRecord.run(
+      record.id,
+      address.pk,
+      record.seq,
+      address.epoch,
+      address.h3_cell,
+      cellKey(address.h3_cell),
+      record.collection_type,
+      record.record_hash,
+      JSON.stringify(record),
+    );
+    return result.changes === 1;
+  };
+
+  const append = db.transaction((signer: KeyPair, entries: readonly NewRecordLike[]): ProofRecord[] => {
+    const pk = signer.publicKey;
+    const plan = planAppend(
+      signer,
+      entries,
+      (id) => parse<ProofRecord>(recordById.get(id)) ?? undefined,
+      writerTail.get(pk) ?? null,
+      latestSealEpoch.get(pk)?.epoch ?? null,
+    );
+    for (const record of plan.fresh) {
+      // Only a concurrent writer under the same key could collide; the transaction undoes the batch.
+      if (!insert(record)) throw new Error(`seq ${record.seq} of writer ${pk} was taken during the append`);
+    }
+    return plan.records;
+  });
+
+  const ingest = db.transaction((records: readonly ProofRecord[]): IngestOutcome[] => {
+    const sealed = new Map<string, boolean>();
+    return records.map((record): IngestOutcome => {
+      const { id } = record;
+      const stored = hashById.get(id);
+      if (stored !== undefined) {
+        return stored.record_hash === record.record_hash
+          ? { id, status: 'duplicate' }
+          : { id, status: 'rejected', error: 'record_conflict', detail: `record ${id} is stored with another hash` };
+      }
+      const { pk, epoch } = record.address;
+      const key = `${pk}:${epoch}`;
+      let isSealed = sealed.get(key);
+      if (isSealed === undefined) sealed.set(key, (isSealed = sealOf.get(pk, epoch) !== undefined));
+      if (isSealed) {
+        return { id, status: 'rejected', error: 'epoch_sealed', detail: `epoch ${epoch} of writer ${pk} is sealed` };
+      }
+      if (insert(record)) return { id, status: 'inserted' };
+      const holder = idBySeq.get(pk, record.seq)?.id ?? 'another record';
+      return {
+        id,
+        status: 'rejected',
+        error: 'record_conflict',
+        detail: `seq ${record.seq} of writer ${pk} is already taken by ${holder}`,
+      };
+    });
+  });
+
+  const storeSeal = db.transaction((seal: Seal, levels: readonly Uint8Array[]): 'inserted' | 'duplicate' => {
+    const existing = parse<Seal>(sealOf.get(seal.sealer_pk, seal.epoch));
+    if (existing !== null) {
+      if (existing.seal_hash === seal.seal_hash) return 'duplicate';
+      throw new ServiceError('seal_mismatch', `a different seal of epoch ${seal.epoch} is already stored`);
+    }
+    // In the same transaction as the insert: no record can slip into the epoch between check and seal.
+    const held = epochCount.get(seal.epoch, seal.sealer_pk) ?? { n: 0, first: null, last: null };
+    if (held.n !== seal.record_count || held.first !== seal.first_seq || held.last !== seal.last_seq) {
+      throw new ServiceError(
+        'seal_mismatch',
+        `epoch ${seal.epoch}: the store holds ${held.n} records (seqs ${held.first ?? '-'}..${held.last ?? '-'}), ` +
+          `the seal covers ${seal.record_count} (${seal.first_seq ?? '-'}..${seal.last_seq ?? '-'})`,
+      );
+    }
+    insertSeal.run(seal.sealer_pk, seal.epoch, seal.seal_hash, JSON.stringify(seal));
+    for (const { level, page, nodes } of sealTreePages(levels)) {
+      insertNodes.run(
+        seal.sealer_pk,
+        seal.epoch,
+        level,
+        page,
+        Buffer.from(nodes.buffer, nodes.byteOffset, nodes.byteLength),
+      );
+    }
+    return 'inserted';
+  });
+
+  const readLeaves = db.transaction((pk: string, epoch: number): SealLeaf[] => {
+    const seqs = epochSeqs.all(epoch, pk);
+    const hashes = epochHashes.all(epoch, pk);
+    return seqs.map((seq, i) => ({ seq, record_hash: hashes[i] as string }));
+  });
+
+  const markRecords = db.transaction((ids: readonly string[]) => {
+    for (const id of ids) markRecord.run(id);
+  });
+  const markSeals = db.transaction((seals: readonly Pick<Seal, 'sealer_pk' | 'epoch'>[]) => {
+    for (const seal of seals) markSeal.run(seal.sealer_pk, seal.epoch);
+  });
+
+  // One statement per filter combination, prepared on first use.
+  const queries = new Map<string, ReturnType<typeof db.prepare>>();
+  const queryStatement = (cell: boolean, collection: boolean) => {
+    const key = `${cell}:${collection}`;
+    let statement = queries.get(key);
+    if (statement === undefined) {
+      // Row-value comparison seeks the order index straight to the cursor; cell and collection filters are
+      // evaluated on index entries, so only matching rows are read from the table.
+      statement = db.prepare(`
+        SELECT json, epoch, pk, seq FROM proof_records
+        WHERE (epoch, pk, seq) > (@epoch, @pk, @seq) AND epoch <= @epochEnd
+          ${cell ? 'AND cell_key BETWEEN @lo AND @hi' : ''}
+          ${collection ? 'AND collection_type = @collection' : ''}
+        ORDER BY epoch, pk, seq LIMIT @limit
+      `);
+      queries.set(key, statement);
+    }
+    return statement;
+  };
+
+  return {
+    async appendRecords(signer, entries) {
+      if (entries.length === 0) return [];
+      return append.immediate(signer, entries);
+    },
+
+    async ingestRecords(records) {
+      if (records.length === 0) return [];
+      return ingest.immediate(records);
+    },
+
+    async getRecord(id) {
+      return parse<ProofRecord>(recordById.get(id));
+    },
+
+    async queryRecords(query: RecordQuery) {
+      const { after } = checkRecordQuery(query);
+      const range = query.cell === undefined ? null : cellKeyRange(query.cell);
+      const start = query.epochStart ?? 0;
+      // Before every key of epochStart: no pk is '' and no seq is below 1.
+      const from = after !== null && after.epoch >= start ? after : { epoch: start, pk: '', seq: 0 };
+      const rows = queryStatement(range !== null, query.collection !== undefined).all({
+        epoch: from.epoch,
+        pk: from.pk,
+        seq: from.seq,
+        epochEnd: query.epochEnd ?? Number.MAX_SAFE_INTEGER,
+        ...(range === null ? {} : range),
+        ...(query.collection === undefined ? {} : { collection: query.collection }),
+        limit: query.limit + 1,
+      }) as (JsonRow & { epoch: number; pk: string; seq: number })[];
+      const page = rows.slice(0, query.limit);
+      const last = page[page.length - 1];
+      return {
+        records: page.map((row) => JSON.parse(row.json) as ProofRecord),
+        nextCursor: rows.length > query.limit && last !== undefined ? encodeRecordCursor(last) : null,
+      };
+    },
+
+    async recordsOfEpoch(pk, epoch) {
+      return epochRecords.all(epoch, pk).map((row) => JSON.parse(row.json) as ProofRecord);
+    },
+
+    async epochLeaves(pk, epoch) {
+      return readLeaves(pk, epoch);
+    },
+
+    async firstRecordEpoch(pk) {
+      return firstEpoch.get(pk)?.epoch ?? null;
+    },
+
+    async putSeal(seal, levels) {
+      checkSealLevels(seal, levels);
+      return storeSeal.immediate(seal, levels);
+    },
+
+    async getSeal(sealerPk, epoch) {
+      return parse<Seal>(sealOf.get(sealerPk, epoch));
+    },
+
+    async latestSeal(sealerPk) {
+      return parse<Seal>(latestSeal.get(sealerPk));
+    },
+
+    async sealsOf(sealerPk) {
+      return sealsOf.all(sealerPk).map((row) => JSON.parse(row.json) as Seal);
+    },
+
+    async writers() {
+      // A loose index scan: one seek per writer instead of a pass over every record.
+      const pks = new Set<string>();
+      for (let row = nextWriter.get(''); row !== undefined; row = nextWriter.get(row.pk)) pks.add(row.pk);
+      for (const row of sealers.all()) pks.add(row.sealer_pk);
+      return [...pks].sort();
+    },
+
+    async sealedPath(record) {
+      const seal = parse<Seal>(sealOf.get(record.address.pk, record.address.epoch));
+      if (seal === null) return null;
+      const leafIndex = leafIndexInSeal(seal, record);
+      const nodes = auditPathNodes(seal.record_count, leafIndex);
+      const pages = new Map<string, Uint8Array>();
+      for (const { level, page } of nodes) {
+        const row = sealNode.get(seal.sealer_pk, seal.epoch, level, page);
+        if (row !== undefined) pages.set(pageKey(level, page), row.nodes);
+      }
+      return { seal, leafIndex, path: auditPathFromPages(nodes, pages) };
+    },
+
+    async unsyncedRecords(limit) {
+      return unsyncedRecords.all(limit).map((row) => JSON.parse(row.json) as ProofRecord);
+    },
+
+    async markRecordsSynced(ids) {
+      if (ids.length > 0) markRecords.immediate(ids);
+    },
+
+    async unsyncedSeals(limit) {
+      return unsyncedSeals.all(limit).map((row) => JSON.parse(row.json) as Seal);
+    },
+
+    async markSealsSynced(seals) {
+      if (seals.length > 0) markSeals.immediate(seals);
+    },
+
+    async close() {
+      // The statements are released with the database, which belongs to the caller.
+    },
+  };
+}
+
+type NewRecordLike = Parameters<ProofStore['appendRecords']>[1][number];
