@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { ProofStore } from '../store/proof-store.js';
 import type { RateLimitStore } from '../store/types.js';
 
 export interface GatewayConfig {
@@ -17,4 +18,5 @@ export interface AppDeps {
   clock: () => number;
   logger: Logger;
   rateLimits: RateLimitStore;
+  proofs: ProofStore;
 }

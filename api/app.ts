@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import Koa from 'koa';
+import { createProofIngest } from '../activities/proof/proof-ingest.js';
 import { ServiceError } from '../core/errors.js';
 import type { AppDeps } from './app-deps.js';
 import { gateChain } from './gates.js';
@@ -9,6 +10,7 @@ import type { RouteSpec } from './route-spec.js';
 import { computeRoutes } from './routes/compute.js';
 import { healthRoutes } from './routes/health.js';
 import { modelRoutes } from './routes/models.js';
+import { storeRoutes } from './routes/store.js';
 
 /**
  * The gateway as a Koa app: errors → request id → (per route) body → gate 1 → gate 2 → gate 3 → gate 4
@@ -19,7 +21,13 @@ export function createApp(deps: AppDeps): Koa {
   app.proxy = false;
   app.silent = true; // errors are logged by errorMiddleware, once, with the request id
   const router = new Router();
-  for (const spec of [...healthRoutes(), ...computeRoutes(), ...modelRoutes()]) registerRoute(router, deps, spec);
+  const routes = [
+    ...healthRoutes(),
+    ...computeRoutes(),
+    ...modelRoutes(),
+    ...storeRoutes({ proofs: deps.proofs, ingest: createProofIngest({ store: deps.proofs }) }),
+  ];
+  for (const spec of routes) registerRoute(router, deps, spec);
 
   app.use(errorMiddleware(deps.logger));
   app.use(requestIdMiddleware);

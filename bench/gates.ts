@@ -65,7 +65,7 @@ export async function benchGateRejects(): Promise<{
     await autocannon({ url, connections: 32, duration: 1, requests }); // warm-up: JIT and key caches
     const result = await autocannon({ url, connections: 32, duration: DURATION_S, requests });
     const statusCounts: Record<string, number> = {};
-    for (const [code, count] of Object.entries(result.statusCodeStats ?? {})) statusCounts[code] = count.count;
+    for (const [code, count] of Object.entries(result.statusCodeStats ?? {})) statusCounts[code] = count.count ?? 0;
     return {
       perSecond: result.requests.average,
       requests: result.requests.total,

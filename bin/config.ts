@@ -25,6 +25,11 @@ const envSchema = z.object({
     .default(1024 * 1024),
   MONGODB_URI: z.string().optional(),
   MONGODB_DB: z.string().min(1).default('geofabric'),
+  NODE_SECRET_KEY: z.string().optional(),
+  SEAL_GRACE_SECONDS: z.coerce.number().int().min(31).max(3600).default(60),
+  SEAL_CHECK_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
+  CENTRAL_STORE_URL: z.url().optional(),
+  SYNC_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
 });
 
 export interface Config {
@@ -37,6 +42,13 @@ export interface Config {
   apiKeys: string[];
   bodyLimitBytes: number;
   mongo: { uri: string; db: string } | null;
+  nodeSecretKey: string | undefined;
+  /** Seal an epoch this long after it closes; longer than the sync interval so late pushes land first. */
+  sealGraceMs: number;
+  sealCheckMs: number;
+  /** When set, this node pushes its records and seals there (a worker's local store → the central store). */
+  centralStoreUrl: string | undefined;
+  syncIntervalMs: number;
 }
 
 export class ConfigError extends Error {
@@ -70,5 +82,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .filter(Boolean),
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     mongo: e.MONGODB_URI ? { uri: e.MONGODB_URI, db: e.MONGODB_DB } : null,
+    nodeSecretKey: e.NODE_SECRET_KEY,
+    sealGraceMs: e.SEAL_GRACE_SECONDS * 1000,
+    sealCheckMs: e.SEAL_CHECK_SECONDS * 1000,
+    centralStoreUrl: e.CENTRAL_STORE_URL,
+    syncIntervalMs: e.SYNC_INTERVAL_SECONDS * 1000,
   };
 }

@@ -10,6 +10,7 @@ import { signRequestBody } from '../core/gates/signature.js';
 import { generateKeyPair } from '../core/identity.js';
 import { ConfigError, loadConfig } from './config.js';
 import { readKeyFile, writeKeyFile } from './key-file.js';
+import { proofVerifyCommand, storeAuditCommand } from './proof-commands.js';
 import { startGateway } from './start.js';
 
 const USAGE = `geofabric <command>
@@ -21,7 +22,10 @@ const USAGE = `geofabric <command>
              [--tools T1,T2] [--deny-tools T3] [--max-ops N] [--max-depth N]
              [--not-before ISO] [--not-after ISO | --days N] [--base64]
   cert verify FILE|- [--agent PK] [--cell C] [--facets F1,F2] [--tools T1] [--at ISO]
-                                 checks a certificate or chain (JSON or base64); exit 1 if invalid`;
+                                 checks a certificate or chain (JSON or base64); exit 1 if invalid
+  proof verify RECORD_ID --url BASE
+                                 fetches /store/proof/RECORD_ID and re-verifies it offline; exit 1 if not
+  store audit                    re-verifies every record, seal and chain link of the configured store`;
 
 const list = (value: string | undefined): string[] | undefined =>
   value === undefined
@@ -66,6 +70,12 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'cert':
       return certCommand(rest);
+    case 'proof':
+      if (rest[0] !== 'verify') throw new UsageError('proof verify RECORD_ID --url BASE');
+      return proofVerifyCommand(rest.slice(1));
+    case 'store':
+      if (rest[0] !== 'audit') throw new UsageError('store audit');
+      return storeAuditCommand(rest.slice(1));
     case undefined:
     case 'help':
     case '--help':

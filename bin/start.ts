@@ -1,14 +1,19 @@
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
+import { startAutoSealer } from '../activities/proof/epoch-sealer.js';
+import { createSyncAgent } from '../activities/proof/sync-agent.js';
 import { createApp } from '../api/app.js';
 import type { Config } from './config.js';
+import { loadNodeKey } from './node-key.js';
 import { openStores } from './stores.js';
 
 /** Runs the gateway until SIGINT/SIGTERM, then drains connections and closes the stores. */
 export async function startGateway(config: Config): Promise<void> {
   const logger = pino({ level: config.logLevel });
   const stores = await openStores(config);
+  const node = loadNodeKey(config.dataDir, config.nodeSecretKey);
+  logger.info({ node_pk: node.key.publicKey, source: node.source }, 'node key');
   const app = createApp({
     config: {
       requireDelegation: config.requireDelegation,
@@ -19,7 +24,28 @@ export async function startGateway(config: Config): Promise<void> {
     clock: Date.now,
     logger,
     rateLimits: stores.rateLimits,
+    proofs: stores.proofs,
   });
+  // Seals this node's epochs (an hour plus the grace after they close), catching up after downtime.
+  const sealer = startAutoSealer({
+    store: stores.proofs,
+    signer: node.key,
+    clock: Date.now,
+    genesisMs: config.epochGenesisMs,
+    graceMs: config.sealGraceMs,
+    intervalMs: config.sealCheckMs,
+    onError: (error) => logger.error({ err: error }, 'epoch sealing failed'),
+  });
+  const sync = config.centralStoreUrl
+    ? createSyncAgent({
+        store: stores.proofs,
+        centralUrl: config.centralStoreUrl,
+        signer: node.key,
+        intervalMs: config.syncIntervalMs,
+        logger,
+      })
+    : undefined;
+  sync?.start();
   const server = app.listen(config.port, config.host);
   server.requestTimeout = 30_000;
   server.headersTimeout = 20_000;
@@ -33,13 +59,15 @@ export async function startGateway(config: Config): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'shutting down');
     server.close(() => {
-      stores.close().then(
-        () => process.exit(0),
-        (error: unknown) => {
-          logger.error({ err: error }, 'closing stores failed');
-          process.exit(1);
-        },
-      );
+      Promise.all([sealer.stop(), sync?.stop()])
+        .then(() => stores.close())
+        .then(
+          () => process.exit(0),
+          (error: unknown) => {
+            logger.error({ err: error }, 'closing stores failed');
+            process.exit(1);
+          },
+        );
     });
     server.closeIdleConnections();
     setTimeout(() => process.exit(1), 10_000).unref();

@@ -6,7 +6,9 @@ import { createApp } from '../../api/app.js';
 import type { AppDeps, GatewayConfig } from '../../api/app-deps.js';
 import { DEFAULT_EPOCH_GENESIS_MS } from '../../core/epoch.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
+import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
 import { createSqliteRateLimitStore } from '../../store/sqlite/rate-limit-store.js';
+import type { ProofStore } from '../../store/proof-store.js';
 
 export interface TestResponse {
   status: number;
@@ -29,9 +31,15 @@ export interface TestGateway {
 
 /** A gateway on an ephemeral loopback port with an in-memory store; the clock can be overridden. */
 export async function startGateway(
-  options: { config?: Partial<GatewayConfig>; clock?: () => number; rateLimits?: AppDeps['rateLimits'] } = {},
-): Promise<TestGateway> {
+  options: {
+    config?: Partial<GatewayConfig>;
+    clock?: () => number;
+    rateLimits?: AppDeps['rateLimits'];
+    proofs?: ProofStore;
+  } = {},
+): Promise<TestGateway & { proofs: ProofStore }> {
   const db = openSqlite(':memory:');
+  const proofs = options.proofs ?? createSqliteProofStore(db);
   const app = createApp({
     config: {
       requireDelegation: false,
@@ -43,6 +51,7 @@ export async function startGateway(
     clock: options.clock ?? Date.now,
     logger: pino({ level: 'silent' }),
     rateLimits: options.rateLimits ?? createSqliteRateLimitStore(db),
+    proofs,
   });
   const server: Server = app.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -67,6 +76,7 @@ export async function startGateway(
 
   return {
     url,
+    proofs,
     request,
     post: (path, body, headers) => request('POST', path, { body, ...(headers ? { headers } : {}) }),
     get: (path, headers) => request('GET', path, headers ? { headers } : {}),

@@ -1,0 +1,150 @@
+/**
+ * The auto-sealer (SPEC 3 "epoch open → epoch sealed"; issue 4): seals each of a node's epochs once the
+ * window has closed plus a grace period, empty epochs included, catching up on every epoch missed while the
+ * node was down. `sealDueEpochs` is the whole logic with time passed in; `startAutoSealer` only runs it on a
+ * timer (the embedded default; a Temporal Schedule can call `sealDueEpochs` the same way).
+ */
+import { ServiceError } from '../../core/errors.js';
+import { EPOCH_MS } from '../../core/epoch.js';
+import type { KeyPair } from '../../core/identity.js';
+import { GENESIS_PREV_HASH, type Seal } from '../../core/proof-types.js';
+import { createSealWithLevels } from '../../core/seal.js';
+import type { ProofStore } from '../../store/proof-store.js';
+
+/**
+ * Grace after an epoch's window ends before it is sealed. It exceeds the 30 s worker-to-central sync interval
+ * (SPEC 8) so a record finished at the end of the hour is written and pushed before its epoch closes for good.
+ */
+export const DEFAULT_SEAL_GRACE_MS = 60_000;
+/** How often the timer looks for due epochs; sealing lags the grace by at most this. */
+export const DEFAULT_SEAL_INTERVAL_MS = 30_000;
+
+/** Attempts per epoch when a record lands between reading the epoch and storing its seal. */
+const SEAL_ATTEMPTS = 3;
+
+export interface SealDeps {
+  store: ProofStore;
+  signer: KeyPair;
+  /** ms since the Unix epoch. */
+  now: number;
+  genesisMs: number;
+  graceMs: number;
+}
+
+/** The last epoch whose window ended at least `graceMs` before `now`; -1 when none has. */
+export function lastDueEpoch(now: number, genesisMs: number, graceMs: number): number {
+  return Math.floor((now - graceMs - genesisMs) / EPOCH_MS) - 1;
+}
+
+/**
+ * Seals, in order, every epoch of `signer` from the one after its latest seal (or, before its first seal,
+ * the epoch of its first record; nothing while it has neither) through the last due epoch. Each seal covers
+ * the signer's records of that epoch in seq order and chains to the previous seal. Returns the seals made.
+ * Safe to run concurrently with appends (the store refuses a seal whose records changed; it is retried) and
+ * with another sealer of the same key (its seal is adopted).
+ */
+export async function sealDueEpochs(deps: SealDeps): Promise<Seal[]> {
+  const { store, signer, now, genesisMs, graceMs } = deps;
+  const pk = signer.publicKey;
+  const due = lastDueEpoch(now, genesisMs, graceMs);
+  if (due < 0) return [];
+  const latest = await store.latestSeal(pk);
+  const start = latest !== null ? latest.epoch + 1 : await store.firstRecordEpoch(pk);
+  if (start === null) return [];
+
+  const made: Seal[] = [];
+  let prev = latest?.seal_hash ?? GENESIS_PREV_HASH;
+  const sealedAt = new Date(now).toISOString();
+  for (let epoch = start; epoch <= due; epoch++) {
+    const seal = await sealOne(store, signer, epoch, prev, sealedAt);
+    if (seal.made) made.push(seal.seal);
+    prev = seal.seal.seal_hash;
+  }
+  return made;
+}
+
+async function sealOne(
+  store: ProofStore,
+  signer: KeyPair,
+  epoch: number,
+  prev: string,
+  sealedAt: string,
+): Promise<{ seal: Seal; made: boolean }> {
+  for (let attempt = 1; ; attempt++) {
+    const leaves = await store.epochLeaves(signer.publicKey, epoch);
+    const { seal, levels } = createSealWithLevels(signer.secretKey, {
+      epoch,
+      records: leaves,
+      prevSealHash: prev,
+      sealedAt,
+    });
+    try {
+      // 'duplicate': another sealer made the identical seal (same clock reading): not made here.
+      return { seal, made: (await store.putSeal(seal, levels)) === 'inserted' };
+    } catch (error) {
+      if (!(error instanceof ServiceError) || error.code !== 'seal_mismatch') throw error;
+      // Another sealer of this key got there first: its seal is the chain now.
+      const stored = await store.getSeal(signer.publicKey, epoch);
+      if (stored !== null) return { seal: stored, made: false };
+      if (attempt >= SEAL_ATTEMPTS) throw error;
+    }
+  }
+}
+
+export interface AutoSealerDeps {
+  store: ProofStore;
+  signer: KeyPair;
+  clock: () => number;
+  genesisMs: number;
+  graceMs?: number;
+  intervalMs?: number;
+  onError: (error: unknown) => void;
+}
+
+/**
+ * Runs `sealDueEpochs` now and then every `intervalMs` after the previous run ends, so runs never overlap.
+ * The timer is unref'd (it never keeps a process alive); `stop()` cancels it and waits for a run in flight.
+ */
+export function startAutoSealer(deps: AutoSealerDeps): { stop(): Promise<void> } {
+  const intervalMs = deps.intervalMs ?? DEFAULT_SEAL_INTERVAL_MS;
+  const graceMs = deps.graceMs ?? DEFAULT_SEAL_GRACE_MS;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let stopped = false;
+
+  const run = async () => {
+    try {
+      await sealDueEpochs({
+        store: deps.store,
+        signer: deps.signer,
+        now: deps.clock(),
+        genesisMs: deps.genesisMs,
+        graceMs,
+      });
+    } catch (error) {
+      try {
+        deps.onError(error);
+      } catch {
+        // A failing error handler must not stop sealing.
+      }
+    }
+  };
+  const schedule = (delayMs: number) => {
+    timer = setTimeout(() => {
+      running = run().finally(() => {
+        running = undefined;
+        if (!stopped) schedule(intervalMs);
+      });
+    }, delayMs);
+    timer.unref();
+  };
+  schedule(0);
+
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}

@@ -1,0 +1,157 @@
+import { signRequestBody } from '../../core/gates/signature.js';
+import type { KeyPair } from '../../core/identity.js';
+import type { ProofRecord, Seal } from '../../core/proof-types.js';
+import type { ProofStore } from '../../store/proof-store.js';
+import { sealId } from './proof-ingest.js';
+
+export interface SyncAgentDeps {
+  /** The node's local store. */
+  store: ProofStore;
+  /** Base URL of the central store's gateway (`{base_url}`; the agent posts to `/store/sync` and `/store/epochs`). */
+  centralUrl: string;
+  /** The node key that signs each push (gate 1 of the central gateway). */
+  signer: KeyPair;
+  /** SPEC 2.6: every 30 s. */
+  intervalMs?: number;
+  batchSize?: number;
+  /** Backoff after a failed round: initial, doubled per consecutive failure, capped. */
+  backoff?: { initialMs: number; maxMs: number };
+  requestTimeoutMs?: number;
+  logger?: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
+}
+
+export interface SyncRound {
+  records: number;
+  seals: number;
+  /** Items the central store refused for good (conflict, sealed epoch, invalid): logged, not retried. */
+  refused: number;
+}
+
+interface BatchAnswer {
+  accepted: string[];
+  duplicates: string[];
+  rejected: { id: string; error: string; detail: string }[];
+}
+
+export class SyncError extends Error {
+  override name = 'SyncError';
+}
+
+/**
+ * Pushes a node's unsynced records, then its seals, to the central store. Crash-safe by construction:
+ * an item is marked synced only after the central store acknowledged it, and the central store is
+ * idempotent by record id and by (sealer, epoch), so a batch re-sent after a crash or a lost answer
+ * arrives exactly once. Seals go only after every record is acknowledged, because the central store
+ * accepts a seal only over records it holds.
+ */
+export function createSyncAgent(deps: SyncAgentDeps) {
+  const intervalMs = deps.intervalMs ?? 30_000;
+  const backoff = deps.backoff ?? { initialMs: 1_000, maxMs: 5 * 60_000 };
+  const timeoutMs = deps.requestTimeoutMs ?? 30_000;
+  let batchSize = deps.batchSize ?? 200;
+
+  async function push(path: string, key: 'records' | 'seals', items: readonly unknown[]): Promise<BatchAnswer> {
+    const { body, signature } = signRequestBody(deps.signer.secretKey, { [key]: items });
+    let res: Response;
+    try {
+      res = await fetch(new URL(path, deps.centralUrl), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-idn-signature': signature },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (error) {
+      throw new SyncError(`${path}: ${(error as Error).message}`, { cause: error });
+    }
+    const text = await res.text();
+    if (res.status === 413 && items.length > 1) {
+      batchSize = Math.max(1, Math.floor(items.length / 2)); // the central body limit is smaller than our batch
+      throw new SyncError(`${path}: batch of ${items.length} too large; retrying with ${batchSize}`);
+    }
+    let answer: Partial<BatchAnswer> = {};
+    try {
+      answer = JSON.parse(text) as Partial<BatchAnswer>;
+    } catch {
+      // handled below: no lists means no acknowledgement
+    }
+    if (!Array.isArray(answer.accepted) || !Array.isArray(answer.duplicates) || !Array.isArray(answer.rejected)) {
+      throw new SyncError(`${path}: HTTP ${res.status} without acknowledgement: ${text.slice(0, 200)}`);
+    }
+    return answer as BatchAnswer;
+  }
+
+  /** Ids the central store is done with: stored (new or already there) or refused for good. */
+  function settled(answer: BatchAnswer, kind: string): Set<string> {
+    for (const r of answer.rejected)
+      deps.logger?.error({ id: r.id, error: r.error, detail: r.detail }, `central store refused ${kind}`);
+    return new Set([...answer.accepted, ...answer.duplicates, ...answer.rejected.map((r) => r.id)]);
+  }
+
+  async function syncOnce(): Promise<SyncRound> {
+    const round: SyncRound = { records: 0, seals: 0, refused: 0 };
+    for (;;) {
+      const records: ProofRecord[] = await deps.store.unsyncedRecords(batchSize);
+      if (records.length === 0) break;
+      const answer = await push('/store/sync', 'records', records);
+      const done = settled(answer, 'record');
+      const ids = records.map((r) => r.id).filter((id) => done.has(id));
+      if (ids.length === 0) throw new SyncError('/store/sync acknowledged none of the batch');
+      await deps.store.markRecordsSynced(ids);
+      round.records += ids.length;
+      round.refused += answer.rejected.length;
+    }
+    for (;;) {
+      const seals: Seal[] = await deps.store.unsyncedSeals(batchSize);
+      if (seals.length === 0) break;
+      const answer = await push('/store/epochs', 'seals', seals);
+      const done = settled(answer, 'seal');
+      const acked = seals.filter((s) => done.has(sealId(s)));
+      if (acked.length === 0) throw new SyncError('/store/epochs acknowledged none of the batch');
+      await deps.store.markSealsSynced(acked);
+      round.seals += acked.length;
+      round.refused += answer.rejected.length;
+    }
+    return round;
+  }
+
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let stopped = true;
+  let failures = 0;
+
+  function schedule(delay: number): void {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      running = syncOnce().then(
+        () => {
+          failures = 0;
+        },
+        (error: unknown) => {
+          failures += 1;
+          deps.logger?.warn({ err: error, failures }, 'proof sync failed; backing off');
+        },
+      );
+      void running.then(() => schedule(failures === 0 ? intervalMs : retryDelay()));
+    }, delay);
+    timer.unref();
+  }
+
+  // Full jitter, so many workers recovering from one outage do not retry in step.
+  const retryDelay = () => Math.random() * Math.min(backoff.maxMs, backoff.initialMs * 2 ** (failures - 1));
+
+  return {
+    syncOnce,
+    start(): void {
+      if (!stopped) return;
+      stopped = false;
+      schedule(0);
+    },
+    async stop(): Promise<void> {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
+
+export type SyncAgent = ReturnType<typeof createSyncAgent>;

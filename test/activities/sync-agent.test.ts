@@ -1,0 +1,145 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { sealDueEpochs } from '../../activities/proof/epoch-sealer.js';
+import { createSyncAgent, SyncError } from '../../activities/proof/sync-agent.js';
+import { DEFAULT_EPOCH_GENESIS_MS, epochWindow } from '../../core/epoch.js';
+import { generateKeyPair } from '../../core/identity.js';
+import type { ProofRecord } from '../../core/proof-types.js';
+import { openSqlite } from '../../store/sqlite/open-database.js';
+import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
+import type { NewRecord, ProofStore } from '../../store/proof-store.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+
+const EPOCH = 7000;
+const worker = generateKeyPair();
+
+const entry = (i: number, epoch = EPOCH): NewRecord => ({
+  id: `job-${epoch}-${i}:infer`,
+  h3_cell: '861e8050fffffff',
+  epoch,
+  collection_type: 'inference',
+  payload_type: 'hive/inference',
+  payload: { model: 'tinyllama', tokens_in: i, tokens_out: 2 * i },
+  written_at: new Date(epochWindow(epoch).start + i).toISOString(),
+});
+
+/**
+ * Forwards to the central gateway. For the request numbered `dropAnswerOf` it lets the central store process
+ * it, then destroys the client's connection before the answer arrives: the worst case for exactly-once delivery.
+ */
+async function flakyProxy(target: string) {
+  const state = { dropAnswerOf: 0, forwarded: 0 };
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const number = ++state.forwarded;
+      const upstream = request(new URL(req.url ?? '/', target), { method: req.method, headers: req.headers }, (up) => {
+        const body: Buffer[] = [];
+        up.on('data', (c: Buffer) => body.push(c));
+        up.on('end', () => {
+          if (number === state.dropAnswerOf) {
+            res.socket?.destroy(); // committed upstream, never acknowledged downstream
+            return;
+          }
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          res.end(Buffer.concat(body));
+        });
+      });
+      upstream.end(Buffer.concat(chunks));
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, state, close: () => server.close() };
+}
+
+async function allCentralRecords(central: TestGateway): Promise<ProofRecord[]> {
+  const out: ProofRecord[] = [];
+  let cursor: string | null = null;
+  do {
+    const res = await central.get(`/store/query?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    assert.equal(res.status, 200, res.text);
+    const page = res.body as { records: ProofRecord[]; next_cursor: string | null };
+    out.push(...page.records);
+    cursor = page.next_cursor;
+  } while (cursor !== null);
+  return out;
+}
+
+describe('SyncAgent: worker store → central store', () => {
+  let central: TestGateway;
+  let local: ProofStore;
+  let proxy: Awaited<ReturnType<typeof flakyProxy>>;
+
+  beforeEach(async () => {
+    central = await startGateway();
+    local = createSqliteProofStore(openSqlite(':memory:'));
+    proxy = await flakyProxy(central.url);
+  });
+  afterEach(async () => {
+    proxy.close();
+    await central.close();
+  });
+
+  it('delivers every record and seal exactly once although answers are lost mid-sync', async () => {
+    await local.appendRecords(
+      worker,
+      Array.from({ length: 250 }, (_, i) => entry(i + 1)),
+    );
+    await local.appendRecords(
+      worker,
+      Array.from({ length: 40 }, (_, i) => entry(i + 1, EPOCH + 1)),
+    );
+    const now = epochWindow(EPOCH + 2).start + 61_000;
+    const seals = await sealDueEpochs({
+      store: local,
+      signer: worker,
+      now,
+      genesisMs: DEFAULT_EPOCH_GENESIS_MS,
+      graceMs: 60_000,
+    });
+    assert.equal(seals.length, 2);
+
+    // First agent: the central store commits the second batch, but its answer is lost; the agent "crashes".
+    const first = createSyncAgent({ store: local, centralUrl: proxy.url, signer: worker, batchSize: 100 });
+    proxy.state.dropAnswerOf = 2; // batch 1 is acknowledged; batch 2 is stored centrally but its answer is lost
+    await assert.rejects(first.syncOnce(), SyncError);
+    assert.equal((await local.unsyncedRecords(1000)).length, 290 - 100, 'only the acknowledged batch is marked');
+
+    // A new agent over the same local store (the restart) finishes the job.
+    const second = createSyncAgent({ store: local, centralUrl: proxy.url, signer: worker, batchSize: 100 });
+    const round = await second.syncOnce();
+    assert.equal(round.records, 190);
+    assert.equal(round.seals, 2);
+    assert.equal(round.refused, 0);
+
+    const records = await allCentralRecords(central);
+    assert.equal(records.length, 290);
+    assert.equal(new Set(records.map((r) => r.id)).size, 290, 'no record twice');
+    assert.deepEqual(await local.unsyncedRecords(10), []);
+    assert.deepEqual(await local.unsyncedSeals(10), []);
+
+    // The central store proves a synced record against the synced seal.
+    const proof = await central.get(`/store/proof/${encodeURIComponent(entry(17).id)}`);
+    assert.equal(proof.status, 200);
+    assert.equal((proof.body as { verified: boolean }).verified, true);
+  });
+
+  it('keeps everything unsynced while the central store is down, then catches up', async () => {
+    await local.appendRecords(worker, [entry(1), entry(2)]);
+    const down = createSyncAgent({
+      store: local,
+      centralUrl: 'http://127.0.0.1:9',
+      signer: worker,
+      requestTimeoutMs: 2000,
+    });
+    await assert.rejects(down.syncOnce(), SyncError);
+    assert.equal((await local.unsyncedRecords(10)).length, 2);
+    const up = createSyncAgent({ store: local, centralUrl: central.url, signer: worker });
+    assert.equal((await up.syncOnce()).records, 2);
+    assert.equal((await allCentralRecords(central)).length, 2);
+  });
+});
