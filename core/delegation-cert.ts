@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import { canonicalJson } from './canonical-json.js';
+import { describeZodIssue } from './zod-issue.js';
 import { fail, pass, type Check } from './check.js';
 import { cellCoveredBy, isCell } from './h3-cell.js';
 import { blake3Hex, sha256Hex } from './hash.js';
@@ -107,12 +108,6 @@ function copyConstraints(c: DelegationConstraints | null | undefined): Delegatio
   return out;
 }
 
-const describeIssue = (error: z.ZodError): string => {
-  const issue = error.issues[0];
-  if (issue === undefined) return 'invalid certificate';
-  return issue.path.length > 0 ? `${issue.path.join('.')}: ${issue.message}` : issue.message;
-};
-
 /** Signs a certificate with the principal's key; throws TypeError when the fields do not make a valid certificate. */
 export function issueCertificate(
   principalSecretKey: string,
@@ -137,7 +132,8 @@ export function issueCertificate(
     principal_signature: signMessage(principalSecretKey, certificateSigningString(unsigned)),
   };
   const checked = delegationCertificateSchema.safeParse(cert);
-  if (!checked.success) throw new TypeError(`cannot issue certificate: ${describeIssue(checked.error)}`);
+  if (!checked.success)
+    throw new TypeError(`cannot issue certificate: ${describeZodIssue(checked.error, 'certificate')}`);
   return cert;
 }
 
@@ -151,7 +147,8 @@ export function parseDelegationChain(input: unknown): Check<DelegationCertificat
   const chain: DelegationCertificate[] = [];
   for (const [i, item] of items.entries()) {
     const parsed = delegationCertificateSchema.safeParse(item);
-    if (!parsed.success) return fail('delegation_invalid', `link ${i}: ${describeIssue(parsed.error)}`);
+    if (!parsed.success)
+      return fail('delegation_invalid', `link ${i}: ${describeZodIssue(parsed.error, 'certificate')}`);
     chain.push(parsed.data);
   }
   return pass(chain);
@@ -285,7 +282,7 @@ export function verifyDelegationChain(
   for (const [i, link] of chain.entries()) {
     // Re-validate: callers may pass certificates that never went through parseDelegationChain.
     const shape = delegationCertificateSchema.safeParse(link);
-    if (!shape.success) return fail('delegation_invalid', `link ${i}: ${describeIssue(shape.error)}`);
+    if (!shape.success) return fail('delegation_invalid', `link ${i}: ${describeZodIssue(shape.error, 'certificate')}`);
 
     if (!verifySignature(link.principal_pk, certificateSigningString(link), link.principal_signature)) {
       const key = checkPublicKey(link.principal_pk);

@@ -7,9 +7,10 @@
  *   checkSealChain         — a sealer's seals link up from genesis with no epoch missing.
  * None of them checks the records themselves: callers run checkRecord on each record too.
  */
-import { hash } from 'node:crypto';
+import { sha256Hex } from './hash.js';
 import { z } from 'zod';
 import { canonicalJson } from './canonical-json.js';
+import { describeZodIssue } from './zod-issue.js';
 import { fail, pass, type Check } from './check.js';
 import { bytesToHex, isHex } from './hex.js';
 import { checkPublicKey, keyPairFromSecret, signMessage, verifySignature } from './identity.js';
@@ -56,20 +57,14 @@ export const sealSchema = z
 // Compile-time proof that the schema's output is the shared interface.
 const _schemaMatchesInterface = (parsed: z.output<typeof sealSchema>): Seal => parsed;
 
-const describeIssue = (error: z.ZodError): string => {
-  const issue = error.issues[0];
-  if (issue === undefined) return 'invalid seal';
-  return `${issue.path.length > 0 ? issue.path.join('.') : 'seal'}: ${issue.message}`;
-};
-
 function unsignedPart(seal: UnsignedSeal | Seal): UnsignedSeal {
   const { seal_hash: _hash, signature: _signature, ...unsigned } = seal as Seal;
   return unsigned;
 }
 
-/** SHA-256 hex of the UTF-8 of JCS(seal without seal_hash and signature); node:crypto as in recordHash. */
+/** SHA-256 hex of the UTF-8 of JCS(seal without seal_hash and signature). */
 export function sealHash(seal: UnsignedSeal): string {
-  return hash('sha256', canonicalJson(unsignedPart(seal)), 'hex');
+  return sha256Hex(canonicalJson(unsignedPart(seal)));
 }
 
 export interface SealInput {
@@ -109,7 +104,7 @@ function sealOver(secretKey: string, input: SealInput, tree: (leaves: Uint8Array
   const sealHashHex = sealHash(unsigned);
   const seal: Seal = { ...unsigned, seal_hash: sealHashHex, signature: signMessage(secretKey, sealHashHex) };
   const checked = sealSchema.safeParse(seal);
-  if (!checked.success) throw new TypeError(`cannot seal: ${describeIssue(checked.error)}`);
+  if (!checked.success) throw new TypeError(`cannot seal: ${describeZodIssue(checked.error, 'seal')}`);
   return seal;
 }
 
@@ -137,7 +132,7 @@ export function createSealWithLevels(secretKey: string, input: SealInput): { sea
 /** Shape, then seal_hash, then the sealer's signature; every failure is `invalid_seal`. */
 export function checkSeal(value: unknown): Check<Seal> {
   const parsed = sealSchema.safeParse(value);
-  if (!parsed.success) return fail('invalid_seal', describeIssue(parsed.error));
+  if (!parsed.success) return fail('invalid_seal', describeZodIssue(parsed.error, 'seal'));
   const seal = parsed.data;
   if (sealHash(seal) !== seal.seal_hash) return fail('invalid_seal', 'seal_hash does not match the seal');
   if (!verifySignature(seal.sealer_pk, seal.seal_hash, seal.signature)) {
