@@ -4,6 +4,7 @@ import { pino } from 'pino';
 import { startAutoSealer } from '../activities/proof/epoch-sealer.js';
 import { createSyncAgent } from '../activities/proof/sync-agent.js';
 import { createApp } from '../api/app.js';
+import { answerClientErrorsWithJson } from '../api/client-errors.js';
 import type { Config } from './config.js';
 import { loadNodeKey } from './node-key.js';
 import { openStores } from './stores.js';
@@ -47,6 +48,7 @@ export async function startGateway(config: Config): Promise<void> {
     : undefined;
   sync?.start();
   const server = app.listen(config.port, config.host);
+  answerClientErrorsWithJson(server);
   server.requestTimeout = 30_000;
   server.headersTimeout = 20_000;
   await once(server, 'listening');

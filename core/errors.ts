@@ -39,6 +39,7 @@ export const ERROR_STATUS = {
   invalid_json: 400,
   unsupported_media_type: 415,
   payload_too_large: 413,
+  headers_too_large: 431,
   not_found: 404,
   method_not_allowed: 405,
   internal_error: 500,

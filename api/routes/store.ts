@@ -21,7 +21,7 @@ export const storeRoutes = (deps: { proofs: ProofStore; ingest: ProofIngest }) =
     path: '/store/query',
     auth: 'public',
     facets: [],
-    preflight: ({ query }) => zodCheck(storeQuerySchema, query),
+    preflight: ({ query }) => zodCheck(storeQuerySchema, query, 'query'),
     handler: async (ctx, q) => {
       if (q.epoch_start !== undefined && q.epoch_end !== undefined && q.epoch_start > q.epoch_end) {
         throw new ServiceError('invalid_request', 'epoch_start is after epoch_end');

@@ -34,6 +34,12 @@ describe('gateway transport errors', () => {
     assert.equal(res.status, 415);
   });
 
+  it('answers headers over the size limit with 431 and a JSON body', async () => {
+    const res = await gw.get('/health', { 'x-padding': 'a'.repeat(20_000) });
+    assert.equal(res.status, 431);
+    assert.equal((res.body as { error: string }).error, 'headers_too_large');
+  });
+
   it('answers unknown routes with 404 not_found and wrong methods with 405', async () => {
     const missing = await gw.get('/v1/nothing-here');
     assert.equal(missing.status, 404);

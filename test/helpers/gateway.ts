@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { createApp } from '../../api/app.js';
+import { answerClientErrorsWithJson } from '../../api/client-errors.js';
 import type { AppDeps, GatewayConfig } from '../../api/app-deps.js';
 import { DEFAULT_EPOCH_GENESIS_MS } from '../../core/epoch.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
@@ -54,6 +55,7 @@ export async function startGateway(
     proofs,
   });
   const server: Server = app.listen(0, '127.0.0.1');
+  answerClientErrorsWithJson(server);
   await once(server, 'listening');
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
