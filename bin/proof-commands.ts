@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
+import { lastDueEpoch } from '../activities/proof/epoch-sealer.js';
 import { auditStore } from '../activities/proof/store-audit.js';
-import { epochAt, EPOCH_MS } from '../core/epoch.js';
 import { verifyProofBundle } from '../core/proof-bundle.js';
 import { loadConfig } from './config.js';
 import { openStores } from './stores.js';
@@ -49,13 +49,9 @@ export async function storeAuditCommand(argv: string[]): Promise<number> {
   const config = loadConfig();
   const stores = await openStores(config);
   try {
-    // Epochs closed longer ago than the sealing grace must be sealed.
-    const now = Date.now();
-    const sealedThrough =
-      now - config.sealGraceMs - EPOCH_MS >= config.epochGenesisMs
-        ? epochAt(now - config.sealGraceMs - EPOCH_MS, config.epochGenesisMs)
-        : undefined;
-    const report = await auditStore(stores.proofs, sealedThrough === undefined ? {} : { sealedThrough });
+    // Every epoch the auto-sealer would have sealed by now must be sealed.
+    const sealedThrough = lastDueEpoch(Date.now(), config.epochGenesisMs, config.sealGraceMs);
+    const report = await auditStore(stores.proofs, { sealedThrough });
     print({ ok: report.problems.length === 0, ...report });
     return report.problems.length === 0 ? 0 : 1;
   } finally {

@@ -87,31 +87,49 @@ export function createSyncAgent(deps: SyncAgentDeps) {
     return new Set([...answer.accepted, ...answer.duplicates, ...answer.rejected.map((r) => r.id)]);
   }
 
+  /**
+   * Pushes batches from `next` until it is empty, marking what each answer settled. An answer that settles
+   * nothing of its batch stops the round, so a misbehaving central store cannot spin the loop.
+   */
+  async function drain<T>(
+    path: string,
+    key: 'records' | 'seals',
+    next: (limit: number) => Promise<T[]>,
+    idOf: (item: T) => string,
+    mark: (items: T[]) => Promise<void>,
+  ): Promise<{ pushed: number; refused: number }> {
+    let pushed = 0;
+    let refused = 0;
+    for (;;) {
+      const batch = await next(batchSize);
+      if (batch.length === 0) return { pushed, refused };
+      const answer = await push(path, key, batch);
+      const done = settled(answer, key === 'records' ? 'record' : 'seal');
+      const acked = batch.filter((item) => done.has(idOf(item)));
+      if (acked.length === 0) throw new SyncError(`${path} acknowledged none of the batch`);
+      await mark(acked);
+      pushed += acked.length;
+      refused += answer.rejected.length;
+    }
+  }
+
   async function syncOnce(): Promise<SyncRound> {
-    const round: SyncRound = { records: 0, seals: 0, refused: 0 };
-    for (;;) {
-      const records: ProofRecord[] = await deps.store.unsyncedRecords(batchSize);
-      if (records.length === 0) break;
-      const answer = await push('/store/sync', 'records', records);
-      const done = settled(answer, 'record');
-      const ids = records.map((r) => r.id).filter((id) => done.has(id));
-      if (ids.length === 0) throw new SyncError('/store/sync acknowledged none of the batch');
-      await deps.store.markRecordsSynced(ids);
-      round.records += ids.length;
-      round.refused += answer.rejected.length;
-    }
-    for (;;) {
-      const seals: Seal[] = await deps.store.unsyncedSeals(batchSize);
-      if (seals.length === 0) break;
-      const answer = await push('/store/epochs', 'seals', seals);
-      const done = settled(answer, 'seal');
-      const acked = seals.filter((s) => done.has(sealId(s)));
-      if (acked.length === 0) throw new SyncError('/store/epochs acknowledged none of the batch');
-      await deps.store.markSealsSynced(acked);
-      round.seals += acked.length;
-      round.refused += answer.rejected.length;
-    }
-    return round;
+    // Records first: the central store accepts a seal only over records it already holds.
+    const records = await drain<ProofRecord>(
+      '/store/sync',
+      'records',
+      (n) => deps.store.unsyncedRecords(n),
+      (r) => r.id,
+      (acked) => deps.store.markRecordsSynced(acked.map((r) => r.id)),
+    );
+    const seals = await drain<Seal>(
+      '/store/epochs',
+      'seals',
+      (n) => deps.store.unsyncedSeals(n),
+      sealId,
+      (acked) => deps.store.markSealsSynced(acked),
+    );
+    return { records: records.pushed, seals: seals.pushed, refused: records.refused + seals.refused };
   }
 
   let timer: NodeJS.Timeout | undefined;
