@@ -35,7 +35,10 @@ export async function proofVerifyCommand(argv: string[]): Promise<number> {
     });
     return 1;
   }
-  const verdict = verifyProofBundle({ record: body.record, seal: body.seal ?? null, proof: body.proof ?? null });
+  const verdict = verifyProofBundle(
+    { record: body.record, seal: body.seal ?? null, proof: body.proof ?? null },
+    recordId,
+  );
   print({ record_id: recordId, ...verdict, server_said_verified: body.verified });
   return verdict.verified ? 0 : 1;
 }

@@ -22,13 +22,21 @@ export interface BundleVerdict {
 /**
  * Recomputes everything from the bundle: the record's hash and writer signature, the seal's hash and
  * sealer signature, that the seal is the writer's seal of the record's epoch, and the inclusion path
- * from the record's leaf to the seal's root. Callers that need the chain (no epoch dropped) must also
+ * from the record's leaf to the seal's root; with `expectedRecordId`, also that it is the record asked for.
+ * Callers that need the chain (no epoch dropped) must also
  * check the sealer's seal chain (`checkSealChain`).
  */
-export function verifyProofBundle(bundle: { record: unknown; seal: unknown; proof: unknown }): BundleVerdict {
+export function verifyProofBundle(
+  bundle: { record: unknown; seal: unknown; proof: unknown },
+  expectedRecordId?: string,
+): BundleVerdict {
   const problems: string[] = [];
   const record = checkRecord(bundle.record);
   if (!record.ok) problems.push(`record: ${record.detail}`);
+  // A valid proof of some other record proves nothing about the one asked for.
+  if (record.ok && expectedRecordId !== undefined && record.value.id !== expectedRecordId) {
+    problems.push(`the answer is record ${JSON.stringify(record.value.id)}, not ${JSON.stringify(expectedRecordId)}`);
+  }
   if (bundle.seal === null || bundle.seal === undefined) {
     problems.push('record is not sealed yet');
     return { verified: false, problems };

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -119,6 +122,28 @@ describe('tampering with the central proof store is detected', function () {
       assert.equal(cli.status, 0);
       assert.equal(cli.out.verified, true);
     } finally {
+      await t.done();
+    }
+  });
+
+  it('proof verify refuses a valid proof of another record than the one asked for', async () => {
+    const t = await tampered(() => undefined);
+    // A server that answers every proof request with record a's (valid) bundle.
+    const liar = createServer((_req, res) => {
+      void fetch(`${t.gw.url}/store/proof/a`).then(async (answer) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(await answer.text());
+      });
+    });
+    liar.listen(0, '127.0.0.1');
+    await once(liar, 'listening');
+    try {
+      const cli = await proofVerifyCli(`http://127.0.0.1:${(liar.address() as AddressInfo).port}`, 'c');
+      assert.equal(cli.status, 1);
+      assert.equal(cli.out.verified, false);
+      assert.match(cli.out.problems.join(' '), /the answer is record "a", not "c"/);
+    } finally {
+      liar.close();
       await t.done();
     }
   });
