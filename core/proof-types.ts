@@ -8,7 +8,8 @@ export const COLLECTION_PAYLOAD_TYPES = {
   inference: ['hive/inference'],
   tile: ['tile/vector', 'tile/raster'],
   compute_job: ['compute/job'],
-  imagery: ['imagery/ndvi'],
+  // SPEC names only `imagery/ndvi`; the other image_process operations record under matching types.
+  imagery: ['imagery/ndvi', 'imagery/cloud_mask', 'imagery/scene_search', 'imagery/atmospheric_correction'],
   breadcrumb: ['gns/breadcrumb'],
   telemetry: ['iot/telemetry'],
 } as const;

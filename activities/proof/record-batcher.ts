@@ -1,0 +1,156 @@
+/**
+ * The proof writer of serving paths (issue 5): every tile serve and imagery run writes a record, and
+ * signing plus a transaction per record would put ~100 µs of work on each request. Records are queued with
+ * the epoch and time of the moment they were served, then appended in batches (one transaction each) off
+ * the request path.
+ *
+ * Contract: `record` never throws and never blocks; `write` resolves once the record is durable (what an
+ * activity needs before it reports success). A record that cannot be stored for good (its epoch was sealed
+ * meanwhile, or it is invalid) is logged and dropped alone: a batch that fails that way is retried record
+ * by record, so one bad entry never takes its neighbours with it. Other failures (the database is busy or
+ * gone) keep the queue and retry on the next tick.
+ */
+import { ServiceError } from '../../core/errors.js';
+import { epochAt } from '../../core/epoch.js';
+import type { KeyPair } from '../../core/identity.js';
+import type { ProofRecord } from '../../core/proof-types.js';
+import type { NewRecord, ProofStore } from '../../store/proof-store.js';
+
+/** What a serving path records; the writer adds the epoch and time. */
+export type RecordEntry = Omit<NewRecord, 'epoch' | 'written_at'>;
+
+export interface ProofWriter {
+  /** Queues the record; returns its id and epoch at once. */
+  record(entry: RecordEntry): { id: string; epoch: number };
+  /** Queues the record and resolves with it once stored (rejects if it can never be stored). */
+  write(entry: RecordEntry): Promise<ProofRecord>;
+  /** The epoch a record written now gets. */
+  epochNow(): number;
+  /** Resolves when everything queued so far has been attempted. */
+  flush(): Promise<void>;
+  /** Flushes and stops the timer; later records are refused by `write` and dropped by `record`. */
+  close(): Promise<void>;
+}
+
+export interface RecordBatcherDeps {
+  store: ProofStore;
+  signer: KeyPair;
+  clock: () => number;
+  genesisMs: number;
+  /** Longest a record waits before its batch is written. */
+  flushMs?: number;
+  /** Records per transaction. */
+  maxBatch?: number;
+  /** Queue length past which new records are dropped (and counted) rather than growing memory unbounded. */
+  maxQueued?: number;
+  onError?: (error: unknown, context: { dropped: number }) => void;
+}
+
+interface Pending {
+  entry: NewRecord;
+  settle?: { resolve: (record: ProofRecord) => void; reject: (error: unknown) => void };
+}
+
+const PERMANENT = new Set(['epoch_sealed', 'invalid_record']);
+const isPermanent = (error: unknown) => error instanceof ServiceError && PERMANENT.has(error.code);
+
+export function createRecordBatcher(deps: RecordBatcherDeps): ProofWriter & { dropped(): number } {
+  const flushMs = deps.flushMs ?? 100;
+  const maxBatch = deps.maxBatch ?? 1000;
+  const maxQueued = deps.maxQueued ?? 200_000;
+  let queue: Pending[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let closed = false;
+  let dropped = 0;
+
+  const epochNow = () => epochAt(deps.clock(), deps.genesisMs);
+
+  function enqueue(entry: RecordEntry, settle?: Pending['settle']): { id: string; epoch: number } {
+    const now = deps.clock();
+    const full: NewRecord = { ...entry, epoch: epochAt(now, deps.genesisMs), written_at: new Date(now).toISOString() };
+    if (closed || queue.length >= maxQueued) {
+      dropped++;
+      const error = new Error(closed ? 'proof writer is closed' : 'proof writer queue is full');
+      if (settle) settle.reject(error);
+      else deps.onError?.(error, { dropped: 1 });
+      return { id: full.id, epoch: full.epoch };
+    }
+    queue.push(settle ? { entry: full, settle } : { entry: full });
+    if (queue.length >= maxBatch) void drain();
+    else timer ??= setTimeout(() => void drain(), flushMs);
+    return { id: full.id, epoch: full.epoch };
+  }
+
+  async function append(batch: Pending[]): Promise<void> {
+    const stored = await deps.store.appendRecords(
+      deps.signer,
+      batch.map((p) => p.entry),
+    );
+    batch.forEach((p, i) => p.settle?.resolve(stored[i]!));
+  }
+
+  async function writeBatch(batch: Pending[]): Promise<Pending[]> {
+    try {
+      await append(batch);
+      return [];
+    } catch (error) {
+      if (!isPermanent(error)) return batch; // transient: keep for the next tick
+      if (batch.length === 1) {
+        dropped++;
+        batch[0]!.settle?.reject(error);
+        if (!batch[0]!.settle) deps.onError?.(error, { dropped: 1 });
+        return [];
+      }
+      const retry: Pending[] = [];
+      for (const one of batch) retry.push(...(await writeBatch([one])));
+      return retry;
+    }
+  }
+
+  function drain(): Promise<void> {
+    running ??= (async () => {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      let failed: Pending[] = [];
+      while (queue.length > 0) {
+        const batch = queue.slice(0, maxBatch);
+        queue = queue.slice(batch.length);
+        failed = await writeBatch(batch);
+        if (failed.length > 0) break;
+      }
+      if (failed.length > 0) {
+        queue = [...failed, ...queue];
+        deps.onError?.(new Error('appending proof records failed; retrying'), { dropped: 0 });
+        if (!closed) timer ??= setTimeout(() => void drain(), Math.max(flushMs, 1000));
+      }
+    })().finally(() => {
+      running = undefined;
+    });
+    return running;
+  }
+
+  return {
+    record: (entry) => enqueue(entry),
+    write: (entry) =>
+      new Promise<ProofRecord>((resolve, reject) => {
+        enqueue(entry, { resolve, reject });
+      }),
+    epochNow,
+    flush: async () => {
+      await running;
+      await drain();
+    },
+    close: async () => {
+      await running;
+      await drain();
+      closed = true;
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      for (const p of queue) p.settle?.reject(new Error('proof writer closed before the record was stored'));
+      dropped += queue.length;
+      queue = [];
+    },
+    dropped: () => dropped,
+  };
+}

@@ -1,0 +1,158 @@
+import assert from 'node:assert/strict';
+import { sealDueEpochs } from '../../activities/proof/epoch-sealer.js';
+import { createRecordBatcher, type RecordEntry } from '../../activities/proof/record-batcher.js';
+import { DEFAULT_EPOCH_GENESIS_MS, epochWindow } from '../../core/epoch.js';
+import { generateKeyPair, type KeyPair } from '../../core/identity.js';
+import { checkRecord } from '../../core/proof-record.js';
+import type { ProofStore } from '../../store/proof-store.js';
+import { openSqlite, type SqliteDatabase } from '../../store/sqlite/open-database.js';
+import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
+
+const GENESIS = DEFAULT_EPOCH_GENESIS_MS;
+const EPOCH = 7000;
+
+const tileEntry = (id: string): RecordEntry => ({
+  id,
+  h3_cell: '861e8050fffffff',
+  collection_type: 'tile',
+  payload_type: 'tile/raster',
+  payload: { style: 'dark', zoom: 12 },
+});
+
+describe('record batcher (the proof writer of serving paths)', () => {
+  let db: SqliteDatabase;
+  let store: ProofStore;
+  let node: KeyPair;
+  let now: number;
+  const errors: unknown[] = [];
+  const batcher = (options: { store?: ProofStore; maxBatch?: number; maxQueued?: number; flushMs?: number } = {}) =>
+    createRecordBatcher({
+      store: options.store ?? store,
+      signer: node,
+      clock: () => now,
+      genesisMs: GENESIS,
+      flushMs: options.flushMs ?? 5,
+      ...(options.maxBatch === undefined ? {} : { maxBatch: options.maxBatch }),
+      ...(options.maxQueued === undefined ? {} : { maxQueued: options.maxQueued }),
+      onError: (error) => errors.push(error),
+    });
+  const stored = async () => (await store.queryRecords({ limit: 1000 })).records;
+
+  beforeEach(() => {
+    db = openSqlite(':memory:');
+    store = createSqliteProofStore(db);
+    node = generateKeyPair();
+    now = epochWindow(EPOCH, GENESIS).start + 10_000;
+    errors.length = 0;
+  });
+  afterEach(() => db.close());
+
+  it('records with the epoch and time of the moment they were queued, signed by the node', async () => {
+    const writer = batcher({ flushMs: 60_000 });
+    assert.deepEqual(writer.record(tileEntry('a')), { id: 'a', epoch: EPOCH });
+    now += 3_600_000; // written after the hour turned: still the epoch it was served in
+    writer.record(tileEntry('b'));
+    assert.equal((await stored()).length, 0, 'nothing is written on the request path');
+    await writer.flush();
+    const records = await stored();
+    assert.deepEqual(
+      records.map((r) => [r.id, r.address.epoch, r.address.pk, r.seq]),
+      [
+        ['a', EPOCH, node.publicKey, 1],
+        ['b', EPOCH + 1, node.publicKey, 2],
+      ],
+    );
+    assert.equal(records[0]!.written_at, new Date(epochWindow(EPOCH, GENESIS).start + 10_000).toISOString());
+    for (const r of records) assert.ok(checkRecord(r).ok);
+    await writer.close();
+  });
+
+  it('writes by itself once the flush interval passes, and in batches of maxBatch', async () => {
+    const writer = batcher({ maxBatch: 3, flushMs: 10 });
+    for (const id of ['a', 'b', 'c', 'd']) writer.record(tileEntry(id));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal((await stored()).length, 4);
+    await writer.close();
+  });
+
+  it('write() resolves with the stored record; the same id twice is one record', async () => {
+    const writer = batcher();
+    const [first, again] = await Promise.all([
+      writer.write(tileEntry('job-1:tile')),
+      writer.write(tileEntry('job-1:tile')),
+    ]);
+    assert.equal(first.id, 'job-1:tile');
+    assert.deepEqual(again, first);
+    assert.equal((await stored()).length, 1);
+    await writer.close();
+  });
+
+  it('drops only the record that can never be stored; its neighbours are written', async () => {
+    const writer = batcher({ flushMs: 60_000 });
+    writer.record(tileEntry('good-1'));
+    const bad = writer.write({ ...tileEntry('bad'), h3_cell: 'not-a-cell' });
+    writer.record(tileEntry('good-2'));
+    await writer.flush();
+    await assert.rejects(bad, { code: 'invalid_record' });
+    assert.deepEqual(
+      (await stored()).map((r) => r.id),
+      ['good-1', 'good-2'],
+    );
+    assert.equal(writer.dropped(), 1);
+    await writer.close();
+  });
+
+  it('a record of an epoch sealed meanwhile is refused, not retried forever', async () => {
+    const early = { ...tileEntry('early'), epoch: EPOCH, written_at: new Date(now).toISOString() };
+    await store.appendRecords(node, [early]);
+    const writer = batcher({ flushMs: 60_000 });
+    const late = writer.write(tileEntry('late'));
+    await sealDueEpochs({
+      store,
+      signer: node,
+      now: epochWindow(EPOCH + 1, GENESIS).start + 61_000,
+      genesisMs: GENESIS,
+      graceMs: 60_000,
+    });
+    await writer.flush();
+    await assert.rejects(late, { code: 'epoch_sealed' });
+    await writer.close();
+  });
+
+  it('keeps the queue through a transient store failure and writes it on the next attempt', async () => {
+    let failures = 1;
+    const flaky: ProofStore = {
+      ...store,
+      appendRecords: async (signer, entries) => {
+        if (failures-- > 0) throw new Error('SQLITE_BUSY: database is locked');
+        return store.appendRecords(signer, entries);
+      },
+    };
+    const writer = batcher({ store: flaky });
+    const record = writer.write(tileEntry('survives'));
+    await writer.flush();
+    assert.equal((await stored()).length, 0);
+    assert.match(String(errors[0]), /retrying/);
+    await writer.flush();
+    assert.equal((await record).id, 'survives');
+    await writer.close();
+  });
+
+  it('bounds its queue: past maxQueued new records are dropped and counted', async () => {
+    const writer = batcher({ maxQueued: 2, flushMs: 60_000 });
+    for (const id of ['a', 'b', 'c']) writer.record(tileEntry(id));
+    assert.equal(writer.dropped(), 1);
+    assert.match(String(errors[0]), /queue is full/);
+    await writer.flush();
+    assert.equal((await stored()).length, 2);
+    await writer.close();
+  });
+
+  it('close() writes what is queued, then refuses new writes', async () => {
+    const writer = batcher({ flushMs: 60_000 });
+    writer.record(tileEntry('queued'));
+    await writer.close();
+    assert.equal((await stored()).length, 1);
+    await assert.rejects(writer.write(tileEntry('after')), /closed/);
+  });
+});
