@@ -22,6 +22,13 @@ export type RecordEntry = Omit<NewRecord, 'epoch' | 'written_at'>;
 export interface ProofWriter {
   /** Queues the record; returns its id and epoch at once. */
   record(entry: RecordEntry): { id: string; epoch: number };
+  /**
+   * Adds one serve to the open aggregate record of `key` in the current epoch, opening it with `open()` on
+   * first use; the aggregate is queued at the next flush with `serves` (the items, in order), `serve_count`,
+   * `first_served_at` and `last_served_at` added to its payload. For hot paths whose serves repeat (a cached
+   * tile): one Ed25519 signature per key and flush instead of one per serve, every serve still listed.
+   */
+  aggregate(key: string, open: () => RecordEntry, serve: Record<string, unknown>): { id: string; epoch: number };
   /** Queues the record and resolves with it once stored (rejects if it can never be stored). */
   write(entry: RecordEntry): Promise<ProofRecord>;
   /** The epoch a record written now gets. */
@@ -43,7 +50,16 @@ export interface RecordBatcherDeps {
   maxBatch?: number;
   /** Queue length past which new records are dropped (and counted) rather than growing memory unbounded. */
   maxQueued?: number;
+  /** Serves per aggregate record; a full aggregate is queued and the next serve opens a new one. */
+  maxServes?: number;
   onError?: (error: unknown, context: { dropped: number }) => void;
+}
+
+interface Aggregate {
+  entry: NewRecord;
+  serves: Record<string, unknown>[];
+  first: string;
+  last: string;
 }
 
 interface Pending {
@@ -58,7 +74,9 @@ export function createRecordBatcher(deps: RecordBatcherDeps): ProofWriter & { dr
   const flushMs = deps.flushMs ?? 100;
   const maxBatch = deps.maxBatch ?? 1000;
   const maxQueued = deps.maxQueued ?? 200_000;
+  const maxServes = deps.maxServes ?? 1000;
   let queue: Pending[] = [];
+  let aggregates = new Map<string, Aggregate>();
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let closed = false;
@@ -80,6 +98,53 @@ export function createRecordBatcher(deps: RecordBatcherDeps): ProofWriter & { dr
     if (queue.length >= maxBatch) void drain();
     else timer ??= setTimeout(() => void drain(), flushMs);
     return { id: full.id, epoch: full.epoch };
+  }
+
+  function aggregate(key: string, open: () => RecordEntry, serve: Record<string, unknown>) {
+    const now = deps.clock();
+    const epoch = epochAt(now, deps.genesisMs);
+    const at = new Date(now).toISOString();
+    const slot = `${epoch}\u0000${key}`;
+    let agg = aggregates.get(slot);
+    if (agg === undefined) {
+      agg = { entry: { ...open(), epoch, written_at: at }, serves: [], first: at, last: at };
+      aggregates.set(slot, agg);
+      timer ??= setTimeout(() => void drain(), flushMs);
+    }
+    agg.serves.push(serve);
+    agg.last = at;
+    const placed = { id: agg.entry.id, epoch };
+    if (agg.serves.length >= maxServes) {
+      aggregates.delete(slot);
+      closeAggregate(agg);
+    }
+    return placed;
+  }
+
+  /** Turns an aggregate into a queued record; kept in epoch order with what is queued already. */
+  function closeAggregate(agg: Aggregate): void {
+    const payload = {
+      ...(agg.entry.payload as Record<string, unknown>),
+      serve_count: agg.serves.length,
+      first_served_at: agg.first,
+      last_served_at: agg.last,
+      serves: agg.serves,
+    };
+    if (closed || queue.length >= maxQueued) {
+      dropped++;
+      deps.onError?.(new Error(closed ? 'proof writer is closed' : 'proof writer queue is full'), { dropped: 1 });
+      return;
+    }
+    queue.push({ entry: { ...agg.entry, payload } });
+    if (queue.length >= maxBatch) void drain();
+  }
+
+  function closeAggregates(): void {
+    const open = aggregates;
+    aggregates = new Map();
+    for (const agg of open.values()) closeAggregate(agg);
+    // Aggregates opened earlier than records queued after them: a writer's epochs only move forward.
+    queue.sort((a, b) => a.entry.epoch - b.entry.epoch);
   }
 
   async function append(batch: Pending[]): Promise<void> {
@@ -112,6 +177,7 @@ export function createRecordBatcher(deps: RecordBatcherDeps): ProofWriter & { dr
     running ??= (async () => {
       if (timer) clearTimeout(timer);
       timer = undefined;
+      closeAggregates();
       let failed: Pending[] = [];
       while (queue.length > 0) {
         const batch = queue.slice(0, maxBatch);
@@ -132,6 +198,7 @@ export function createRecordBatcher(deps: RecordBatcherDeps): ProofWriter & { dr
 
   return {
     record: (entry) => enqueue(entry),
+    aggregate,
     write: (entry) =>
       new Promise<ProofRecord>((resolve, reject) => {
         enqueue(entry, { resolve, reject });

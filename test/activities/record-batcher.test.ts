@@ -148,6 +148,69 @@ describe('record batcher (the proof writer of serving paths)', () => {
     await writer.close();
   });
 
+  it('aggregates repeated serves of one key into one record per flush, listing every serve', async () => {
+    const writer = batcher({ flushMs: 60_000 });
+    const open = (id: string) => () => ({ ...tileEntry(id), payload: { style: 'dark', sha256: 'ab' } });
+    const first = writer.aggregate('dark/12', open('agg-1'), { request_id: 'r1', cache: 'MISS' });
+    now += 1000;
+    const second = writer.aggregate('dark/12', open('unused'), { request_id: 'r2', cache: 'HIT' });
+    writer.aggregate('osm/12', open('agg-2'), { request_id: 'r3', cache: 'HIT' });
+    assert.deepEqual(first, { id: 'agg-1', epoch: EPOCH });
+    assert.deepEqual(second, first, 'the second serve joins the open aggregate');
+    writer.record(tileEntry('single'));
+    await writer.flush();
+    const records = await stored();
+    assert.deepEqual(
+      records.map((r) => r.id),
+      ['single', 'agg-1', 'agg-2'],
+    );
+    const agg = records.find((r) => r.id === 'agg-1')!;
+    assert.deepEqual(agg.payload, {
+      style: 'dark',
+      sha256: 'ab',
+      serve_count: 2,
+      first_served_at: new Date(now - 1000).toISOString(),
+      last_served_at: new Date(now).toISOString(),
+      serves: [
+        { request_id: 'r1', cache: 'MISS' },
+        { request_id: 'r2', cache: 'HIT' },
+      ],
+    });
+    writer.aggregate('dark/12', open('agg-3'), { request_id: 'r4', cache: 'HIT' });
+    await writer.flush();
+    assert.ok((await store.getRecord('agg-3')) !== null, 'after a flush the next serve opens a new aggregate');
+    await writer.close();
+  });
+
+  it('opens a new aggregate when the epoch turns or the aggregate is full', async () => {
+    const writer = createRecordBatcher({
+      store,
+      signer: node,
+      clock: () => now,
+      genesisMs: GENESIS,
+      flushMs: 60_000,
+      maxServes: 2,
+    });
+    let n = 0;
+    const open = () => ({ ...tileEntry(`agg-${++n}`), payload: {} });
+    writer.aggregate('k', open, { i: 1 });
+    writer.aggregate('k', open, { i: 2 }); // full: queued
+    writer.aggregate('k', open, { i: 3 });
+    now += 3_600_000;
+    writer.aggregate('k', open, { i: 4 }); // next epoch
+    await writer.flush();
+    const records = await stored();
+    assert.deepEqual(
+      records.map((r) => [r.id, r.address.epoch, (r.payload as { serve_count: number }).serve_count]),
+      [
+        ['agg-1', EPOCH, 2],
+        ['agg-2', EPOCH, 1],
+        ['agg-3', EPOCH + 1, 1],
+      ],
+    );
+    await writer.close();
+  });
+
   it('close() writes what is queued, then refuses new writes', async () => {
     const writer = batcher({ flushMs: 60_000 });
     writer.record(tileEntry('queued'));
