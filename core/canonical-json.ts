@@ -8,10 +8,22 @@ export class CanonicalJsonError extends Error {
 }
 
 export function canonicalJson(value: unknown): string {
-  return serialize(value, '$');
+  try {
+    return serialize(value);
+  } catch (error) {
+    if (!(error instanceof CanonicalJsonError)) throw error;
+    // The fast path keeps no paths; find the offending value's path only now.
+    throw new CanonicalJsonError(`${pathOfFirstBad(value, '$') ?? '$'}: ${error.message}`);
+  }
 }
 
-function serialize(value: unknown, path: string): string {
+function unrepresentable(value: unknown): string | null {
+  if (typeof value === 'number') return Number.isFinite(value) ? null : 'non-finite number';
+  if (['bigint', 'symbol', 'function'].includes(typeof value)) return `${typeof value} is not representable in JSON`;
+  return null;
+}
+
+function serialize(value: unknown): string {
   if (value === null) return 'null';
   switch (typeof value) {
     case 'boolean':
@@ -20,23 +32,53 @@ function serialize(value: unknown, path: string): string {
       return JSON.stringify(value);
     case 'number':
       // I-JSON (RFC 7493) forbids NaN and the infinities; JCS inherits that.
-      if (!Number.isFinite(value)) throw new CanonicalJsonError(`${path}: non-finite number`);
+      if (!Number.isFinite(value)) throw new CanonicalJsonError('non-finite number');
       return JSON.stringify(value); // ES Number::toString, as JCS section 3.2.2.3 requires; -0 becomes 0.
     case 'object': {
       if (Array.isArray(value)) {
-        return `[${value.map((item, i) => (item === undefined ? 'null' : serialize(item, `${path}[${i}]`))).join(',')}]`;
+        let out = '[';
+        for (let i = 0; i < value.length; i++) {
+          const item: unknown = value[i];
+          out += (i > 0 ? ',' : '') + (item === undefined ? 'null' : serialize(item));
+        }
+        return out + ']';
       }
       if (typeof (value as { toJSON?: unknown }).toJSON === 'function') {
-        return serialize((value as { toJSON: () => unknown }).toJSON(), path);
+        return serialize((value as { toJSON: () => unknown }).toJSON());
       }
-      const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
       // Default sort compares UTF-16 code units, which is what JCS section 3.2.3 prescribes.
-      entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-      return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${serialize(v, `${path}.${k}`)}`).join(',')}}`;
+      const keys = Object.keys(value).sort();
+      let out = '{';
+      for (const key of keys) {
+        const v = (value as Record<string, unknown>)[key];
+        if (v === undefined) continue;
+        out += `${out.length > 1 ? ',' : ''}${JSON.stringify(key)}:${serialize(v)}`;
+      }
+      return out + '}';
     }
     default:
-      throw new CanonicalJsonError(`${path}: ${typeof value} is not representable in JSON`);
+      throw new CanonicalJsonError(`${typeof value} is not representable in JSON`);
   }
+}
+
+function pathOfFirstBad(value: unknown, path: string): string | null {
+  if (unrepresentable(value) !== null) return path;
+  if (typeof value !== 'object' || value === null) return null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = pathOfFirstBad(value[i], `${path}[${i}]`);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+    return pathOfFirstBad((value as { toJSON: () => unknown }).toJSON(), path);
+  }
+  for (const key of Object.keys(value).sort()) {
+    const found = pathOfFirstBad((value as Record<string, unknown>)[key], `${path}.${key}`);
+    if (found !== null) return found;
+  }
+  return null;
 }
 
 /** UTF-8 bytes of the canonical form: the exact message that gets signed and hashed. */

@@ -51,6 +51,11 @@ describe('canonical JSON (RFC 8785)', () => {
     assert.throws(() => canonicalJson({ a: 1n }), CanonicalJsonError);
   });
 
+  it('names where the value JSON cannot carry sits', () => {
+    assert.throws(() => canonicalJson({ a: [1, { b: NaN }] }), { message: '$.a[1].b: non-finite number' });
+    assert.throws(() => canonicalJson({ z: 1, y: [2n] }), { message: '$.y[0]: bigint is not representable in JSON' });
+  });
+
   it('omits undefined members like JSON.stringify, so optional fields do not change the signature', () => {
     assert.equal(canonicalJson({ b: 1, a: undefined }), '{"b":1}');
   });
