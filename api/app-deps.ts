@@ -1,4 +1,6 @@
 import type { Logger } from 'pino';
+import type { ImageryActivities } from '../activities/imagery/index.js';
+import type { TileActivities } from '../activities/tiles/index.js';
 import type { ProofStore } from '../store/proof-store.js';
 import type { RateLimitStore } from '../store/types.js';
 
@@ -19,4 +21,6 @@ export interface AppDeps {
   logger: Logger;
   rateLimits: RateLimitStore;
   proofs: ProofStore;
+  tiles: TileActivities;
+  imagery: ImageryActivities;
 }

@@ -9,8 +9,10 @@ import { readJsonBody } from './json-body.js';
 import type { RouteSpec } from './route-spec.js';
 import { computeRoutes } from './routes/compute.js';
 import { healthRoutes } from './routes/health.js';
+import { imageryRoutes } from './routes/imagery.js';
 import { modelRoutes } from './routes/models.js';
 import { storeRoutes } from './routes/store.js';
+import { tileRoutes } from './routes/tiles.js';
 
 /**
  * The gateway as a Koa app: errors → request id → (per route) body → gate 1 → gate 2 → gate 3 → gate 4
@@ -25,6 +27,8 @@ export function createApp(deps: AppDeps): Koa {
     ...healthRoutes(),
     ...computeRoutes(),
     ...modelRoutes(),
+    ...tileRoutes(deps.tiles),
+    ...imageryRoutes(deps.imagery),
     ...storeRoutes({ proofs: deps.proofs, ingest: createProofIngest({ store: deps.proofs }) }),
   ];
   for (const spec of routes) registerRoute(router, deps, spec);

@@ -1,34 +1,60 @@
 // `npm run bench`: prints figures, asserts nothing. BENCH_SECONDS sets the duration of each timed run;
-// BENCH_SEAL_RECORDS the size of the sealed epoch (default 1,000,000).
+// BENCH_SEAL_RECORDS the size of the sealed epoch (default 1,000,000); BENCH_ONLY a comma-separated list of
+// sections to run (gates, proofs, tiles, ndvi).
 import { cpus } from 'node:os';
 import { benchGateRejects, benchVerify } from './gates.js';
 import { benchAppend, benchInsert, benchSeal } from './proof-store.js';
+import { benchNdvi } from './ndvi.js';
+import { benchTileHits } from './tiles.js';
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
+const wanted = (section: string) => !only || only.includes(section);
 
 console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}`);
 
-const verify = benchVerify();
-console.log(`ed25519 verify (node:crypto, cached key, one core): ${fmt(verify.perSecond)} /s`);
-const gates = await benchGateRejects();
-console.log(
-  `gateway: signed requests rejected after gate 4 (HTTP keep-alive, 32 connections, server in its own process): ` +
-    `${fmt(gates.perSecond)} /s over ${fmt(gates.requests)} requests, p99 ${gates.p99Ms} ms; statuses ${JSON.stringify(gates.statusCounts)}`,
-);
+if (wanted('gates')) {
+  const verify = benchVerify();
+  console.log(`ed25519 verify (node:crypto, cached key, one core): ${fmt(verify.perSecond)} /s`);
+  const gates = await benchGateRejects();
+  console.log(
+    `gateway: signed requests rejected after gate 4 (HTTP keep-alive, 32 connections, server in its own process): ` +
+      `${fmt(gates.perSecond)} /s over ${fmt(gates.requests)} requests, p99 ${gates.p99Ms} ms; statuses ${JSON.stringify(gates.statusCounts)}`,
+  );
+}
 
-const append = await benchAppend();
-console.log(
-  `proof store (SQLite WAL): appendRecords, batches of 1,000, hash + Ed25519 sign + insert: ${fmt(append.perSecond)} records/s`,
-);
-const insert = await benchInsert();
-console.log(`proof store (SQLite WAL): batched insert of already-signed records: ${fmt(insert.perSecond)} records/s`);
-const seal = await benchSeal(Number(process.env.BENCH_SEAL_RECORDS ?? 1_000_000));
-console.log(
-  `proof store: seal a ${fmt(seal.records)}-record epoch: ${(seal.totalMs / 1000).toFixed(2)} s ` +
-    `(read ${(seal.readMs / 1000).toFixed(2)} s, build + sign ${(seal.buildMs / 1000).toFixed(2)} s, store ${(seal.storeMs / 1000).toFixed(2)} s); ` +
-    `RSS peak ${seal.rssMiB.peak} MiB (before ${seal.rssMiB.beforeSeal}, after read ${seal.rssMiB.afterRead}, after build ${seal.rssMiB.afterBuild})`,
-);
-console.log(
-  `proof store: inclusion proof in that epoch: generate ${seal.proofMicros.toFixed(0)} µs, verify ${seal.verifyMicros.toFixed(0)} µs ` +
-    `(mean of ${seal.samples})`,
-);
+if (wanted('proofs')) {
+  const append = await benchAppend();
+  console.log(
+    `proof store (SQLite WAL): appendRecords, batches of 1,000, hash + Ed25519 sign + insert: ${fmt(append.perSecond)} records/s`,
+  );
+  const insert = await benchInsert();
+  console.log(`proof store (SQLite WAL): batched insert of already-signed records: ${fmt(insert.perSecond)} records/s`);
+  const seal = await benchSeal(Number(process.env.BENCH_SEAL_RECORDS ?? 1_000_000));
+  console.log(
+    `proof store: seal a ${fmt(seal.records)}-record epoch: ${(seal.totalMs / 1000).toFixed(2)} s ` +
+      `(read ${(seal.readMs / 1000).toFixed(2)} s, build + sign ${(seal.buildMs / 1000).toFixed(2)} s, store ${(seal.storeMs / 1000).toFixed(2)} s); ` +
+      `RSS peak ${seal.rssMiB.peak} MiB (before ${seal.rssMiB.beforeSeal}, after read ${seal.rssMiB.afterRead}, after build ${seal.rssMiB.afterBuild})`,
+  );
+  console.log(
+    `proof store: inclusion proof in that epoch: generate ${seal.proofMicros.toFixed(0)} µs, verify ${seal.verifyMicros.toFixed(0)} µs ` +
+      `(mean of ${seal.samples})`,
+  );
+}
+
+if (wanted('tiles')) {
+  const tiles = await benchTileHits();
+  console.log(
+    `tiles: cache hits with proof records ${fmt(tiles.tilePerSecond)} /s (p99 ${tiles.tileP99Ms} ms) vs bare Koa route ` +
+      `${fmt(tiles.barePerSecond)} /s (p99 ${tiles.bareP99Ms} ms): ratio ${tiles.ratio.toFixed(2)} (goal ≥ 0.8); ` +
+      `statuses ${JSON.stringify(tiles.statuses)}`,
+  );
+}
+
+if (wanted('ndvi')) {
+  const ndvi = await benchNdvi();
+  console.log(
+    `imagery: pixel NDVI of one cell (red + nir + SCL COG range reads over loopback, clip, mask): ` +
+      `${ndvi.ms.toFixed(1)} ms for a ${ndvi.megapixels.toFixed(3)} MP window`,
+  );
+}

@@ -1,5 +1,22 @@
 import { z } from 'zod';
+import type { ImageryConfig } from '../activities/imagery/index.js';
+import type { TileConfig, TileTemplates } from '../activities/tiles/index.js';
 import { DEFAULT_EPOCH_GENESIS_MS, parseEpochGenesis } from '../core/epoch.js';
+import { SERVICE_VERSION } from '../api/version.js';
+
+/**
+ * Default upstreams of the five tile styles: public raster XYZ sources that need no key. Esri's World
+ * Imagery orders its path `{z}/{y}/{x}` and answers JPEG. Public servers have usage policies (OSM's asks for
+ * an identifying User-Agent and forbids heavy use): production deployments point these at their own tiles.
+ */
+export const DEFAULT_TILE_TEMPLATES: TileTemplates = {
+  'osm-bright': 'https://basemaps.cartocdn.com/rastertiles/voyager/{z}/{x}/{y}.png',
+  'osm-standard': 'https://tile.openstreetmap.org/{z}/{x}/{y}.png',
+  dark: 'https://basemaps.cartocdn.com/dark_all/{z}/{x}/{y}.png',
+  terrain: 'https://tile.opentopomap.org/{z}/{x}/{y}.png',
+  satellite: 'https://server.arcgisonline.com/ArcGIS/rest/services/World_Imagery/MapServer/tile/{z}/{y}/{x}',
+};
+export const DEFAULT_STAC_URL = 'https://earth-search.aws.element84.com/v1';
 
 /**
  * Every environment variable the service reads, with its default. The README's configuration table is
@@ -30,7 +47,33 @@ const envSchema = z.object({
   SEAL_CHECK_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   CENTRAL_STORE_URL: z.url().optional(),
   SYNC_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
+  TILE_URL_OSM_BRIGHT: z.string().optional(),
+  TILE_URL_OSM_STANDARD: z.string().optional(),
+  TILE_URL_DARK: z.string().optional(),
+  TILE_URL_TERRAIN: z.string().optional(),
+  TILE_URL_SATELLITE: z.string().optional(),
+  TILE_CACHE_MB: z.coerce.number().int().min(1).max(65_536).default(256),
+  TILE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  STAC_URL: z.url().default(DEFAULT_STAC_URL),
+  STAC_COLLECTION: z.string().min(1).default('sentinel-2-l2a'),
+  STAC_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(30_000),
 });
+
+/** A template must be an http(s) URL naming {z}, {x} and {y}. */
+function tileTemplate(name: string, value: string | undefined, fallback: string): string {
+  if (value === undefined || value === '') return fallback;
+  let url: URL | undefined;
+  try {
+    url = new URL(value.replace(/\{[zxy]\}/g, '0'));
+  } catch {
+    url = undefined;
+  }
+  const missing = ['{z}', '{x}', '{y}'].filter((p) => !value.includes(p));
+  if (!url || !/^https?:$/.test(url.protocol) || missing.length > 0) {
+    throw new ConfigError(`configuration: ${name}: an http(s) URL template with {z}, {x} and {y} is required`);
+  }
+  return value;
+}
 
 export interface Config {
   port: number;
@@ -49,7 +92,11 @@ export interface Config {
   /** When set, this node pushes its records and seals there (a worker's local store → the central store). */
   centralStoreUrl: string | undefined;
   syncIntervalMs: number;
+  tiles: TileConfig;
+  imagery: ImageryConfig;
 }
+
+const USER_AGENT = `geofabric/${SERVICE_VERSION}`;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -87,5 +134,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sealCheckMs: e.SEAL_CHECK_SECONDS * 1000,
     centralStoreUrl: e.CENTRAL_STORE_URL,
     syncIntervalMs: e.SYNC_INTERVAL_SECONDS * 1000,
+    tiles: {
+      templates: {
+        'osm-bright': tileTemplate('TILE_URL_OSM_BRIGHT', e.TILE_URL_OSM_BRIGHT, DEFAULT_TILE_TEMPLATES['osm-bright']),
+        'osm-standard': tileTemplate(
+          'TILE_URL_OSM_STANDARD',
+          e.TILE_URL_OSM_STANDARD,
+          DEFAULT_TILE_TEMPLATES['osm-standard'],
+        ),
+        dark: tileTemplate('TILE_URL_DARK', e.TILE_URL_DARK, DEFAULT_TILE_TEMPLATES.dark),
+        terrain: tileTemplate('TILE_URL_TERRAIN', e.TILE_URL_TERRAIN, DEFAULT_TILE_TEMPLATES.terrain),
+        satellite: tileTemplate('TILE_URL_SATELLITE', e.TILE_URL_SATELLITE, DEFAULT_TILE_TEMPLATES.satellite),
+      },
+      timeoutMs: e.TILE_TIMEOUT_MS,
+      cacheBytes: e.TILE_CACHE_MB * 1024 * 1024,
+      userAgent: USER_AGENT,
+    },
+    imagery: {
+      stacUrl: e.STAC_URL.replace(/\/+$/, ''),
+      collection: e.STAC_COLLECTION,
+      timeoutMs: e.STAC_TIMEOUT_MS,
+      userAgent: USER_AGENT,
+    },
   };
 }

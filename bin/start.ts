@@ -3,6 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { startAutoSealer } from '../activities/proof/epoch-sealer.js';
 import { createSyncAgent } from '../activities/proof/sync-agent.js';
+import { createImageryActivities } from '../activities/imagery/index.js';
+import { createRecordBatcher } from '../activities/proof/record-batcher.js';
+import { createTileActivities } from '../activities/tiles/index.js';
 import { createApp } from '../api/app.js';
 import { answerClientErrorsWithJson } from '../api/client-errors.js';
 import type { Config } from './config.js';
@@ -15,6 +18,14 @@ export async function startGateway(config: Config): Promise<void> {
   const stores = await openStores(config);
   const node = loadNodeKey(config.dataDir, config.nodeSecretKey);
   logger.info({ node_pk: node.key.publicKey, source: node.source }, 'node key');
+  // Serving paths (tiles, imagery) sign their proof records in batches, off the request path.
+  const writer = createRecordBatcher({
+    store: stores.proofs,
+    signer: node.key,
+    clock: Date.now,
+    genesisMs: config.epochGenesisMs,
+    onError: (error, { dropped }) => logger.error({ err: error, dropped }, 'writing proof records failed'),
+  });
   const app = createApp({
     config: {
       requireDelegation: config.requireDelegation,
@@ -26,6 +37,8 @@ export async function startGateway(config: Config): Promise<void> {
     logger,
     rateLimits: stores.rateLimits,
     proofs: stores.proofs,
+    tiles: createTileActivities({ config: config.tiles, proofs: writer, clock: Date.now, logger }),
+    imagery: createImageryActivities({ config: config.imagery, proofs: writer, clock: Date.now, logger }),
   });
   // Seals this node's epochs (an hour plus the grace after they close), catching up after downtime.
   const sealer = startAutoSealer({
@@ -61,7 +74,9 @@ export async function startGateway(config: Config): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'shutting down');
     server.close(() => {
-      Promise.all([sealer.stop(), sync?.stop()])
+      writer
+        .close()
+        .then(() => Promise.all([sealer.stop(), sync?.stop()]))
         .then(() => stores.close())
         .then(
           () => process.exit(0),

@@ -58,8 +58,8 @@ export interface RecordBatcherDeps {
 interface Aggregate {
   entry: NewRecord;
   serves: Record<string, unknown>[];
-  first: string;
-  last: string;
+  /** ms of the last serve; formatted once, when the aggregate closes. */
+  last: number;
 }
 
 interface Pending {
@@ -103,16 +103,15 @@ export function createRecordBatcher(deps: RecordBatcherDeps): ProofWriter & { dr
   function aggregate(key: string, open: () => RecordEntry, serve: Record<string, unknown>) {
     const now = deps.clock();
     const epoch = epochAt(now, deps.genesisMs);
-    const at = new Date(now).toISOString();
     const slot = `${epoch}\u0000${key}`;
     let agg = aggregates.get(slot);
     if (agg === undefined) {
-      agg = { entry: { ...open(), epoch, written_at: at }, serves: [], first: at, last: at };
+      agg = { entry: { ...open(), epoch, written_at: new Date(now).toISOString() }, serves: [], last: now };
       aggregates.set(slot, agg);
       timer ??= setTimeout(() => void drain(), flushMs);
     }
     agg.serves.push(serve);
-    agg.last = at;
+    agg.last = now;
     const placed = { id: agg.entry.id, epoch };
     if (agg.serves.length >= maxServes) {
       aggregates.delete(slot);
@@ -126,8 +125,8 @@ export function createRecordBatcher(deps: RecordBatcherDeps): ProofWriter & { dr
     const payload = {
       ...(agg.entry.payload as Record<string, unknown>),
       serve_count: agg.serves.length,
-      first_served_at: agg.first,
-      last_served_at: agg.last,
+      first_served_at: agg.entry.written_at,
+      last_served_at: new Date(agg.last).toISOString(),
       serves: agg.serves,
     };
     if (closed || queue.length >= maxQueued) {

@@ -5,7 +5,12 @@ import { pino } from 'pino';
 import { createApp } from '../../api/app.js';
 import { answerClientErrorsWithJson } from '../../api/client-errors.js';
 import type { AppDeps, GatewayConfig } from '../../api/app-deps.js';
+import { createImageryActivities, type ImageryConfig } from '../../activities/imagery/index.js';
+import { createRecordBatcher, type ProofWriter } from '../../activities/proof/record-batcher.js';
+import { createTileActivities, type TileConfig } from '../../activities/tiles/index.js';
 import { DEFAULT_EPOCH_GENESIS_MS } from '../../core/epoch.js';
+import { generateKeyPair, type KeyPair } from '../../core/identity.js';
+import { TILE_STYLES } from '../../core/tile-styles.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
 import { createSqliteRateLimitStore } from '../../store/sqlite/rate-limit-store.js';
@@ -37,22 +42,58 @@ export async function startGateway(
     clock?: () => number;
     rateLimits?: AppDeps['rateLimits'];
     proofs?: ProofStore;
+    /** Tile upstreams default to a closed port: a test that serves tiles starts its own XYZ server. */
+    tiles?: Partial<TileConfig>;
+    /** The STAC catalog defaults to a closed port likewise. */
+    imagery?: Partial<ImageryConfig>;
   } = {},
-): Promise<TestGateway & { proofs: ProofStore }> {
+): Promise<TestGateway & { proofs: ProofStore; writer: ProofWriter; node: KeyPair }> {
   const db = openSqlite(':memory:');
   const proofs = options.proofs ?? createSqliteProofStore(db);
+  const clock = options.clock ?? Date.now;
+  const config: GatewayConfig = {
+    requireDelegation: false,
+    bodyLimitBytes: 1024 * 1024,
+    epochGenesisMs: DEFAULT_EPOCH_GENESIS_MS,
+    apiKeys: [],
+    ...options.config,
+  };
+  const node = generateKeyPair();
+  const writer = createRecordBatcher({ store: proofs, signer: node, clock, genesisMs: config.epochGenesisMs });
+  const logger = pino({ level: 'silent' });
+  const closedPort = 'http://127.0.0.1:9';
   const app = createApp({
-    config: {
-      requireDelegation: false,
-      bodyLimitBytes: 1024 * 1024,
-      epochGenesisMs: DEFAULT_EPOCH_GENESIS_MS,
-      apiKeys: [],
-      ...options.config,
-    },
-    clock: options.clock ?? Date.now,
-    logger: pino({ level: 'silent' }),
+    config,
+    clock,
+    logger,
     rateLimits: options.rateLimits ?? createSqliteRateLimitStore(db),
     proofs,
+    tiles: createTileActivities({
+      config: {
+        templates: Object.fromEntries(
+          TILE_STYLES.map((s) => [s, `${closedPort}/${s}/{z}/{x}/{y}`]),
+        ) as TileConfig['templates'],
+        timeoutMs: 2000,
+        cacheBytes: 16 * 1024 * 1024,
+        userAgent: 'geofabric-test',
+        ...options.tiles,
+      },
+      proofs: writer,
+      clock,
+      logger,
+    }),
+    imagery: createImageryActivities({
+      config: {
+        stacUrl: closedPort,
+        collection: 'sentinel-2-l2a',
+        timeoutMs: 2000,
+        userAgent: 'geofabric-test',
+        ...options.imagery,
+      },
+      proofs: writer,
+      clock,
+      logger,
+    }),
   });
   const server: Server = app.listen(0, '127.0.0.1');
   answerClientErrorsWithJson(server);
@@ -79,6 +120,8 @@ export async function startGateway(
   return {
     url,
     proofs,
+    writer,
+    node,
     request,
     post: (path, body, headers) => request('POST', path, { body, ...(headers ? { headers } : {}) }),
     get: (path, headers) => request('GET', path, headers ? { headers } : {}),
@@ -86,6 +129,7 @@ export async function startGateway(
       server.closeAllConnections();
       server.close();
       await once(server, 'close');
+      await writer.close();
       db.close();
     },
   };

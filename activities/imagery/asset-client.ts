@@ -1,0 +1,87 @@
+import { createHash } from 'node:crypto';
+import { BaseClient, BaseResponse } from 'geotiff';
+
+/**
+ * The HTTP client geotiff reads a Cloud-Optimized GeoTIFF through: every request is a byte range
+ * (geotiff asks for ranges; a server that answers 200 with the whole file is refused by geotiff), carries
+ * our User-Agent and is bounded by `timeoutMs`, and every byte received is kept for the asset's hash.
+ *
+ * What the hash covers: SHA-256 over the bytes of every range response for the asset, concatenated in
+ * order of their start offset (then length). Requests run concurrently, so arrival order is not stable;
+ * offset order is, and `ranges` lists the [offset, length] pairs so a verifier can re-read exactly those
+ * bytes and recompute the hash.
+ */
+export interface AssetRead {
+  href: string;
+  sha256: string;
+  bytesRead: number;
+  requests: number;
+  /** [offset, length] of each range response, in hash order. */
+  ranges: [number, number][];
+}
+
+export class AssetClient extends BaseClient {
+  private readonly pieces: { offset: number; bytes: Uint8Array }[] = [];
+
+  constructor(
+    url: string,
+    private readonly options: { timeoutMs: number; userAgent: string },
+  ) {
+    super(url);
+  }
+
+  override async request(init: RequestInit = {}): Promise<BaseResponse> {
+    const signals = [AbortSignal.timeout(this.options.timeoutMs)];
+    if (init.signal) signals.push(init.signal);
+    const headers = new Headers(init.headers);
+    headers.set('user-agent', this.options.userAgent);
+    const response = await fetch(this.url, { headers, signal: AbortSignal.any(signals) });
+    if (!response.ok) {
+      await response.body?.cancel();
+      throw new Error(`${this.url} answered HTTP ${response.status}`);
+    }
+    return new AssetResponse(response, (offset, bytes) => this.pieces.push({ offset, bytes }));
+  }
+
+  /** The hash and accounting of everything read so far. */
+  summary(): AssetRead {
+    const pieces = [...this.pieces].sort((a, b) => a.offset - b.offset || a.bytes.length - b.bytes.length);
+    const hash = createHash('sha256');
+    let bytesRead = 0;
+    for (const piece of pieces) {
+      hash.update(piece.bytes);
+      bytesRead += piece.bytes.length;
+    }
+    return {
+      href: this.url,
+      sha256: hash.digest('hex'),
+      bytesRead,
+      requests: pieces.length,
+      ranges: pieces.map((p) => [p.offset, p.bytes.length]),
+    };
+  }
+}
+
+class AssetResponse extends BaseResponse {
+  constructor(
+    private readonly response: Response,
+    private readonly keep: (offset: number, bytes: Uint8Array) => void,
+  ) {
+    super();
+  }
+
+  override get status(): number {
+    return this.response.status;
+  }
+
+  override getHeader(name: string): string | undefined {
+    return this.response.headers.get(name) ?? undefined;
+  }
+
+  override async getData(): Promise<ArrayBuffer> {
+    const data = await this.response.arrayBuffer();
+    const range = /^bytes (\d+)-\d+\/(?:\d+|\*)$/.exec(this.response.headers.get('content-range') ?? '');
+    this.keep(range ? Number(range[1]) : 0, new Uint8Array(data.slice(0)));
+    return data;
+  }
+}

@@ -1,0 +1,194 @@
+import { fail, pass, type Check } from '../../core/check.js';
+import { ServiceError } from '../../core/errors.js';
+import { IMAGE_OPERATIONS, PLANNED_IMAGE_OPERATIONS, type ImageOperation } from '../../core/imagery-operations.js';
+import { baselineOffset } from '../../core/ndvi.js';
+import type { PayloadType } from '../../core/proof-types.js';
+import { computeCloudMask } from './cloud-mask.js';
+import type { CogOptions } from './cog-reader.js';
+import { stacInterval, type DateWindow } from './date-window.js';
+import { computeNdvi } from './ndvi.js';
+import type { SceneSearch, StacClient } from './stac-client.js';
+import { leastCloudy, sceneSummary, type Scene } from './stac-item.js';
+
+/** Scene search defaults: every scene (cloud ≤ 100 %), ten of them. */
+export const DEFAULT_CLOUD = 100;
+export const DEFAULT_LIMIT = 10;
+export const MAX_LIMIT = 100;
+/** Candidates fetched when one scene is chosen (the catalog sorts them clearest first). */
+const CANDIDATES = 100;
+
+/** `operation` → an image_process operation, or 400 invalid_operation saying what exists. */
+export function checkOperation(value: unknown): Check<ImageOperation> {
+  if (typeof value === 'string' && (IMAGE_OPERATIONS as readonly string[]).includes(value)) {
+    return pass(value as ImageOperation);
+  }
+  if (typeof value === 'string' && (PLANNED_IMAGE_OPERATIONS as readonly string[]).includes(value)) {
+    return fail(
+      'invalid_operation',
+      `${value} is not an image_process operation yet: it is served by the perception service's MCP tool perception_classify`,
+    );
+  }
+  return fail(
+    'invalid_operation',
+    `operation must be one of ${IMAGE_OPERATIONS.join(', ')}; got ${JSON.stringify(value)}`,
+  );
+}
+
+export interface OperationInput {
+  operation: ImageOperation;
+  cell: string;
+  window: DateWindow;
+  /** scene_search only. */
+  cloud?: number;
+  limit?: number;
+}
+
+/** One processing, before it is recorded: its payload lacks only the record-level fields. */
+export interface Outcome {
+  payloadType: PayloadType;
+  result: Record<string, unknown>;
+  cost: number;
+  payload: Record<string, unknown>;
+}
+
+export interface OperationDeps {
+  stac: StacClient;
+  catalog: { url: string; collection: string };
+  cog: CogOptions;
+  clock: () => number;
+  onFallback?: (reason: string, context: { cell: string; sceneId: string }) => void;
+}
+
+/**
+ * Runs one operation: the STAC search, the scene choice, the computation. ndvi and
+ * atmospheric_correction use the least cloudy scene of the window (ties → newest); cloud_mask the newest
+ * (it describes the current sky); scene_search lists scenes newest first.
+ */
+export async function runOperation(deps: OperationDeps, input: OperationInput): Promise<Outcome> {
+  const started = deps.clock();
+  const search: SceneSearch =
+    input.operation === 'scene_search'
+      ? {
+          cell: input.cell,
+          window: input.window,
+          cloud: input.cloud ?? DEFAULT_CLOUD,
+          limit: input.limit ?? DEFAULT_LIMIT,
+          order: 'newest',
+        }
+      : input.operation === 'cloud_mask'
+        ? { cell: input.cell, window: input.window, limit: 1, order: 'newest' }
+        : { cell: input.cell, window: input.window, limit: CANDIDATES, order: 'clearest' };
+  const scenes = await deps.stac.search(search);
+  const common = {
+    version: 1,
+    operation: input.operation,
+    h3_cell: input.cell,
+    catalog: deps.catalog,
+    search: { datetime: stacInterval(input.window), cloud: search.cloud ?? null, limit: search.limit },
+  };
+
+  if (input.operation === 'scene_search') {
+    const result = {
+      h3Cell: input.cell,
+      from: new Date(input.window.fromMs).toISOString(),
+      to: new Date(input.window.toMs).toISOString(),
+      cloud: search.cloud!,
+      limit: search.limit,
+      count: scenes.length,
+      scenes: scenes.map(sceneSummary),
+    };
+    return {
+      payloadType: 'imagery/scene_search',
+      result,
+      cost: 0,
+      payload: {
+        ...common,
+        item_id: null,
+        item_datetime: null,
+        method: 'catalog',
+        item_ids: scenes.map((s) => s.id),
+        assets: [],
+        megapixels: 0,
+        cost: 0,
+        result,
+      },
+    };
+  }
+
+  const scene = input.operation === 'cloud_mask' ? scenes[0] : leastCloudy(scenes);
+  if (!scene) {
+    throw new ServiceError(
+      'no_scenes',
+      `no ${deps.catalog.collection} scene intersects cell ${input.cell} between ` +
+        `${new Date(input.window.fromMs).toISOString()} and ${new Date(input.window.toMs).toISOString()}`,
+    );
+  }
+  const item = { item_id: scene.id, item_datetime: scene.datetime };
+  const cog = { cog: deps.cog, clock: deps.clock };
+
+  if (input.operation === 'ndvi') {
+    const onFallback = (reason: string) => deps.onFallback?.(reason, { cell: input.cell, sceneId: scene.id });
+    const { result, payload } = await computeNdvi(scene, input.cell, { ...cog, onFallback });
+    const full = { ...result, processingMs: Math.max(0, deps.clock() - started) };
+    return {
+      payloadType: 'imagery/ndvi',
+      result: full,
+      cost: result.cost,
+      payload: { ...common, ...item, ...payload, result: full },
+    };
+  }
+  if (input.operation === 'cloud_mask') {
+    const { result, payload } = await computeCloudMask(scene, input.cell, cog);
+    const full = { ...result, processingMs: Math.max(0, deps.clock() - started) };
+    return {
+      payloadType: 'imagery/cloud_mask',
+      result: full,
+      cost: result.cost,
+      payload: { ...common, ...item, ...payload, result: full },
+    };
+  }
+  const result = atmosphericCorrection(scene, input.cell, Math.max(0, deps.clock() - started));
+  return {
+    payloadType: 'imagery/atmospheric_correction',
+    result,
+    cost: 0,
+    payload: {
+      ...common,
+      ...item,
+      method: 'catalog',
+      processing_baseline: scene.processingBaseline,
+      catalog_offset_applied: scene.offsetAppliedByCatalog,
+      boa_offset: result.boaOffset,
+      assets: [],
+      megapixels: 0,
+      cost: 0,
+      result,
+    },
+  };
+}
+
+/**
+ * SPEC 2.5: atmospheric_correction returns the L2A scene, which ESA's Sen2Cor already corrected to
+ * bottom-of-atmosphere reflectance. Nothing is recomputed; the answer says so and gives the arithmetic a
+ * client needs to turn the scene's digital numbers into reflectance.
+ */
+function atmosphericCorrection(scene: Scene, cell: string, processingMs: number) {
+  const offset = baselineOffset(scene.processingBaseline, scene.offsetAppliedByCatalog);
+  return {
+    sceneId: scene.id,
+    datetime: scene.datetime,
+    h3Cell: cell,
+    cloudCover: scene.cloudCover,
+    processingLevel: 'L2A',
+    alreadyCorrected: true,
+    processingBaseline: scene.processingBaseline,
+    boaOffset: offset.offset,
+    bands: scene.bands,
+    description:
+      'Sentinel-2 L2A is bottom-of-atmosphere reflectance, already atmospherically corrected by ESA (Sen2Cor); ' +
+      `no correction was run. Reflectance = (DN + boaOffset) / 10000 (${offset.reason}).`,
+    megapixels: 0,
+    cost: 0,
+    processingMs,
+  };
+}

@@ -1,0 +1,117 @@
+/**
+ * Tile rendering (SPEC 1.2, 2.4; issue 5): a caching proxy of five public raster styles, and the
+ * `tile_render` activity that annotates a tile with an inference step's places. Every serve — HTTP hit,
+ * miss or 304, and every activity run — leaves a `tile/raster` proof record.
+ *
+ * The HTTP path is split in two so a hit stays synchronous: `lookupTile` answers a cached tile without a
+ * promise, and `recordServe` adds the serve to its tile's aggregate record (ProofWriter.aggregate: batched,
+ * never awaited) once the route knows whether it sends 200 or 304.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { tileCost } from '../../core/pricing.js';
+import type { TileStyle } from '../../core/tile-styles.js';
+import type { ProofWriter } from '../proof/record-batcher.js';
+import { TILE_WORKER, type TileServe, type TileServesHead } from './tile-record.js';
+import { createTileRenderer } from './tile-render.js';
+import { createTileSource, type TileLookup, type TileRequest } from './tile-source.js';
+import { createTileStats } from './tile-stats.js';
+
+/** Upstream XYZ URL templates per style (`{z}`, `{x}`, `{y}` placeholders, in whatever order the source uses). */
+export type TileTemplates = Record<TileStyle, string>;
+
+export interface TileConfig {
+  templates: TileTemplates;
+  /** Per upstream request. */
+  timeoutMs: number;
+  /** Byte budget of the in-memory tile cache. */
+  cacheBytes: number;
+  /** Sent upstream: public tile servers (OSM's usage policy) require an identifying User-Agent. */
+  userAgent: string;
+}
+
+export interface TileDeps {
+  config: TileConfig;
+  proofs: ProofWriter;
+  clock: () => number;
+  logger?: Logger;
+  /** Random part of HTTP serve record ids (default: a random UUID); injected so tests can pin it. */
+  randomId?: () => string;
+}
+
+export type { TileLookup, TileRequest } from './tile-source.js';
+export type { TileStep, TileRenderOutput } from './tile-render.js';
+export type { TileStatsReport } from './tile-stats.js';
+
+/** What a served HTTP answer recorded: the headers X-Svc-Record, X-Svc-Epoch and X-Svc-Cost. */
+export interface ServeReceipt {
+  recordId: string;
+  epoch: number;
+  cost: number;
+}
+
+export function createTileActivities(deps: TileDeps) {
+  const source = createTileSource({ config: deps.config, logger: deps.logger });
+  const stats = createTileStats(deps.clock());
+  const randomId = deps.randomId ?? randomUUID;
+
+  /** The tile for an HTTP request: synchronous on a hit; a promise when the upstream is asked. */
+  function lookupTile(request: TileRequest): TileLookup | Promise<TileLookup> {
+    const epoch = deps.proofs.epochNow();
+    const found = source.lookup(request, epoch);
+    if (!(found instanceof Promise)) return found;
+    return found.catch((error: unknown) => {
+      stats.count(epoch, request.style, { kind: 'error' });
+      throw error;
+    });
+  }
+
+  /**
+   * Adds the serve to its tile's open `serves` record (one per cell, tile and flush; see tile-record.ts) and
+   * counts it; never blocks, never throws.
+   */
+  function recordServe(request: TileRequest, found: TileLookup, status: 200 | 304, requestId: string): ServeReceipt {
+    const cost = tileCost(found.cache === 'HIT');
+    const { tile } = found;
+    const open = () => {
+      const head: TileServesHead = {
+        version: 1,
+        kind: 'serves',
+        style: request.style,
+        zoom: request.zoom,
+        x: tile.x,
+        y: tile.y,
+        format: request.format,
+        bytes: tile.bytes.length,
+        sha256: tile.sha256,
+        worker: TILE_WORKER,
+        upstream_host: found.upstreamHost,
+      };
+      return {
+        id: `tile:${randomId()}`,
+        h3_cell: request.cell,
+        collection_type: 'tile' as const,
+        payload_type: 'tile/raster' as const,
+        payload: head,
+      };
+    };
+    const serve: TileServe = { request_id: requestId, cache: found.cache, status, cost };
+    const key = `${request.cell}/${request.style}/${request.zoom}.${request.format}/${tile.sha256}`;
+    const { id, epoch } = deps.proofs.aggregate(key, open, serve);
+    const sent = status === 200 ? found.tile.bytes.length : 0;
+    stats.count(epoch, request.style, { kind: 'serve', cache: found.cache, bytes: sent, cost });
+    return { recordId: id, epoch, cost };
+  }
+
+  return {
+    lookupTile,
+    recordServe,
+    /** The `tile_render` activity (SPEC 2.2 rule 2). */
+    renderTile: createTileRenderer({ source, proofs: deps.proofs, count: stats.count }),
+    /** Hourly serving statistics of this process (see tile-stats.ts for the shape). */
+    stats: (hours: number) => stats.report(hours, deps.proofs.epochNow(), deps.clock()),
+    /** Entries and bytes in the tile cache. */
+    cacheSize: () => source.size(),
+  };
+}
+export type TileActivities = ReturnType<typeof createTileActivities>;

@@ -1,0 +1,98 @@
+/**
+ * The HTTP client of the public XYZ tile servers. Every failure leaves as one of two ServiceErrors, so
+ * callers map nothing: `upstream_timeout` (504) when the server did not answer within the timeout,
+ * `upstream_unavailable` (502) for everything else — refused connections, 5xx, and 404 too: the service
+ * maps every valid cell and zoom to a tile, so a missing upstream tile is the upstream's failure, not the
+ * client's, and a 4xx would tell the client to change a request that was right.
+ */
+import { ServiceError } from '../../core/errors.js';
+
+/** A tile is tens of kilobytes; anything this large is not a tile and must not fill memory. */
+export const MAX_UPSTREAM_BYTES = 8 * 1024 * 1024;
+
+/** What the upstream said about its bytes, for the next conditional request. */
+export interface Validators {
+  etag?: string;
+  lastModified?: string;
+}
+
+export type UpstreamResult =
+  { status: 'ok'; bytes: Buffer; validators: Validators } | { status: 'not_modified'; validators: Validators };
+
+export interface UpstreamOptions {
+  userAgent: string;
+  timeoutMs: number;
+  /** Sent as If-None-Match / If-Modified-Since; a 304 answer is only accepted when these were sent. */
+  validators?: Validators;
+}
+
+/** The template with `{z}`, `{x}`, `{y}` substituted wherever the source puts them. */
+export const tileUrl = (template: string, z: number, x: number, y: number): string =>
+  template.replaceAll('{z}', String(z)).replaceAll('{x}', String(x)).replaceAll('{y}', String(y));
+
+/**
+ * The host a proof record names as the source: host only, never path or query, so a key a deployment
+ * put in a template never lands in a signed, synced, public record.
+ */
+export function upstreamHost(template: string): string {
+  try {
+    return new URL(tileUrl(template, 0, 0, 0)).host;
+  } catch {
+    return 'invalid-template';
+  }
+}
+
+export async function fetchUpstreamTile(url: string, options: UpstreamOptions): Promise<UpstreamResult> {
+  const signal = AbortSignal.timeout(options.timeoutMs);
+  const headers: Record<string, string> = {
+    'user-agent': options.userAgent,
+    accept: 'image/png,image/jpeg,image/webp;q=0.9,image/*;q=0.8',
+  };
+  if (options.validators?.etag) headers['if-none-match'] = options.validators.etag;
+  if (options.validators?.lastModified) headers['if-modified-since'] = options.validators.lastModified;
+  const conditional = 'if-none-match' in headers || 'if-modified-since' in headers;
+  try {
+    const res = await fetch(url, { headers, signal, redirect: 'follow' });
+    const validators = readValidators(res.headers);
+    if (res.status === 304 && conditional) {
+      await res.body?.cancel();
+      return { status: 'not_modified', validators };
+    }
+    if (res.status !== 200) {
+      await res.body?.cancel();
+      throw new ServiceError('upstream_unavailable', `the tile upstream answered HTTP ${res.status}`);
+    }
+    return { status: 'ok', bytes: await readBounded(res), validators };
+  } catch (error) {
+    if (error instanceof ServiceError) throw error;
+    if (signal.aborted) {
+      throw new ServiceError('upstream_timeout', `the tile upstream did not answer within ${options.timeoutMs} ms`);
+    }
+    throw new ServiceError('upstream_unavailable', 'the tile upstream could not be reached');
+  }
+}
+
+function readValidators(headers: Headers): Validators {
+  const etag = headers.get('etag');
+  const lastModified = headers.get('last-modified');
+  return { ...(etag ? { etag } : {}), ...(lastModified ? { lastModified } : {}) };
+}
+
+async function readBounded(res: Response): Promise<Buffer> {
+  const declared = Number(res.headers.get('content-length') ?? NaN);
+  const tooLarge = () =>
+    new ServiceError('upstream_unavailable', `the tile upstream sent more than ${MAX_UPSTREAM_BYTES} bytes`);
+  if (declared > MAX_UPSTREAM_BYTES) {
+    await res.body?.cancel();
+    throw tooLarge();
+  }
+  if (!res.body) return Buffer.alloc(0);
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for await (const chunk of res.body) {
+    total += chunk.byteLength;
+    if (total > MAX_UPSTREAM_BYTES) throw tooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, total);
+}

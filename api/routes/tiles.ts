@@ -1,0 +1,146 @@
+import type { Context } from 'koa';
+import type { TileActivities, TileLookup, TileRequest } from '../../activities/tiles/index.js';
+import { fail, pass, type Check } from '../../core/check.js';
+import { noneMatchFails } from '../../core/etag.js';
+import { checkCell } from '../../core/h3-cell.js';
+import { gridTiles, MAX_GRID_RINGS } from '../../core/tile-grid.js';
+import { checkHours, checkRings, checkStyle, checkTileFile, checkZoom } from '../../core/tile-request.js';
+import type { TileStyle } from '../../core/tile-styles.js';
+import { route } from '../route-spec.js';
+
+/**
+ * The tile endpoints (SPEC 4.1, 2.4): public, no key (SPEC 5.4), all four gates as every route. Gate 2
+ * checks the cell: the path params are named `h3_cell` / `cell` for that. Routes do not collide: a tile
+ * is 3 segments after /v1/tiles, a grid 4 (under `grid/`), stats 1.
+ *
+ * Browsers load tiles cross-origin, so tile and grid answers allow any origin and expose the X-Svc-*
+ * headers (SPEC 2.4); upstream failures (502/504) carry the CORS header too. Gate failures (a bad cell)
+ * leave before the handler and carry none: that would need a change in api/app.ts.
+ */
+const TILE_HEADERS = [
+  'X-Svc-Worker',
+  'X-Svc-Cell',
+  'X-Svc-Epoch',
+  'X-Svc-Proof',
+  'X-Svc-Cache',
+  'X-Svc-Cost',
+  'X-Svc-Record',
+  'ETag',
+] as const;
+const CORS = {
+  'access-control-allow-origin': '*',
+  'access-control-expose-headers': TILE_HEADERS.join(', '),
+};
+const facets = ['tile_render'];
+
+interface GridInput {
+  cell: string;
+  zoom: number;
+  style: TileStyle;
+  rings: number;
+}
+
+export const tileRoutes = (tiles: TileActivities) => [
+  route<GridInput>({
+    method: 'GET',
+    path: '/v1/tiles/grid/:cell/:zoom/:style',
+    auth: 'public',
+    facets,
+    preflight: ({ params, query }) =>
+      all({
+        cell: checkCell(params.cell, 'path cell'),
+        zoom: checkZoom(params.zoom),
+        style: checkStyle(params.style),
+        rings: checkRings(query.rings, MAX_GRID_RINGS),
+      }),
+    handler: async (ctx, { cell, zoom, style, rings }) => {
+      // JSON array of tile URLs, one per distinct tile; each names a cell whose tile is that tile.
+      ctx.set(CORS);
+      const base = serviceOrigin(ctx);
+      ctx.body = gridTiles(cell, rings, zoom).map((t) => `${base}/v1/tiles/${t.cell}/${zoom}/${style}.png`);
+    },
+  }),
+  route<number>({
+    method: 'GET',
+    path: '/v1/tiles/stats',
+    auth: 'public',
+    // Reading counters renders nothing: no delegation facet is exercised.
+    facets: [],
+    preflight: ({ query }) => checkHours(query.hours),
+    handler: async (ctx, hours) => {
+      ctx.set(CORS);
+      ctx.body = tiles.stats(hours);
+    },
+  }),
+  route<TileRequest>({
+    method: 'GET',
+    path: '/v1/tiles/:h3_cell/:zoom/:file',
+    auth: 'public',
+    facets,
+    preflight: ({ params }) => {
+      const checked = all({
+        cell: checkCell(params.h3_cell, 'path h3_cell'),
+        zoom: checkZoom(params.zoom),
+        file: checkTileFile(params.file),
+      });
+      if (!checked.ok) return checked;
+      const { cell, zoom, file } = checked.value;
+      return pass({ cell, zoom, style: file.style, format: file.format });
+    },
+    handler: async (ctx, request) => {
+      ctx.set(CORS); // before the lookup, so a 502/504 is readable cross-origin too
+      const looked = tiles.lookupTile(request);
+      // A hit is not a promise: the hit path runs without a single await.
+      const found = looked instanceof Promise ? await looked : looked;
+      sendTile(ctx, request, found, tiles);
+    },
+  }),
+];
+
+/** 200 with the bytes, or 304 when the client's If-None-Match already names them; both are serves. */
+function sendTile(ctx: Context, request: TileRequest, found: TileLookup, tiles: TileActivities): void {
+  const { tile } = found;
+  const notModified = noneMatchFails(ctx.get('if-none-match') || undefined, tile.etag);
+  const receipt = tiles.recordServe(request, found, notModified ? 304 : 200, ctx.state.requestId as string);
+  ctx.set({
+    'cache-control': 'public, max-age=3600',
+    etag: tile.etag,
+    'x-svc-worker': 'tile-proxy',
+    'x-svc-cell': request.cell,
+    'x-svc-epoch': String(receipt.epoch),
+    'x-svc-proof': tile.sha256,
+    'x-svc-cache': found.cache,
+    'x-svc-cost': String(receipt.cost),
+    'x-svc-record': receipt.recordId,
+  });
+  if (notModified) {
+    ctx.status = 304;
+    return;
+  }
+  ctx.body = tile.bytes;
+  // A full media type: set as is (ctx.type would look it up in the mime table on every hit).
+  ctx.set({ 'content-type': tile.contentType, 'x-content-type-options': 'nosniff' });
+}
+
+// A host name or IP literal with an optional port; anything else in a Host header is not echoed.
+const SANE_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
+
+/**
+ * This service's origin as the client reached it. Koa 3's `ctx.origin` is the Origin request header, so
+ * it is built from protocol and Host. Without a usable Host the URLs stay relative (`/v1/tiles/…`).
+ */
+function serviceOrigin(ctx: Context): string {
+  return SANE_HOST.test(ctx.host) ? `${ctx.protocol}://${ctx.host}` : '';
+}
+
+/** Runs every check and returns the first failure in field order, else all values. */
+function all<T extends Record<string, Check<unknown>>>(
+  checks: T,
+): Check<{ [K in keyof T]: T[K] extends Check<infer V> ? V : never }> {
+  const values: Record<string, unknown> = {};
+  for (const [name, check] of Object.entries(checks)) {
+    if (!check.ok) return fail(check.error, check.detail);
+    values[name] = check.value;
+  }
+  return pass(values as { [K in keyof T]: T[K] extends Check<infer V> ? V : never });
+}

@@ -1,0 +1,53 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import autocannon from 'autocannon';
+import { cellToChildren } from 'h3-js';
+
+const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5);
+
+export interface TileBench {
+  tilePerSecond: number;
+  barePerSecond: number;
+  ratio: number;
+  tileP99Ms: number;
+  bareP99Ms: number;
+  statuses: Record<string, number>;
+}
+
+const statusCounts = (result: autocannon.Result) =>
+  Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, s]) => [code, s.count ?? 0]));
+
+/**
+ * Cache hits of the tile route (gates 1–4, the cache, headers, a proof record per serve) against a bare Koa
+ * route returning the same bytes, both in one server process; autocannon in this process. 49 cells of one
+ * resolution-6 parent are requested round-robin, all warmed first, so every timed request is a HIT.
+ */
+export async function benchTileHits(): Promise<TileBench> {
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : [];
+  const server = spawn(process.execPath, [...profile, '--import', 'tsx', 'bench/tile-server.ts'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  try {
+    const [chunk] = (await once(server.stdout, 'data')) as [Buffer];
+    const [tilePort, barePort] = chunk.toString().trim().split(' ');
+    const cells = cellToChildren('861e8050fffffff', 8);
+    const requests = cells.map((cell) => ({ method: 'GET' as const, path: `/v1/tiles/${cell}/14/osm-standard.png` }));
+    const run = (port: string, duration: number) =>
+      autocannon({ url: `http://127.0.0.1:${port}`, connections: 32, duration, requests });
+    await run(tilePort!, 1); // warm-up: fills the cache, JIT
+    await run(barePort!, 1);
+    const tile = await run(tilePort!, DURATION_S);
+    const bare = await run(barePort!, DURATION_S);
+    return {
+      tilePerSecond: tile.requests.average,
+      barePerSecond: bare.requests.average,
+      ratio: tile.requests.average / bare.requests.average,
+      tileP99Ms: tile.latency.p99,
+      bareP99Ms: bare.latency.p99,
+      statuses: statusCounts(tile),
+    };
+  } finally {
+    server.kill('SIGTERM');
+    await once(server, 'exit');
+  }
+}

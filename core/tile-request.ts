@@ -1,0 +1,81 @@
+/**
+ * The parameters of the tile endpoints (SPEC 4.1, 2.4, 8) as pure checks: path and query text in, a typed
+ * value or the error code out. The H3 cell itself is checked by gate 2 (path params `h3_cell` / `cell`).
+ */
+import { fail, pass, type Check } from './check.js';
+import { MAX_ZOOM, MIN_ZOOM, TILE_STYLES, type TileStyle } from './tile-styles.js';
+
+/** Formats a client may ask for; `jpeg` in a path is read as `jpg`. */
+export const TILE_FORMATS = ['png', 'jpg', 'webp'] as const;
+export type TileFormat = (typeof TILE_FORMATS)[number];
+
+export const TILE_CONTENT_TYPES: Readonly<Record<TileFormat, string>> = {
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  webp: 'image/webp',
+};
+
+export const MAX_STATS_HOURS = 168;
+export const DEFAULT_STATS_HOURS = 24;
+
+type QueryValue = string | string[] | undefined;
+
+// Plain decimal digits only: "1e1", "0x10", " 3" and "3.0" are not integers a client meant to send.
+const DIGITS = /^[0-9]{1,6}$/;
+
+function integerIn(text: unknown, min: number, max: number): number | null {
+  if (typeof text !== 'string' || !DIGITS.test(text)) return null;
+  const value = Number(text);
+  return value >= min && value <= max ? value : null;
+}
+
+export function checkZoom(text: unknown): Check<number> {
+  const zoom = integerIn(text, MIN_ZOOM, MAX_ZOOM);
+  return zoom === null
+    ? fail('invalid_zoom', `zoom must be an integer ${MIN_ZOOM}..${MAX_ZOOM}: ${JSON.stringify(text)}`)
+    : pass(zoom);
+}
+
+export function checkStyle(text: unknown): Check<TileStyle> {
+  return (TILE_STYLES as readonly unknown[]).includes(text)
+    ? pass(text as TileStyle)
+    : fail('invalid_style', `style must be one of ${TILE_STYLES.join(', ')}: ${JSON.stringify(text)}`);
+}
+
+export function checkFormat(text: unknown): Check<TileFormat> {
+  const format = text === 'jpeg' ? 'jpg' : text;
+  return (TILE_FORMATS as readonly unknown[]).includes(format)
+    ? pass(format as TileFormat)
+    : fail('invalid_format', `format must be one of ${TILE_FORMATS.join(', ')} (or jpeg): ${JSON.stringify(text)}`);
+}
+
+/**
+ * The last path segment of a tile, `{style}.{format}`. A segment without an extension is a request for
+ * a style in no format: `invalid_format`, not a 404, so the client learns what to add.
+ */
+export function checkTileFile(segment: unknown): Check<{ style: TileStyle; format: TileFormat }> {
+  const text = typeof segment === 'string' ? segment : '';
+  const dot = text.lastIndexOf('.');
+  const style = checkStyle(dot < 0 ? text : text.slice(0, dot));
+  if (!style.ok) return style;
+  const format = checkFormat(dot < 0 ? '' : text.slice(dot + 1));
+  return format.ok ? pass({ style: style.value, format: format.value }) : format;
+}
+
+/** `rings` of the grid endpoint: absent → 0. */
+export function checkRings(value: QueryValue, max: number): Check<number> {
+  if (value === undefined) return pass(0);
+  const rings = integerIn(value, 0, max);
+  return rings === null
+    ? fail('invalid_rings', `rings must be one integer 0..${max}: ${JSON.stringify(value)}`)
+    : pass(rings);
+}
+
+/** `hours` of the stats endpoint: absent → 24. */
+export function checkHours(value: QueryValue): Check<number> {
+  if (value === undefined) return pass(DEFAULT_STATS_HOURS);
+  const hours = integerIn(value, 1, MAX_STATS_HOURS);
+  return hours === null
+    ? fail('invalid_hours', `hours must be one integer 1..${MAX_STATS_HOURS}: ${JSON.stringify(value)}`)
+    : pass(hours);
+}

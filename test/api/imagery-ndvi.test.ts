@@ -1,0 +1,224 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { imageryPayloadSchema } from '../../activities/imagery/imagery-record.js';
+import { imageCost } from '../../core/pricing.js';
+import { startGateway } from '../helpers/gateway.js';
+import { CLOUD, ROME_CELL, VEGETATION, ndviOf } from '../helpers/cog-fixture.js';
+import { S3_ASSETS, SHARES, TEST_NOW, startImageryCatalog, type ImageryCatalog } from '../helpers/imagery-fixtures.js';
+
+interface Ndvi {
+  sceneId: string;
+  meanNdvi: number | null;
+  minNdvi: number | null;
+  maxNdvi: number | null;
+  healthStatus: string | null;
+  cloudCover: number;
+  description: string;
+  method: string;
+  processingBaseline: string | null;
+  offsetApplied: boolean;
+  megapixels: number;
+  cost: number;
+  validPixels: number | null;
+  recordId: string;
+}
+interface AssetEntry {
+  band: string;
+  href: string;
+  sha256: string;
+  ranges: [number, number][];
+}
+
+const near = (actual: number | null, expected: number, tolerance = 1e-4) =>
+  assert.ok(actual !== null && Math.abs(actual - expected) <= tolerance, `${actual} ≉ ${expected}`);
+
+describe('imagery over HTTP: GET /v1/imagery/ndvi and its proof records', () => {
+  let catalog: ImageryCatalog;
+  let gw: Awaited<ReturnType<typeof startGateway>>;
+
+  before(async () => {
+    catalog = await startImageryCatalog();
+  });
+  after(() => catalog.stac.close());
+  beforeEach(async () => {
+    gw = await startGateway({ clock: () => TEST_NOW, imagery: { stacUrl: catalog.stac.url } });
+  });
+  afterEach(() => gw.close());
+
+  async function ndvi(items: ReturnType<ImageryCatalog['item']>[]): Promise<Ndvi> {
+    catalog.stac.items = items;
+    const res = await gw.get(`/v1/imagery/ndvi?cell=${ROME_CELL}&from=2026-02-01&to=2026-02-28`);
+    assert.equal(res.status, 200, res.text);
+    return res.body as Ndvi;
+  }
+  const records = async () => {
+    await gw.writer.flush();
+    return (await gw.proofs.queryRecords({ collection: 'imagery', limit: 100 })).records;
+  };
+
+  describe('pixels', () => {
+    it('computes the known NDVI over the cloud-free pixels inside the cell (baseline 04.00: offset applied)', async () => {
+      const result = await ndvi([
+        catalog.item('S2A_post', 10, catalog.romeAssets(), { 's2:processing_baseline': '04.00' }),
+      ]);
+      assert.equal(result.method, 'pixels');
+      near(result.meanNdvi, ndviOf(VEGETATION, -1000)); // 0.6: no cloud, no bare ground, no no-data in the mean
+      near(result.minNdvi, 0.6);
+      near(result.maxNdvi, 0.6);
+      assert.equal(result.healthStatus, 'healthy');
+      assert.equal(result.processingBaseline, '04.00');
+      assert.equal(result.offsetApplied, true);
+      assert.ok(result.validPixels! > 250_000, String(result.validPixels));
+      assert.ok(result.megapixels > 0.5 && result.megapixels < 0.6, String(result.megapixels));
+      assert.equal(result.cost, imageCost(result.megapixels));
+      assert.match(result.description, /masked by the scene classification/);
+    });
+
+    it('includes the clouds when the scene has no classification band, so the mean drops', async () => {
+      const result = await ndvi([catalog.item('S2A_noscl', 10, catalog.romeAssets({ scl: 'none' }))]);
+      assert.equal(result.method, 'pixels');
+      assert.ok(result.meanNdvi! < 0.55, String(result.meanNdvi));
+      near(result.minNdvi, ndviOf(CLOUD, -1000));
+      assert.match(result.description, /clouds are not masked/);
+    });
+
+    it('gives the offset rule its predicted values: pre-baseline and catalog-applied offsets add nothing', async () => {
+      const pre = await ndvi([
+        catalog.item('S2A_pre', 10, catalog.romeAssets(), { 's2:processing_baseline': '03.01' }),
+      ]);
+      near(pre.meanNdvi, ndviOf(VEGETATION, 0)); // 3/7
+      assert.equal(pre.healthStatus, 'moderate');
+      assert.equal(pre.offsetApplied, false);
+      const applied = await ndvi([
+        catalog.item('S2A_applied', 10, catalog.romeAssets(), { 'earthsearch:boa_offset_applied': true }),
+      ]);
+      near(applied.meanNdvi, ndviOf(VEGETATION, 0));
+      assert.equal(applied.offsetApplied, false);
+    });
+
+    it('reads only ranges of the files: the header and the tiles under the cell', async () => {
+      const before = { ...catalog.stac.fileStats('rome-red.tif') };
+      await ndvi([catalog.item('S2A_post', 10, catalog.romeAssets())]);
+      const after = catalog.stac.fileStats('rome-red.tif');
+      assert.ok(after.rangeResponses - before.rangeResponses > 1);
+      assert.equal(after.fullResponses, 0);
+      const sent = after.bytesSent - before.bytesSent;
+      assert.ok(sent < 0.5 * catalog.rome.red.length, `${sent} of ${catalog.rome.red.length} bytes`);
+    });
+
+    it('reads EPSG:4326 images too', async () => {
+      const result = await ndvi([catalog.item('S2A_wgs84', 10, catalog.wgs84Assets())]);
+      assert.equal(result.method, 'pixels');
+      near(result.meanNdvi, 0.6);
+    });
+
+    it('chooses the least cloudy scene of the window, the newest among equals', async () => {
+      const result = await ndvi([
+        catalog.item('S2A_0220', 20, S3_ASSETS, { 'eo:cloud_cover': 10 }),
+        catalog.item('S2A_0205', 5, S3_ASSETS, { 'eo:cloud_cover': 3 }),
+        catalog.item('S2A_0215', 15, S3_ASSETS, { 'eo:cloud_cover': 3 }),
+      ]);
+      assert.equal(result.sceneId, 'S2A_0215');
+      assert.equal(result.cloudCover, 3);
+    });
+
+    it('answers 404 no_scenes for an empty window', async () => {
+      catalog.stac.items = [];
+      const res = await gw.get(`/v1/imagery/ndvi?cell=${ROME_CELL}`);
+      assert.equal(res.status, 404);
+      assert.equal((res.body as { error: string }).error, 'no_scenes');
+    });
+
+    it('requires the cell', async () => {
+      const res = await gw.get('/v1/imagery/ndvi?from=2026-02-01');
+      assert.equal(res.status, 400);
+      assert.equal((res.body as { error: string }).error, 'cell parameter required');
+    });
+  });
+
+  describe('metadata', () => {
+    it('estimates from the classification shares when the assets are on S3, saying why', async () => {
+      const result = await ndvi([catalog.item('S2A_s3', 10, S3_ASSETS, SHARES)]);
+      assert.equal(result.method, 'metadata');
+      assert.equal(result.meanNdvi, 0.3688); // (40·0.7 + 30·0.15 + 10·(−0.3)) / 80 = 0.36875
+      assert.equal(result.minNdvi, -0.3);
+      assert.equal(result.maxNdvi, 0.7);
+      assert.equal(result.healthStatus, 'stressed');
+      assert.equal(result.validPixels, null);
+      assert.equal(result.megapixels, 0);
+      assert.equal(result.cost, 0);
+      assert.match(result.description, /scene metadata/);
+      assert.match(result.description, /s3:\/\//);
+    });
+
+    it('falls back when an asset cannot be read (HTTP 404), naming the failure', async () => {
+      const assets = { ...catalog.romeAssets(), red: catalog.stac.fileUrl('missing.tif') };
+      const result = await ndvi([catalog.item('S2A_404', 10, assets, SHARES)]);
+      assert.equal(result.method, 'metadata');
+      assert.equal(result.meanNdvi, 0.3688);
+      assert.match(result.description, /reading the band pixels failed: .*HTTP 404/);
+      assert.equal(result.cost, 0);
+    });
+
+    it('falls back when every pixel of the cell is clouded, still charging the pixels read', async () => {
+      const result = await ndvi([catalog.item('S2A_cloudy', 10, catalog.romeAssets({ scl: 'cloudy' }), SHARES)]);
+      assert.equal(result.method, 'metadata');
+      assert.equal(result.meanNdvi, 0.3688);
+      assert.match(result.description, /every one of the cell's \d+ pixels is masked/);
+      assert.ok(result.megapixels > 0.5);
+      assert.equal(result.cost, imageCost(result.megapixels));
+    });
+
+    it('says so, with null values, when the metadata has no classification shares either', async () => {
+      const result = await ndvi([catalog.item('S2A_bare', 10, S3_ASSETS)]);
+      assert.equal(result.method, 'metadata');
+      assert.equal(result.meanNdvi, null);
+      assert.equal(result.healthStatus, null);
+      assert.match(result.description, /no surface classification shares/);
+    });
+  });
+
+  describe('proof records', () => {
+    it('records each processing with item id, method, baseline, offset flag and asset hashes', async () => {
+      const pixels = await ndvi([
+        catalog.item('S2A_post', 10, catalog.romeAssets(), { 's2:processing_baseline': '04.00' }),
+      ]);
+      const metadata = await ndvi([catalog.item('S2A_s3', 11, S3_ASSETS, SHARES)]);
+      await gw.post('/v1/imagery/process', { operation: 'scene_search', h3_cell: ROME_CELL, date_from: '2026-02-01' });
+      const all = await records();
+      assert.deepEqual(all.map((r) => r.payload_type).sort(), ['imagery/ndvi', 'imagery/ndvi', 'imagery/scene_search']);
+      for (const r of all) assert.ok(imageryPayloadSchema.safeParse(r.payload).success, r.id);
+
+      const record = all.find((r) => r.id === pixels.recordId)!;
+      assert.equal(record.collection_type, 'imagery');
+      assert.equal(record.address.h3_cell, ROME_CELL);
+      const payload = record.payload as Record<string, unknown>;
+      assert.equal(payload.item_id, 'S2A_post');
+      assert.equal(payload.method, 'pixels');
+      assert.equal(payload.processing_baseline, '04.00');
+      assert.equal(payload.offset_applied, true);
+      assert.equal(payload.boa_offset, -1000);
+      assert.equal(payload.megapixels, pixels.megapixels);
+      assert.equal(payload.cost, pixels.cost);
+      const raster = payload.raster as { width: number; height: number };
+      assert.equal((raster.width * raster.height) / 1e6, pixels.megapixels);
+      const assets = payload.assets as AssetEntry[];
+      assert.deepEqual(
+        assets.map((a) => a.band),
+        ['red', 'nir', 'scl'],
+      );
+      // The hash covers exactly the listed byte ranges, in offset order: a verifier can recompute it.
+      const red = assets[0]!;
+      assert.equal(red.href, catalog.romeAssets().red);
+      const hash = createHash('sha256');
+      for (const [offset, length] of red.ranges) hash.update(catalog.rome.red.subarray(offset, offset + length));
+      assert.equal(red.sha256, hash.digest('hex'));
+
+      const meta = all.find((r) => r.id === metadata.recordId)!.payload as Record<string, unknown>;
+      assert.equal(meta.method, 'metadata');
+      assert.deepEqual(meta.assets, []);
+      assert.equal(meta.cost, 0);
+      assert.match(meta.fallback_reason as string, /s3:\/\//);
+    });
+  });
+});

@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { ConfigError, DEFAULT_STAC_URL, DEFAULT_TILE_TEMPLATES, loadConfig } from '../../bin/config.js';
+
+describe('configuration (bin/config.ts)', () => {
+  it('runs with no environment at all: every setting has a default', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 8080);
+    assert.deepEqual(config.tiles.templates, DEFAULT_TILE_TEMPLATES);
+    assert.equal(config.tiles.cacheBytes, 256 * 1024 * 1024);
+    assert.equal(config.imagery.stacUrl, DEFAULT_STAC_URL);
+    assert.equal(config.imagery.collection, 'sentinel-2-l2a');
+    assert.match(config.tiles.userAgent, /^geofabric\/\d+\.\d+\.\d+/);
+  });
+
+  it('the default satellite source orders its path z/y/x', () => {
+    assert.match(DEFAULT_TILE_TEMPLATES.satellite, /\{z\}\/\{y\}\/\{x\}$/);
+  });
+
+  it('takes a tile upstream per style and a STAC root without its trailing slash', () => {
+    const config = loadConfig({
+      TILE_URL_DARK: 'http://tiles.internal:8081/dark/{z}/{x}/{y}.png',
+      TILE_CACHE_MB: '64',
+      STAC_URL: 'http://stac.internal/v1/',
+    });
+    assert.equal(config.tiles.templates.dark, 'http://tiles.internal:8081/dark/{z}/{x}/{y}.png');
+    assert.equal(config.tiles.templates.terrain, DEFAULT_TILE_TEMPLATES.terrain);
+    assert.equal(config.tiles.cacheBytes, 64 * 1024 * 1024);
+    assert.equal(config.imagery.stacUrl, 'http://stac.internal/v1');
+  });
+
+  for (const [value, why] of [
+    ['http://tiles.internal/{z}/{x}.png', 'no {y}'],
+    ['ftp://tiles.internal/{z}/{x}/{y}.png', 'not http(s)'],
+    ['tiles/{z}/{x}/{y}.png', 'not a URL'],
+  ]) {
+    it(`refuses a tile template with ${why}, naming the variable`, () => {
+      assert.throws(
+        () => loadConfig({ TILE_URL_SATELLITE: value }),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError);
+          assert.match(error.message, /TILE_URL_SATELLITE/);
+          return true;
+        },
+      );
+    });
+  }
+
+  it('refuses a cache budget of zero and a STAC URL that is not a URL', () => {
+    assert.throws(() => loadConfig({ TILE_CACHE_MB: '0' }), /TILE_CACHE_MB/);
+    assert.throws(() => loadConfig({ STAC_URL: 'earth-search' }), /STAC_URL/);
+  });
+});
