@@ -53,6 +53,10 @@ function registerRoute(router: Router, deps: AppDeps, spec: RouteSpec<unknown>):
     [spec.method],
     [
       async (ctx, next) => {
+        if (spec.cors) {
+          ctx.set('access-control-allow-origin', '*');
+          if (spec.cors.expose.length > 0) ctx.set('access-control-expose-headers', spec.cors.expose.join(', '));
+        }
         if (spec.jsonBody) ctx.state.body = await readJsonBody(ctx, deps.config.bodyLimitBytes);
         await next();
       },

@@ -22,6 +22,11 @@ export interface RouteSpec<Input> {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   path: string;
   auth: AuthPolicy;
+  /**
+   * Browser-readable from any origin: `Access-Control-Allow-Origin: *` and these response headers exposed,
+   * set before the gates so a gate's rejection is readable too. For public, unauthenticated routes only.
+   */
+  cors?: { expose: readonly string[] };
   /** Read a JSON body before the gates run. */
   jsonBody?: boolean;
   /** Gate 2's job cell when the request names none (omit for routes that are not about a place). */

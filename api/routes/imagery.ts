@@ -12,6 +12,7 @@ export const imageryRoutes = (imagery: ImageryActivities) => [
     method: 'GET',
     path: '/v1/imagery/scenes',
     auth: 'public',
+    cors: { expose: [] },
     facets: ['image_process'],
     preflight: ({ query }) => scenesQuery(query),
     handler: async (ctx, query) => {
@@ -22,6 +23,7 @@ export const imageryRoutes = (imagery: ImageryActivities) => [
     method: 'GET',
     path: '/v1/imagery/ndvi',
     auth: 'public',
+    cors: { expose: [] },
     facets: ['image_process'],
     preflight: ({ query }) => ndviQuery(query),
     handler: async (ctx, query) => {
@@ -32,6 +34,7 @@ export const imageryRoutes = (imagery: ImageryActivities) => [
     method: 'POST',
     path: '/v1/imagery/process',
     auth: 'public',
+    cors: { expose: [] },
     jsonBody: true,
     facets: ['image_process'],
     preflight: ({ body }) => processBody(body),

@@ -126,6 +126,7 @@ describe('tile grid, stats and parameters over HTTP (/v1/tiles)', () => {
       const res = await t.gw.get(path);
       assert.equal(res.status, 400, path);
       assert.equal((res.body as { error: string }).error, code, path);
+      assert.equal(res.headers.get('access-control-allow-origin'), '*', `${path}: a browser can read the error`);
     }
     const style = await t.gw.get(`/v1/tiles/${ROME}/10/toner.png`);
     assert.match((style.body as { detail: string }).detail, /osm-bright, osm-standard, dark, terrain, satellite/);
