@@ -116,3 +116,17 @@ export function checkRecord(value: unknown): Check<ProofRecord> {
 export function recordLeaf(record: Pick<ProofRecord, 'record_hash'>): Uint8Array {
   return leafHashFromHex(record.record_hash);
 }
+
+// A step id part: the record id alphabet minus ':', so "a:b"+"c" and "a"+"b:c" never meet.
+const ID_PART = /^[A-Za-z0-9_.-]+$/;
+
+/**
+ * The record id of a compound-job step (`tile:<job>:<step>`, `imagery:<job>:<step>` …): derived from job and
+ * step, so a retried activity finds its record instead of writing a second one (DESIGN 4). Readable when both
+ * parts fit the id alphabet, else `<kind>:` + SHA-256 of the pair.
+ */
+export function stepRecordId(kind: string, jobId: string, stepId: string): string {
+  const readable = `${kind}:${jobId}:${stepId}`;
+  if (ID_PART.test(jobId) && ID_PART.test(stepId) && readable.length <= 128) return readable;
+  return `${kind}:${sha256Hex(canonicalJson([jobId, stepId]))}`;
+}

@@ -7,8 +7,6 @@
  * verifier can fetch the same ranges and recompute. `result` is the answer as served.
  */
 import { z } from 'zod';
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/hash.js';
 import { IMAGE_OPERATIONS } from '../../core/imagery-operations.js';
 
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/);
@@ -42,16 +40,3 @@ export const imageryPayloadSchema = z.looseObject({
   result: z.record(z.string(), z.unknown()),
 });
 export type ImageryPayload = z.infer<typeof imageryPayloadSchema>;
-
-// The record id alphabet (core/proof-record.ts) minus ':', so "a:b"+"c" and "a"+"b:c" never meet.
-const ID_PART = /^[A-Za-z0-9_.-]+$/;
-
-/**
- * The record id of an `image_process` step: derived from job and step, so a retried activity finds its
- * record instead of writing a second one. Readable when both parts fit the id alphabet, else hashed.
- */
-export function stepRecordId(jobId: string, stepId: string): string {
-  const readable = `imagery:${jobId}:${stepId}`;
-  if (ID_PART.test(jobId) && ID_PART.test(stepId) && readable.length <= 128) return readable;
-  return `imagery:${sha256Hex(canonicalJson([jobId, stepId]))}`;
-}

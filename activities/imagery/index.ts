@@ -14,7 +14,8 @@ import { checkCell } from '../../core/h3-cell.js';
 import type { ImageOperation } from '../../core/imagery-operations.js';
 import type { ProofWriter } from '../proof/record-batcher.js';
 import { parseDateParam, resolveWindow } from './date-window.js';
-import { imageryPayloadSchema, stepRecordId } from './imagery-record.js';
+import { imageryPayloadSchema } from './imagery-record.js';
+import { stepRecordId } from '../../core/proof-record.js';
 import type { NdviResult } from './ndvi.js';
 import { checkOperation, runOperation, type OperationInput, type Outcome } from './run-operation.js';
 import { createStacClient } from './stac-client.js';
@@ -156,7 +157,7 @@ export function createImageryActivities(deps: ImageryDeps) {
         if (toMs !== undefined) query.toMs = toMs;
         const outcome = await run(operation, query);
         const record = await deps.proofs.write({
-          id: stepRecordId(step.job_id, step.step_id),
+          id: stepRecordId('imagery', step.job_id, step.step_id),
           h3_cell: cell,
           collection_type: 'imagery',
           payload_type: outcome.payloadType,

@@ -6,8 +6,6 @@
  * can find its record and a verifier can recompute it. The upstream is named by host only.
  */
 import { z } from 'zod';
-import { canonicalJson } from '../../core/canonical-json.js';
-import { sha256Hex } from '../../core/hash.js';
 import { TILE_FORMATS } from '../../core/tile-request.js';
 import { MAX_ZOOM, TILE_STYLES } from '../../core/tile-styles.js';
 
@@ -67,16 +65,3 @@ export const tilePayloadSchema = z.discriminatedUnion('kind', [tileServesPayload
 export type TileServesHead = z.infer<typeof tileServesHeadSchema>;
 export type TileServe = z.infer<typeof tileServeSchema>;
 export type TileRenderPayload = z.infer<typeof tileRenderPayloadSchema>;
-
-// The record id alphabet (core/proof-record.ts); ':' is excluded here so "a:b"+"c" and "a"+"b:c" differ.
-const ID_PART = /^[A-Za-z0-9_.-]+$/;
-
-/**
- * The record id of a `tile_render` step: derived from job and step, so a retried activity finds its
- * record instead of writing a second one. Readable when both parts fit the id alphabet, else hashed.
- */
-export function renderRecordId(jobId: string, stepId: string): string {
-  const readable = `tile:${jobId}:${stepId}`;
-  if (ID_PART.test(jobId) && ID_PART.test(stepId) && readable.length <= 128) return readable;
-  return `tile:${sha256Hex(canonicalJson([jobId, stepId]))}`;
-}

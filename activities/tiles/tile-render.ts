@@ -18,7 +18,8 @@ import { TILE_CONTENT_TYPES, TILE_FORMATS, type TileFormat } from '../../core/ti
 import { MAX_ZOOM, TILE_STYLES, type TileStyle } from '../../core/tile-styles.js';
 import type { ProofWriter } from '../proof/record-batcher.js';
 import { drawAnnotations, imageSize, placeLocations, type Annotation } from './tile-annotate.js';
-import { renderRecordId, TILE_WORKER, tileRenderPayloadSchema, type TileRenderPayload } from './tile-record.js';
+import { stepRecordId } from '../../core/proof-record.js';
+import { TILE_WORKER, tileRenderPayloadSchema, type TileRenderPayload } from './tile-record.js';
 import type { TileSource } from './tile-source.js';
 import type { ServeEvent } from './tile-stats.js';
 
@@ -125,7 +126,7 @@ export function createTileRenderer(deps: TileRendererDeps) {
       annotations: annotations.map(({ name, cell, pixel }) => ({ name, cell, pixel })),
     };
     const record = await deps.proofs.write({
-      id: renderRecordId(step.job_id, step.step_id),
+      id: stepRecordId('tile', step.job_id, step.step_id),
       h3_cell: step.center_cell,
       collection_type: 'tile',
       payload_type: 'tile/raster',

@@ -4,7 +4,14 @@ import { sha256Hex } from '../../core/hash.js';
 import { hexToBytes } from '../../core/hex.js';
 import { keyPairFromSecret, signMessage } from '../../core/identity.js';
 import { leafHash } from '../../core/merkle/tree.js';
-import { checkRecord, proofRecordSchema, recordHash, recordLeaf, signRecord } from '../../core/proof-record.js';
+import {
+  checkRecord,
+  proofRecordSchema,
+  recordHash,
+  recordLeaf,
+  signRecord,
+  stepRecordId,
+} from '../../core/proof-record.js';
 import { COLLECTION_PAYLOAD_TYPES, type CollectionType, type UnsignedProofRecord } from '../../core/proof-types.js';
 
 const writer = keyPairFromSecret('1'.repeat(64));
@@ -154,5 +161,16 @@ describe('core/proof-record', () => {
     assert.deepEqual(recordLeaf(record), leafHash(hexToBytes(record.record_hash)));
     assert.throws(() => recordLeaf({ record_hash: 'AB'.repeat(32) }), TypeError);
     assert.throws(() => recordLeaf({ record_hash: 'ab'.repeat(31) }), TypeError);
+  });
+
+  it('derives a step record id from job and step: readable when it can be, never ambiguous', () => {
+    assert.equal(stepRecordId('tile', 'job-1', 'render'), 'tile:job-1:render');
+    const hashed = stepRecordId('tile', 'a:b', 'c');
+    assert.equal(hashed, `tile:${sha256Hex(canonicalJson(['a:b', 'c']))}`);
+    assert.notEqual(hashed, stepRecordId('tile', 'a', 'b:c'));
+    assert.match(stepRecordId('imagery', 'j'.repeat(120), 's'), /^imagery:[0-9a-f]{64}$/, 'too long to be readable');
+    for (const id of [hashed, stepRecordId('tile', 'job-1', 'render')]) {
+      assert.ok(proofRecordSchema.shape.id.safeParse(id).success, id);
+    }
   });
 });
