@@ -1,6 +1,9 @@
 import type { Logger } from 'pino';
 import type { ImageryActivities } from '../activities/imagery/index.js';
+import type { Swarm } from '../activities/inference/index.js';
 import type { TileActivities } from '../activities/tiles/index.js';
+import type { ApiKeyStore } from '../store/api-key-store.js';
+import type { WorkerRegistry } from '../store/worker-registry.js';
 import type { ProofStore } from '../store/proof-store.js';
 import type { RateLimitStore } from '../store/types.js';
 
@@ -23,4 +26,7 @@ export interface AppDeps {
   proofs: ProofStore;
   tiles: TileActivities;
   imagery: ImageryActivities;
+  workers: WorkerRegistry;
+  apiKeyStore: ApiKeyStore;
+  swarm: Swarm;
 }

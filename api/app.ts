@@ -7,12 +7,16 @@ import { gateChain } from './gates.js';
 import { errorMiddleware, requestIdMiddleware } from './http-errors.js';
 import { readJsonBody } from './json-body.js';
 import type { RouteSpec } from './route-spec.js';
+import { chatRoutes } from './routes/chat.js';
 import { computeRoutes } from './routes/compute.js';
 import { healthRoutes } from './routes/health.js';
 import { imageryRoutes } from './routes/imagery.js';
 import { modelRoutes } from './routes/models.js';
 import { storeRoutes } from './routes/store.js';
+import { svcRoutes } from './routes/svc.js';
+import { workerRoutes } from './routes/svc-workers.js';
 import { tileRoutes } from './routes/tiles.js';
+import { toolRoutes } from './routes/tools.js';
 
 /**
  * The gateway as a Koa app: errors → request id → (per route) body → gate 1 → gate 2 → gate 3 → gate 4
@@ -26,9 +30,13 @@ export function createApp(deps: AppDeps): Koa {
   const routes = [
     ...healthRoutes(),
     ...computeRoutes(),
-    ...modelRoutes(),
+    ...modelRoutes(deps.swarm),
     ...tileRoutes(deps.tiles),
     ...imageryRoutes(deps.imagery),
+    ...workerRoutes({ workers: deps.workers, clock: deps.clock }),
+    ...toolRoutes(),
+    ...chatRoutes(deps.swarm),
+    ...svcRoutes(deps.swarm),
     ...storeRoutes({ proofs: deps.proofs, ingest: createProofIngest({ store: deps.proofs }) }),
   ];
   for (const spec of routes) registerRoute(router, deps, spec);

@@ -7,6 +7,7 @@ import { checkJurisdiction } from '../core/gates/jurisdiction.js';
 import { requestScope, type RequestParts } from '../core/gates/request-scope.js';
 import { checkRequestSignature } from '../core/gates/signature.js';
 import { checkPayloadGeometry } from '../core/geometry.js';
+import type { ApiKeyRecord } from '../store/api-key-store.js';
 import type { AppDeps } from './app-deps.js';
 import type { GateState, RouteSpec } from './route-spec.js';
 
@@ -45,20 +46,41 @@ function authGate(deps: AppDeps, spec: RouteSpec<unknown>): Middleware {
         checkRequestSignature(ctx.state.body, ctx.get('x-idn-signature') || undefined, deps.clock()),
       );
     } else if (spec.auth === 'api_key') {
-      checkApiKey(ctx, deps.config.apiKeys);
+      state.apiKey = await checkApiKey(ctx.get('authorization'), deps);
     }
     await next();
   };
 }
 
-function checkApiKey(ctx: Context, keys: readonly string[]): void {
-  const match = /^Bearer\s+(\S+)$/i.exec(ctx.get('authorization'));
-  const given = Buffer.from(match?.[1] ?? '');
-  const known = keys.some((key) => {
-    const candidate = Buffer.from(key);
-    return candidate.length === given.length && timingSafeEqual(candidate, given);
-  });
-  if (!known) throw new ServiceError('unauthorized', 'a valid API key is required: Authorization: Bearer <key>');
+/** Configured keys (API_KEYS) predate the store: operator keys, so unlimited (`pro`), named by position. */
+const envKeyRecord = (index: number): ApiKeyRecord => ({
+  id: `env:${index}`,
+  name: `API_KEYS[${index}]`,
+  tier: 'pro',
+  created_at: new Date(0).toISOString(),
+  revoked_at: null,
+});
+
+/**
+ * The `api_key` policy (SPEC 5.3): `Authorization: Bearer <key>` naming a configured key (compared in constant
+ * time) or a live key of the API key store (verified by its hash). Anything else, including a revoked key,
+ * is 401 `unauthorized`, with one detail for every case, so a caller learns nothing about which keys exist.
+ */
+async function checkApiKey(authorization: string, deps: AppDeps): Promise<ApiKeyRecord> {
+  const token = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1];
+  if (token !== undefined) {
+    const given = Buffer.from(token);
+    let envIndex = -1;
+    // Every configured key is compared, so the time taken does not tell which one (if any) matched.
+    deps.config.apiKeys.forEach((key, index) => {
+      const candidate = Buffer.from(key);
+      if (candidate.length === given.length && timingSafeEqual(candidate, given) && envIndex < 0) envIndex = index;
+    });
+    if (envIndex >= 0) return envKeyRecord(envIndex);
+    const stored = await deps.apiKeyStore.verify(token);
+    if (stored) return stored;
+  }
+  throw new ServiceError('unauthorized', 'a valid API key is required: Authorization: Bearer <key>');
 }
 
 /** Gate 2: every named cell is valid; the job cell resolves to country and frameworks. */

@@ -4,10 +4,12 @@ import type { Authority } from '../core/gates/delegation.js';
 import type { JurisdictionContext } from '../core/gates/jurisdiction.js';
 import type { RequestParts } from '../core/gates/request-scope.js';
 import type { Requester } from '../core/gates/signature.js';
+import type { ApiKeyRecord } from '../store/api-key-store.js';
 
 /**
  * How a route authenticates its caller. `signed`: Ed25519 over the canonical body (gate 1);
- * `api_key`: a configured API key (OpenAI-compatible routes); `public`: anyone.
+ * `api_key`: `Authorization: Bearer` with a configured key (API_KEYS) or a live key of the API key store
+ * (OpenAI-compatible routes); `public`: anyone.
  */
 export type AuthPolicy = 'signed' | 'api_key' | 'public';
 
@@ -16,6 +18,8 @@ export interface GateState {
   requester: Requester | undefined;
   place: JurisdictionContext | null;
   authority: Authority;
+  /** The caller's API key on `api_key` routes (an env key appears as tier `pro`, id `env:<index>`). */
+  apiKey?: ApiKeyRecord;
 }
 
 export interface RouteSpec<Input> {

@@ -1,7 +1,8 @@
 // `npm run bench`: prints figures, asserts nothing. BENCH_SECONDS sets the duration of each timed run;
 // BENCH_SEAL_RECORDS the size of the sealed epoch (default 1,000,000); BENCH_ONLY a comma-separated list of
-// sections to run (gates, proofs, tiles, ndvi).
+// sections to run (gates, proofs, tiles, ndvi, chat).
 import { cpus } from 'node:os';
+import { benchChat, describeChatBench } from './chat.js';
 import { benchGateRejects, benchVerify } from './gates.js';
 import { benchAppend, benchInsert, benchSeal } from './proof-store.js';
 import { benchNdvi } from './ndvi.js';
@@ -58,3 +59,5 @@ if (wanted('ndvi')) {
       `${ndvi.ms.toFixed(1)} ms for a ${ndvi.megapixels.toFixed(3)} MP window`,
   );
 }
+
+if (wanted('chat')) console.log(describeChatBench(await benchChat()));

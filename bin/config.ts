@@ -1,8 +1,12 @@
 import { z } from 'zod';
 import type { ImageryConfig } from '../activities/imagery/index.js';
+import type { SwarmConfig } from '../activities/inference/index.js';
 import type { TileConfig, TileTemplates } from '../activities/tiles/index.js';
+import type { WebSearchConfig } from '../activities/tools/web-search.js';
 import { DEFAULT_EPOCH_GENESIS_MS, parseEpochGenesis } from '../core/epoch.js';
 import { SERVICE_VERSION } from '../api/version.js';
+import { isCell, DEFAULT_JOB_CELL } from '../core/h3-cell.js';
+import { WORKER_MODELS } from '../core/models.js';
 
 /**
  * Default upstreams of the five tile styles: public raster XYZ sources that need no key. Esri's World
@@ -17,6 +21,9 @@ export const DEFAULT_TILE_TEMPLATES: TileTemplates = {
   satellite: 'https://server.arcgisonline.com/ArcGIS/rest/services/World_Imagery/MapServer/tile/{z}/{y}/{x}',
 };
 export const DEFAULT_STAC_URL = 'https://earth-search.aws.element84.com/v1';
+/** The web-search tool's upstreams: Brave when BRAVE_API_KEY is set, DuckDuckGo's keyless HTML otherwise. */
+export const DEFAULT_BRAVE_URL = 'https://api.search.brave.com';
+export const DEFAULT_DUCKDUCKGO_URL = 'https://html.duckduckgo.com';
 
 /**
  * Every environment variable the service reads, with its default. The README's configuration table is
@@ -57,7 +64,67 @@ const envSchema = z.object({
   STAC_URL: z.url().default(DEFAULT_STAC_URL),
   STAC_COLLECTION: z.string().min(1).default('sentinel-2-l2a'),
   STAC_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(30_000),
+  BRAVE_API_KEY: z.string().optional(),
+  BRAVE_URL: z.url().default(DEFAULT_BRAVE_URL),
+  DUCKDUCKGO_URL: z.url().default(DEFAULT_DUCKDUCKGO_URL),
+  WEB_SEARCH_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  WORKER_RUNTIME_URL: z.url().optional(),
+  WORKER_MODELS: z.string().default('tinyllama,lfm2.5-1.2b-instruct'),
+  PREWARM_MODELS: z.string().default('tinyllama'),
+  BACKBONE_URL: z.url().optional(),
+  BACKBONE_API_KEY: z.string().optional(),
+  INFERENCE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(180_000),
+  FREE_MESSAGES_PER_DAY: z.coerce.number().int().min(0).max(1_000_000).default(50),
+  MODELS: z.string().default(WORKER_MODELS.join(',')),
+  WORKER_CELL: z.string().default(DEFAULT_JOB_CELL),
+  WORKER_TOOLS: z.string().optional(),
+  WORKER_MODEL_NAMES: z.string().default(''),
 });
+
+const list = (value: string) =>
+  value
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean);
+
+/** The inference settings: enabled models (MODELS), the local worker's models, cell, tools and model names. */
+function swarmConfig(e: z.infer<typeof envSchema>): SwarmConfig {
+  const models = list(e.MODELS);
+  const unknown = models.find((m) => !(WORKER_MODELS as readonly string[]).includes(m));
+  if (unknown !== undefined || models.length === 0) {
+    throw new ConfigError(`configuration: MODELS: a comma-separated list of ${WORKER_MODELS.join(', ')} is required`);
+  }
+  for (const [name, value] of [
+    ['WORKER_MODELS', e.WORKER_MODELS],
+    ['PREWARM_MODELS', e.PREWARM_MODELS],
+  ] as const) {
+    const off = list(value).find((m) => !models.includes(m));
+    if (off !== undefined) throw new ConfigError(`configuration: ${name}: "${off}" is not an enabled model (MODELS)`);
+  }
+  if (!isCell(e.WORKER_CELL)) throw new ConfigError('configuration: WORKER_CELL: an H3 cell index is required');
+  const runtimeModelNames: Record<string, string> = {};
+  for (const pair of list(e.WORKER_MODEL_NAMES)) {
+    const [id, name] = pair.split('=').map((s) => s.trim());
+    if (!id || !name || !models.includes(id)) {
+      throw new ConfigError(`configuration: WORKER_MODEL_NAMES: "${pair}" is not <enabled model>=<runtime model name>`);
+    }
+    runtimeModelNames[id] = name;
+  }
+  return {
+    workerRuntimeUrl: e.WORKER_RUNTIME_URL?.replace(/\/+$/, ''),
+    workerModels: list(e.WORKER_MODELS),
+    prewarmModels: list(e.PREWARM_MODELS),
+    backboneUrl: e.BACKBONE_URL?.replace(/\/+$/, ''),
+    backboneApiKey: e.BACKBONE_API_KEY,
+    timeoutMs: e.INFERENCE_TIMEOUT_MS,
+    freeMessagesPerDay: e.FREE_MESSAGES_PER_DAY,
+    models,
+    workerCell: e.WORKER_CELL,
+    ...(e.WORKER_TOOLS === undefined ? {} : { workerTools: list(e.WORKER_TOOLS) }),
+    runtimeModelNames,
+    version: SERVICE_VERSION,
+  };
+}
 
 /** A template must be an http(s) URL naming {z}, {x} and {y}. */
 function tileTemplate(name: string, value: string | undefined, fallback: string): string {
@@ -94,6 +161,9 @@ export interface Config {
   syncIntervalMs: number;
   tiles: TileConfig;
   imagery: ImageryConfig;
+  swarm: SwarmConfig;
+  /** The `web-search` tool's upstream (activities/tools/web-search.ts), for the inference tool loop. */
+  webSearch: WebSearchConfig;
 }
 
 const USER_AGENT = `geofabric/${SERVICE_VERSION}`;
@@ -150,10 +220,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       cacheBytes: e.TILE_CACHE_MB * 1024 * 1024,
       userAgent: USER_AGENT,
     },
+    swarm: swarmConfig(e),
     imagery: {
       stacUrl: e.STAC_URL.replace(/\/+$/, ''),
       collection: e.STAC_COLLECTION,
       timeoutMs: e.STAC_TIMEOUT_MS,
+      userAgent: USER_AGENT,
+    },
+    webSearch: {
+      braveUrl: e.BRAVE_URL.replace(/\/+$/, ''),
+      braveApiKey: e.BRAVE_API_KEY || undefined,
+      duckDuckGoUrl: e.DUCKDUCKGO_URL.replace(/\/+$/, ''),
+      timeoutMs: e.WEB_SEARCH_TIMEOUT_MS,
       userAgent: USER_AGENT,
     },
   };

@@ -10,6 +10,7 @@ import { signRequestBody } from '../core/gates/signature.js';
 import { generateKeyPair } from '../core/identity.js';
 import { ConfigError, loadConfig } from './config.js';
 import { readKeyFile, writeKeyFile } from './key-file.js';
+import { APIKEY_USAGE, apikeyCommand } from './apikey-commands.js';
 import { proofVerifyCommand, storeAuditCommand } from './proof-commands.js';
 import { startGateway } from './start.js';
 
@@ -25,7 +26,8 @@ const USAGE = `geofabric <command>
                                  checks a certificate or chain (JSON or base64); exit 1 if invalid
   proof verify RECORD_ID --url BASE
                                  fetches /store/proof/RECORD_ID and re-verifies it offline; exit 1 if not
-  store audit                    re-verifies every record, seal and chain link of the configured store`;
+  store audit                    re-verifies every record, seal and chain link of the configured store
+  ${APIKEY_USAGE}`;
 
 const list = (value: string | undefined): string[] | undefined =>
   value === undefined
@@ -76,6 +78,8 @@ async function main(argv: string[]): Promise<number> {
     case 'store':
       if (rest[0] !== 'audit') throw new UsageError('store audit');
       return storeAuditCommand(rest.slice(1));
+    case 'apikey':
+      return apikeyCommand(rest);
     case undefined:
     case 'help':
     case '--help':

@@ -4,7 +4,10 @@ import { pino } from 'pino';
 import { startAutoSealer } from '../activities/proof/epoch-sealer.js';
 import { createSyncAgent } from '../activities/proof/sync-agent.js';
 import { createImageryActivities } from '../activities/imagery/index.js';
+import { createSwarm } from '../activities/inference/index.js';
 import { createRecordBatcher } from '../activities/proof/record-batcher.js';
+import { createToolExecutor } from '../activities/tools/execute-tool.js';
+import { createWebSearch } from '../activities/tools/web-search.js';
 import { createTileActivities } from '../activities/tiles/index.js';
 import { createApp } from '../api/app.js';
 import { answerClientErrorsWithJson } from '../api/client-errors.js';
@@ -26,6 +29,18 @@ export async function startGateway(config: Config): Promise<void> {
     genesisMs: config.epochGenesisMs,
     onError: (error, { dropped }) => logger.error({ err: error, dropped }, 'writing proof records failed'),
   });
+  // Inference: this node's worker (when WORKER_RUNTIME_URL is set) registers, heartbeats and pre-warms.
+  const swarm = createSwarm({
+    config: config.swarm,
+    workers: stores.workers,
+    proofs: writer,
+    clock: Date.now,
+    nodePk: node.key.publicKey,
+    logger,
+    rateLimits: stores.rateLimits,
+    tools: createToolExecutor({ webSearch: createWebSearch(config.webSearch) }),
+  });
+  await swarm.start();
   const app = createApp({
     config: {
       requireDelegation: config.requireDelegation,
@@ -39,6 +54,9 @@ export async function startGateway(config: Config): Promise<void> {
     proofs: stores.proofs,
     tiles: createTileActivities({ config: config.tiles, proofs: writer, clock: Date.now, logger }),
     imagery: createImageryActivities({ config: config.imagery, proofs: writer, clock: Date.now, logger }),
+    workers: stores.workers,
+    apiKeyStore: stores.apiKeys,
+    swarm,
   });
   // Seals this node's epochs (an hour plus the grace after they close), catching up after downtime.
   const sealer = startAutoSealer({
@@ -73,6 +91,7 @@ export async function startGateway(config: Config): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
+    swarm.stop();
     server.close(() => {
       writer
         .close()

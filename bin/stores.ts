@@ -1,8 +1,14 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
+import type { ApiKeyStore } from '../store/api-key-store.js';
+import { createMongoApiKeyStore } from '../store/mongo/api-key-store.js';
 import { createMongoProofStore } from '../store/mongo/proof-store.js';
 import { createMongoRateLimitStore } from '../store/mongo/rate-limit-store.js';
+import { createMongoWorkerRegistry } from '../store/mongo/worker-registry.js';
+import { createSqliteApiKeyStore } from '../store/sqlite/api-key-store.js';
+import { createSqliteWorkerRegistry } from '../store/sqlite/worker-registry.js';
+import type { WorkerRegistry } from '../store/worker-registry.js';
 import { openSqlite } from '../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../store/sqlite/proof-store.js';
 import { createSqliteRateLimitStore } from '../store/sqlite/rate-limit-store.js';
@@ -13,6 +19,8 @@ import type { Config } from './config.js';
 export interface Stores {
   rateLimits: RateLimitStore;
   proofs: ProofStore;
+  workers: WorkerRegistry;
+  apiKeys: ApiKeyStore;
   close(): Promise<void>;
 }
 
@@ -23,11 +31,15 @@ export async function openStores(config: Config): Promise<Stores> {
     const db = client.db(config.mongo.db);
     const rateLimits = await createMongoRateLimitStore(db);
     const proofs = await createMongoProofStore(db);
+    const workers = await createMongoWorkerRegistry(db);
+    const apiKeys = await createMongoApiKeyStore(db);
     return {
       rateLimits,
       proofs,
+      workers,
+      apiKeys,
       close: async () => {
-        await Promise.all([rateLimits.close(), proofs.close()]);
+        await Promise.all([rateLimits.close(), proofs.close(), workers.close(), apiKeys.close()]);
         await client.close();
       },
     };
@@ -36,11 +48,15 @@ export async function openStores(config: Config): Promise<Stores> {
   const db = openSqlite(join(config.dataDir, 'geofabric.db'));
   const rateLimits = createSqliteRateLimitStore(db);
   const proofs = createSqliteProofStore(db);
+  const workers = createSqliteWorkerRegistry(db);
+  const apiKeys = createSqliteApiKeyStore(db);
   return {
     rateLimits,
     proofs,
+    workers,
+    apiKeys,
     close: async () => {
-      await Promise.all([rateLimits.close(), proofs.close()]);
+      await Promise.all([rateLimits.close(), proofs.close(), workers.close(), apiKeys.close()]);
       db.close();
     },
   };

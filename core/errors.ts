@@ -48,6 +48,13 @@ export const ERROR_STATUS = {
   no_scenes: 404,
   upstream_unavailable: 502,
   upstream_timeout: 504,
+  // Swarm, inference and tools (issue 6)
+  quota_exceeded: 429,
+  worker_not_found: 404,
+  invalid_worker: 400,
+  tool_not_found: 404,
+  backbone_unavailable: 502,
+  runtime_unavailable: 502,
   // Transport
   invalid_json: 400,
   unsupported_media_type: 415,

@@ -3,6 +3,7 @@
  * value or the error code out. The H3 cell itself is checked by gate 2 (path params `h3_cell` / `cell`).
  */
 import { fail, pass, type Check } from './check.js';
+import { integerIn, integerParam, type QueryValue } from './query-params.js';
 import { MAX_ZOOM, MIN_ZOOM, TILE_STYLES, type TileStyle } from './tile-styles.js';
 
 /** Formats a client may ask for; `jpeg` in a path is read as `jpg`. */
@@ -14,20 +15,6 @@ export const TILE_CONTENT_TYPES: Readonly<Record<TileFormat, string>> = {
   jpg: 'image/jpeg',
   webp: 'image/webp',
 };
-
-export const MAX_STATS_HOURS = 168;
-export const DEFAULT_STATS_HOURS = 24;
-
-type QueryValue = string | string[] | undefined;
-
-// Plain decimal digits only: "1e1", "0x10", " 3" and "3.0" are not integers a client meant to send.
-const DIGITS = /^[0-9]{1,6}$/;
-
-function integerIn(text: unknown, min: number, max: number): number | null {
-  if (typeof text !== 'string' || !DIGITS.test(text)) return null;
-  const value = Number(text);
-  return value >= min && value <= max ? value : null;
-}
 
 export function checkZoom(text: unknown): Check<number> {
   const zoom = integerIn(text, MIN_ZOOM, MAX_ZOOM);
@@ -63,19 +50,5 @@ export function checkTileFile(segment: unknown): Check<{ style: TileStyle; forma
 }
 
 /** `rings` of the grid endpoint: absent → 0. */
-export function checkRings(value: QueryValue, max: number): Check<number> {
-  if (value === undefined) return pass(0);
-  const rings = integerIn(value, 0, max);
-  return rings === null
-    ? fail('invalid_rings', `rings must be one integer 0..${max}: ${JSON.stringify(value)}`)
-    : pass(rings);
-}
-
-/** `hours` of the stats endpoint: absent → 24. */
-export function checkHours(value: QueryValue): Check<number> {
-  if (value === undefined) return pass(DEFAULT_STATS_HOURS);
-  const hours = integerIn(value, 1, MAX_STATS_HOURS);
-  return hours === null
-    ? fail('invalid_hours', `hours must be one integer 1..${MAX_STATS_HOURS}: ${JSON.stringify(value)}`)
-    : pass(hours);
-}
+export const checkRings = (value: QueryValue, max: number): Check<number> =>
+  integerParam(value, 'rings', { min: 0, max, fallback: 0 }, 'invalid_rings');

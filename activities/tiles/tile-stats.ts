@@ -15,7 +15,7 @@
  */
 import { EPOCH_MS } from '../../core/epoch.js';
 import { fromCreditUnits, toCreditUnits } from '../../core/pricing.js';
-import { MAX_STATS_HOURS } from '../../core/tile-request.js';
+import { MAX_STATS_HOURS } from '../../core/query-params.js';
 import { TILE_STYLES, type TileStyle } from '../../core/tile-styles.js';
 
 export interface TileCounts {

@@ -1,14 +1,15 @@
+import type { Swarm } from '../../activities/inference/index.js';
 import { pass } from '../../core/check.js';
-import { BACKBONE_MODEL, WORKER_MODELS } from '../../core/models.js';
 import { route } from '../route-spec.js';
 
 /**
- * `GET /v1/models` in the OpenAI list format (an OpenAI-compatible endpoint, so API-key auth, SPEC 5.3).
- * Lists the registry's models and the backbone model; whether a worker serving each is online is the
- * swarm's business (`/svc/models`).
+ * `GET /v1/models` in the OpenAI list format (an OpenAI-compatible endpoint, so API-key auth, SPEC 5.3):
+ * the deployment's enabled registry models (`MODELS`) and the backbone model, each with the registry's
+ * facts beside OpenAI's four fields (clients ignore fields they do not know). Whether a worker serving each
+ * is online is the marketplace's business (`GET /svc/models`).
  */
-export const modelRoutes = () => [
-  route({
+export const modelRoutes = (swarm: Swarm) => [
+  route<undefined>({
     method: 'GET',
     path: '/v1/models',
     auth: 'api_key',
@@ -16,11 +17,17 @@ export const modelRoutes = () => [
     handler: async (ctx) => {
       ctx.body = {
         object: 'list',
-        data: [...WORKER_MODELS, BACKBONE_MODEL].map((id) => ({
-          id,
+        data: swarm.models.models.map((m) => ({
+          id: m.id,
           object: 'model',
           created: 0,
-          owned_by: id === BACKBONE_MODEL ? 'backbone' : 'geofabric-swarm',
+          owned_by: m.provider === 'backbone' ? 'backbone' : 'geofabric-swarm',
+          family: m.family,
+          parameters: m.parameters,
+          context_length: m.context_length,
+          min_hardware_tier: m.min_hardware_tier,
+          price_per_token: m.price_per_token,
+          default: m.id === swarm.models.defaultModel,
         })),
       };
     },

@@ -4,7 +4,8 @@ import { fail, pass, type Check } from '../../core/check.js';
 import { noneMatchFails } from '../../core/etag.js';
 import { checkCell } from '../../core/h3-cell.js';
 import { gridTiles, MAX_GRID_RINGS } from '../../core/tile-grid.js';
-import { checkHours, checkRings, checkStyle, checkTileFile, checkZoom } from '../../core/tile-request.js';
+import { checkHours } from '../../core/query-params.js';
+import { checkRings, checkStyle, checkTileFile, checkZoom } from '../../core/tile-request.js';
 import type { TileStyle } from '../../core/tile-styles.js';
 import { route } from '../route-spec.js';
 

@@ -7,6 +7,9 @@ export interface SqliteMigration {
   sql: string;
 }
 
+import { WORKER_REGISTRY_MIGRATION } from './worker-registry-schema.js';
+import { API_KEYS_MIGRATION } from './api-key-schema.js';
+
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   {
     id: '0001-rate-limit-counters',
@@ -63,4 +66,6 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       );
     `,
   },
+  WORKER_REGISTRY_MIGRATION,
+  API_KEYS_MIGRATION,
 ];

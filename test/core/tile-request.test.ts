@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { checkFormat, checkHours, checkRings, checkStyle, checkTileFile, checkZoom } from '../../core/tile-request.js';
+import { checkHours } from '../../core/query-params.js';
+import { checkFormat, checkRings, checkStyle, checkTileFile, checkZoom } from '../../core/tile-request.js';
 
 const code = (check: { ok: boolean; error?: string }) => (check.ok ? 'ok' : check.error);
 

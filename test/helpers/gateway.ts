@@ -6,6 +6,12 @@ import { createApp } from '../../api/app.js';
 import { answerClientErrorsWithJson } from '../../api/client-errors.js';
 import type { AppDeps, GatewayConfig } from '../../api/app-deps.js';
 import { createImageryActivities, type ImageryConfig } from '../../activities/imagery/index.js';
+import { createSwarm, type SwarmConfig } from '../../activities/inference/index.js';
+import type { ToolExecutor } from '../../activities/tools/execute-tool.js';
+import { createSqliteApiKeyStore } from '../../store/sqlite/api-key-store.js';
+import { createSqliteWorkerRegistry } from '../../store/sqlite/worker-registry.js';
+import type { ApiKeyStore } from '../../store/api-key-store.js';
+import type { WorkerRegistry } from '../../store/worker-registry.js';
 import { createRecordBatcher, type ProofWriter } from '../../activities/proof/record-batcher.js';
 import { createTileActivities, type TileConfig } from '../../activities/tiles/index.js';
 import { DEFAULT_EPOCH_GENESIS_MS } from '../../core/epoch.js';
@@ -46,8 +52,23 @@ export async function startGateway(
     tiles?: Partial<TileConfig>;
     /** The STAC catalog defaults to a closed port likewise. */
     imagery?: Partial<ImageryConfig>;
+    /** No local runtime and no backbone unless a test starts fake ones. */
+    swarm?: Partial<SwarmConfig>;
+    workers?: WorkerRegistry;
+    apiKeyStore?: ApiKeyStore;
+    /** Server-side tool execution for chat (a fake executor in tests). */
+    swarmTools?: ToolExecutor;
   } = {},
-): Promise<TestGateway & { proofs: ProofStore; writer: ProofWriter; node: KeyPair }> {
+): Promise<
+  TestGateway & {
+    proofs: ProofStore;
+    writer: ProofWriter;
+    node: KeyPair;
+    workers: WorkerRegistry;
+    apiKeyStore: ApiKeyStore;
+    swarm: ReturnType<typeof createSwarm>;
+  }
+> {
   const db = openSqlite(':memory:');
   const proofs = options.proofs ?? createSqliteProofStore(db);
   const clock = options.clock ?? Date.now;
@@ -61,12 +82,35 @@ export async function startGateway(
   const node = generateKeyPair();
   const writer = createRecordBatcher({ store: proofs, signer: node, clock, genesisMs: config.epochGenesisMs });
   const logger = pino({ level: 'silent' });
+  const workers = options.workers ?? createSqliteWorkerRegistry(db);
+  const apiKeyStore = options.apiKeyStore ?? createSqliteApiKeyStore(db);
+  const rateLimits = options.rateLimits ?? createSqliteRateLimitStore(db);
+  const swarm = createSwarm({
+    config: {
+      workerRuntimeUrl: undefined,
+      workerModels: [],
+      prewarmModels: [],
+      backboneUrl: undefined,
+      backboneApiKey: undefined,
+      timeoutMs: 5000,
+      freeMessagesPerDay: 50,
+      ...options.swarm,
+    },
+    workers,
+    proofs: writer,
+    clock,
+    nodePk: node.publicKey,
+    logger,
+    rateLimits,
+    ...(options.swarmTools ? { tools: options.swarmTools } : {}),
+  });
+  await swarm.start(); // registers the local worker when a test gives a runtime URL
   const closedPort = 'http://127.0.0.1:9';
   const app = createApp({
     config,
     clock,
     logger,
-    rateLimits: options.rateLimits ?? createSqliteRateLimitStore(db),
+    rateLimits,
     proofs,
     tiles: createTileActivities({
       config: {
@@ -94,6 +138,9 @@ export async function startGateway(
       clock,
       logger,
     }),
+    workers,
+    apiKeyStore,
+    swarm,
   });
   const server: Server = app.listen(0, '127.0.0.1');
   answerClientErrorsWithJson(server);
@@ -122,6 +169,9 @@ export async function startGateway(
     proofs,
     writer,
     node,
+    workers,
+    apiKeyStore,
+    swarm,
     request,
     post: (path, body, headers) => request('POST', path, { body, ...(headers ? { headers } : {}) }),
     get: (path, headers) => request('GET', path, headers ? { headers } : {}),
@@ -129,6 +179,7 @@ export async function startGateway(
       server.closeAllConnections();
       server.close();
       await once(server, 'close');
+      swarm.stop();
       await writer.close();
       db.close();
     },

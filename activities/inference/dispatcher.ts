@@ -1,0 +1,99 @@
+/**
+ * Which upstream answers an inference (SPEC 1.4, 1.5, 7): an eligible swarm worker when one is online, else
+ * the backbone, else 503 `no_workers`.
+ *
+ * What this process can reach today: its own worker (this node, when WORKER_RUNTIME_URL is set). Remote
+ * workers are in the registry and are asked for by `eligibleWorkers`, but jobs reach them through Temporal
+ * task queues (issue 7), which do not exist yet. So the first eligible worker that is this node serves; when
+ * only remote workers are eligible the backbone answers and the answer says why (`fallback_reason`).
+ *
+ * The backbone is not a swarm worker: it has no cell, no trust tier and runs no worker tools. A request that
+ * constrains workers (x-svc-jurisdiction, x-svc-min-tier, required tools) is never sent to it; without an
+ * eligible worker that request is 503 `no_workers`, and the detail says to retry or drop the constraint.
+ */
+import { ServiceError } from '../../core/errors.js';
+import type { ModelInfo } from '../../core/model-registry.js';
+import type { WorkerTier } from '../../core/tiers.js';
+import { describeNoWorker, eligibleWorkers, type WorkerNeed } from '../../core/worker-selection.js';
+import type { WorkerRecord, WorkerRegistry } from '../../store/worker-registry.js';
+import type { RuntimeClient } from './runtime-client.js';
+
+export interface DispatchNeed {
+  model: ModelInfo;
+  /** Registry tools the answer needs (server-side tool calling). */
+  tools: readonly string[];
+  toolMinTiers: Readonly<Record<string, WorkerTier>>;
+  jurisdiction: string | null;
+  minTier: WorkerTier | null;
+  /** Job cell: nearer workers first. */
+  cell: string;
+}
+
+export type Target =
+  | { provider: 'worker'; worker: WorkerRecord; client: RuntimeClient }
+  | { provider: 'backbone'; client: RuntimeClient; fallbackReason: string | null };
+
+/** The worker this process reaches directly (its own runtime). */
+export interface ReachableWorker {
+  pk: string;
+  client: RuntimeClient;
+}
+
+export interface DispatcherDeps {
+  workers: WorkerRegistry;
+  clock: () => number;
+  local: ReachableWorker | null;
+  backbone: RuntimeClient | null;
+}
+
+export function createDispatcher(deps: DispatcherDeps) {
+  return async function dispatch(need: DispatchNeed): Promise<Target> {
+    const { backbone } = deps;
+    if (need.model.provider === 'backbone') {
+      if (backbone) return { provider: 'backbone', client: backbone, fallbackReason: null };
+      throw new ServiceError(
+        'no_workers',
+        `model ${need.model.id} runs on the backbone, and no backbone is configured; retry later or ask for a swarm model`,
+        { 'retry-after': '30' },
+      );
+    }
+    const workerNeed: WorkerNeed = {
+      model: need.model.id,
+      tools: need.tools,
+      toolMinTiers: need.toolMinTiers,
+      jurisdiction: need.jurisdiction,
+      minTier: need.minTier,
+      minHardwareTier: need.model.min_hardware_tier ?? 1,
+      cell: need.cell,
+    };
+    const eligible = eligibleWorkers(await deps.workers.list(), workerNeed, deps.clock());
+    const local = deps.local;
+    const reachable = local ? eligible.find((w) => w.pk === local.pk) : undefined;
+    if (reachable && local) return { provider: 'worker', worker: reachable, client: local.client };
+
+    const remoteOnly =
+      eligible.length > 0
+        ? `${eligible.length} eligible worker(s) are registered elsewhere, and this gateway cannot dispatch to remote ` +
+          'workers yet (Temporal task queues, issue 7)'
+        : null;
+    const constraints = [
+      ...(need.tools.length > 0 ? [`tools ${need.tools.join(', ')} run only on swarm workers`] : []),
+      ...(need.jurisdiction ? ['x-svc-jurisdiction constrains workers'] : []),
+      ...(need.minTier ? ['x-svc-min-tier constrains workers'] : []),
+    ];
+    const noWorker = describeNoWorker(workerNeed);
+    if (constraints.length > 0 || !backbone) {
+      const why = [
+        remoteOnly ?? noWorker,
+        ...(constraints.length > 0 ? [`the backbone cannot serve this request (${constraints.join('; ')})`] : []),
+        ...(!backbone && constraints.length === 0 ? ['no backbone is configured'] : []),
+      ];
+      const advice = need.jurisdiction ? 'retry later or remove the jurisdiction constraint' : 'retry later';
+      const detail = remoteOnly ? `${why.join('; ')}; ${advice}` : why.join('; ');
+      throw new ServiceError('no_workers', detail, { 'retry-after': '30' });
+    }
+    // describeNoWorker ends with advice for a client that gets nothing; this client gets an answer.
+    return { provider: 'backbone', client: backbone, fallbackReason: remoteOnly ?? noWorker.split(';')[0]! };
+  };
+}
+export type Dispatch = ReturnType<typeof createDispatcher>;

@@ -1,0 +1,281 @@
+/**
+ * Runs one inference end to end: dispatch (worker or backbone), the upstream call (whole or streamed, tool
+ * rounds included), accounting (tokens, cost, latency, cold start) and the `hive/inference` proof record.
+ *
+ * Records: a chat completion queues its record (`ProofWriter.record`: id and epoch known at once, written in
+ * the next batch, ≤ 100 ms later) so the answer does not wait for a flush; a compound-job step awaits it
+ * (`write`), because an activity must not report success before its record is durable. A step's record id is
+ * derived from job and step, so a retried step finds the first attempt's record and reports its accounting.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { ChatCompletionChunk, ChatCompletionMessage } from 'openai/resources/chat/completions';
+import { ServiceError } from '../../core/errors.js';
+import { BACKBONE_MODEL } from '../../core/models.js';
+import { modelCost, type ModelRegistry } from '../../core/model-registry.js';
+import { estimateTokens } from '../../core/pricing.js';
+import { stepRecordId } from '../../core/proof-record.js';
+import { sha256Hex } from '../../core/hash.js';
+import type { WorkerTier } from '../../core/tiers.js';
+import type { WorkerRegistry } from '../../store/worker-registry.js';
+import type { ProofWriter } from '../proof/record-batcher.js';
+import { jobHash, promptHash, upstreamParams, type ChatJob } from './chat-job.js';
+import type { Dispatch, Target } from './dispatcher.js';
+import { BACKBONE_WORKER, inferencePayloadSchema, jcsSha256, type InferencePayload } from './inference-record.js';
+import { recentEntry, type InferenceStats } from './inference-stats.js';
+import type { LocalWorker } from './local-worker.js';
+import { parseLocatedAnswer, type Location } from './locations.js';
+import { InferenceAborted } from './runtime-client.js';
+import { runToolLoop, type ToolRunner, type Usage } from './tool-loop.js';
+
+export interface InferenceResult {
+  payload: InferencePayload;
+  recordId: string;
+  /** The answer: text (locations stripped when asked for) or the client's tool calls. */
+  message: ChatCompletionMessage;
+  finishReason: string;
+  locations: Location[] | null;
+}
+
+/** A streamed answer: who answers is known before the first delta; the generator returns the result. */
+export interface OpenStream {
+  jobId: string;
+  model: string;
+  provider: 'worker' | 'backbone';
+  deltas: AsyncGenerator<{ delta: ChatCompletionChunk.Choice.Delta; finish_reason: string | null }, InferenceResult>;
+}
+
+export interface EngineDeps {
+  dispatch: Dispatch;
+  local: LocalWorker | null;
+  proofs: ProofWriter;
+  workers: WorkerRegistry;
+  stats: InferenceStats;
+  registry: ModelRegistry;
+  runner: ToolRunner | undefined;
+  toolMinTiers: (tools: readonly string[]) => Record<string, WorkerTier>;
+  maxToolRounds: number;
+  clock: () => number;
+  logger?: Logger | undefined;
+  /** Told after each backbone call whether the backbone answered (for /svc/status). */
+  onBackbone: (reachable: boolean) => void;
+}
+
+interface Prepared {
+  job: ChatJob;
+  target: Target;
+  servedModel: string;
+  workerPk: string;
+  coldStart: boolean;
+  started: number;
+}
+
+export const newJobId = (): string => randomUUID();
+
+export function createInferenceEngine(deps: EngineDeps) {
+  async function prepare(job: ChatJob): Promise<Prepared> {
+    const target = await deps.dispatch({
+      model: job.model,
+      tools: job.serverTools.map((t) => t.function.name),
+      toolMinTiers: deps.toolMinTiers(job.serverTools.map((t) => t.function.name)),
+      jurisdiction: job.jurisdiction,
+      minTier: job.minTier,
+      cell: job.cell,
+    });
+    const worker = target.provider === 'worker';
+    const coldStart = worker && deps.local !== null && !deps.local.isWarm(job.model.id);
+    if (coldStart) deps.logger?.info({ model: job.model.id, job_id: job.jobId }, 'inference: cold start');
+    return {
+      job,
+      target,
+      servedModel: worker ? job.model.id : BACKBONE_MODEL,
+      workerPk: worker ? target.worker.pk : BACKBONE_WORKER,
+      coldStart,
+      started: performance.now(),
+    };
+  }
+
+  const wireModel = (p: Prepared) =>
+    p.target.provider === 'worker' && deps.local ? deps.local.runtimeName(p.job.model.id) : BACKBONE_MODEL;
+
+  /** Books a failure: stats, the worker's trust ladder, backbone reachability. Rethrows. */
+  async function failed(p: Prepared | null, error: unknown): Promise<never> {
+    if (error instanceof InferenceAborted) throw error;
+    deps.stats.error(deps.proofs.epochNow());
+    if (p?.target.provider === 'backbone') deps.onBackbone(false);
+    if (p?.target.provider === 'worker' && error instanceof ServiceError && error.status >= 500) {
+      await deps.workers.recordOutcome(p.workerPk, 'failed').catch(() => undefined);
+    }
+    throw error;
+  }
+
+  async function finish(
+    p: Prepared,
+    message: ChatCompletionMessage,
+    finishReason: string,
+    usage: Usage | null,
+    toolCalls: number,
+    durable: boolean,
+  ): Promise<InferenceResult> {
+    const { job } = p;
+    let locations: Location[] | null = null;
+    let answer = message;
+    if (job.wantLocations && !message.tool_calls?.length) {
+      const parsed = parseLocatedAnswer(message.content ?? '');
+      locations = parsed.locations;
+      answer = { ...message, content: parsed.text };
+    }
+    const tokensIn = usage?.prompt_tokens ?? estimateTokens(job.messages.map((m) => ({ content: textOf(m.content) })));
+    const tokensOut = usage?.completion_tokens ?? Math.ceil((answer.content ?? '').length / 4);
+    const served = deps.registry.get(p.servedModel) ?? job.model;
+    const epoch = deps.proofs.epochNow();
+    const payload: InferencePayload = {
+      version: 1,
+      job_id: job.jobId,
+      step_id: job.stepId,
+      provider: p.target.provider,
+      model: p.servedModel,
+      requested_model: job.model.id,
+      worker_pk: p.workerPk,
+      tokens_in: tokensIn,
+      tokens_out: tokensOut,
+      usage_estimated: usage === null,
+      latency_ms: Math.round(performance.now() - p.started),
+      cold_start: p.coldStart,
+      fallback_reason: p.target.provider === 'backbone' ? p.target.fallbackReason : null,
+      tool_calls: toolCalls,
+      prompt_sha256: promptHash(job),
+      answer_sha256: answer.tool_calls?.length ? jcsSha256(answer.tool_calls) : sha256Hex(answer.content ?? ''),
+      job_hash: jobHash(job),
+      cost: p.target.provider === 'backbone' ? 0 : modelCost(served, tokensIn + tokensOut),
+      epoch,
+      h3_cell: job.cell,
+      api_key_id: job.apiKeyId,
+      ...(job.stepId !== null ? { locations: locations ?? [] } : {}),
+    };
+    const entry = {
+      id: job.stepId === null ? `inference:${job.jobId}` : stepRecordId('inference', job.jobId, job.stepId),
+      h3_cell: job.cell,
+      collection_type: 'inference' as const,
+      payload_type: 'hive/inference' as const,
+      payload,
+    };
+    let recorded = payload;
+    if (durable) {
+      const stored = inferencePayloadSchema.safeParse((await deps.proofs.write(entry)).payload);
+      if (stored.success) recorded = stored.data; // a retried step reports what was first accounted
+    } else {
+      deps.proofs.record(entry);
+    }
+    if (p.target.provider === 'worker') {
+      deps.local?.markWarm(job.model.id);
+      await deps.workers.recordOutcome(p.workerPk, 'completed').catch(() => undefined);
+    } else deps.onBackbone(true);
+    const now = deps.clock();
+    deps.stats.add(recentEntry(recorded, entry.id, new Date(now).toISOString()), now);
+    return { payload: recorded, recordId: entry.id, message: answer, finishReason, locations };
+  }
+
+  /** The whole answer at once (tool rounds included). */
+  async function complete(job: ChatJob, signal?: AbortSignal, durable = false): Promise<InferenceResult> {
+    let p: Prepared | null = null;
+    try {
+      p = await prepare(job);
+      const outcome = await runToolLoop({
+        client: p.target.client,
+        params: upstreamParams(job, wireModel(p)),
+        serverTools: new Set(job.serverTools.map((t) => t.function.name)),
+        runner: deps.runner,
+        maxRounds: deps.maxToolRounds,
+        signal,
+      });
+      const choice = outcome.completion.choices[0];
+      const message = choice?.message ?? { role: 'assistant', content: '', refusal: null };
+      return await finish(p, message, choice?.finish_reason ?? 'stop', outcome.usage, outcome.toolCalls, durable);
+    } catch (error) {
+      return failed(p, error);
+    }
+  }
+
+  /**
+   * A streamed answer. Dispatch and the upstream's acceptance happen before this resolves, so their failures
+   * are still HTTP errors; later failures are thrown by the generator. Answers that must be whole before
+   * they can be sent (server-side tools, locations) are produced whole and sent as one delta.
+   */
+  async function stream(job: ChatJob, signal?: AbortSignal): Promise<OpenStream> {
+    if (job.serverTools.length > 0 || job.wantLocations) {
+      const result = await complete(job, signal);
+      const deltas = (async function* (): OpenStream['deltas'] {
+        const { content, tool_calls } = result.message;
+        yield { delta: { role: 'assistant', content: content ?? '' }, finish_reason: null };
+        const calls = (tool_calls ?? []).flatMap((c, index) =>
+          c.type === 'function' ? [{ index, id: c.id, type: c.type, function: c.function }] : [],
+        );
+        if (calls.length > 0) yield { delta: { tool_calls: calls }, finish_reason: null };
+        yield { delta: {}, finish_reason: result.finishReason };
+        return result;
+      })();
+      return { jobId: job.jobId, model: result.payload.model, provider: result.payload.provider, deltas };
+    }
+    let p: Prepared | null = null;
+    let upstream: AsyncIterable<ChatCompletionChunk>;
+    try {
+      p = await prepare(job);
+      upstream = await p.target.client.stream(upstreamParams(job, wireModel(p)), signal);
+    } catch (error) {
+      return failed(p, error);
+    }
+    const prepared = p;
+    const deltas = (async function* (): OpenStream['deltas'] {
+      let content = '';
+      let usage: Usage | null = null;
+      let finishReason = 'stop';
+      const calls: ChatCompletionChunk.Choice.Delta.ToolCall[] = [];
+      try {
+        for await (const chunk of upstream) {
+          if (chunk.usage) usage = chunk.usage;
+          const choice = chunk.choices[0];
+          if (!choice) continue;
+          const { role, content: text, tool_calls, refusal } = choice.delta;
+          if (text) content += text;
+          if (tool_calls) calls.push(...tool_calls);
+          if (choice.finish_reason) finishReason = choice.finish_reason;
+          const delta = { ...(role ? { role } : {}), ...(text != null ? { content: text } : {}) };
+          yield {
+            delta: { ...delta, ...(tool_calls ? { tool_calls } : {}), ...(refusal ? { refusal } : {}) },
+            finish_reason: choice.finish_reason,
+          };
+        }
+      } catch (error) {
+        return failed(prepared, error);
+      }
+      const message: ChatCompletionMessage = { role: 'assistant', content, refusal: null };
+      if (calls.length > 0) message.tool_calls = mergeToolCalls(calls);
+      return finish(prepared, message, finishReason, usage, 0, false);
+    })();
+    return { jobId: job.jobId, model: prepared.servedModel, provider: prepared.target.provider, deltas };
+  }
+
+  return { complete, stream };
+}
+export type InferenceEngine = ReturnType<typeof createInferenceEngine>;
+
+const textOf = (content: unknown): string =>
+  typeof content === 'string' ? content : content == null ? '' : JSON.stringify(content);
+
+/** Streamed tool-call fragments (by index) as whole calls, for the answer hash. */
+function mergeToolCalls(parts: ChatCompletionChunk.Choice.Delta.ToolCall[]): ChatCompletionMessage['tool_calls'] {
+  const byIndex = new Map<number, { id: string; name: string; arguments: string }>();
+  for (const part of parts) {
+    const call = byIndex.get(part.index) ?? { id: '', name: '', arguments: '' };
+    call.id ||= part.id ?? '';
+    call.name += part.function?.name ?? '';
+    call.arguments += part.function?.arguments ?? '';
+    byIndex.set(part.index, call);
+  }
+  return [...byIndex.values()].map((c) => ({
+    id: c.id,
+    type: 'function' as const,
+    function: { name: c.name, arguments: c.arguments },
+  }));
+}

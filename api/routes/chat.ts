@@ -1,0 +1,117 @@
+import type { ChatCompletionFunctionTool } from 'openai/resources/chat/completions';
+import type { ChatJob, Swarm } from '../../activities/inference/index.js';
+import { newJobId } from '../../activities/inference/index.js';
+import { InferenceAborted } from '../../activities/inference/runtime-client.js';
+import { isRegistryTool } from '../../activities/inference/tool-definitions.js';
+import { fail, pass, type Check } from '../../core/check.js';
+import { DEFAULT_JOB_CELL } from '../../core/h3-cell.js';
+import type { ModelInfo } from '../../core/model-registry.js';
+import { consumeChatQuota } from '../chat-quota.js';
+import { route, type GateState } from '../route-spec.js';
+import { chatRequestSchema, type ChatRequest } from '../schemas/chat-request.js';
+import { zodCheck } from '../schemas/zod-check.js';
+import { completionBody } from './chat-response.js';
+import { streamChat } from './chat-stream.js';
+
+/**
+ * `POST /v1/chat/completions` (SPEC 4.1, 5.3): OpenAI-compatible, with an API key (`Authorization: Bearer`),
+ * streaming as SSE when `stream: true`. The same routes are the public `{app_url}/v1` base: APP_URL is this
+ * gateway (or a proxy in front of it) and needs nothing else.
+ *
+ * Every answer carries `usage` and an `svc` object: job_id, worker_pk, provider, model, h3_cell,
+ * proof_record_id, epoch, cost, cold_start, latency_ms, fallback_reason (why the backbone answered for a
+ * worker model), usage_estimated, tool_calls, and `locations` when `svc.locations` asked for them.
+ *
+ * Order of refusals: 401 unauthorized (gate), 400 invalid_request / invalid_model (pre-flight), 429
+ * quota_exceeded (free tier, counted per accepted request, also when no worker can then answer), 503
+ * no_workers, 502 runtime_unavailable / backbone_unavailable, 504 upstream_timeout.
+ */
+export interface ChatInput {
+  request: ChatRequest;
+  model: ModelInfo;
+  clientTools: ChatCompletionFunctionTool[];
+  serverTools: ChatCompletionFunctionTool[];
+}
+
+export const chatRoutes = (swarm: Swarm) => [
+  route<ChatInput>({
+    method: 'POST',
+    path: '/v1/chat/completions',
+    auth: 'api_key',
+    jsonBody: true,
+    defaultCell: DEFAULT_JOB_CELL,
+    facets: ['inference'],
+    preflight: ({ body }) => checkChat(swarm, body),
+    handler: async (ctx, input, gates) => {
+      const { apiKey } = gates;
+      if (apiKey) await consumeChatQuota(swarm.quota, apiKey, swarm.freeMessagesPerDay);
+      const job = chatJob(input, gates);
+      const aborted = new AbortController();
+      ctx.res.once('close', () => {
+        if (!ctx.res.writableFinished) aborted.abort();
+      });
+      const withLocations = input.request.svc?.locations === true;
+      try {
+        if (input.request.stream) return await streamChat(ctx, swarm, job, aborted.signal, withLocations);
+        const result = await swarm.chat(job, aborted.signal);
+        ctx.body = completionBody(result, Math.floor(swarm.now() / 1000), withLocations);
+      } catch (error) {
+        if (!(error instanceof InferenceAborted)) throw error;
+        // The client went away and the upstream call was stopped: there is nobody to answer.
+        ctx.respond = false;
+        ctx.res.destroy();
+      }
+    },
+  }),
+];
+
+function checkChat(swarm: Swarm, body: unknown): Check<ChatInput> {
+  const parsed = zodCheck(chatRequestSchema, body);
+  if (!parsed.ok) return parsed;
+  const request = parsed.value;
+  const model = swarm.models.check(request.model ?? swarm.models.defaultModel);
+  if (!model.ok) return model;
+  const clientTools: ChatCompletionFunctionTool[] = [];
+  const serverIds = new Set<string>();
+  for (const tool of request.tools ?? []) {
+    if (isRegistryTool(tool.function.name)) serverIds.add(tool.function.name);
+    else clientTools.push(tool as ChatCompletionFunctionTool);
+  }
+  for (const id of request.svc?.tools ?? []) {
+    if (!isRegistryTool(id))
+      return fail('invalid_request', `svc.tools: no registered tool "${id}" (see GET /v1/tools)`);
+    serverIds.add(id);
+  }
+  return pass({ request, model: model.value, clientTools, serverTools: swarm.toolDefinitions([...serverIds]) });
+}
+
+function chatJob(input: ChatInput, gates: GateState): ChatJob {
+  const { request } = input;
+  const place = gates.place;
+  const maxTokens = request.max_completion_tokens ?? request.max_tokens;
+  const sampling: ChatJob['sampling'] = {};
+  if (maxTokens != null) sampling.max_tokens = maxTokens;
+  if (request.temperature != null) sampling.temperature = request.temperature;
+  if (request.top_p != null) sampling.top_p = request.top_p;
+  if (request.stop != null) sampling.stop = request.stop;
+  if (request.seed != null) sampling.seed = request.seed;
+  if (request.presence_penalty != null) sampling.presence_penalty = request.presence_penalty;
+  if (request.frequency_penalty != null) sampling.frequency_penalty = request.frequency_penalty;
+  const job: ChatJob = {
+    jobId: newJobId(),
+    stepId: null,
+    model: input.model,
+    messages: request.messages as ChatJob['messages'],
+    sampling,
+    clientTools: input.clientTools,
+    serverTools: input.serverTools,
+    wantLocations: request.svc?.locations === true,
+    cell: place?.jobCell ?? DEFAULT_JOB_CELL,
+    jurisdiction: place?.workerJurisdiction ?? null,
+    minTier: place?.minWorkerTier ?? null,
+    apiKeyId: gates.apiKey?.id ?? null,
+  };
+  if (request.tool_choice !== undefined) job.toolChoice = request.tool_choice;
+  if (request.response_format !== undefined) job.responseFormat = request.response_format;
+  return job;
+}

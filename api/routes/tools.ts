@@ -1,0 +1,38 @@
+import { fail, pass } from '../../core/check.js';
+import { TOOLS, toolById, type Tool } from '../../core/tool-registry.js';
+import { route } from '../route-spec.js';
+
+/**
+ * The tool registry (SPEC 2.7, 4.1): `GET /v1/tools` (public) and `GET /v1/tools/:tool_id`. The shape is ours
+ * (SPEC: not shown), in the OpenAI list style of /v1/models: `{ object: 'list', data: [tool …] }`, each tool
+ * `{ object: 'tool', id, name, description, input_schema, min_trust_tier, executor }`. `executor` says
+ * whether Geofabric runs the tool (only web-search; SPEC 2.7); `input_schema` is JSON Schema and is the
+ * `parameters` of the tool's OpenAI function definition.
+ */
+const toolBody = (tool: Tool) => ({ object: 'tool' as const, ...tool });
+
+export const toolRoutes = () => [
+  route({
+    method: 'GET',
+    path: '/v1/tools',
+    auth: 'public',
+    preflight: () => pass(undefined),
+    handler: async (ctx) => {
+      ctx.body = { object: 'list', data: TOOLS.map(toolBody) };
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/v1/tools/:tool_id',
+    auth: 'public',
+    preflight: ({ params }) => {
+      const tool = toolById(params.tool_id ?? '');
+      return tool
+        ? pass(tool)
+        : fail('tool_not_found', `no tool ${JSON.stringify(params.tool_id ?? '')} in the registry`);
+    },
+    handler: async (ctx, tool) => {
+      ctx.body = toolBody(tool);
+    },
+  }),
+];

@@ -1,0 +1,88 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { Agent, request } from 'node:http';
+import autocannon from 'autocannon';
+
+const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5);
+const SEQUENTIAL = 2000;
+
+export interface ChatBench {
+  /** Completions per second through the gateway, 32 connections. */
+  perSecond: number;
+  /** Latency of one completion through the gateway, one at a time (ms). */
+  p50Ms: number;
+  p99Ms: number;
+  /** The same request straight to the runtime: what the gateway adds is the difference. */
+  runtimeP50Ms: number;
+  runtimeP99Ms: number;
+  requests: number;
+  statuses: Record<string, number>;
+}
+
+const body = JSON.stringify({ model: 'tinyllama', messages: [{ role: 'user', content: 'one park in Rome' }] });
+const headers = { authorization: 'Bearer sk-bench', 'content-type': 'application/json' };
+
+/** Sequential POSTs over one keep-alive connection; latencies in ms, sorted. */
+async function sequential(url: string, count: number): Promise<number[]> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const out: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const started = performance.now();
+    await new Promise<void>((resolve, reject) => {
+      const req = request(url, { method: 'POST', agent, headers }, (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    out.push(performance.now() - started);
+  }
+  agent.destroy();
+  return out.sort((a, b) => a - b);
+}
+
+const pct = (sorted: number[], p: number) => Number(sorted[Math.ceil(p * sorted.length) - 1]!.toFixed(2));
+
+/**
+ * The gateway's own cost per chat completion: gates, API key, dispatch (registry read), the openai client's
+ * upstream call, accounting, the proof record (queued) and the worker's outcome, against a fake runtime that
+ * answers at once. Server in its own process; load from this one.
+ */
+export async function benchChat(): Promise<ChatBench> {
+  const server = spawn(process.execPath, ['--import', 'tsx', 'bench/chat-server.ts'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  try {
+    const [chunk] = (await once(server.stdout, 'data')) as [Buffer];
+    const [port, runtimeUrl] = chunk.toString().trim().split(' ');
+    const gatewayUrl = `http://127.0.0.1:${port}/v1/chat/completions`;
+    await sequential(gatewayUrl, 200); // warm-up: JIT, connections
+    const viaGateway = await sequential(gatewayUrl, SEQUENTIAL);
+    const direct = await sequential(`${runtimeUrl}/chat/completions`, SEQUENTIAL);
+    const load = await autocannon({
+      url: gatewayUrl,
+      connections: 32,
+      duration: DURATION_S,
+      method: 'POST',
+      headers,
+      body,
+    });
+    return {
+      perSecond: load.requests.average,
+      p50Ms: pct(viaGateway, 0.5),
+      p99Ms: pct(viaGateway, 0.99),
+      runtimeP50Ms: pct(direct, 0.5),
+      runtimeP99Ms: pct(direct, 0.99),
+      requests: load.requests.total,
+      statuses: Object.fromEntries(Object.entries(load.statusCodeStats ?? {}).map(([c, s]) => [c, s.count ?? 0])),
+    };
+  } finally {
+    server.kill('SIGTERM');
+    await once(server, 'exit');
+  }
+}
+
+export const describeChatBench = (r: ChatBench) =>
+  `chat: ${Math.round(r.perSecond)} completions/s (32 connections, ${r.requests} requests, statuses ${JSON.stringify(r.statuses)}); ` +
+  `one at a time p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms through the gateway vs p50 ${r.runtimeP50Ms} ms, p99 ${r.runtimeP99Ms} ms straight to the runtime`;

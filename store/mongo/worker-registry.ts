@@ -1,0 +1,252 @@
+import { MongoServerError, type Collection, type Db } from 'mongodb';
+import { ServiceError } from '../../core/errors.js';
+import { applyOutcome, INITIAL_TRUST, type JobOutcome, type TrustState } from '../../core/worker-trust.js';
+import type { WorkerRecord, WorkerRegistration, WorkerRegistry } from '../worker-registry.js';
+
+/**
+ * A worker's declaration (`workers`), written by registrations only. Liveness and trust live in their own
+ * collections, each written by one kind of operation: FerretDB writes a whole document back on update, so a
+ * heartbeat sharing this document could put back the declaration a concurrent re-registration replaced.
+ */
+interface WorkerDoc extends WorkerRegistration {
+  /** The document layout's version, for a future migration to tell old documents from new ones. */
+  record_version: number;
+  registered_at: string;
+}
+
+/** A worker's liveness (`worker_liveness`): registration creates it, heartbeats move it. */
+interface LivenessDoc {
+  pk: string;
+  heartbeat_seq: number;
+  last_seen_ms: number;
+}
+
+/** One accepted heartbeat: the unique (pk, seq) index lets each seq be accepted once, on every engine. */
+interface HeartbeatClaim {
+  pk: string;
+  seq: number;
+  expires_at: Date;
+}
+
+/** Revision `rev` of a worker's trust state; the highest revision is the current one. */
+interface TrustDoc extends TrustState {
+  pk: string;
+  rev: number;
+}
+
+export interface MongoWorkerRegistryOptions {
+  /** Trust revisions tried per outcome before giving up; each failed one means another outcome landed first. */
+  maxAttempts?: number;
+}
+
+const DUPLICATE_KEY = 11000;
+/**
+ * How long an accepted seq stays claimed. Old seqs are refused by `heartbeat_seq` itself; the claim matters
+ * while that lags, which only a lost `$max` under concurrent heartbeats of one worker on FerretDB causes, and
+ * the worker's next heartbeat repairs.
+ */
+const CLAIM_RETENTION_MS = 3_600_000;
+/**
+ * Trust revisions kept below a new one. They are never read as the state; they keep the slots of recent
+ * revisions taken, so a concurrent writer cannot reuse one (see advanceTrust). Reads cost this many per worker.
+ */
+const TRUST_REVISIONS_KEPT = 16;
+const NO_ID = { projection: { _id: 0 } } as const;
+
+/**
+ * MongoDB adapter of {@link WorkerRegistry} for MongoDB and FerretDB v1 alike (README.md beside this file).
+ * FerretDB applies update operators as an unlocked read-modify-write, so no decision here rests on an update:
+ *  - heartbeat: the stored `heartbeat_seq` refuses old seqs; a claim insert on unique (pk, seq) makes each seq
+ *    win once, so of two concurrent heartbeats with one seq exactly one succeeds. (A conditional
+ *    `updateOne({ pk, heartbeat_seq: { $lt: seq } })` does not: on FerretDB v1.24.2, 10 concurrent ones with
+ *    one seq had several winners in 16 of 20 rounds.) The stored seq and `last_seen_ms` then move by `$max`
+ *    (a lost update on FerretDB only leaves them lower; the claim still refuses that seq).
+ *  - recordOutcome: the trust state is a log of revisions on unique (pk, rev). An outcome reads the newest
+ *    revision, applies the ladder and inserts rev + 1; a concurrent outcome that took rev + 1 first makes it
+ *    re-read and retry, so every outcome is counted exactly once.
+ *  - register: an insert on unique pk creates the worker; otherwise `$set` replaces the declaration (two
+ *    concurrent re-registrations of one worker: the last write wins, both being the worker's own).
+ * Three collections, one writer kind each (WorkerDoc says why); get and list read all three.
+ */
+export async function createMongoWorkerRegistry(
+  db: Db,
+  options: MongoWorkerRegistryOptions = {},
+): Promise<WorkerRegistry> {
+  const maxAttempts = options.maxAttempts ?? 1000;
+  const workers = db.collection<WorkerDoc>('workers');
+  const liveness = db.collection<LivenessDoc>('worker_liveness');
+  const claims = db.collection<HeartbeatClaim>('worker_heartbeats');
+  const trust = db.collection<TrustDoc>('worker_trust');
+  await workers.createIndexes([{ key: { pk: 1 }, name: 'pk_unique', unique: true }]);
+  await liveness.createIndexes([{ key: { pk: 1 }, name: 'pk_unique', unique: true }]);
+  await claims.createIndexes([
+    { key: { pk: 1, seq: 1 }, name: 'pk_seq_unique', unique: true },
+    { key: { pk: 1, expires_at: 1 }, name: 'pk_expires_at' },
+  ]);
+  await trust.createIndexes([{ key: { pk: 1, rev: 1 }, name: 'pk_rev_unique', unique: true }]);
+
+  let pruning: Promise<void> = Promise.resolve();
+
+  async function latestTrust(pk: string): Promise<{ rev: number; state: TrustState }> {
+    const revisions = await trust.find({ pk }, NO_ID).toArray();
+    const newest = revisions.reduce<TrustDoc | null>((a, b) => (a === null || b.rev > a.rev ? b : a), null);
+    return newest === null ? { rev: 0, state: INITIAL_TRUST } : { rev: newest.rev, state: stateOf(newest) };
+  }
+
+  async function get(pk: string): Promise<WorkerRecord | null> {
+    const [doc, live, t] = await Promise.all([
+      workers.findOne({ pk }, NO_ID),
+      liveness.findOne({ pk }, NO_ID),
+      latestTrust(pk),
+    ]);
+    return doc === null ? null : toRecord(doc, live, t.state);
+  }
+
+  async function advanceTrust(pk: string, outcome: JobOutcome): Promise<void> {
+    for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+      const { rev, state } = await latestTrust(pk);
+      const next = { pk, rev: rev + 1, ...applyOutcome(state, outcome) };
+      if (!(await insertClaimed(trust, next))) continue;
+      // Pruning frees the slots more than TRUST_REVISIONS_KEPT below a new revision, so a writer whose read
+      // predates that can insert a freed slot below the newest (never read as the state: its outcome would be
+      // lost). The revision that freed the slot lies more than TRUST_REVISIONS_KEPT above it: undo and retry.
+      // (Revisions stacked that high on a fresh one between these two calls would look the same; that takes
+      // more concurrent outcomes of one worker than its jobs produce.)
+      if (await trust.findOne({ pk, rev: { $gt: next.rev + TRUST_REVISIONS_KEPT } }, { projection: { _id: 1 } })) {
+        await trust.deleteOne({ pk, rev: next.rev });
+        continue;
+      }
+      await trust.deleteMany({ pk, rev: { $lt: next.rev - TRUST_REVISIONS_KEPT } });
+      return;
+    }
+    throw new Error(`trust of worker ${pk}: no free revision after ${maxAttempts} attempts (contention)`);
+  }
+
+  /** `$max` keeps both fields monotonic on MongoDB; on FerretDB a lost update only leaves them lower. */
+  async function markSeen(pk: string, seq: number, nowMs: number): Promise<void> {
+    try {
+      await liveness.updateOne({ pk }, { $max: { heartbeat_seq: seq, last_seen_ms: nowMs } }, { upsert: true });
+    } catch (error) {
+      // Two first writes upserted at once; the other one created the document, so move it instead.
+      if (!isDuplicateKey(error)) throw error;
+      await liveness.updateOne({ pk }, { $max: { heartbeat_seq: seq, last_seen_ms: nowMs } });
+    }
+  }
+
+  return {
+    async register(r, nowMs) {
+      const declaration = declarationOf(r);
+      const created = await insertClaimed<WorkerDoc>(workers, {
+        ...declaration,
+        record_version: 1,
+        registered_at: new Date(nowMs).toISOString(),
+      });
+      if (!created) await workers.updateOne({ pk: r.pk }, { $set: declaration });
+      await markSeen(r.pk, 0, nowMs);
+      const record = await get(r.pk);
+      if (record === null) throw new Error(`worker ${r.pk} vanished while registering`);
+      return record;
+    },
+    async heartbeat(pk, seq, nowMs) {
+      if (!Number.isSafeInteger(seq) || seq < 1) {
+        throw new RangeError(`heartbeat seq must be a positive integer: ${seq}`);
+      }
+      const [known, live] = await Promise.all([
+        workers.findOne({ pk }, { projection: { _id: 1 } }),
+        liveness.findOne({ pk }, NO_ID),
+      ]);
+      if (known === null) throw new ServiceError('worker_not_found', `no worker registered with pk ${pk}`);
+      const stored = live?.heartbeat_seq ?? 0;
+      const replay = new ServiceError(
+        'stale_request',
+        `heartbeat seq ${seq} does not exceed the last accepted seq ${stored} (a replay?)`,
+      );
+      if (seq <= stored) throw replay;
+      const claimed = await insertClaimed(claims, { pk, seq, expires_at: new Date(nowMs + CLAIM_RETENTION_MS) });
+      if (!claimed) throw replay;
+      await markSeen(pk, seq, nowMs);
+      // Off the caller's path; close() waits for it. A failed prune is retried at the next heartbeat.
+      pruning = pruning
+        .then(() => claims.deleteMany({ pk, expires_at: { $lt: new Date(nowMs) } }))
+        .then(() => undefined)
+        .catch(() => undefined);
+      const record = await get(pk);
+      if (record === null) throw new Error(`worker ${pk} vanished during its heartbeat`);
+      return record;
+    },
+    get,
+    async list() {
+      const [docs, lives, revisions] = await Promise.all([
+        workers.find({}, NO_ID).toArray(),
+        liveness.find({}, NO_ID).toArray(),
+        trust.find({}, NO_ID).toArray(),
+      ]);
+      const live = new Map(lives.map((l) => [l.pk, l]));
+      const newest = new Map<string, TrustDoc>();
+      for (const r of revisions) if ((newest.get(r.pk)?.rev ?? 0) < r.rev) newest.set(r.pk, r);
+      return docs
+        .map((doc) => toRecord(doc, live.get(doc.pk) ?? null, stateOf(newest.get(doc.pk) ?? INITIAL_TRUST)))
+        .sort((a, b) => (a.pk < b.pk ? -1 : a.pk > b.pk ? 1 : 0));
+    },
+    async recordOutcome(pk, outcome) {
+      if ((await workers.findOne({ pk }, { projection: { _id: 1 } })) === null) return null;
+      await advanceTrust(pk, outcome);
+      return get(pk);
+    },
+    async close() {
+      await pruning;
+    },
+  };
+}
+
+/** Inserts `doc`; false when a unique index already holds its key (another caller claimed it). */
+async function insertClaimed<T extends object>(collection: Collection<T>, doc: T): Promise<boolean> {
+  try {
+    // The driver adds `_id` to the object it inserts; a copy keeps the caller's value clean.
+    await collection.insertOne({ ...doc } as Parameters<Collection<T>['insertOne']>[0]);
+    return true;
+  } catch (error) {
+    if (isDuplicateKey(error)) return false;
+    throw error;
+  }
+}
+
+const isDuplicateKey = (error: unknown): boolean => error instanceof MongoServerError && error.code === DUPLICATE_KEY;
+
+/** Only the declared fields, so nothing else a caller's object carries is stored. */
+const declarationOf = (r: WorkerRegistration): WorkerRegistration => ({
+  pk: r.pk,
+  h3_cell: r.h3_cell,
+  models: [...r.models],
+  tools: [...r.tools],
+  hardware: {
+    platform: r.hardware.platform,
+    gpu: r.hardware.gpu,
+    vram_gb: r.hardware.vram_gb,
+    ram_gb: r.hardware.ram_gb,
+    cores: r.hardware.cores,
+  },
+  hardware_tier: r.hardware_tier,
+  relay: r.relay,
+  version: r.version,
+});
+
+const stateOf = (s: TrustState): TrustState => ({
+  trust_tier: s.trust_tier,
+  jobs_completed: s.jobs_completed,
+  jobs_failed: s.jobs_failed,
+  streak: s.streak,
+});
+
+/** A worker whose registration stopped before its liveness was written counts as seen when it registered. */
+function toRecord(doc: WorkerDoc, live: LivenessDoc | null, t: TrustState): WorkerRecord {
+  return {
+    ...declarationOf(doc),
+    trust_tier: t.trust_tier,
+    jobs_completed: t.jobs_completed,
+    jobs_failed: t.jobs_failed,
+    registered_at: doc.registered_at,
+    last_seen_ms: live?.last_seen_ms ?? Date.parse(doc.registered_at),
+    heartbeat_seq: live?.heartbeat_seq ?? 0,
+  };
+}

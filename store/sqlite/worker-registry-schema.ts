@@ -1,0 +1,32 @@
+import type { SqliteMigration } from './migrations.js';
+
+/**
+ * The worker registry's table (store/sqlite/worker-registry.ts); never edit once released, append a migration.
+ * One row per worker key. The declaration lists (models, tools, hardware) are JSON: the registry reads
+ * whole rows and filters in core/worker-selection.ts, so no query needs them as columns. `outcome_streak`
+ * is the trust ladder's streak (core/worker-trust.ts), internal to the store. `record_version` is the
+ * row layout's version, for a future migration to tell old rows from new ones.
+ */
+export const WORKER_REGISTRY_MIGRATION: SqliteMigration = {
+  id: '0003-worker-registry',
+  sql: `
+    CREATE TABLE workers (
+      pk             TEXT    NOT NULL PRIMARY KEY,
+      record_version INTEGER NOT NULL DEFAULT 1,
+      h3_cell        TEXT    NOT NULL,
+      models         TEXT    NOT NULL,
+      tools          TEXT    NOT NULL,
+      hardware       TEXT    NOT NULL,
+      hardware_tier  INTEGER NOT NULL CHECK (hardware_tier IN (1, 2, 3)),
+      relay          INTEGER NOT NULL CHECK (relay IN (0, 1)),
+      version        TEXT    NOT NULL,
+      trust_tier     TEXT    NOT NULL DEFAULT 'seedling',
+      jobs_completed INTEGER NOT NULL DEFAULT 0,
+      jobs_failed    INTEGER NOT NULL DEFAULT 0,
+      outcome_streak INTEGER NOT NULL DEFAULT 0,
+      registered_at  TEXT    NOT NULL,
+      last_seen_ms   INTEGER NOT NULL,
+      heartbeat_seq  INTEGER NOT NULL DEFAULT 0
+    ) WITHOUT ROWID;
+  `,
+};

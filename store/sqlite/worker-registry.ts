@@ -1,0 +1,144 @@
+import { ServiceError } from '../../core/errors.js';
+import type { WorkerTier } from '../../core/tiers.js';
+import { applyOutcome, type TrustState } from '../../core/worker-trust.js';
+import type { HardwareTier, WorkerRecord, WorkerRegistration, WorkerRegistry } from '../worker-registry.js';
+import type { SqliteDatabase } from './open-database.js';
+
+interface WorkerRow {
+  pk: string;
+  h3_cell: string;
+  models: string;
+  tools: string;
+  hardware: string;
+  hardware_tier: number;
+  relay: number;
+  version: string;
+  trust_tier: string;
+  jobs_completed: number;
+  jobs_failed: number;
+  outcome_streak: number;
+  registered_at: string;
+  last_seen_ms: number;
+  heartbeat_seq: number;
+}
+
+type DeclarationParams = [string, string, string, string, string, number, number, string, string, number];
+
+/**
+ * SQLite adapter of {@link WorkerRegistry} (table `workers`, migration 0003). Each write is one statement
+ * or one BEGIN IMMEDIATE transaction, so it is atomic within a process and, through SQLite's write lock,
+ * across processes sharing the file: a heartbeat's replay check and its update are one conditional UPDATE.
+ */
+export function createSqliteWorkerRegistry(db: SqliteDatabase): WorkerRegistry {
+  // A re-registration replaces the declaration only: trust, counters, heartbeat_seq and registered_at stay.
+  const upsert = db.prepare<DeclarationParams, WorkerRow>(`
+    INSERT INTO workers (pk, h3_cell, models, tools, hardware, hardware_tier, relay, version, registered_at, last_seen_ms)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (pk) DO UPDATE SET
+      h3_cell = excluded.h3_cell, models = excluded.models, tools = excluded.tools, hardware = excluded.hardware,
+      hardware_tier = excluded.hardware_tier, relay = excluded.relay, version = excluded.version,
+      last_seen_ms = MAX(last_seen_ms, excluded.last_seen_ms)
+    RETURNING *
+  `);
+  const beat = db.prepare<[number, number, string, number], WorkerRow>(`
+    UPDATE workers SET heartbeat_seq = ?, last_seen_ms = MAX(last_seen_ms, ?)
+    WHERE pk = ? AND heartbeat_seq < ?
+    RETURNING *
+  `);
+  const byPk = db.prepare<[string], WorkerRow>('SELECT * FROM workers WHERE pk = ?');
+  const all = db.prepare<[], WorkerRow>('SELECT * FROM workers ORDER BY pk');
+  const setTrust = db.prepare<[string, number, number, number, string], WorkerRow>(`
+    UPDATE workers SET trust_tier = ?, jobs_completed = ?, jobs_failed = ?, outcome_streak = ?
+    WHERE pk = ?
+    RETURNING *
+  `);
+
+  const outcome = db.transaction((pk: string, kind: 'completed' | 'failed'): WorkerRow | undefined => {
+    const row = byPk.get(pk);
+    if (!row) return undefined;
+    const next = applyOutcome(trustOf(row), kind);
+    return setTrust.get(next.trust_tier, next.jobs_completed, next.jobs_failed, next.streak, pk);
+  });
+
+  return {
+    async register(r: WorkerRegistration, nowMs: number) {
+      const row = upsert.get(
+        r.pk,
+        r.h3_cell,
+        JSON.stringify(r.models),
+        JSON.stringify(r.tools),
+        // Only the declared fields, so nothing else a caller's object carries is stored.
+        JSON.stringify({
+          platform: r.hardware.platform,
+          gpu: r.hardware.gpu,
+          vram_gb: r.hardware.vram_gb,
+          ram_gb: r.hardware.ram_gb,
+          cores: r.hardware.cores,
+        }),
+        r.hardware_tier,
+        r.relay ? 1 : 0,
+        r.version,
+        new Date(nowMs).toISOString(),
+        nowMs,
+      );
+      if (!row) throw new Error('workers upsert returned no row');
+      return toRecord(row);
+    },
+    async heartbeat(pk, seq, nowMs) {
+      assertSeq(seq);
+      const row = beat.get(seq, nowMs, pk, seq);
+      if (row) return toRecord(row);
+      const stored = byPk.get(pk);
+      if (!stored) throw new ServiceError('worker_not_found', `no worker registered with pk ${pk}`);
+      throw new ServiceError(
+        'stale_request',
+        `heartbeat seq ${seq} does not exceed the last accepted seq ${stored.heartbeat_seq} (a replay?)`,
+      );
+    },
+    async get(pk) {
+      const row = byPk.get(pk);
+      return row ? toRecord(row) : null;
+    },
+    async list() {
+      return all.all().map(toRecord);
+    },
+    async recordOutcome(pk, kind) {
+      const row = outcome.immediate(pk, kind);
+      return row ? toRecord(row) : null;
+    },
+    async close() {
+      // The statements are released with the database, which belongs to the caller.
+    },
+  };
+}
+
+/** A heartbeat seq is a positive safe integer; anything else is a caller bug, not a replay. */
+function assertSeq(seq: number): void {
+  if (!Number.isSafeInteger(seq) || seq < 1) throw new RangeError(`heartbeat seq must be a positive integer: ${seq}`);
+}
+
+const trustOf = (row: WorkerRow): TrustState => ({
+  trust_tier: row.trust_tier as WorkerTier,
+  jobs_completed: row.jobs_completed,
+  jobs_failed: row.jobs_failed,
+  streak: row.outcome_streak,
+});
+
+function toRecord(row: WorkerRow): WorkerRecord {
+  return {
+    pk: row.pk,
+    h3_cell: row.h3_cell,
+    models: JSON.parse(row.models) as string[],
+    tools: JSON.parse(row.tools) as string[],
+    hardware: JSON.parse(row.hardware) as WorkerRecord['hardware'],
+    hardware_tier: row.hardware_tier as HardwareTier,
+    relay: row.relay === 1,
+    version: row.version,
+    trust_tier: row.trust_tier as WorkerTier,
+    jobs_completed: row.jobs_completed,
+    jobs_failed: row.jobs_failed,
+    registered_at: row.registered_at,
+    last_seen_ms: row.last_seen_ms,
+    heartbeat_seq: row.heartbeat_seq,
+  };
+}

@@ -1,0 +1,70 @@
+/**
+ * The worker registry port (SPEC 1.4–1.6, 2.7; issue 6): community devices in H3 cells that declare the
+ * models and tools they run. Adapters: `sqlite/worker-registry.ts`, `mongo/worker-registry.ts`; the contract
+ * is `test/store/worker-registry.contract.ts`. Signature checks happen before the store (api/routes/svc-workers).
+ */
+import type { WorkerTier } from '../core/tiers.js';
+
+export interface WorkerHardware {
+  /** e.g. linux-x64, darwin-arm64, android-arm64. */
+  platform: string;
+  /** GPU model, null for CPU-only devices. */
+  gpu: string | null;
+  vram_gb: number;
+  ram_gb: number;
+  cores: number;
+}
+
+import type { HardwareTier } from '../core/hardware-tier.js';
+export type { HardwareTier };
+
+/** What a worker declares when it registers (validated and signature-checked before it reaches the store). */
+export interface WorkerRegistration {
+  pk: string;
+  h3_cell: string;
+  models: string[];
+  tools: string[];
+  hardware: WorkerHardware;
+  hardware_tier: HardwareTier;
+  /** A mobile relay: routes jobs to compute workers and earns relay fees (SPEC 1.4). */
+  relay: boolean;
+  /** The worker's real software version (SPEC 9.4 notes the original reported a stale one). */
+  version: string;
+}
+
+export interface WorkerRecord extends WorkerRegistration {
+  trust_tier: WorkerTier;
+  jobs_completed: number;
+  jobs_failed: number;
+  registered_at: string;
+  /** ms since the Unix epoch of the latest registration or heartbeat. */
+  last_seen_ms: number;
+  /** Highest heartbeat sequence number accepted; a heartbeat must exceed it (replays are refused). */
+  heartbeat_seq: number;
+}
+
+export interface WorkerRegistry {
+  /**
+   * Creates the worker (seedling, heartbeat_seq 0, registered_at and last_seen at `nowMs`), or replaces its
+   * declaration; a re-registration keeps trust tier, counters, heartbeat_seq and registered_at, and moves
+   * last_seen_ms forward (never back).
+   */
+  register(registration: WorkerRegistration, nowMs: number): Promise<WorkerRecord>;
+  /**
+   * Marks the worker seen at `nowMs`. Throws ServiceError('worker_not_found') for an unknown pk and
+   * ServiceError('stale_request') when `seq` does not exceed the stored heartbeat_seq (a replay). Atomic:
+   * of two concurrent heartbeats with the same seq exactly one succeeds. last_seen_ms never moves back.
+   * A seq that is not a positive safe integer is a caller bug: RangeError.
+   */
+  heartbeat(pk: string, seq: number, nowMs: number): Promise<WorkerRecord>;
+  get(pk: string): Promise<WorkerRecord | null>;
+  /** Every registered worker (online or not), ordered by pk; `online` is the caller's (core/worker-selection.ts). */
+  list(): Promise<WorkerRecord[]>;
+  /**
+   * Counts a job outcome and applies the trust ladder (core/worker-trust.ts); null for an unknown pk.
+   * `completed` only for a job whose proof record verified; every outcome counts exactly once, also when
+   * outcomes of one worker are recorded concurrently. Not idempotent: call once per job.
+   */
+  recordOutcome(pk: string, outcome: 'completed' | 'failed'): Promise<WorkerRecord | null>;
+  close(): Promise<void>;
+}

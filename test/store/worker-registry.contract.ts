@@ -1,0 +1,198 @@
+import assert from 'node:assert/strict';
+import { ServiceError } from '../../core/errors.js';
+import { generateKeyPair } from '../../core/identity.js';
+import type { WorkerRegistration, WorkerRegistry } from '../../store/worker-registry.js';
+
+/** Opens a fresh, empty registry; `cleanup` runs after each test (close the database, drop it …). */
+export type WorkerRegistryFactory = () => Promise<{ store: WorkerRegistry; cleanup?: () => Promise<void> }>;
+
+const T0 = Date.UTC(2026, 0, 1, 12);
+
+export const registration = (overrides: Partial<WorkerRegistration> = {}): WorkerRegistration => ({
+  pk: generateKeyPair().publicKey,
+  h3_cell: '861e8050fffffff',
+  models: ['tinyllama'],
+  tools: ['web-search'],
+  hardware: { platform: 'linux-x64', gpu: 'NVIDIA GeForce RTX 3060', vram_gb: 12, ram_gb: 32, cores: 8 },
+  hardware_tier: 2,
+  relay: false,
+  version: '0.1.0',
+  ...overrides,
+});
+
+const rejectsWith = (promise: Promise<unknown>, code: string) =>
+  assert.rejects(promise, (error: unknown) => error instanceof ServiceError && error.code === code);
+
+/** The behaviour every WorkerRegistry adapter must show; the routes and the swarm rely on nothing else. */
+export function describeWorkerRegistryContract(name: string, factory: WorkerRegistryFactory): void {
+  describe(`WorkerRegistry contract: ${name}`, () => {
+    let store: WorkerRegistry;
+    let cleanup: (() => Promise<void>) | undefined;
+
+    beforeEach(async () => {
+      ({ store, cleanup } = await factory());
+    });
+    afterEach(async () => {
+      await store.close();
+      await cleanup?.();
+    });
+
+    it('registers a new worker as a seedling, seen now, with no heartbeat yet', async () => {
+      const r = registration();
+      const record = await store.register(r, T0);
+      assert.deepEqual(record, {
+        ...r,
+        trust_tier: 'seedling',
+        jobs_completed: 0,
+        jobs_failed: 0,
+        registered_at: new Date(T0).toISOString(),
+        last_seen_ms: T0,
+        heartbeat_seq: 0,
+      });
+      assert.deepEqual(await store.get(r.pk), record);
+    });
+
+    it('stores only the declared fields', async () => {
+      const r = registration();
+      const extra = { ...r, secret: 'x', hardware: { ...r.hardware, serial: 'ABC' } } as WorkerRegistration;
+      const record = await store.register(extra, T0);
+      assert.deepEqual(Object.keys(record.hardware).sort(), ['cores', 'gpu', 'platform', 'ram_gb', 'vram_gb']);
+      assert.equal((record as unknown as Record<string, unknown>).secret, undefined);
+    });
+
+    it('answers null for an unknown worker and lists every worker by pk', async () => {
+      assert.equal(await store.get(generateKeyPair().publicKey), null);
+      const [a, b, c] = [registration(), registration({ relay: true }), registration()];
+      for (const r of [a, b, c]) await store.register(r, T0);
+      const listed = await store.list();
+      assert.deepEqual(
+        listed.map((w) => w.pk),
+        [a.pk, b.pk, c.pk].sort(),
+      );
+      assert.equal(listed.find((w) => w.pk === b.pk)?.relay, true);
+    });
+
+    it('replaces the declaration on re-registration, keeping trust, counters, heartbeat seq and registered_at', async () => {
+      const r = registration();
+      await store.register(r, T0);
+      await store.heartbeat(r.pk, 7, T0 + 1000);
+      for (let i = 0; i < 10; i++) await store.recordOutcome(r.pk, 'completed');
+      await store.recordOutcome(r.pk, 'failed');
+      const moved = {
+        ...r,
+        h3_cell: '861f1d48fffffff',
+        models: ['phi-3-mini', 'tinyllama'],
+        tools: [],
+        hardware_tier: 1 as const,
+        version: '0.2.0',
+      };
+      const record = await store.register(moved, T0 + 5000);
+      assert.equal(record.h3_cell, '861f1d48fffffff');
+      assert.deepEqual(record.models, ['phi-3-mini', 'tinyllama']);
+      assert.deepEqual(record.tools, []);
+      assert.equal(record.version, '0.2.0');
+      assert.equal(record.trust_tier, 'explorer');
+      assert.equal(record.jobs_completed, 10);
+      assert.equal(record.jobs_failed, 1);
+      assert.equal(record.heartbeat_seq, 7);
+      assert.equal(record.registered_at, new Date(T0).toISOString());
+      assert.equal(record.last_seen_ms, T0 + 5000);
+      await rejectsWith(store.heartbeat(r.pk, 7, T0 + 6000), 'stale_request');
+    });
+
+    describe('heartbeat', () => {
+      it('marks the worker seen and records the seq; seqs may skip', async () => {
+        const r = registration();
+        await store.register(r, T0);
+        const first = await store.heartbeat(r.pk, 1, T0 + 30_000);
+        assert.equal(first.heartbeat_seq, 1);
+        assert.equal(first.last_seen_ms, T0 + 30_000);
+        const later = await store.heartbeat(r.pk, 1_000, T0 + 60_000);
+        assert.equal(later.heartbeat_seq, 1_000);
+        assert.equal(later.last_seen_ms, T0 + 60_000);
+        assert.deepEqual(await store.get(r.pk), later);
+      });
+
+      it('refuses an unknown worker with worker_not_found', async () => {
+        await rejectsWith(store.heartbeat(generateKeyPair().publicKey, 1, T0), 'worker_not_found');
+      });
+
+      it('refuses a replayed or older seq with stale_request and leaves the worker as it was', async () => {
+        const r = registration();
+        await store.register(r, T0);
+        const accepted = await store.heartbeat(r.pk, 5, T0 + 1000);
+        await rejectsWith(store.heartbeat(r.pk, 5, T0 + 2000), 'stale_request');
+        await rejectsWith(store.heartbeat(r.pk, 4, T0 + 3000), 'stale_request');
+        assert.deepEqual(await store.get(r.pk), accepted);
+      });
+
+      it('never moves last_seen back when a heartbeat carries an earlier time', async () => {
+        const r = registration();
+        await store.register(r, T0 + 10_000);
+        const record = await store.heartbeat(r.pk, 1, T0);
+        assert.equal(record.last_seen_ms, T0 + 10_000);
+      });
+
+      it('lets exactly one of ten concurrent heartbeats with the same seq succeed', async () => {
+        const r = registration();
+        await store.register(r, T0);
+        const results = await Promise.allSettled(
+          Array.from({ length: 10 }, (_, i) => store.heartbeat(r.pk, 3, T0 + i)),
+        );
+        assert.equal(results.filter((x) => x.status === 'fulfilled').length, 1);
+        for (const x of results) {
+          if (x.status === 'rejected') assert.equal((x.reason as ServiceError).code, 'stale_request');
+        }
+        assert.equal((await store.get(r.pk))?.heartbeat_seq, 3);
+      });
+
+      it('rejects a seq that is not a positive integer as a caller error', async () => {
+        const r = registration();
+        await store.register(r, T0);
+        for (const seq of [0, -1, 1.5, Number.NaN]) await assert.rejects(store.heartbeat(r.pk, seq, T0), RangeError);
+      });
+    });
+
+    describe('recordOutcome', () => {
+      it('answers null for an unknown worker', async () => {
+        assert.equal(await store.recordOutcome(generateKeyPair().publicKey, 'completed'), null);
+      });
+
+      it('counts outcomes and applies the trust ladder: explorer at 10, back after 3 failures in a row', async () => {
+        const r = registration();
+        await store.register(r, T0);
+        let record = await store.recordOutcome(r.pk, 'completed');
+        assert.equal(record?.jobs_completed, 1);
+        assert.equal(record?.trust_tier, 'seedling');
+        for (let i = 0; i < 9; i++) record = await store.recordOutcome(r.pk, 'completed');
+        assert.equal(record?.trust_tier, 'explorer');
+        for (let i = 0; i < 2; i++) record = await store.recordOutcome(r.pk, 'failed');
+        assert.equal(record?.trust_tier, 'explorer');
+        record = await store.recordOutcome(r.pk, 'failed');
+        assert.equal(record?.trust_tier, 'seedling');
+        assert.equal(record?.jobs_completed, 10);
+        assert.equal(record?.jobs_failed, 3);
+        assert.deepEqual(await store.get(r.pk), record);
+        assert.deepEqual(
+          (await store.list()).find((w) => w.pk === r.pk),
+          record,
+        );
+      });
+
+      it('counts every one of many concurrent outcomes exactly once', async () => {
+        const r = registration();
+        await store.register(r, T0);
+        await Promise.all(
+          Array.from({ length: 16 }, (_, i) => store.recordOutcome(r.pk, i % 4 === 3 ? 'failed' : 'completed')),
+        );
+        const record = await store.get(r.pk);
+        assert.equal(record?.jobs_completed, 12);
+        assert.equal(record?.jobs_failed, 4);
+        assert.deepEqual(
+          (await store.list()).find((w) => w.pk === r.pk),
+          record,
+        );
+      });
+    });
+  });
+}
