@@ -17,8 +17,22 @@ import type { GateState, RouteSpec } from './route-spec.js';
  * only adapts them to Koa and throws the failure as the JSON error.
  */
 export function gateChain(deps: AppDeps, spec: RouteSpec<unknown>): Middleware[] {
-  return [authGate(deps, spec), jurisdictionGate(spec), delegationGate(deps, spec), preflightGate(spec)];
+  const chain = [authGate(deps, spec), jurisdictionGate(spec), delegationGate(deps, spec), preflightGate(spec)];
+  // One middleware, not four: each Koa layer costs a promise hop on every request, and the gates await only
+  // when they must (a stored API key, a rate-limit count).
+  return [
+    async (ctx, next) => {
+      for (const gate of chain) {
+        const pending = gate(ctx);
+        if (pending) await pending;
+      }
+      await next();
+    },
+  ];
 }
+
+/** One gate: throws its refusal as a ServiceError; a promise only when it has I/O to wait for. */
+type Gate = (ctx: Context) => void | Promise<void>;
 
 const unwrap = <T>(check: Check<T>, headers: Record<string, string> = {}): T => {
   if (!check.ok) throw new ServiceError(check.error, check.detail, headers);
@@ -37,8 +51,8 @@ function parts(ctx: Context): RequestParts {
 const gates = (ctx: Context): GateState => ctx.state.gates as GateState;
 
 /** Gate 1 (or the route's other auth policy). */
-function authGate(deps: AppDeps, spec: RouteSpec<unknown>): Middleware {
-  return async (ctx, next) => {
+function authGate(deps: AppDeps, spec: RouteSpec<unknown>): Gate {
+  return (ctx) => {
     const state: GateState = { requester: undefined, place: null, authority: { kind: 'anonymous' } };
     ctx.state.gates = state;
     if (spec.auth === 'signed') {
@@ -46,9 +60,10 @@ function authGate(deps: AppDeps, spec: RouteSpec<unknown>): Middleware {
         checkRequestSignature(ctx.state.body, ctx.get('x-idn-signature') || undefined, deps.clock()),
       );
     } else if (spec.auth === 'api_key') {
-      state.apiKey = await checkApiKey(ctx.get('authorization'), deps);
+      return checkApiKey(ctx.get('authorization'), deps).then((key) => {
+        state.apiKey = key;
+      });
     }
-    await next();
   };
 }
 
@@ -84,8 +99,8 @@ async function checkApiKey(authorization: string, deps: AppDeps): Promise<ApiKey
 }
 
 /** Gate 2: every named cell is valid; the job cell resolves to country and frameworks. */
-function jurisdictionGate(spec: RouteSpec<unknown>): Middleware {
-  return async (ctx, next) => {
+function jurisdictionGate(spec: RouteSpec<unknown>): Gate {
+  return (ctx) => {
     const scope = requestScope(parts(ctx));
     ctx.state.scope = scope;
     gates(ctx).place = unwrap(
@@ -95,13 +110,12 @@ function jurisdictionGate(spec: RouteSpec<unknown>): Middleware {
         spec.defaultCell,
       ),
     );
-    await next();
   };
 }
 
 /** Gate 3: the delegation chain traces the requester to a human; its hourly op budget is enforced. */
-function delegationGate(deps: AppDeps, spec: RouteSpec<unknown>): Middleware {
-  return async (ctx, next) => {
+function delegationGate(deps: AppDeps, spec: RouteSpec<unknown>): Gate {
+  return (ctx) => {
     const state = gates(ctx);
     const scope = ctx.state.scope as ReturnType<typeof requestScope>;
     const now = deps.clock();
@@ -119,19 +133,18 @@ function delegationGate(deps: AppDeps, spec: RouteSpec<unknown>): Middleware {
     if (state.authority.kind === 'delegated' && state.authority.grant.max_ops_per_hour !== null) {
       const { agent_pk, max_ops_per_hour } = state.authority.grant;
       const window = rateWindow(now, deps.config.epochGenesisMs);
-      const count = await deps.rateLimits.increment(`agent:${agent_pk}`, window.start, window.end - window.start);
-      const limited = checkRateLimit(count, max_ops_per_hour, window.end, now);
-      unwrap(limited, { 'retry-after': String(Math.max(1, Math.ceil((window.end - now) / 1000))) });
+      return deps.rateLimits.increment(`agent:${agent_pk}`, window.start, window.end - window.start).then((count) => {
+        const limited = checkRateLimit(count, max_ops_per_hour, window.end, now);
+        unwrap(limited, { 'retry-after': String(Math.max(1, Math.ceil((window.end - now) / 1000))) });
+      });
     }
-    await next();
   };
 }
 
 /** Gate 4: geometry pre-flight (GeoJSON anywhere in the body, then the route's own plan checks). */
-function preflightGate(spec: RouteSpec<unknown>): Middleware {
-  return async (ctx, next) => {
+function preflightGate(spec: RouteSpec<unknown>): Gate {
+  return (ctx) => {
     if (ctx.state.body !== undefined) unwrap(checkPayloadGeometry(ctx.state.body));
     ctx.state.input = unwrap(spec.preflight(parts(ctx)));
-    await next();
   };
 }

@@ -3,7 +3,7 @@
  * rounds included), accounting (tokens, cost, latency, cold start) and the `hive/inference` proof record.
  *
  * Records: a chat completion queues its record (`ProofWriter.record`: id and epoch known at once, written in
- * the next batch, ≤ 100 ms later) so the answer does not wait for a flush; a compound-job step awaits it
+ * the next batch, ≤ 1 s later) so the answer does not wait for a flush; a compound-job step awaits it
  * (`write`), because an activity must not report success before its record is durable. A step's record id is
  * derived from job and step, so a retried step finds the first attempt's record and reports its accounting.
  */

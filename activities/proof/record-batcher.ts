@@ -44,7 +44,11 @@ export interface RecordBatcherDeps {
   signer: KeyPair;
   clock: () => number;
   genesisMs: number;
-  /** Longest a record waits before its batch is written. */
+  /**
+   * Longest a queued or aggregated record waits before its batch is written (default 1 s: at 10k tile hits a
+   * second that is a few dozen signed records a second, and the ~30 s sync interval dwarfs it anyway).
+   * `write()` does not wait for it: an awaited record is written within a few ms, batched with its neighbours.
+   */
   flushMs?: number;
   /** Records per transaction. */
   maxBatch?: number;
@@ -67,17 +71,19 @@ interface Pending {
   settle?: { resolve: (record: ProofRecord) => void; reject: (error: unknown) => void };
 }
 
+const AWAITED_WRITE_DELAY_MS = 5;
 const PERMANENT = new Set(['epoch_sealed', 'invalid_record']);
 const isPermanent = (error: unknown) => error instanceof ServiceError && PERMANENT.has(error.code);
 
 export function createRecordBatcher(deps: RecordBatcherDeps): ProofWriter & { dropped(): number } {
-  const flushMs = deps.flushMs ?? 100;
+  const flushMs = deps.flushMs ?? 1000;
   const maxBatch = deps.maxBatch ?? 1000;
   const maxQueued = deps.maxQueued ?? 200_000;
   const maxServes = deps.maxServes ?? 1000;
   let queue: Pending[] = [];
   let aggregates = new Map<string, Aggregate>();
   let timer: NodeJS.Timeout | undefined;
+  let soon: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let closed = false;
   let dropped = 0;
@@ -96,6 +102,7 @@ export function createRecordBatcher(deps: RecordBatcherDeps): ProofWriter & { dr
     }
     queue.push(settle ? { entry: full, settle } : { entry: full });
     if (queue.length >= maxBatch) void drain();
+    else if (settle) drainSoon();
     else timer ??= setTimeout(() => void drain(), flushMs);
     return { id: full.id, epoch: full.epoch };
   }
@@ -172,6 +179,14 @@ export function createRecordBatcher(deps: RecordBatcherDeps): ProofWriter & { dr
     }
   }
 
+  /** Someone awaits a record: write within a few ms, together with whatever else arrives meanwhile. */
+  function drainSoon(): void {
+    soon ??= setTimeout(() => {
+      soon = undefined;
+      void drain();
+    }, AWAITED_WRITE_DELAY_MS);
+  }
+
   function drain(): Promise<void> {
     running ??= (async () => {
       if (timer) clearTimeout(timer);
@@ -189,9 +204,18 @@ export function createRecordBatcher(deps: RecordBatcherDeps): ProofWriter & { dr
         deps.onError?.(new Error('appending proof records failed; retrying'), { dropped: 0 });
         if (!closed) timer ??= setTimeout(() => void drain(), Math.max(flushMs, 1000));
       }
-    })().finally(() => {
-      running = undefined;
-    });
+      return failed.length === 0;
+    })()
+      .then(
+        (ok) => {
+          // Awaited records queued while this drain was writing: they need not wait for the timer.
+          if (ok && !closed && queue.some((p) => p.settle)) drainSoon();
+        },
+        (error: unknown) => deps.onError?.(error, { dropped: 0 }),
+      )
+      .finally(() => {
+        running = undefined;
+      });
     return running;
   }
 
@@ -212,7 +236,9 @@ export function createRecordBatcher(deps: RecordBatcherDeps): ProofWriter & { dr
       await drain();
       closed = true;
       if (timer) clearTimeout(timer);
+      if (soon) clearTimeout(soon);
       timer = undefined;
+      soon = undefined;
       for (const p of queue) p.settle?.reject(new Error('proof writer closed before the record was stored'));
       dropped += queue.length;
       queue = [];

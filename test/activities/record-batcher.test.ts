@@ -87,6 +87,18 @@ describe('record batcher (the proof writer of serving paths)', () => {
     await writer.close();
   });
 
+  it('an awaited write does not wait for the flush interval, and takes queued records along', async () => {
+    const writer = batcher({ flushMs: 60_000 });
+    writer.record(tileEntry('queued-before'));
+    const record = await writer.write(tileEntry('awaited')); // would time out if it waited a minute
+    assert.equal(record.id, 'awaited');
+    assert.deepEqual(
+      (await stored()).map((r) => r.id),
+      ['queued-before', 'awaited'],
+    );
+    await writer.close();
+  });
+
   it('drops only the record that can never be stored; its neighbours are written', async () => {
     const writer = batcher({ flushMs: 60_000 });
     writer.record(tileEntry('good-1'));
