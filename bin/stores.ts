@@ -24,40 +24,41 @@ export interface Stores {
   close(): Promise<void>;
 }
 
+type OpenStores = Omit<Stores, 'close'>;
+
+/** Closes every store, then the connection they share (stores never own it). */
+function closing(stores: OpenStores, closeConnection: () => Promise<void> | void): Stores {
+  return {
+    ...stores,
+    close: async () => {
+      await Promise.all(Object.values(stores).map((store) => store.close()));
+      await closeConnection();
+    },
+  };
+}
+
 /** The embedded default is SQLite under DATA_DIR; MONGODB_URI switches to the central MongoDB. */
 export async function openStores(config: Config): Promise<Stores> {
   if (config.mongo) {
     const client = await new MongoClient(config.mongo.uri).connect();
     const db = client.db(config.mongo.db);
-    const rateLimits = await createMongoRateLimitStore(db);
-    const proofs = await createMongoProofStore(db);
-    const workers = await createMongoWorkerRegistry(db);
-    const apiKeys = await createMongoApiKeyStore(db);
-    return {
-      rateLimits,
-      proofs,
-      workers,
-      apiKeys,
-      close: async () => {
-        await Promise.all([rateLimits.close(), proofs.close(), workers.close(), apiKeys.close()]);
-        await client.close();
-      },
+    const stores: OpenStores = {
+      rateLimits: await createMongoRateLimitStore(db),
+      proofs: await createMongoProofStore(db),
+      workers: await createMongoWorkerRegistry(db),
+      apiKeys: await createMongoApiKeyStore(db),
     };
+    return closing(stores, () => client.close());
   }
   mkdirSync(config.dataDir, { recursive: true });
   const db = openSqlite(join(config.dataDir, 'geofabric.db'));
-  const rateLimits = createSqliteRateLimitStore(db);
-  const proofs = createSqliteProofStore(db);
-  const workers = createSqliteWorkerRegistry(db);
-  const apiKeys = createSqliteApiKeyStore(db);
-  return {
-    rateLimits,
-    proofs,
-    workers,
-    apiKeys,
-    close: async () => {
-      await Promise.all([rateLimits.close(), proofs.close(), workers.close(), apiKeys.close()]);
-      db.close();
-    },
+  const stores: OpenStores = {
+    rateLimits: createSqliteRateLimitStore(db),
+    proofs: createSqliteProofStore(db),
+    workers: createSqliteWorkerRegistry(db),
+    apiKeys: createSqliteApiKeyStore(db),
   };
+  return closing(stores, () => {
+    db.close();
+  });
 }

@@ -16,9 +16,8 @@
  * ```
  * Latency percentiles are nearest-rank over at most 10,000 samples per hour (a uniform reservoir beyond).
  */
-import { EPOCH_MS } from '../../core/epoch.js';
+import { createHourlyBuckets } from '../../core/hourly-buckets.js';
 import { fromCreditUnits, toCreditUnits } from '../../core/pricing.js';
-import { MAX_STATS_HOURS } from '../../core/query-params.js';
 import type { InferencePayload } from './inference-record.js';
 
 export const MAX_RECENT = 100;
@@ -137,24 +136,15 @@ function showBuckets(parts: Bucket[]) {
 
 export function createInferenceStats(startedAtMs: number, random: () => number = Math.random) {
   const recent: RecentInference[] = [];
-  const buckets = new Map<number, Bucket>();
+  const buckets = createHourlyBuckets(bucket);
   const minutes = new Array<{ minute: number; count: number }>(60);
-
-  function bucketOf(epoch: number): Bucket {
-    let b = buckets.get(epoch);
-    if (!b) {
-      buckets.set(epoch, (b = bucket()));
-      for (const old of buckets.keys()) if (old <= epoch - MAX_STATS_HOURS) buckets.delete(old);
-    }
-    return b;
-  }
 
   return {
     /** A completed inference, as recorded. */
     add(entry: RecentInference, nowMs: number): void {
       recent.push(entry);
       if (recent.length > MAX_RECENT) recent.shift();
-      const b = bucketOf(entry.epoch);
+      const b = buckets.at(entry.epoch);
       const one: Tally = {
         requests: 1,
         tokens_in: entry.tokens_in,
@@ -178,7 +168,7 @@ export function createInferenceStats(startedAtMs: number, random: () => number =
     },
     /** A failed inference (upstream failure, no worker …), counted per hour. */
     error(epoch: number): void {
-      bucketOf(epoch).errors++;
+      buckets.at(epoch).errors++;
     },
     /** Newest first. */
     recent: (limit: number): RecentInference[] => recent.slice(-limit).reverse(),
@@ -188,15 +178,11 @@ export function createInferenceStats(startedAtMs: number, random: () => number =
       return minutes.reduce((sum, s) => (s && s.minute > now - 60 && s.minute <= now ? sum + s.count : sum), 0);
     },
     report(hours: number, currentEpoch: number, nowMs: number) {
-      const currentStart = Math.floor(nowMs / EPOCH_MS) * EPOCH_MS;
-      const out = [];
       const parts: Bucket[] = [];
-      for (let epoch = Math.max(0, currentEpoch - hours + 1); epoch <= currentEpoch; epoch++) {
-        const b = buckets.get(epoch) ?? bucket();
+      const out = buckets.window(hours, currentEpoch, nowMs).map(({ epoch, start, bucket: b = bucket() }) => {
         parts.push(b);
-        const start = new Date(currentStart - (currentEpoch - epoch) * EPOCH_MS).toISOString();
-        out.push({ epoch, start, ...showBuckets([b]) });
-      }
+        return { epoch, start, ...showBuckets([b]) };
+      });
       return { hours, since: new Date(startedAtMs).toISOString(), buckets: out, totals: showBuckets(parts) };
     },
   };

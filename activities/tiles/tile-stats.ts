@@ -13,9 +13,8 @@
  * Per process, since `since` (its start), kept for 168 hours: a restart or a second gateway starts from
  * zero. The durable, verifiable account is the proof store (one `tile/raster` record per serve).
  */
-import { EPOCH_MS } from '../../core/epoch.js';
+import { createHourlyBuckets } from '../../core/hourly-buckets.js';
 import { fromCreditUnits, toCreditUnits } from '../../core/pricing.js';
-import { MAX_STATS_HOURS } from '../../core/query-params.js';
 import { TILE_STYLES, type TileStyle } from '../../core/tile-styles.js';
 
 export interface TileCounts {
@@ -75,19 +74,10 @@ export interface TileStats {
 }
 
 export function createTileStats(startedAtMs: number): TileStats {
-  const buckets = new Map<number, Map<TileStyle, Tally>>();
-  let newest = -1;
+  const buckets = createHourlyBuckets(() => new Map<TileStyle, Tally>());
 
   function count(epoch: number, style: TileStyle, event: ServeEvent): void {
-    let bucket = buckets.get(epoch);
-    if (!bucket) {
-      bucket = new Map();
-      buckets.set(epoch, bucket);
-      if (epoch > newest) {
-        newest = epoch;
-        for (const old of buckets.keys()) if (old <= newest - MAX_STATS_HOURS) buckets.delete(old);
-      }
-    }
+    const bucket = buckets.at(epoch);
     let tally = bucket.get(style);
     if (!tally) bucket.set(style, (tally = emptyTally()));
     if (event.kind === 'error') {
@@ -101,11 +91,8 @@ export function createTileStats(startedAtMs: number): TileStats {
   }
 
   function report(hours: number, currentEpoch: number, nowMs: number): TileStatsReport {
-    const currentStart = Math.floor(nowMs / EPOCH_MS) * EPOCH_MS;
     const grand = emptyTally();
-    const out: TileStatsBucket[] = [];
-    for (let epoch = Math.max(0, currentEpoch - hours + 1); epoch <= currentEpoch; epoch++) {
-      const bucket = buckets.get(epoch);
+    const out = buckets.window(hours, currentEpoch, nowMs).map(({ epoch, start, bucket }): TileStatsBucket => {
       const total = emptyTally();
       const styles = {} as Record<TileStyle, TileCounts>;
       for (const style of TILE_STYLES) {
@@ -114,9 +101,8 @@ export function createTileStats(startedAtMs: number): TileStats {
         styles[style] = counts(tally);
       }
       add(grand, total);
-      const start = new Date(currentStart - (currentEpoch - epoch) * EPOCH_MS).toISOString();
-      out.push({ epoch, start, styles, totals: counts(total) });
-    }
+      return { epoch, start, styles, totals: counts(total) };
+    });
     return { hours, since: new Date(startedAtMs).toISOString(), buckets: out, totals: counts(grand) };
   }
 

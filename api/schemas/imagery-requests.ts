@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { fail, pass, type Check } from '../../core/check.js';
 import type { ImageOperation } from '../../core/imagery-operations.js';
+import { integerIn } from '../../core/query-params.js';
 import { parseDateParam } from '../../activities/imagery/date-window.js';
 import type { ImageryQuery } from '../../activities/imagery/index.js';
 import { MAX_LIMIT, checkOperation } from '../../activities/imagery/run-operation.js';
@@ -14,7 +15,6 @@ import { zodCheck } from './zod-check.js';
 type Query = Record<string, string | string[] | undefined>;
 
 const DECIMAL = /^\d+(\.\d+)?$/;
-const INTEGER = /^\d+$/;
 
 function requireCell(query: Query): Check<string> {
   const cell = query.cell;
@@ -49,7 +49,8 @@ const cloudOf = (value: unknown): Check<number | undefined> => {
 
 const limitOf = (value: unknown): Check<number | undefined> => {
   if (value === undefined) return pass(undefined);
-  const n = typeof value === 'string' && INTEGER.test(value) ? Number(value) : typeof value === 'number' ? value : NaN;
+  // A query string (`?limit=5`) or a JSON number (`process` body).
+  const n = typeof value === 'number' ? value : (integerIn(value, 1, MAX_LIMIT) ?? NaN);
   return Number.isSafeInteger(n) && n >= 1 && n <= MAX_LIMIT
     ? pass(n)
     : fail('invalid_limit', `limit must be an integer from 1 to ${MAX_LIMIT}, got ${JSON.stringify(value)}`);
