@@ -3,6 +3,8 @@ import type { ImageryActivities } from '../activities/imagery/index.js';
 import type { Swarm } from '../activities/inference/index.js';
 import type { TileActivities } from '../activities/tiles/index.js';
 import type { ApiKeyStore } from '../store/api-key-store.js';
+import type { JobStore } from '../store/job-store.js';
+import type { JobRunner } from './job-runner.js';
 import type { WorkerRegistry } from '../store/worker-registry.js';
 import type { ProofStore } from '../store/proof-store.js';
 import type { RateLimitStore } from '../store/types.js';
@@ -15,6 +17,8 @@ export interface GatewayConfig {
   epochGenesisMs: number;
   /** Keys accepted on `api_key` routes (sent as `Authorization: Bearer <key>`). */
   apiKeys: readonly string[];
+  /** Absolute base URL of this gateway as clients reach it (`PUBLIC_URL`); default: each request's origin. */
+  publicUrl?: string | undefined;
 }
 
 /** Everything the gateway needs from outside; `createApp` never reads the environment or listens. */
@@ -29,4 +33,6 @@ export interface AppDeps {
   workers: WorkerRegistry;
   apiKeyStore: ApiKeyStore;
   swarm: Swarm;
+  jobs: JobStore;
+  jobRunner: JobRunner;
 }

@@ -29,7 +29,13 @@ export function createApp(deps: AppDeps): Koa {
   const router = new Router();
   const routes = [
     ...healthRoutes(),
-    ...computeRoutes(),
+    ...computeRoutes({
+      jobs: deps.jobs,
+      runner: deps.jobRunner,
+      clock: deps.clock,
+      epochGenesisMs: deps.config.epochGenesisMs,
+      publicUrl: deps.config.publicUrl,
+    }),
     ...modelRoutes(deps.swarm),
     ...tileRoutes(deps.tiles),
     ...imageryRoutes(deps.imagery),

@@ -7,6 +7,7 @@ import { DEFAULT_EPOCH_GENESIS_MS, parseEpochGenesis } from '../core/epoch.js';
 import { SERVICE_VERSION } from '../api/version.js';
 import { isCell, DEFAULT_JOB_CELL } from '../core/h3-cell.js';
 import { WORKER_MODELS } from '../core/models.js';
+import { DEFAULT_QUEUE_PREFIX, DEFAULT_ROUTING_RESOLUTION, type QueueNaming } from '../core/task-queues.js';
 
 /**
  * Default upstreams of the five tile styles: public raster XYZ sources that need no key. Esri's World
@@ -79,6 +80,24 @@ const envSchema = z.object({
   WORKER_CELL: z.string().default(DEFAULT_JOB_CELL),
   WORKER_TOOLS: z.string().optional(),
   WORKER_MODEL_NAMES: z.string().default(''),
+  ORCHESTRATOR: z.enum(['embedded', 'temporal']).default('embedded'),
+  TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TASK_QUEUE_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - (1-64)')
+    .default(DEFAULT_QUEUE_PREFIX),
+  ROUTING_RESOLUTION: z.coerce.number().int().min(0).max(15).default(DEFAULT_ROUTING_RESOLUTION),
+  JOB_WAIT_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
+  JOB_RUN_TIMEOUT_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .max(7 * 86_400)
+    .default(3600),
+  PUBLIC_URL: z.url().optional(),
+  GATEWAY_URL: z.url().default('http://127.0.0.1:8080'),
+  WORKER_RELAY: boolean.default(false),
 });
 
 const list = (value: string) =>
@@ -164,6 +183,19 @@ export interface Config {
   swarm: SwarmConfig;
   /** The `web-search` tool's upstream (activities/tools/web-search.ts), for the inference tool loop. */
   webSearch: WebSearchConfig;
+  /** Who runs compound jobs: `embedded` (in process, the default) or `temporal` (workflows on a cluster). */
+  orchestrator: 'embedded' | 'temporal';
+  temporal: { address: string; namespace: string };
+  naming: QueueNaming;
+  /** How long POST /v1/compute waits for a job before 504 job_timeout (the job goes on). */
+  jobWaitMs: number;
+  /** A Temporal job run still open after this is stopped (the job-level timeout). */
+  jobRunTimeoutMs: number;
+  publicUrl: string | undefined;
+  /** `geofabric worker`: the gateway it registers with and syncs to. */
+  gatewayUrl: string;
+  /** `geofabric worker`: a mobile relay (SPEC 1.4). */
+  workerRelay: boolean;
 }
 
 const USER_AGENT = `geofabric/${SERVICE_VERSION}`;
@@ -227,6 +259,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: e.STAC_TIMEOUT_MS,
       userAgent: USER_AGENT,
     },
+    orchestrator: e.ORCHESTRATOR,
+    temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE },
+    naming: { prefix: e.TASK_QUEUE_PREFIX, routingResolution: e.ROUTING_RESOLUTION },
+    jobWaitMs: e.JOB_WAIT_SECONDS * 1000,
+    jobRunTimeoutMs: e.JOB_RUN_TIMEOUT_SECONDS * 1000,
+    publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
+    gatewayUrl: e.GATEWAY_URL.replace(/\/+$/, ''),
+    workerRelay: e.WORKER_RELAY,
     webSearch: {
       braveUrl: e.BRAVE_URL.replace(/\/+$/, ''),
       braveApiKey: e.BRAVE_API_KEY || undefined,

@@ -9,7 +9,15 @@ import { createRecordBatcher } from '../activities/proof/record-batcher.js';
 import { createToolExecutor } from '../activities/tools/execute-tool.js';
 import { createWebSearch } from '../activities/tools/web-search.js';
 import { createTileActivities } from '../activities/tiles/index.js';
+import { createComputeActivities, type ComputeActivities } from '../activities/compute/index.js';
+import { withHeartbeats } from '../activities/compute/heartbeat.js';
 import { createApp } from '../api/app.js';
+import { createEmbeddedJobRunner, type JobRunner } from '../api/job-runner.js';
+import { createTemporalJobRunner } from '../api/temporal-job-runner.js';
+import { backboneQueue, gatewayQueue, jobQueue } from '../core/task-queues.js';
+import { Client, Connection } from '@temporalio/client';
+import type { Logger } from 'pino';
+import { startTemporalWorkers } from './temporal-workers.js';
 import { answerClientErrorsWithJson } from '../api/client-errors.js';
 import type { Config } from './config.js';
 import { loadNodeKey } from './node-key.js';
@@ -41,22 +49,40 @@ export async function startGateway(config: Config): Promise<void> {
     tools: createToolExecutor({ webSearch: createWebSearch(config.webSearch) }),
   });
   await swarm.start();
+  const tiles = createTileActivities({ config: config.tiles, proofs: writer, clock: Date.now, logger });
+  const imagery = createImageryActivities({ config: config.imagery, proofs: writer, clock: Date.now, logger });
+  const compute = createComputeActivities({
+    jobs: stores.jobs,
+    proofs: writer,
+    workers: stores.workers,
+    swarm,
+    tiles,
+    imagery,
+    nodePk: node.key.publicKey,
+    naming: config.naming,
+    backbone: config.swarm.backboneUrl !== undefined,
+    clock: Date.now,
+  });
+  const orchestration = await startOrchestration(config, compute, logger);
   const app = createApp({
     config: {
       requireDelegation: config.requireDelegation,
       bodyLimitBytes: config.bodyLimitBytes,
       epochGenesisMs: config.epochGenesisMs,
       apiKeys: config.apiKeys,
+      publicUrl: config.publicUrl,
     },
     clock: Date.now,
     logger,
     rateLimits: stores.rateLimits,
     proofs: stores.proofs,
-    tiles: createTileActivities({ config: config.tiles, proofs: writer, clock: Date.now, logger }),
-    imagery: createImageryActivities({ config: config.imagery, proofs: writer, clock: Date.now, logger }),
+    tiles,
+    imagery,
     workers: stores.workers,
     apiKeyStore: stores.apiKeys,
     swarm,
+    jobs: stores.jobs,
+    jobRunner: orchestration.runner,
   });
   // Seals this node's epochs (an hour plus the grace after they close), catching up after downtime.
   const sealer = startAutoSealer({
@@ -93,8 +119,9 @@ export async function startGateway(config: Config): Promise<void> {
     logger.info({ signal }, 'shutting down');
     swarm.stop();
     server.close(() => {
-      writer
+      orchestration
         .close()
+        .then(() => writer.close())
         .then(() => Promise.all([sealer.stop(), sync?.stop()]))
         .then(() => stores.close())
         .then(
@@ -110,4 +137,47 @@ export async function startGateway(config: Config): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+/**
+ * The JobRunner of ORCHESTRATOR: `embedded` runs jobs in this process; `temporal` starts workflows and runs
+ * this gateway's Temporal Workers (the job queue's workflows; the gateway queue's routing, final record and
+ * tile and imagery steps no cell worker takes; the backbone queue's inference).
+ */
+async function startOrchestration(
+  config: Config,
+  compute: ComputeActivities,
+  logger: Logger,
+): Promise<{ runner: JobRunner; close(): Promise<void> }> {
+  if (config.orchestrator === 'embedded') {
+    const runner = createEmbeddedJobRunner({ steps: compute.steps, jobs: compute.jobs, waitMs: config.jobWaitMs });
+    return { runner, close: () => runner.close() };
+  }
+  const steps = withHeartbeats(compute.steps, 5_000);
+  const workers = await startTemporalWorkers({
+    address: config.temporal.address,
+    namespace: config.temporal.namespace,
+    logger,
+    queues: [
+      { taskQueue: jobQueue(config.naming), workflows: true },
+      { taskQueue: gatewayQueue(config.naming), activities: { ...compute.jobs, ...steps } },
+      { taskQueue: backboneQueue(config.naming), activities: { inferenceStep: steps.inferenceStep } },
+    ],
+  });
+  workers.running.catch((error: unknown) => logger.error({ err: error }, 'temporal workers stopped'));
+  const connection = await Connection.connect({ address: config.temporal.address });
+  const client = new Client({ connection, namespace: config.temporal.namespace });
+  const runner = createTemporalJobRunner({
+    client,
+    naming: config.naming,
+    waitMs: config.jobWaitMs,
+    runTimeoutMs: config.jobRunTimeoutMs,
+  });
+  return {
+    runner,
+    async close() {
+      await workers.shutdown();
+      await connection.close();
+    },
+  };
 }

@@ -2,11 +2,14 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import type { ApiKeyStore } from '../store/api-key-store.js';
+import type { JobStore } from '../store/job-store.js';
 import { createMongoApiKeyStore } from '../store/mongo/api-key-store.js';
+import { createMongoJobStore } from '../store/mongo/job-store.js';
 import { createMongoProofStore } from '../store/mongo/proof-store.js';
 import { createMongoRateLimitStore } from '../store/mongo/rate-limit-store.js';
 import { createMongoWorkerRegistry } from '../store/mongo/worker-registry.js';
 import { createSqliteApiKeyStore } from '../store/sqlite/api-key-store.js';
+import { createSqliteJobStore } from '../store/sqlite/job-store.js';
 import { createSqliteWorkerRegistry } from '../store/sqlite/worker-registry.js';
 import type { WorkerRegistry } from '../store/worker-registry.js';
 import { openSqlite } from '../store/sqlite/open-database.js';
@@ -21,6 +24,7 @@ export interface Stores {
   proofs: ProofStore;
   workers: WorkerRegistry;
   apiKeys: ApiKeyStore;
+  jobs: JobStore;
   close(): Promise<void>;
 }
 
@@ -47,6 +51,7 @@ export async function openStores(config: Config): Promise<Stores> {
       proofs: await createMongoProofStore(db),
       workers: await createMongoWorkerRegistry(db),
       apiKeys: await createMongoApiKeyStore(db),
+      jobs: await createMongoJobStore(db),
     };
     return closing(stores, () => client.close());
   }
@@ -57,6 +62,7 @@ export async function openStores(config: Config): Promise<Stores> {
     proofs: createSqliteProofStore(db),
     workers: createSqliteWorkerRegistry(db),
     apiKeys: createSqliteApiKeyStore(db),
+    jobs: createSqliteJobStore(db),
   };
   return closing(stores, () => {
     db.close();

@@ -32,6 +32,9 @@ export const ERROR_STATUS = {
   invalid_record: 400,
   invalid_seal: 400,
   record_not_found: 404,
+  // Compute jobs (issue 7)
+  job_not_found: 404,
+  step_failed: 502,
   record_conflict: 409,
   epoch_sealed: 409,
   seal_mismatch: 409,

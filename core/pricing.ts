@@ -1,4 +1,5 @@
 import { cellArea } from 'h3-js';
+import { fromCreditUnits, toCreditUnits } from './credits.js';
 import { isCell } from './h3-cell.js';
 import type { StepType } from './job-plan.js';
 
@@ -18,21 +19,7 @@ export const PRICES = Object.freeze({
   merkleProof: 0.0001,
 } as const);
 
-/** Credit units per credit: the smallest amount Geofabric prices or settles is 1e-8 credits. */
-export const CREDIT_UNITS_PER_CREDIT = 100_000_000;
-
-/** Credits → integer credit units, rounded to the nearest unit. Throws RangeError if not representable. */
-export function toCreditUnits(credits: number): number {
-  const units = Math.round(credits * CREDIT_UNITS_PER_CREDIT);
-  if (!Number.isSafeInteger(units)) throw new RangeError(`not a representable credit amount: ${credits}`);
-  return units === 0 ? 0 : units; // never -0
-}
-
-/** Integer credit units → credits; division of exact integers rounds once, to the nearest double. */
-export function fromCreditUnits(units: number): number {
-  if (!Number.isSafeInteger(units)) throw new RangeError(`credit units must be a safe integer: ${units}`);
-  return units === 0 ? 0 : units / CREDIT_UNITS_PER_CREDIT;
-}
+export { CREDIT_UNITS_PER_CREDIT, fromCreditUnits, toCreditUnits } from './credits.js';
 
 const UNIT_PRICES = {
   workerToken: toCreditUnits(PRICES.inferenceWorkerPerToken),

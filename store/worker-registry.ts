@@ -61,10 +61,14 @@ export interface WorkerRegistry {
   /** Every registered worker (online or not), ordered by pk; `online` is the caller's (core/worker-selection.ts). */
   list(): Promise<WorkerRecord[]>;
   /**
-   * Counts a job outcome and applies the trust ladder (core/worker-trust.ts); null for an unknown pk.
-   * `completed` only for a job whose proof record verified; every outcome counts exactly once, also when
-   * outcomes of one worker are recorded concurrently. Not idempotent: call once per job.
+   * Counts the outcome of job `jobId` and applies the trust ladder (core/worker-trust.ts); null for an unknown
+   * pk (nothing is recorded). `completed` only for a job whose proof record verified.
+   * Idempotent by job: the first outcome recorded for (pk, jobId) counts, once, ever; a later call with the same
+   * pair (a retried final activity, a replayed request; whatever its outcome) changes nothing and returns the
+   * worker as stored (a call racing the one that counts may return it from just before that count). Different
+   * job ids count separately, also when recorded concurrently; of concurrent calls with one (pk, jobId) exactly
+   * one counts. An empty `jobId` is a caller bug: RangeError.
    */
-  recordOutcome(pk: string, outcome: 'completed' | 'failed'): Promise<WorkerRecord | null>;
+  recordOutcome(pk: string, outcome: 'completed' | 'failed', jobId: string): Promise<WorkerRecord | null>;
   close(): Promise<void>;
 }

@@ -72,6 +72,13 @@ interface Prepared {
 
 export const newJobId = (): string => randomUUID();
 
+/**
+ * The inference's proof record id, derived from job and step. It also keys the worker's outcome
+ * (WorkerRegistry.recordOutcome counts one per id), so a retried step never counts twice.
+ */
+const recordIdOf = (job: ChatJob): string =>
+  job.stepId === null ? `inference:${job.jobId}` : stepRecordId('inference', job.jobId, job.stepId);
+
 export function createInferenceEngine(deps: EngineDeps) {
   async function prepare(job: ChatJob): Promise<Prepared> {
     const target = await deps.dispatch({
@@ -104,7 +111,7 @@ export function createInferenceEngine(deps: EngineDeps) {
     deps.stats.error(deps.proofs.epochNow());
     if (p?.target.provider === 'backbone') deps.onBackbone(false);
     if (p?.target.provider === 'worker' && error instanceof ServiceError && error.status >= 500) {
-      await deps.workers.recordOutcome(p.workerPk, 'failed').catch(() => undefined);
+      await deps.workers.recordOutcome(p.workerPk, 'failed', recordIdOf(p.job)).catch(() => undefined);
     }
     throw error;
   }
@@ -154,7 +161,7 @@ export function createInferenceEngine(deps: EngineDeps) {
       ...(job.stepId !== null ? { locations: locations ?? [] } : {}),
     };
     const entry = {
-      id: job.stepId === null ? `inference:${job.jobId}` : stepRecordId('inference', job.jobId, job.stepId),
+      id: recordIdOf(job),
       h3_cell: job.cell,
       collection_type: 'inference' as const,
       payload_type: 'hive/inference' as const,
@@ -169,7 +176,7 @@ export function createInferenceEngine(deps: EngineDeps) {
     }
     if (p.target.provider === 'worker') {
       deps.local?.markWarm(job.model.id);
-      await deps.workers.recordOutcome(p.workerPk, 'completed').catch(() => undefined);
+      await deps.workers.recordOutcome(p.workerPk, 'completed', recordIdOf(job)).catch(() => undefined);
     } else deps.onBackbone(true);
     const now = deps.clock();
     deps.stats.add(recentEntry(recorded, entry.id, new Date(now).toISOString()), now);

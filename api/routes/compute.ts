@@ -1,20 +1,60 @@
+import type { Context } from 'koa';
 import { pass } from '../../core/check.js';
-import { ServiceError } from '../../core/errors.js';
+import { epochAt } from '../../core/epoch.js';
+import { ERROR_STATUS, ServiceError, type ErrorCode } from '../../core/errors.js';
 import { DEFAULT_JOB_CELL } from '../../core/h3-cell.js';
 import { IMAGE_OPERATIONS, PLANNED_IMAGE_OPERATIONS } from '../../core/imagery-operations.js';
+import { jobIdFromSignature, requestHash } from '../../core/job-hash.js';
 import { planJob, type JobPlan } from '../../core/job-plan.js';
+import type { ComputeResponse, JobRecord } from '../../core/job-record.js';
+import type { ComputeJobInput } from '../../core/job-steps.js';
 import { isKnownModel } from '../../core/models.js';
 import { estimateJobCost, withinBudget } from '../../core/pricing.js';
-import { route } from '../route-spec.js';
+import { integerParam } from '../../core/query-params.js';
+import { jobRecordOf, jobRunOf } from '../../activities/compute/job-activities.js';
+import type { JobStore } from '../../store/job-store.js';
+import type { JobRunner } from '../job-runner.js';
+import { serviceOrigin } from '../service-origin.js';
+import { route, type GateState } from '../route-spec.js';
 import { computeRequestSchema, type ComputeRequest } from '../schemas/compute-request.js';
 import { zodCheck } from '../schemas/zod-check.js';
 
 interface ComputeInput {
   request: ComputeRequest;
   plan: JobPlan;
+  /** The body as signed (signature included): the job's identity and hash start from it. */
+  signed: unknown;
 }
 
-export const computeRoutes = () => [
+export interface ComputeDeps {
+  jobs: JobStore;
+  runner: JobRunner;
+  clock: () => number;
+  epochGenesisMs: number;
+  /** Absolute base of `verify_url`; default: the request's own origin. */
+  publicUrl?: string | undefined;
+}
+
+export const DEFAULT_RECENT_JOBS = 20;
+export const MAX_RECENT_JOBS = 100;
+
+/**
+ * Compound jobs (SPEC 2.1–2.3, 4.1; issue 7). `POST /v1/compute` passes the four gates, validates and plans
+ * the steps, checks the worst-case cost against `budget_credits`, claims the job in the job store and runs
+ * it (JobRunner). The job id derives from the signature, so a replayed request returns the stored job and
+ * never runs or charges twice; a job that failed for a transient reason (a 5xx code: no worker, upstream
+ * down) runs again on replay: its completed steps keep their stored results instead of running again, and the
+ * new run writes its own `compute/job` record (`compute:<job_id>:run-<n>`, see jobRecordId).
+ *
+ * A finished job answers 200 with SPEC 2.3's body plus `status`; a failed one answers its error's status
+ * (402 `budget_exceeded`, 503 `no_workers`, a step's own code, else 502 `step_failed`) with
+ * `{ error, detail, job_id, step_id, job }`, `job` being the same body. Waiting longer than the job timeout
+ * answers 504 `job_timeout` with the job id; the job goes on and `GET /v1/compute/:jobId` returns it.
+ *
+ * `GET /v1/compute/:jobId` returns the job (its id is a capability: 122 bits derived from a signature);
+ * `GET /v1/compute/recent?limit` (1–100, default 20) lists summaries without step outputs.
+ */
+export const computeRoutes = (deps: ComputeDeps) => [
   route<ComputeInput>({
     method: 'POST',
     path: '/v1/compute',
@@ -25,26 +65,165 @@ export const computeRoutes = () => [
       const request = zodCheck(computeRequestSchema, body);
       if (!request.ok) return request;
       const plan = planJob(request.value.steps);
-      return plan.ok ? pass({ request: request.value, plan: plan.value }) : plan;
+      return plan.ok ? pass({ request: request.value, plan: plan.value, signed: body }) : plan;
     },
-    handler: async (_ctx, { request }, gates) => {
-      for (const step of request.steps) checkStepAvailable(step);
-      const jobCell = gates.place?.jobCell ?? DEFAULT_JOB_CELL;
-      const estimate = estimateJobCost(request.steps, jobCell);
-      if (!withinBudget(estimate.total_credits, request.budget_credits)) {
-        throw new ServiceError(
-          'budget_exceeded',
-          `estimated cost ${estimate.total_credits} credits exceeds budget_credits ${request.budget_credits}`,
-        );
+    handler: async (ctx, input, gates) => {
+      const job = acceptJob(input, gates, deps);
+      let response: ComputeResponse;
+      try {
+        response = await runOrReplay(job, deps);
+      } catch (error) {
+        if (error instanceof ServiceError && error.code === 'job_timeout') {
+          ctx.status = error.status;
+          ctx.body = { ...error.toBody(), job_id: job.job_id };
+          return;
+        }
+        throw error;
       }
-      // The job runner (Temporal or in-process) is not built yet: say so with the spec's error rather
-      // than pretend to run the job.
-      throw new ServiceError('no_workers', 'no job runner is available yet to execute compute jobs; retry later', {
-        'retry-after': '60',
-      });
+      answer(ctx, response, deps.publicUrl);
+    },
+  }),
+  route<number>({
+    method: 'GET',
+    path: '/v1/compute/recent',
+    auth: 'public',
+    facets: [],
+    preflight: ({ query }) =>
+      integerParam(
+        query.limit,
+        'limit',
+        { min: 1, max: MAX_RECENT_JOBS, fallback: DEFAULT_RECENT_JOBS },
+        'invalid_limit',
+      ),
+    handler: async (ctx, limit) => {
+      const jobs = (await deps.jobs.recent(limit)).map((job) => summary(job, ctx, deps.publicUrl));
+      ctx.body = { limit, count: jobs.length, jobs };
+    },
+  }),
+  route<string>({
+    method: 'GET',
+    path: '/v1/compute/:jobId',
+    auth: 'public',
+    facets: [],
+    preflight: ({ params }) => pass(params.jobId ?? ''),
+    handler: async (ctx, jobId) => {
+      const job = /^[0-9a-f-]{36}$/.test(jobId) ? await deps.jobs.get(jobId) : null;
+      if (!job) throw new ServiceError('job_not_found', `no job ${JSON.stringify(jobId.slice(0, 64))}`);
+      ctx.body = job.response ? withAbsoluteUrl(job.response, ctx, deps.publicUrl) : summary(job, ctx, deps.publicUrl);
     },
   }),
 ];
+
+function acceptJob({ request, plan, signed }: ComputeInput, gates: GateState, deps: ComputeDeps): ComputeJobInput {
+  for (const step of request.steps) checkStepAvailable(step);
+  const jobCell = gates.place?.jobCell ?? DEFAULT_JOB_CELL;
+  const estimate = estimateJobCost(request.steps, jobCell);
+  if (!withinBudget(estimate.total_credits, request.budget_credits)) {
+    throw new ServiceError(
+      'budget_exceeded',
+      `estimated cost ${estimate.total_credits} credits exceeds budget_credits ${request.budget_credits}`,
+    );
+  }
+  const now = deps.clock();
+  return {
+    job_id: jobIdFromSignature(request.signature),
+    requester_pk: request.requester_pk,
+    h3_cell: jobCell,
+    epoch: epochAt(now, deps.epochGenesisMs),
+    budget_credits: request.budget_credits,
+    proof_credits: estimate.proof_credits,
+    steps: request.steps.map((step) => ({ ...step, estimate: estimate.breakdown[step.id] ?? 0 })),
+    plan,
+    jurisdiction: gates.place?.workerJurisdiction ?? null,
+    min_tier: gates.place?.minWorkerTier ?? null,
+    request_hash: requestHash(signed),
+    created_at: new Date(now).toISOString(),
+  };
+}
+
+/** Claims the job and runs it, or answers a replay from the store (re-running only transient failures). */
+async function runOrReplay(job: ComputeJobInput, deps: ComputeDeps): Promise<ComputeResponse> {
+  const claimed = await deps.jobs.claim(jobRecordOf(job, 'running', null, deps.clock()));
+  if (claimed.created) return deps.runner.run(job);
+  const stored = claimed.job;
+  // The stored job's own input (created_at, epoch) stays the job's: a replay only finds it.
+  const original: ComputeJobInput = { ...job, created_at: stored.created_at, epoch: stored.epoch };
+  if (stored.status === 'running') return deps.runner.run(original);
+  if (stored.status === 'failed' && isTransient(stored.response)) {
+    const rerun = rerunOf(original, stored.response!);
+    const reopened = await deps.jobs.retry(jobRecordOf(rerun, 'running', null, deps.clock()));
+    if (reopened?.restarted) return deps.runner.run(rerun);
+    if (reopened?.job.status === 'running') return deps.runner.run(rerun);
+    return reopened?.job.response ?? stored.response!;
+  }
+  return stored.response!;
+}
+
+/**
+ * The job's next run after a transient failure: the steps that completed in the failed run carry it (`done`)
+ * and are not run again (no second upstream call, no second answer), and the run gets its own proof record.
+ */
+function rerunOf(job: ComputeJobInput, failed: ComputeResponse): ComputeJobInput {
+  const done = new Map(failed.steps.filter((s) => s.status === 'complete').map((s) => [s.id, s]));
+  const previous = failed.proof ? jobRunOf(job.job_id, failed.proof.record_id) : null;
+  return {
+    ...job,
+    run: (previous ?? 1) + 1,
+    steps: job.steps.map((step) => {
+      const result = done.get(step.id);
+      if (!result) return step;
+      const { output, cost, worker_pk, record_id, latency_ms } = result;
+      return { ...step, done: { output, cost, worker_pk, record_id, latency_ms } };
+    }),
+  };
+}
+
+const statusOf = (code: string): number => ERROR_STATUS[code as ErrorCode] ?? ERROR_STATUS.step_failed;
+
+function isTransient(response: ComputeResponse | null): boolean {
+  return response?.error !== undefined && statusOf(response.error.code) >= 500;
+}
+
+function answer(ctx: Context, response: ComputeResponse, publicUrl: string | undefined): void {
+  const body = withAbsoluteUrl(response, ctx, publicUrl);
+  if (response.status !== 'failed') {
+    ctx.body = body;
+    return;
+  }
+  const error = response.error ?? { code: 'step_failed', detail: 'the job failed', step_id: null };
+  const code = error.code in ERROR_STATUS ? (error.code as ErrorCode) : 'step_failed';
+  ctx.status = statusOf(code);
+  if (code === 'no_workers') ctx.set('retry-after', '30');
+  ctx.body = { error: code, detail: error.detail, job_id: response.job_id, step_id: error.step_id, job: body };
+}
+
+/** `path` under PUBLIC_URL, else under the origin the client reached (relative without a usable Host). */
+function absolute(path: string, ctx: Context, publicUrl: string | undefined): string {
+  return `${publicUrl ?? serviceOrigin(ctx)}${path}`;
+}
+
+function withAbsoluteUrl(response: ComputeResponse, ctx: Context, publicUrl: string | undefined): ComputeResponse {
+  if (!response.proof) return response;
+  return { ...response, proof: { ...response.proof, verify_url: absolute(response.proof.verify_url, ctx, publicUrl) } };
+}
+
+function summary(job: JobRecord, ctx: Context, publicUrl: string | undefined) {
+  const response = job.response;
+  return {
+    job_id: job.job_id,
+    status: job.status,
+    requester_pk: job.requester_pk,
+    h3_cell: job.h3_cell,
+    epoch: job.epoch,
+    step_types: job.step_types,
+    created_at: job.created_at,
+    updated_at: job.updated_at,
+    total_credits: response?.settlement.total_credits ?? null,
+    job_hash: response?.proof?.job_hash ?? null,
+    verify_url: response?.proof ? absolute(response.proof.verify_url, ctx, publicUrl) : null,
+    error: response?.error ?? null,
+  };
+}
 
 function checkStepAvailable(step: ComputeRequest['steps'][number]): void {
   if (step.type === 'sensor_fusion') {

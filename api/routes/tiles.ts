@@ -7,6 +7,7 @@ import { gridTiles, MAX_GRID_RINGS } from '../../core/tile-grid.js';
 import { checkHours } from '../../core/query-params.js';
 import { checkRings, checkStyle, checkTileFile, checkZoom } from '../../core/tile-request.js';
 import type { TileStyle } from '../../core/tile-styles.js';
+import { serviceOrigin } from '../service-origin.js';
 import { route } from '../route-spec.js';
 
 /**
@@ -117,17 +118,6 @@ function sendTile(ctx: Context, request: TileRequest, found: TileLookup, tiles: 
   ctx.body = tile.bytes;
   // A full media type: set as is (ctx.type would look it up in the mime table on every hit).
   ctx.set({ 'content-type': tile.contentType, 'x-content-type-options': 'nosniff' });
-}
-
-// A host name or IP literal with an optional port; anything else in a Host header is not echoed.
-const SANE_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
-
-/**
- * This service's origin as the client reached it. Koa 3's `ctx.origin` is the Origin request header, so
- * it is built from protocol and Host. Without a usable Host the URLs stay relative (`/v1/tiles/…`).
- */
-function serviceOrigin(ctx: Context): string {
-  return SANE_HOST.test(ctx.host) ? `${ctx.protocol}://${ctx.host}` : '';
 }
 
 /** Runs every check and returns the first failure in field order, else all values. */

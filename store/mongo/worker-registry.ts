@@ -28,6 +28,17 @@ interface HeartbeatClaim {
   expires_at: Date;
 }
 
+/**
+ * A job outcome already counted for a worker (`worker_outcomes`): `_id` is `${pk}:${job_id}` (a pk is 64 hex, so
+ * the pair is unambiguous), inserted before the count, so each (worker, job) counts once on every engine.
+ */
+interface OutcomeClaim {
+  _id: string;
+  pk: string;
+  job_id: string;
+  outcome: JobOutcome;
+}
+
 /** Revision `rev` of a worker's trust state; the highest revision is the current one. */
 interface TrustDoc extends TrustState {
   pk: string;
@@ -61,12 +72,17 @@ const NO_ID = { projection: { _id: 0 } } as const;
  *    `updateOne({ pk, heartbeat_seq: { $lt: seq } })` does not: on FerretDB v1.24.2, 10 concurrent ones with
  *    one seq had several winners in 16 of 20 rounds.) The stored seq and `last_seen_ms` then move by `$max`
  *    (a lost update on FerretDB only leaves them lower; the claim still refuses that seq).
- *  - recordOutcome: the trust state is a log of revisions on unique (pk, rev). An outcome reads the newest
- *    revision, applies the ladder and inserts rev + 1; a concurrent outcome that took rev + 1 first makes it
- *    re-read and retry, so every outcome is counted exactly once.
+ *  - recordOutcome: first a claim of (pk, job id) in `worker_outcomes` (unique `_id`); a call that finds it taken
+ *    returns the worker unchanged, so a job's outcome counts once however often it is recorded. The claim's
+ *    winner then counts it: the trust state is a log of revisions on unique (pk, rev). An outcome reads the
+ *    newest revision, applies the ladder and inserts rev + 1; a concurrent outcome that took rev + 1 first
+ *    makes it re-read and retry, so every claimed outcome is counted exactly once. Without transactions, a
+ *    process that dies (or a write that fails) between the claim and the revision loses that outcome; none
+ *    ever counts twice.
  *  - register: an insert on unique pk creates the worker; otherwise `$set` replaces the declaration (two
  *    concurrent re-registrations of one worker: the last write wins, both being the worker's own).
- * Three collections, one writer kind each (WorkerDoc says why); get and list read all three.
+ * Three collections make up a worker, one writer kind each (WorkerDoc says why); get and list read all three.
+ * `worker_outcomes` and `worker_heartbeats` only hold claims.
  */
 export async function createMongoWorkerRegistry(
   db: Db,
@@ -77,6 +93,7 @@ export async function createMongoWorkerRegistry(
   const liveness = db.collection<LivenessDoc>('worker_liveness');
   const claims = db.collection<HeartbeatClaim>('worker_heartbeats');
   const trust = db.collection<TrustDoc>('worker_trust');
+  const outcomes = db.collection<OutcomeClaim>('worker_outcomes');
   await workers.createIndexes([{ key: { pk: 1 }, name: 'pk_unique', unique: true }]);
   await liveness.createIndexes([{ key: { pk: 1 }, name: 'pk_unique', unique: true }]);
   await claims.createIndexes([
@@ -84,6 +101,7 @@ export async function createMongoWorkerRegistry(
     { key: { pk: 1, expires_at: 1 }, name: 'pk_expires_at' },
   ]);
   await trust.createIndexes([{ key: { pk: 1, rev: 1 }, name: 'pk_rev_unique', unique: true }]);
+  // `worker_outcomes` is read and claimed by `_id` only: no further index.
 
   let pruning: Promise<void> = Promise.resolve();
 
@@ -188,9 +206,13 @@ export async function createMongoWorkerRegistry(
         .map((doc) => toRecord(doc, live.get(doc.pk) ?? null, stateOf(newest.get(doc.pk) ?? INITIAL_TRUST)))
         .sort((a, b) => (a.pk < b.pk ? -1 : a.pk > b.pk ? 1 : 0));
     },
-    async recordOutcome(pk, outcome) {
+    async recordOutcome(pk, outcome, jobId) {
+      if (typeof jobId !== 'string' || jobId.length === 0) {
+        throw new RangeError('recordOutcome: a job id is required');
+      }
       if ((await workers.findOne({ pk }, { projection: { _id: 1 } })) === null) return null;
-      await advanceTrust(pk, outcome);
+      const claimed = await insertClaimed(outcomes, { _id: `${pk}:${jobId}`, pk, job_id: jobId, outcome });
+      if (claimed) await advanceTrust(pk, outcome);
       return get(pk);
     },
     async close() {

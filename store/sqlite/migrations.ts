@@ -7,8 +7,9 @@ export interface SqliteMigration {
   sql: string;
 }
 
-import { WORKER_REGISTRY_MIGRATION } from './worker-registry-schema.js';
+import { WORKER_OUTCOMES_MIGRATION, WORKER_REGISTRY_MIGRATION } from './worker-registry-schema.js';
 import { API_KEYS_MIGRATION } from './api-key-schema.js';
+import { JOB_STORE_MIGRATION } from './job-store-schema.js';
 
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   {
@@ -68,4 +69,6 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   },
   WORKER_REGISTRY_MIGRATION,
   API_KEYS_MIGRATION,
+  JOB_STORE_MIGRATION,
+  WORKER_OUTCOMES_MIGRATION,
 ];

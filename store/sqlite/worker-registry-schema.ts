@@ -30,3 +30,20 @@ export const WORKER_REGISTRY_MIGRATION: SqliteMigration = {
     ) WITHOUT ROWID;
   `,
 };
+
+/**
+ * The outcomes already counted (store/sqlite/worker-registry.ts `recordOutcome`): one row per (worker, job), so
+ * a job's outcome counts once however often it is recorded (a retried final activity, a replayed request).
+ * `outcome` is the one that counted. Rows are kept for good: a job may be retried long after it ran.
+ */
+export const WORKER_OUTCOMES_MIGRATION: SqliteMigration = {
+  id: '0006-worker-outcomes',
+  sql: `
+    CREATE TABLE worker_outcomes (
+      pk      TEXT NOT NULL,
+      job_id  TEXT NOT NULL,
+      outcome TEXT NOT NULL CHECK (outcome IN ('completed', 'failed')),
+      PRIMARY KEY (pk, job_id)
+    ) WITHOUT ROWID;
+  `,
+};

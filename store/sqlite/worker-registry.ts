@@ -25,9 +25,10 @@ interface WorkerRow {
 type DeclarationParams = [string, string, string, string, string, number, number, string, string, number];
 
 /**
- * SQLite adapter of {@link WorkerRegistry} (table `workers`, migration 0003). Each write is one statement
- * or one BEGIN IMMEDIATE transaction, so it is atomic within a process and, through SQLite's write lock,
- * across processes sharing the file: a heartbeat's replay check and its update are one conditional UPDATE.
+ * SQLite adapter of {@link WorkerRegistry} (tables `workers`, migration 0003, and `worker_outcomes`, 0006).
+ * Each write is one statement or one BEGIN IMMEDIATE transaction, so it is atomic within a process and,
+ * through SQLite's write lock, across processes sharing the file: a heartbeat's replay check and its update
+ * are one conditional UPDATE; an outcome's (pk, job_id) claim and its counter update are one transaction.
  */
 export function createSqliteWorkerRegistry(db: SqliteDatabase): WorkerRegistry {
   // A re-registration replaces the declaration only: trust, counters, heartbeat_seq and registered_at stay.
@@ -53,9 +54,15 @@ export function createSqliteWorkerRegistry(db: SqliteDatabase): WorkerRegistry {
     RETURNING *
   `);
 
-  const outcome = db.transaction((pk: string, kind: 'completed' | 'failed'): WorkerRow | undefined => {
+  const claimOutcome = db.prepare<[string, string, string]>(
+    'INSERT INTO worker_outcomes (pk, job_id, outcome) VALUES (?, ?, ?) ON CONFLICT (pk, job_id) DO NOTHING',
+  );
+
+  // The claim and the counter update commit together: an outcome is either claimed and counted, or neither.
+  const outcome = db.transaction((pk: string, kind: 'completed' | 'failed', jobId: string): WorkerRow | undefined => {
     const row = byPk.get(pk);
     if (!row) return undefined;
+    if (claimOutcome.run(pk, jobId, kind).changes === 0) return row; // this job's outcome already counted
     const next = applyOutcome(trustOf(row), kind);
     return setTrust.get(next.trust_tier, next.jobs_completed, next.jobs_failed, next.streak, pk);
   });
@@ -102,8 +109,9 @@ export function createSqliteWorkerRegistry(db: SqliteDatabase): WorkerRegistry {
     async list() {
       return all.all().map(toRecord);
     },
-    async recordOutcome(pk, kind) {
-      const row = outcome.immediate(pk, kind);
+    async recordOutcome(pk, kind, jobId) {
+      assertJobId(jobId);
+      const row = outcome.immediate(pk, kind, jobId);
       return row ? toRecord(row) : null;
     },
     async close() {
@@ -115,6 +123,11 @@ export function createSqliteWorkerRegistry(db: SqliteDatabase): WorkerRegistry {
 /** A heartbeat seq is a positive safe integer; anything else is a caller bug, not a replay. */
 function assertSeq(seq: number): void {
   if (!Number.isSafeInteger(seq) || seq < 1) throw new RangeError(`heartbeat seq must be a positive integer: ${seq}`);
+}
+
+/** An outcome belongs to a job; without an id it could not be counted once. */
+function assertJobId(jobId: string): void {
+  if (typeof jobId !== 'string' || jobId.length === 0) throw new RangeError('recordOutcome: a job id is required');
 }
 
 const trustOf = (row: WorkerRow): TrustState => ({

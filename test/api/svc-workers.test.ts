@@ -83,7 +83,7 @@ describe('worker registry over HTTP (/svc/workers)', () => {
 
     it('updates a known worker (200), keeping its trust tier and counters', async () => {
       await register(alice);
-      for (let i = 0; i < 10; i++) await gw.workers.recordOutcome(alice.publicKey, 'completed');
+      for (let i = 0; i < 10; i++) await gw.workers.recordOutcome(alice.publicKey, 'completed', `job-${i}`);
       now += 5000;
       const res = await register(alice, { version: '0.2.0', tools: ['web-search'], h3_cell: '861f1d48fffffff' });
       assert.equal(res.status, 200, res.text);

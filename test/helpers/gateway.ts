@@ -3,6 +3,11 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { createApp } from '../../api/app.js';
+import { createEmbeddedJobRunner, type JobRunner } from '../../api/job-runner.js';
+import { createComputeActivities, type ComputeActivities } from '../../activities/compute/index.js';
+import { DEFAULT_QUEUE_NAMING, type QueueNaming } from '../../core/task-queues.js';
+import type { JobStore } from '../../store/job-store.js';
+import { createSqliteJobStore } from '../../store/sqlite/job-store.js';
 import { answerClientErrorsWithJson } from '../../api/client-errors.js';
 import type { AppDeps, GatewayConfig } from '../../api/app-deps.js';
 import { createImageryActivities, type ImageryConfig } from '../../activities/imagery/index.js';
@@ -58,6 +63,13 @@ export async function startGateway(
     apiKeyStore?: ApiKeyStore;
     /** Server-side tool execution for chat (a fake executor in tests). */
     swarmTools?: ToolExecutor;
+    jobs?: JobStore;
+    /** Task queue names (Temporal runs): the gateway's routing must name the queues its workers poll. */
+    naming?: QueueNaming;
+    /** Another JobRunner (Temporal) built from the gateway's activities; default: embedded. */
+    jobRunner?: (compute: ComputeActivities) => JobRunner;
+    /** How long POST /v1/compute waits before job_timeout (embedded default 10 s). */
+    jobWaitMs?: number;
   } = {},
 ): Promise<
   TestGateway & {
@@ -67,6 +79,8 @@ export async function startGateway(
     workers: WorkerRegistry;
     apiKeyStore: ApiKeyStore;
     swarm: ReturnType<typeof createSwarm>;
+    jobs: JobStore;
+    compute: ComputeActivities;
   }
 > {
   const db = openSqlite(':memory:');
@@ -81,7 +95,7 @@ export async function startGateway(
   };
   const node = generateKeyPair();
   const writer = createRecordBatcher({ store: proofs, signer: node, clock, genesisMs: config.epochGenesisMs });
-  const logger = pino({ level: 'silent' });
+  const logger = pino({ level: process.env.TEST_LOG ?? 'silent' });
   const workers = options.workers ?? createSqliteWorkerRegistry(db);
   const apiKeyStore = options.apiKeyStore ?? createSqliteApiKeyStore(db);
   const rateLimits = options.rateLimits ?? createSqliteRateLimitStore(db);
@@ -106,41 +120,66 @@ export async function startGateway(
   });
   await swarm.start(); // registers the local worker when a test gives a runtime URL
   const closedPort = 'http://127.0.0.1:9';
+  const tiles = createTileActivities({
+    config: {
+      templates: Object.fromEntries(
+        TILE_STYLES.map((s) => [s, `${closedPort}/${s}/{z}/{x}/{y}`]),
+      ) as TileConfig['templates'],
+      timeoutMs: 2000,
+      cacheBytes: 16 * 1024 * 1024,
+      userAgent: 'geofabric-test',
+      ...options.tiles,
+    },
+    proofs: writer,
+    clock,
+    logger,
+  });
+  const imagery = createImageryActivities({
+    config: {
+      stacUrl: closedPort,
+      collection: 'sentinel-2-l2a',
+      timeoutMs: 2000,
+      userAgent: 'geofabric-test',
+      ...options.imagery,
+    },
+    proofs: writer,
+    clock,
+    logger,
+  });
+  const jobs = options.jobs ?? createSqliteJobStore(db);
+  const compute = createComputeActivities({
+    jobs,
+    proofs: writer,
+    workers,
+    swarm,
+    tiles,
+    imagery,
+    nodePk: node.publicKey,
+    naming: options.naming ?? DEFAULT_QUEUE_NAMING,
+    backbone: options.swarm?.backboneUrl !== undefined,
+    clock,
+  });
+  const jobRunner =
+    options.jobRunner?.(compute) ??
+    createEmbeddedJobRunner({
+      steps: compute.steps,
+      jobs: compute.jobs,
+      waitMs: options.jobWaitMs ?? 10_000,
+      retryDelayMs: 10,
+    });
   const app = createApp({
     config,
     clock,
     logger,
     rateLimits,
     proofs,
-    tiles: createTileActivities({
-      config: {
-        templates: Object.fromEntries(
-          TILE_STYLES.map((s) => [s, `${closedPort}/${s}/{z}/{x}/{y}`]),
-        ) as TileConfig['templates'],
-        timeoutMs: 2000,
-        cacheBytes: 16 * 1024 * 1024,
-        userAgent: 'geofabric-test',
-        ...options.tiles,
-      },
-      proofs: writer,
-      clock,
-      logger,
-    }),
-    imagery: createImageryActivities({
-      config: {
-        stacUrl: closedPort,
-        collection: 'sentinel-2-l2a',
-        timeoutMs: 2000,
-        userAgent: 'geofabric-test',
-        ...options.imagery,
-      },
-      proofs: writer,
-      clock,
-      logger,
-    }),
+    tiles,
+    imagery,
     workers,
     apiKeyStore,
     swarm,
+    jobs,
+    jobRunner,
   });
   const server: Server = app.listen(0, '127.0.0.1');
   answerClientErrorsWithJson(server);
@@ -172,6 +211,8 @@ export async function startGateway(
     workers,
     apiKeyStore,
     swarm,
+    jobs,
+    compute,
     request,
     post: (path, body, headers) => request('POST', path, { body, ...(headers ? { headers } : {}) }),
     get: (path, headers) => request('GET', path, headers ? { headers } : {}),
@@ -180,6 +221,7 @@ export async function startGateway(
       server.close();
       await once(server, 'close');
       swarm.stop();
+      await jobRunner.close();
       await writer.close();
       db.close();
     },

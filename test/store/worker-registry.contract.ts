@@ -76,8 +76,8 @@ export function describeWorkerRegistryContract(name: string, factory: WorkerRegi
       const r = registration();
       await store.register(r, T0);
       await store.heartbeat(r.pk, 7, T0 + 1000);
-      for (let i = 0; i < 10; i++) await store.recordOutcome(r.pk, 'completed');
-      await store.recordOutcome(r.pk, 'failed');
+      for (let i = 0; i < 10; i++) await store.recordOutcome(r.pk, 'completed', `job-${i}`);
+      await store.recordOutcome(r.pk, 'failed', 'job-10');
       const moved = {
         ...r,
         h3_cell: '861f1d48fffffff',
@@ -155,20 +155,20 @@ export function describeWorkerRegistryContract(name: string, factory: WorkerRegi
 
     describe('recordOutcome', () => {
       it('answers null for an unknown worker', async () => {
-        assert.equal(await store.recordOutcome(generateKeyPair().publicKey, 'completed'), null);
+        assert.equal(await store.recordOutcome(generateKeyPair().publicKey, 'completed', 'job-1'), null);
       });
 
       it('counts outcomes and applies the trust ladder: explorer at 10, back after 3 failures in a row', async () => {
         const r = registration();
         await store.register(r, T0);
-        let record = await store.recordOutcome(r.pk, 'completed');
+        let record = await store.recordOutcome(r.pk, 'completed', 'job-0');
         assert.equal(record?.jobs_completed, 1);
         assert.equal(record?.trust_tier, 'seedling');
-        for (let i = 0; i < 9; i++) record = await store.recordOutcome(r.pk, 'completed');
+        for (let i = 1; i < 10; i++) record = await store.recordOutcome(r.pk, 'completed', `job-${i}`);
         assert.equal(record?.trust_tier, 'explorer');
-        for (let i = 0; i < 2; i++) record = await store.recordOutcome(r.pk, 'failed');
+        for (let i = 10; i < 12; i++) record = await store.recordOutcome(r.pk, 'failed', `job-${i}`);
         assert.equal(record?.trust_tier, 'explorer');
-        record = await store.recordOutcome(r.pk, 'failed');
+        record = await store.recordOutcome(r.pk, 'failed', 'job-12');
         assert.equal(record?.trust_tier, 'seedling');
         assert.equal(record?.jobs_completed, 10);
         assert.equal(record?.jobs_failed, 3);
@@ -183,7 +183,9 @@ export function describeWorkerRegistryContract(name: string, factory: WorkerRegi
         const r = registration();
         await store.register(r, T0);
         await Promise.all(
-          Array.from({ length: 16 }, (_, i) => store.recordOutcome(r.pk, i % 4 === 3 ? 'failed' : 'completed')),
+          Array.from({ length: 16 }, (_, i) =>
+            store.recordOutcome(r.pk, i % 4 === 3 ? 'failed' : 'completed', `job-${i}`),
+          ),
         );
         const record = await store.get(r.pk);
         assert.equal(record?.jobs_completed, 12);
@@ -192,6 +194,75 @@ export function describeWorkerRegistryContract(name: string, factory: WorkerRegi
           (await store.list()).find((w) => w.pk === r.pk),
           record,
         );
+      });
+
+      it('counts a job once: the same job id again changes nothing, whatever its outcome', async () => {
+        const r = registration();
+        await store.register(r, T0);
+        const first = await store.recordOutcome(r.pk, 'completed', 'job-1');
+        assert.equal(first?.jobs_completed, 1);
+        assert.deepEqual(await store.recordOutcome(r.pk, 'completed', 'job-1'), first);
+        assert.deepEqual(await store.recordOutcome(r.pk, 'failed', 'job-1'), first);
+        assert.deepEqual(await store.get(r.pk), first);
+        assert.equal(first?.jobs_failed, 0);
+      });
+
+      it('counts one of ten concurrent calls with the same job id', async () => {
+        const r = registration();
+        await store.register(r, T0);
+        const results = await Promise.all(
+          Array.from({ length: 10 }, () => store.recordOutcome(r.pk, 'completed', 'job-retried')),
+        );
+        const record = await store.get(r.pk);
+        assert.equal(record?.jobs_completed, 1);
+        assert.equal(record?.jobs_failed, 0);
+        // A duplicate racing the counting call may answer the worker from just before that count.
+        for (const result of results) assert.ok(result?.jobs_completed === 0 || result?.jobs_completed === 1);
+        assert.ok(
+          results.some((x) => x?.jobs_completed === 1),
+          'the counting call answers with its count',
+        );
+      });
+
+      it('counts each job once when repeats of several jobs arrive at once', async () => {
+        const r = registration();
+        await store.register(r, T0);
+        await Promise.all(
+          Array.from({ length: 16 }, (_, i) =>
+            store.recordOutcome(r.pk, i % 4 === 3 ? 'failed' : 'completed', `job-${i % 4}`),
+          ),
+        );
+        const record = await store.get(r.pk);
+        assert.equal(record?.jobs_completed, 3);
+        assert.equal(record?.jobs_failed, 1);
+      });
+
+      it('counts distinct job ids separately, per worker', async () => {
+        const [a, b] = [registration(), registration()];
+        await store.register(a, T0);
+        await store.register(b, T0);
+        await store.recordOutcome(a.pk, 'completed', 'job-1');
+        await store.recordOutcome(a.pk, 'completed', 'job-2');
+        await store.recordOutcome(a.pk, 'failed', 'job-3');
+        // The same job id on another worker is another worker's outcome (a job with steps on several workers).
+        await store.recordOutcome(b.pk, 'completed', 'job-1');
+        await store.recordOutcome(a.pk, 'completed', 'job-2');
+        assert.deepEqual([(await store.get(a.pk))?.jobs_completed, (await store.get(a.pk))?.jobs_failed], [2, 1]);
+        assert.equal((await store.get(b.pk))?.jobs_completed, 1);
+      });
+
+      it('records nothing for an unknown worker, so the job counts once it registers', async () => {
+        const r = registration();
+        assert.equal(await store.recordOutcome(r.pk, 'completed', 'job-early'), null);
+        await store.register(r, T0);
+        assert.equal((await store.recordOutcome(r.pk, 'completed', 'job-early'))?.jobs_completed, 1);
+      });
+
+      it('refuses an empty job id as a caller error', async () => {
+        const r = registration();
+        await store.register(r, T0);
+        await assert.rejects(store.recordOutcome(r.pk, 'completed', ''), RangeError);
+        assert.equal((await store.get(r.pk))?.jobs_completed, 0);
       });
     });
   });

@@ -31,8 +31,10 @@ describe('SQLite worker registry on a shared file', () => {
         storeB.heartbeat(r.pk, 1, 3000),
         (error: unknown) => error instanceof ServiceError && error.code === 'stale_request',
       );
-      await storeB.recordOutcome(r.pk, 'completed');
+      await storeB.recordOutcome(r.pk, 'completed', 'job-1');
       assert.equal((await storeA.get(r.pk))?.jobs_completed, 1);
+      await storeA.recordOutcome(r.pk, 'completed', 'job-1'); // the same job through the other connection
+      assert.equal((await storeB.get(r.pk))?.jobs_completed, 1);
     } finally {
       a.close();
       b.close();

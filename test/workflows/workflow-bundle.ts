@@ -11,3 +11,10 @@ export const WORKFLOWS_ENTRY = fileURLToPath(new URL('../../workflows/index.ts',
 export function bundleWorkflows(workflowsPath = WORKFLOWS_ENTRY): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflowCode({ workflowsPath, logger: new DefaultLogger('WARN') });
 }
+
+let shared: Promise<WorkflowBundleWithSourceMap> | undefined;
+/** One bundle of workflows/index.ts per test process: replay suites share it instead of re-bundling. */
+export function sharedWorkflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  shared ??= bundleWorkflows();
+  return shared;
+}

@@ -1,0 +1,54 @@
+/**
+ * Compound jobs' activities (issue 7), built from their dependencies: the step activities every process
+ * that takes steps registers, and the gateway's job activities (routing, the final record).
+ */
+import type { QueueNaming } from '../../core/task-queues.js';
+import type { JobStore } from '../../store/job-store.js';
+import type { WorkerRegistry } from '../../store/worker-registry.js';
+import type { ImageryActivities } from '../imagery/index.js';
+import type { Swarm } from '../inference/index.js';
+import type { ProofWriter } from '../proof/record-batcher.js';
+import type { TileActivities } from '../tiles/index.js';
+import { createJobActivities } from './job-activities.js';
+import { createStepActivities } from './step-activities.js';
+
+export interface ComputeActivityDeps {
+  jobs: JobStore;
+  proofs: ProofWriter;
+  workers: WorkerRegistry;
+  swarm: Swarm;
+  tiles: TileActivities;
+  imagery: ImageryActivities;
+  nodePk: string;
+  naming: QueueNaming;
+  /** Whether a backbone is configured (routing sends inference there when no worker can take it). */
+  backbone: boolean;
+  clock: () => number;
+}
+
+export function createComputeActivities(deps: ComputeActivityDeps) {
+  return {
+    steps: createStepActivities({ swarm: deps.swarm, tiles: deps.tiles, imagery: deps.imagery, nodePk: deps.nodePk }),
+    jobs: createJobActivities({
+      jobs: deps.jobs,
+      proofs: deps.proofs,
+      workers: deps.workers,
+      models: deps.swarm.models,
+      naming: deps.naming,
+      backbone: deps.backbone,
+      nodePk: deps.nodePk,
+      clock: deps.clock,
+    }),
+  };
+}
+export type ComputeActivities = ReturnType<typeof createComputeActivities>;
+
+export {
+  createJobActivities,
+  jobRecordId,
+  jobRecordOf,
+  jobRunOf,
+  type JobActivities,
+  type StepRoute,
+} from './job-activities.js';
+export { createStepActivities, type StepActivities } from './step-activities.js';

@@ -1,0 +1,66 @@
+/**
+ * The step activities of compound jobs (issue 7): one per step type, each the activity of an earlier issue
+ * (`runInference`, `renderTile`, `processImage`) reporting in the scheduler's shape (core/job-scheduler.ts
+ * `StepRun`). Registered by every process that takes steps: the gateway (embedded mode, and the gateway and
+ * backbone queues under Temporal) and `geofabric worker` (its cell's queues).
+ *
+ * The wrapped activities derive their record ids from job and step and await the write, so a retried step
+ * returns the first attempt's record and cost: nothing is written or charged twice. Their failures already
+ * are Temporal ApplicationFailures (business errors non-retryable, typed by the spec's error code).
+ */
+import {
+  STEP_ACTIVITY,
+  type ImageStepInput,
+  type InferenceStepInput,
+  type TileStepInput,
+} from '../../core/job-steps.js';
+import type { StepRun } from '../../core/job-scheduler.js';
+import type { ImageryActivities } from '../imagery/index.js';
+import type { Swarm } from '../inference/index.js';
+import type { TileActivities } from '../tiles/index.js';
+
+export interface StepActivityDeps {
+  swarm: Pick<Swarm, 'runInference'>;
+  tiles: Pick<TileActivities, 'renderTile'>;
+  imagery: Pick<ImageryActivities, 'processImage'>;
+  /** Who this process is: tile and imagery steps are served by this node's key. */
+  nodePk: string;
+  /** Monotonic milliseconds, for latency. */
+  now?: () => number;
+}
+
+export function createStepActivities(deps: StepActivityDeps) {
+  const now = deps.now ?? (() => performance.now());
+  const timed = async <T>(run: () => Promise<T>): Promise<[T, number]> => {
+    const started = now();
+    const value = await run();
+    return [value, Math.max(0, Math.round(now() - started))];
+  };
+
+  return {
+    async inferenceStep(input: InferenceStepInput): Promise<StepRun> {
+      const [out, latency] = await timed(() => deps.swarm.runInference(input));
+      const { worker_pk, cost, epoch: _epoch, ...output } = out;
+      return { output: { ...output }, cost, worker_pk, record_id: out.proof_job_id, latency_ms: latency };
+    },
+
+    async tileRenderStep(input: TileStepInput): Promise<StepRun> {
+      const [out, latency] = await timed(() =>
+        deps.tiles.renderTile(input as Parameters<TileActivities['renderTile']>[0]),
+      );
+      const { cost, ...output } = out;
+      return { output: { ...output }, cost, worker_pk: deps.nodePk, record_id: out.record_id, latency_ms: latency };
+    },
+
+    async imageProcessStep(input: ImageStepInput): Promise<StepRun> {
+      const [out, latency] = await timed(() => deps.imagery.processImage(input));
+      const { cost, ...output } = out;
+      return { output: { ...output }, cost, worker_pk: deps.nodePk, record_id: out.record_id, latency_ms: latency };
+    },
+  };
+}
+
+export type StepActivities = ReturnType<typeof createStepActivities>;
+
+// The workflow and the embedded runner dispatch by core's STEP_ACTIVITY; keep its names these activities'.
+const _names: Record<keyof typeof STEP_ACTIVITY, keyof StepActivities> = STEP_ACTIVITY;

@@ -1,0 +1,116 @@
+/**
+ * The swarm worker's own eligibility check of each step it takes from a task queue (issue 7, SPEC 1.4).
+ *
+ * Trade-off: task queues are keyed by routing cell and tool set only (core/task-queues.ts), as the issue
+ * asks, so Temporal's hand-off already guarantees the cell and the tools. A queue does not say which model,
+ * trust tier, jurisdiction or hardware a step needs: keying queues by those too would multiply them
+ * (models × tiers × jurisdictions × tool subsets) for every worker. Instead the gateway checks them when it
+ * routes the job (activities/compute/job-activities.ts `routeJob`: a step goes to a cell queue only when an
+ * eligible worker of that cell is online), and the worker that takes the task checks them again here, since
+ * any worker of the cell polling the queue may receive it. A worker that may not take the step fails the
+ * attempt with a retryable `worker_ineligible` ApplicationFailure, and Temporal schedules the retry on
+ * whichever poller asks next. The cost: an attempt (of the step's retry budget) and a backoff interval per
+ * wrong hand-off, so a cell mixing very different workers on one queue wastes attempts; a step that no
+ * poller may take ends with `worker_ineligible` once its attempts are spent.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import type { HardwareTier } from '../../core/hardware-tier.js';
+import { resolveJurisdiction, isInJurisdiction } from '../../core/jurisdiction.js';
+import { createModelRegistry, type ModelRegistry } from '../../core/model-registry.js';
+import type { ImageStepInput, InferenceStepInput, TileStepInput } from '../../core/job-steps.js';
+import { isWorkerTier, type WorkerTier } from '../../core/tiers.js';
+import { toolMinTiers } from '../../core/tool-registry.js';
+import { meetsWorkerTier } from '../../core/worker-trust.js';
+import type { StepActivities } from './step-activities.js';
+
+/** What this worker is, as the gateway knows it (the trust tier is the gateway's, from register/heartbeat). */
+export interface WorkerSelf {
+  models: readonly string[];
+  tools: readonly string[];
+  hardware_tier: HardwareTier;
+  trust_tier: WorkerTier;
+  h3_cell: string;
+  relay: boolean;
+}
+
+/** Hardware tier a step type needs (SPEC 1.6: tier 1 runs tiles and small inference; imagery needs tier 2). */
+export const STEP_MIN_HARDWARE_TIER = { inference: 1, tile_render: 1, image_process: 2 } as const;
+
+export const WORKER_INELIGIBLE = 'worker_ineligible';
+
+type StepType = keyof typeof STEP_MIN_HARDWARE_TIER;
+type StepInput = InferenceStepInput | TileStepInput | ImageStepInput;
+
+/** Why this worker may not take the step, or null when it may. Pure: tested with plain values. */
+export function stepIneligibility(
+  type: StepType,
+  input: StepInput,
+  self: WorkerSelf,
+  models: ModelRegistry,
+): string | null {
+  if (self.relay) return 'a relay worker routes jobs and runs no steps';
+  let minHardware: number = STEP_MIN_HARDWARE_TIER[type];
+  if (type === 'inference') {
+    const step = input as InferenceStepInput;
+    const model = step.model ?? models.defaultModel;
+    if (!self.models.includes(model)) {
+      return `model ${model} is not served here (serves: ${self.models.join(', ') || 'none'})`;
+    }
+    minHardware = Math.max(minHardware, models.get(model)?.min_hardware_tier ?? 1);
+    const tools = step.tools ?? [];
+    const missing = tools.filter((t) => !self.tools.includes(t));
+    if (missing.length > 0) return `tools [${missing.join(', ')}] are not advertised here`;
+    for (const [tool, tier] of Object.entries(toolMinTiers(tools))) {
+      if (!meetsWorkerTier(self.trust_tier, tier)) {
+        return `tool ${tool} needs trust tier ${tier}; this worker is ${self.trust_tier}`;
+      }
+    }
+  }
+  if (self.hardware_tier < minHardware) {
+    return `a ${type} step needs hardware tier ${minHardware}; this worker is tier ${self.hardware_tier}`;
+  }
+  // Gate 2's worker constraints, wherever a step's input carries them (today: inference).
+  const { min_tier: minTier, jurisdiction } = input as { min_tier?: string | null; jurisdiction?: string | null };
+  if (minTier) {
+    if (!isWorkerTier(minTier)) return `unknown minimum tier ${JSON.stringify(minTier)}`;
+    if (!meetsWorkerTier(self.trust_tier, minTier)) {
+      return `the job asks for trust tier ${minTier} or above; this worker is ${self.trust_tier}`;
+    }
+  }
+  if (jurisdiction && !isInJurisdiction(resolveJurisdiction(self.h3_cell), jurisdiction)) {
+    return `the job is restricted to jurisdiction ${jurisdiction}; this worker's cell ${self.h3_cell} is outside it`;
+  }
+  return null;
+}
+
+/**
+ * The step activities, each first checking that this worker may take the step (see the file comment). `self`
+ * is read on every attempt, so a trust tier the gateway changes applies to the next step.
+ */
+export function guardSteps(
+  steps: StepActivities,
+  self: () => WorkerSelf,
+  options: { models?: ModelRegistry } = {},
+): StepActivities {
+  const models = options.models ?? createModelRegistry();
+  const check = (type: StepType, input: StepInput): void => {
+    const why = stepIneligibility(type, input, self(), models);
+    if (why !== null) {
+      throw ApplicationFailure.retryable(`step "${input.step_id}" of job ${input.job_id}: ${why}`, WORKER_INELIGIBLE);
+    }
+  };
+  return {
+    async inferenceStep(input) {
+      check('inference', input);
+      return steps.inferenceStep(input);
+    },
+    async tileRenderStep(input) {
+      check('tile_render', input);
+      return steps.tileRenderStep(input);
+    },
+    async imageProcessStep(input) {
+      check('image_process', input);
+      return steps.imageProcessStep(input);
+    },
+  };
+}

@@ -1,0 +1,112 @@
+/**
+ * The JobRunner (issue 7; DESIGN section 1): what runs a claimed compound job. `embedded` (the default)
+ * runs the shared scheduler in this process, calling the step activities directly; `temporal`
+ * (api/temporal-job-runner.ts) starts the `computeJob` workflow. Both answer with the finished job or,
+ * after `waitMs`, ServiceError `job_timeout`: the job keeps running and `GET /v1/compute/:jobId` finds it.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { JobActivities } from '../activities/compute/job-activities.js';
+import type { StepActivities } from '../activities/compute/step-activities.js';
+import { ServiceError } from '../core/errors.js';
+import type { ComputeResponse } from '../core/job-record.js';
+import { notStarted, runSchedule } from '../core/job-scheduler.js';
+import { STEP_ACTIVITY, stepActivityInput, toScheduledStep, type ComputeJobInput } from '../core/job-steps.js';
+import { describeStepError } from '../core/step-error.js';
+
+export interface JobRunner {
+  readonly mode: 'embedded' | 'temporal';
+  /** Runs the job, or joins its run when one is under way; resolves with the finished job. */
+  run(job: ComputeJobInput): Promise<ComputeResponse>;
+  close(): Promise<void>;
+}
+
+export interface EmbeddedRunnerDeps {
+  steps: StepActivities;
+  jobs: Pick<JobActivities, 'finishJob'>;
+  /** How long `run` waits before answering job_timeout (the job goes on). */
+  waitMs: number;
+  /** Attempts of a step whose failure is retryable (upstream trouble), as Temporal's retry policy would. */
+  stepAttempts?: number;
+  retryDelayMs?: number;
+}
+
+export function createEmbeddedJobRunner(deps: EmbeddedRunnerDeps): JobRunner {
+  const attempts = deps.stepAttempts ?? 3;
+  const retryDelayMs = deps.retryDelayMs ?? 250;
+  // A replayed request while its job runs joins the run instead of starting another.
+  const inFlight = new Map<string, Promise<ComputeResponse>>();
+
+  async function attempt<T>(run: () => Promise<T>): Promise<T> {
+    for (let n = 1; ; n++) {
+      try {
+        return await run();
+      } catch (error) {
+        const retryable = error instanceof ApplicationFailure ? !error.nonRetryable : !(error instanceof ServiceError);
+        if (!retryable || n >= attempts) throw error;
+        await sleep(retryDelayMs * 2 ** (n - 1));
+      }
+    }
+  }
+
+  async function execute(job: ComputeJobInput): Promise<ComputeResponse> {
+    const specs = new Map(job.steps.map((s) => [s.id, s]));
+    const steps = job.steps.map(toScheduledStep);
+    let result;
+    try {
+      result = await runSchedule(
+        { steps, plan: job.plan, budgetCredits: job.budget_credits, reservedCredits: job.proof_credits },
+        (step, dependency) => {
+          const { type, input } = stepActivityInput(job, specs.get(step.id)!, dependency);
+          const activity = deps.steps[STEP_ACTIVITY[type]] as (
+            i: typeof input,
+          ) => ReturnType<StepActivities['inferenceStep']>;
+          return attempt(() => activity(input));
+        },
+        describeStepError,
+      );
+    } catch (error) {
+      // Only a bug gets here (the scheduler reports step failures); still record the job as failed.
+      result = notStarted(steps, { step_id: null, ...describeStepError(error) });
+    }
+    return attempt(() => deps.jobs.finishJob(job, result));
+  }
+
+  return {
+    mode: 'embedded',
+    run(job) {
+      let running = inFlight.get(job.job_id);
+      if (!running) {
+        running = execute(job).finally(() => inFlight.delete(job.job_id));
+        inFlight.set(job.job_id, running);
+      }
+      return withinWait(running, job.job_id, deps.waitMs);
+    },
+    async close() {
+      await Promise.allSettled([...inFlight.values()]);
+    },
+  };
+}
+
+/** `running`, or job_timeout after `waitMs` (the job itself is not cancelled). */
+export async function withinWait<T>(running: Promise<T>, jobId: string, waitMs: number): Promise<T> {
+  running.catch(() => undefined); // a run that fails after the wait ended is the store's to record
+  const timer = new AbortController();
+  const timeout = sleep(waitMs, undefined, { signal: timer.signal }).then(
+    () => {
+      throw jobTimeout(jobId, waitMs);
+    },
+    () => undefined as never,
+  );
+  try {
+    return await Promise.race([running, timeout]);
+  } finally {
+    timer.abort();
+  }
+}
+
+export const jobTimeout = (jobId: string, waitMs: number): ServiceError =>
+  new ServiceError(
+    'job_timeout',
+    `job ${jobId} did not complete within ${Math.round(waitMs / 1000)} s; it is still running: GET /v1/compute/${jobId}`,
+  );

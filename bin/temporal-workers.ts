@@ -1,0 +1,78 @@
+/**
+ * Temporal Workers of one process (issue 7): one Worker per task queue (a Temporal Worker polls one queue),
+ * sharing one connection and one workflow bundle. `shutdown()` drains: pollers stop, running activities get
+ * `gracefulShutdownMs` to finish, then the connection closes.
+ */
+import { fileURLToPath } from 'node:url';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  NativeConnection,
+  Worker,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
+import type { Logger } from 'pino';
+
+export interface QueueSpec {
+  taskQueue: string;
+  activities?: object;
+  /** Serve the compute-job and seal workflows on this queue. */
+  workflows?: boolean;
+}
+
+export interface TemporalWorkersOptions {
+  address: string;
+  namespace: string;
+  queues: QueueSpec[];
+  logger: Logger;
+  gracefulShutdownMs?: number;
+  /** A prebuilt bundle (tests share one); default: bundle workflows/index.ts at start (a few seconds). */
+  workflowBundle?: WorkflowBundleWithSourceMap;
+}
+
+export const WORKFLOWS_ENTRY = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+export interface TemporalWorkers {
+  /** Resolves when every Worker has stopped; rejects if one fails. */
+  running: Promise<void>;
+  shutdown(): Promise<void>;
+}
+
+export async function startTemporalWorkers(options: TemporalWorkersOptions): Promise<TemporalWorkers> {
+  const connection = await NativeConnection.connect({ address: options.address });
+  try {
+    const needsBundle = options.queues.some((q) => q.workflows);
+    const bundle =
+      needsBundle && !options.workflowBundle
+        ? await bundleWorkflowCode({ workflowsPath: WORKFLOWS_ENTRY, logger: new DefaultLogger('WARN') })
+        : options.workflowBundle;
+    const workers = await Promise.all(
+      options.queues.map((queue) =>
+        Worker.create({
+          connection,
+          namespace: options.namespace,
+          taskQueue: queue.taskQueue,
+          ...(queue.activities ? { activities: queue.activities } : {}),
+          ...(queue.workflows && bundle ? { workflowBundle: bundle } : {}),
+          shutdownGraceTime: options.gracefulShutdownMs ?? 30_000,
+        }),
+      ),
+    );
+    const running = Promise.all(workers.map((w) => w.run())).then(() => undefined);
+    const closed = running.finally(() => connection.close());
+    options.logger.info(
+      { address: options.address, queues: options.queues.map((q) => q.taskQueue) },
+      'temporal workers polling',
+    );
+    return {
+      running: closed,
+      async shutdown() {
+        for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+        await closed.catch(() => undefined);
+      },
+    };
+  } catch (error) {
+    await connection.close();
+    throw error;
+  }
+}

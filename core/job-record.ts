@@ -1,0 +1,66 @@
+/**
+ * Compute jobs as they are stored and answered (SPEC 2.3, 3; issue 7). A job is claimed `running` before
+ * any step is dispatched and ends `complete` or `failed`; a finished job never changes again. SPEC 3 shows
+ * only the step status `complete`; Geofabric adds `failed` (the step that stopped the job) and `skipped`
+ * (steps never started because an earlier step failed or the budget ran out).
+ */
+import type { StepType } from './job-plan.js';
+
+export type JobStatus = 'running' | 'complete' | 'failed';
+export type StepStatus = 'complete' | 'failed' | 'skipped';
+
+/** SPEC 2.3 step result, plus who ran it, what it cost and its proof record. */
+export interface StepResult {
+  id: string;
+  type: StepType;
+  status: StepStatus;
+  output: Record<string, unknown>;
+  latency_ms: number;
+  /** Worker key, the backbone marker, or the gateway's node key (steps it serves itself). */
+  worker_pk: string | null;
+  cost: number;
+  /** The step's proof record (null when the step did not complete). */
+  record_id: string | null;
+  /** For a failed or skipped step: the error code and why. */
+  error?: { code: string; detail: string };
+}
+
+export interface Settlement {
+  /** Ledger transaction id; null until settlement on a ledger is built (issue 10). */
+  stellar_tx: string | null;
+  total_credits: number;
+  /** Step id → credits charged. */
+  breakdown: Record<string, number>;
+  /** The job's Merkle proof (SPEC 8), charged once a step completed: total = sum(breakdown) + proof_credits. */
+  proof_credits: number;
+}
+
+/** SPEC 2.3, plus `status` and, for a failed job, `error`. */
+export interface ComputeResponse {
+  job_id: string;
+  status: JobStatus;
+  worker_pk: string | null;
+  h3_cell: string;
+  epoch: number;
+  steps: StepResult[];
+  settlement: Settlement;
+  proof: { job_hash: string; verify_url: string; record_id: string } | null;
+  error?: { code: string; detail: string; step_id: string | null };
+}
+
+/** What the job store keeps (versioned like every persisted record). */
+export interface JobRecord {
+  version: 1;
+  job_id: string;
+  status: JobStatus;
+  requester_pk: string;
+  h3_cell: string;
+  epoch: number;
+  step_types: StepType[];
+  /** SHA-256 hex of JCS of the signed request body (the same request always maps to the same job). */
+  request_hash: string;
+  created_at: string;
+  updated_at: string;
+  /** The answer once finished; null while running. */
+  response: ComputeResponse | null;
+}

@@ -1,0 +1,90 @@
+import type { JobRecord } from '../../core/job-record.js';
+import { ServiceError } from '../../core/errors.js';
+import { checkJobInput, JOB_RECORD_VERSION, parseStoredJob, recentLimit } from '../job-record-schema.js';
+import type { JobStore } from '../job-store.js';
+import type { SqliteDatabase } from './open-database.js';
+
+interface JobRow {
+  job_id: string;
+  json: string;
+}
+
+type RowParams = [string, number, string, string, string, string];
+
+/**
+ * SQLite adapter of {@link JobStore} (table `compute_jobs`, store/sqlite/job-store-schema.ts). Each write is one
+ * statement, so it is atomic within a process and, through SQLite's write lock, across processes sharing the
+ * file: a claim is `INSERT … ON CONFLICT DO NOTHING` on the primary key, a retry and a finish are UPDATEs
+ * conditional on the stored status, and only the caller whose statement changed the row reports the change.
+ */
+export function createSqliteJobStore(db: SqliteDatabase): JobStore {
+  const insert = db.prepare<RowParams, JobRow>(`
+    INSERT INTO compute_jobs (job_id, record_version, status, created_at, updated_at, json)
+    VALUES (?, ?, ?, ?, ?, ?)
+    ON CONFLICT (job_id) DO NOTHING
+    RETURNING job_id, json
+  `);
+  // The parameters of a transition: the new record's columns, then the job id (and the status it leaves).
+  const transition = (from: 'running' | 'failed') =>
+    db.prepare<[string, string, string, string, string], JobRow>(`
+      UPDATE compute_jobs SET status = ?, created_at = ?, updated_at = ?, json = ?
+      WHERE job_id = ? AND status = '${from}'
+      RETURNING job_id, json
+    `);
+  const restart = transition('failed');
+  const end = transition('running');
+  const byId = db.prepare<[string], JobRow>('SELECT job_id, json FROM compute_jobs WHERE job_id = ?');
+  const newest = db.prepare<[number], JobRow>(
+    'SELECT job_id, json FROM compute_jobs ORDER BY created_at DESC, job_id DESC LIMIT ?',
+  );
+
+  const read = (jobId: string): JobRecord | null => {
+    const row = byId.get(jobId);
+    return row ? toRecord(row) : null;
+  };
+  const columns = (job: JobRecord): [string, string, string, string] => [
+    job.status,
+    job.created_at,
+    job.updated_at,
+    JSON.stringify(job),
+  ];
+
+  return {
+    async claim(input) {
+      const job = checkJobInput(input, ['running'], 'claim');
+      const [status, createdAt, updatedAt, json] = columns(job);
+      const row = insert.get(job.job_id, JOB_RECORD_VERSION, status, createdAt, updatedAt, json);
+      if (row) return { created: true, job: toRecord(row) };
+      const stored = read(job.job_id);
+      // Jobs are never deleted, so a conflicting insert always leaves a row to read.
+      if (stored === null) throw new Error(`job ${job.job_id} conflicted on insert but is not stored`);
+      return { created: false, job: stored };
+    },
+    async retry(input) {
+      const job = checkJobInput(input, ['running'], 'retry');
+      const row = restart.get(...columns(job), job.job_id);
+      if (row) return { restarted: true, job: toRecord(row) };
+      const stored = read(job.job_id);
+      return stored === null ? null : { restarted: false, job: stored };
+    },
+    async finish(input) {
+      const job = checkJobInput(input, ['complete', 'failed'], 'finish');
+      const row = end.get(...columns(job), job.job_id);
+      if (row) return toRecord(row);
+      const stored = read(job.job_id);
+      if (stored === null) throw new ServiceError('job_not_found', `no job with id ${job.job_id}`);
+      return stored;
+    },
+    async get(jobId) {
+      return read(jobId);
+    },
+    async recent(limit) {
+      return newest.all(recentLimit(limit)).map(toRecord);
+    },
+    async close() {
+      // The statements are released with the database, which belongs to the caller.
+    },
+  };
+}
+
+const toRecord = (row: JobRow): JobRecord => parseStoredJob(row.json, row.job_id);

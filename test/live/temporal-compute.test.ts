@@ -1,0 +1,244 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection, type WorkflowExecutionInfo } from '@temporalio/client';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
+import { pino } from 'pino';
+import { withHeartbeats } from '../../activities/compute/heartbeat.js';
+import { createTemporalJobRunner, workflowIdOf } from '../../api/temporal-job-runner.js';
+import { generateKeyPair } from '../../core/identity.js';
+import type { ComputeResponse } from '../../core/job-record.js';
+import { backboneQueue, gatewayQueue, jobQueue, stepQueue, type QueueNaming } from '../../core/task-queues.js';
+import { EPOCH, H3_CELL, JOB_STATUS, REQUESTER, STEP_TYPES } from '../../workflows/search-attributes.js';
+import { startTemporalWorkers, type TemporalWorkers } from '../../bin/temporal-workers.js';
+import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
+import { startGateway } from '../helpers/gateway.js';
+import { inferenceJob, signJob } from '../helpers/jobs.js';
+import { registration } from '../store/worker-registry.contract.js';
+import { bundleWorkflows } from '../workflows/workflow-bundle.js';
+import { installTestRuntime } from '../workflows/temporal-runtime.js';
+import { requireEnv } from './live-env.js';
+
+const FIXTURE = fileURLToPath(new URL('../fixtures/compute-job-history.json', import.meta.url));
+const HANGING_WORKER = fileURLToPath(new URL('./fixtures/hanging-worker.ts', import.meta.url));
+const ROME = '861e8050fffffff';
+
+type Gateway = Awaited<ReturnType<typeof startGateway>>;
+
+// Compound jobs on a real Temporal server: the gateway's JobRunner starts one computeJob workflow per job,
+// the gateway's Temporal Workers serve the job, gateway and backbone queues, and swarm workers the cell's.
+describe('Compound jobs on the Temporal dev server (live)', function () {
+  this.timeout(90_000);
+  const address = requireEnv('TEMPORAL_ADDRESS');
+  const namespace = process.env.TEMPORAL_NAMESPACE || 'default';
+  // A prefix of our own: queues of other runs sharing the namespace never see these tasks.
+  const naming: QueueNaming = { prefix: `gf-test-${randomUUID().slice(0, 8)}`, routingResolution: 5 };
+  const alice = generateKeyPair();
+  let backbone: FakeRuntime;
+  let gw: Gateway;
+  let gatewayWorkers: TemporalWorkers;
+  let connection: Connection;
+  let client: Client;
+
+  before(async () => {
+    installTestRuntime();
+    backbone = await startFakeRuntime('backbone');
+    connection = await Connection.connect({ address });
+    client = new Client({ connection, namespace });
+    gw = await startGateway({
+      swarm: { backboneUrl: backbone.url },
+      naming,
+      jobWaitMs: 60_000,
+      jobRunner: () =>
+        createTemporalJobRunner({
+          client,
+          naming,
+          waitMs: 60_000,
+          runTimeoutMs: 120_000,
+          stepTimeouts: { heartbeatMs: 2_000, queueWaitMs: 20_000 },
+        }),
+    });
+    gatewayWorkers = await startTemporalWorkers({
+      address,
+      namespace,
+      logger: pino({ level: 'silent' }),
+      workflowBundle: await bundleWorkflows(),
+      gracefulShutdownMs: 1_000,
+      queues: [
+        { taskQueue: jobQueue(naming), workflows: true },
+        { taskQueue: gatewayQueue(naming), activities: { ...gw.compute.jobs, ...gw.compute.steps } },
+        { taskQueue: backboneQueue(naming), activities: { inferenceStep: gw.compute.steps.inferenceStep } },
+      ],
+    });
+  });
+
+  after(async () => {
+    await gatewayWorkers?.shutdown();
+    await gw?.close();
+    await backbone?.close();
+    await connection?.close();
+  });
+
+  const submit = async (job: Record<string, unknown>) => {
+    const { body, headers } = signJob(alice, job);
+    return gw.post('/v1/compute', body, headers);
+  };
+
+  it('runs an inference-only job as one workflow, findable by its search attributes', async () => {
+    const res = await submit(inferenceJob('three parks in Rome'));
+    assert.equal(res.status, 200, res.text);
+    const job = res.body as ComputeResponse;
+    assert.equal(job.status, 'complete');
+    assert.equal(job.worker_pk, 'backbone');
+    assert.equal(job.steps[0]!.output.provider, 'backbone');
+    assert.match(String(job.steps[0]!.output.fallback_reason), /no eligible worker is online/);
+    assert.equal(backbone.chats().length, 1);
+
+    const handle = client.workflow.getHandle(workflowIdOf(job.job_id));
+    const described = await handle.describe();
+    assert.equal(described.status.name, 'COMPLETED');
+    assert.equal(described.taskQueue, jobQueue(naming));
+    const attributes = described.typedSearchAttributes;
+    assert.equal(attributes.get(H3_CELL), ROME);
+    assert.equal(attributes.get(REQUESTER), alice.publicKey);
+    assert.equal(attributes.get(EPOCH), job.epoch);
+    assert.deepEqual(attributes.get(STEP_TYPES), ['inference']);
+    assert.equal(attributes.get(JOB_STATUS), 'complete');
+    const found = await pollList(
+      client,
+      `H3Cell = '${ROME}' AND JobStatus = 'complete' AND WorkflowId = '${handle.workflowId}'`,
+    );
+    assert.deepEqual(
+      found.map((run) => run.workflowId),
+      [handle.workflowId],
+    );
+
+    // The stored job and its proof record are the gateway's, as in embedded mode.
+    assert.deepEqual((await gw.get(`/v1/compute/${job.job_id}`)).body, job);
+    const proof = await gw.get(new URL(job.proof!.verify_url).pathname);
+    assert.equal(proof.status, 200, proof.text);
+
+    // A replayed request finds the finished job: no second run, no second workflow.
+    const again = await submit(inferenceJob('three parks in Rome'));
+    assert.deepEqual(again.body, job);
+    assert.equal(backbone.chats().length, 1);
+
+    if (process.env.RECORD_FIXTURES === '1') {
+      writeFileSync(FIXTURE, `${JSON.stringify(JSON.parse(historyToJSON(await handle.fetchHistory())), null, 2)}\n`);
+    }
+  });
+
+  it('finishes a job on another worker when the worker running its step is killed', async () => {
+    // Two workers online in the job's cell, so routing sends the step to the cell's queue.
+    const [a, b] = [generateKeyPair(), generateKeyPair()];
+    for (const key of [a, b]) {
+      await gw.workers.register(
+        registration({ pk: key.publicKey, h3_cell: ROME, models: ['lfm2.5-1.2b-instruct'] }),
+        Date.now(),
+      );
+    }
+    const queue = stepQueue(ROME, [], naming);
+    const doomed = spawnHangingWorker(address, namespace, queue);
+    let rescuer: TemporalWorkers | undefined;
+    try {
+      await waitForLine(doomed, 'ready');
+      const submitted = submit(inferenceJob('survive a crash', { nonce: randomUUID() }));
+      await waitForLine(doomed, 'taken');
+      doomed.kill('SIGKILL');
+      await once(doomed, 'exit');
+      // The second worker comes up after the first died: only a retry can reach it.
+      rescuer = await startTemporalWorkers({
+        address,
+        namespace,
+        logger: pino({ level: 'silent' }),
+        gracefulShutdownMs: 1_000,
+        queues: [
+          {
+            taskQueue: queue,
+            activities: withHeartbeats(
+              {
+                inferenceStep: async () => ({
+                  output: { text: 'rescued', provider: 'worker', model: 'lfm2.5-1.2b-instruct' },
+                  cost: 0.0002,
+                  worker_pk: b.publicKey,
+                  record_id: null,
+                  latency_ms: 1,
+                }),
+              },
+              500,
+            ),
+          },
+        ],
+      });
+      const res = await submitted;
+      assert.equal(res.status, 200, res.text);
+      const job = res.body as ComputeResponse;
+      assert.equal(job.steps[0]!.output.text, 'rescued');
+      assert.equal(job.worker_pk, b.publicKey);
+      assert.equal(job.settlement.total_credits, 0.0003);
+
+      const history = await client.workflow.getHandle(workflowIdOf(job.job_id)).fetchHistory();
+      const attempts = (history.events ?? []).flatMap((e) =>
+        e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.attempt] : [],
+      );
+      assert.ok(attempts.includes(2), `the step ran again on retry (attempts ${attempts.join(', ')})`);
+      assert.equal((await gw.workers.get(b.publicKey))?.jobs_completed, 1);
+      assert.equal((await gw.workers.get(a.publicKey))?.jobs_completed, 0);
+    } finally {
+      if (doomed.exitCode === null) doomed.kill('SIGKILL');
+      await rescuer?.shutdown();
+    }
+  });
+
+  it('answers 503 no_workers through the workflow when a constrained step has no worker', async () => {
+    const res = await submit(
+      inferenceJob('web, please', {
+        nonce: randomUUID(),
+        steps: [
+          { id: 'ask', type: 'inference', tools: ['browser-automation'], messages: [{ role: 'user', content: 'x' }] },
+        ],
+      }),
+    );
+    assert.equal(res.status, 503, res.text);
+    assert.equal((res.body as { error: string }).error, 'no_workers');
+    const handle = client.workflow.getHandle(workflowIdOf((res.body as { job_id: string }).job_id));
+    assert.equal((await handle.describe()).typedSearchAttributes.get(JOB_STATUS), 'failed');
+  });
+});
+
+function spawnHangingWorker(address: string, namespace: string, queue: string): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', HANGING_WORKER, address, namespace, queue], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+}
+
+async function waitForLine(child: ChildProcess, line: string, timeoutMs = 30_000): Promise<void> {
+  let seen = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no "${line}" from the worker process`)), timeoutMs);
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString();
+      if (seen.split('\n').includes(line)) {
+        clearTimeout(timer);
+        child.stdout!.off('data', onData);
+        resolve();
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`worker process exited (${code}) before "${line}"`)));
+  });
+}
+
+async function pollList(client: Client, query: string, timeoutMs = 15_000): Promise<WorkflowExecutionInfo[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const runs: WorkflowExecutionInfo[] = [];
+    for await (const run of client.workflow.list({ query })) runs.push(run);
+    if (runs.length > 0 || Date.now() > deadline) return runs;
+    await sleep(200);
+  }
+}
