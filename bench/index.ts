@@ -1,10 +1,11 @@
 // `npm run bench`: prints figures, asserts nothing. BENCH_SECONDS sets the duration of each timed run;
 // BENCH_SEAL_RECORDS the size of the sealed epoch (default 1,000,000); BENCH_ONLY a comma-separated list of
-// sections to run (gates, proofs, tiles, ndvi, chat).
+// sections to run (gates, proofs, tiles, ndvi, chat, jobs).
 import { cpus } from 'node:os';
 import { benchChat, describeChatBench } from './chat.js';
 import { benchGateRejects, benchVerify } from './gates.js';
 import { benchAppend, benchInsert, benchSeal } from './proof-store.js';
+import { benchEmbeddedJobs, benchScheduler } from './jobs.js';
 import { benchNdvi } from './ndvi.js';
 import { benchTileHits } from './tiles.js';
 
@@ -61,3 +62,17 @@ if (wanted('ndvi')) {
 }
 
 if (wanted('chat')) console.log(describeChatBench(await benchChat()));
+
+if (wanted('jobs')) {
+  const scheduler = await benchScheduler();
+  console.log(
+    `jobs: scheduler overhead per 4-step, 3-level job with instant activities: p50 ${(scheduler.p50Ms * 1000).toFixed(1)} µs, ` +
+      `p99 ${(scheduler.p99Ms * 1000).toFixed(1)} µs (goal p50 < 2 ms)`,
+  );
+  const embedded = await benchEmbeddedJobs();
+  console.log(
+    `jobs: embedded 3-step jobs over HTTP (gates, plan, job store, scheduler, signed compute/job record; instant activities; ` +
+      `16 concurrent): ${fmt(embedded.perSecond)} jobs/s, p50 ${embedded.p50Ms.toFixed(2)} ms, p99 ${embedded.p99Ms.toFixed(2)} ms; ` +
+      `statuses ${JSON.stringify(embedded.statuses)}`,
+  );
+}

@@ -13,10 +13,14 @@ import { readKeyFile, writeKeyFile } from './key-file.js';
 import { APIKEY_USAGE, apikeyCommand } from './apikey-commands.js';
 import { proofVerifyCommand, storeAuditCommand } from './proof-commands.js';
 import { startGateway } from './start.js';
+import { runWorkerCli, workerCheck } from './worker.js';
 
 const USAGE = `geofabric <command>
 
   start                          run the gateway (PORT, default 8080; see README for configuration)
+  worker [--check]               run a swarm worker: registers with GATEWAY_URL, polls the Temporal queues of
+                                 WORKER_CELL and WORKER_TOOLS; --check prints its hardware, tier, models, tools
+                                 and queues as JSON and exits without registering
   keygen [--out FILE]            new Ed25519 key pair, written mode 0600 (default geofabric-key.json)
   sign REQUEST.json --key FILE   sign a request body: prints { "x-idn-signature", "body" }
   cert issue --key PRINCIPAL_KEY --agent PK --cells C1,C2 --facets F1,F2
@@ -51,6 +55,15 @@ async function main(argv: string[]): Promise<number> {
     case 'start':
       await startGateway(loadConfig());
       return -1; // keeps running
+    case 'worker': {
+      const { values } = parseArgs({ args: rest, options: { check: { type: 'boolean', default: false } } });
+      if (values.check) {
+        print(await workerCheck(loadConfig()));
+        return 0;
+      }
+      await runWorkerCli(loadConfig());
+      return -1; // keeps running
+    }
     case 'keygen': {
       const { values } = parseArgs({ args: rest, options: { out: { type: 'string', default: 'geofabric-key.json' } } });
       const key = generateKeyPair();

@@ -2,6 +2,8 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { startAutoSealer } from '../activities/proof/epoch-sealer.js';
+import { createSealActivities, type SealActivities } from '../activities/proof/seal-activities.js';
+import { ensureSealSchedule } from '../activities/proof/seal-schedule.js';
 import { createSyncAgent } from '../activities/proof/sync-agent.js';
 import { createImageryActivities } from '../activities/imagery/index.js';
 import { createSwarm } from '../activities/inference/index.js';
@@ -63,7 +65,14 @@ export async function startGateway(config: Config): Promise<void> {
     backbone: config.swarm.backboneUrl !== undefined,
     clock: Date.now,
   });
-  const orchestration = await startOrchestration(config, compute, logger);
+  const seals = createSealActivities({
+    store: stores.proofs,
+    signer: node.key,
+    clock: Date.now,
+    genesisMs: config.epochGenesisMs,
+    graceMs: config.sealGraceMs,
+  });
+  const orchestration = await startOrchestration(config, { compute, seals }, logger);
   const app = createApp({
     config: {
       requireDelegation: config.requireDelegation,
@@ -84,16 +93,20 @@ export async function startGateway(config: Config): Promise<void> {
     jobs: stores.jobs,
     jobRunner: orchestration.runner,
   });
-  // Seals this node's epochs (an hour plus the grace after they close), catching up after downtime.
-  const sealer = startAutoSealer({
-    store: stores.proofs,
-    signer: node.key,
-    clock: Date.now,
-    genesisMs: config.epochGenesisMs,
-    graceMs: config.sealGraceMs,
-    intervalMs: config.sealCheckMs,
-    onError: (error) => logger.error({ err: error }, 'epoch sealing failed'),
-  });
+  // Seals this node's epochs (an hour plus the grace after they close), catching up after downtime; under
+  // Temporal an hourly Schedule does it (startOrchestration).
+  const sealer =
+    config.orchestrator === 'embedded'
+      ? startAutoSealer({
+          store: stores.proofs,
+          signer: node.key,
+          clock: Date.now,
+          genesisMs: config.epochGenesisMs,
+          graceMs: config.sealGraceMs,
+          intervalMs: config.sealCheckMs,
+          onError: (error) => logger.error({ err: error }, 'epoch sealing failed'),
+        })
+      : undefined;
   const sync = config.centralStoreUrl
     ? createSyncAgent({
         store: stores.proofs,
@@ -122,7 +135,7 @@ export async function startGateway(config: Config): Promise<void> {
       orchestration
         .close()
         .then(() => writer.close())
-        .then(() => Promise.all([sealer.stop(), sync?.stop()]))
+        .then(() => Promise.all([sealer?.stop(), sync?.stop()]))
         .then(() => stores.close())
         .then(
           () => process.exit(0),
@@ -146,7 +159,7 @@ export async function startGateway(config: Config): Promise<void> {
  */
 async function startOrchestration(
   config: Config,
-  compute: ComputeActivities,
+  { compute, seals }: { compute: ComputeActivities; seals: SealActivities },
   logger: Logger,
 ): Promise<{ runner: JobRunner; close(): Promise<void> }> {
   if (config.orchestrator === 'embedded') {
@@ -159,7 +172,8 @@ async function startOrchestration(
     namespace: config.temporal.namespace,
     logger,
     queues: [
-      { taskQueue: jobQueue(config.naming), workflows: true },
+      // sealEpoch runs its activity on its own queue: the job queue.
+      { taskQueue: jobQueue(config.naming), workflows: true, activities: seals },
       { taskQueue: gatewayQueue(config.naming), activities: { ...compute.jobs, ...steps } },
       { taskQueue: backboneQueue(config.naming), activities: { inferenceStep: steps.inferenceStep } },
     ],
@@ -167,6 +181,12 @@ async function startOrchestration(
   workers.running.catch((error: unknown) => logger.error({ err: error }, 'temporal workers stopped'));
   const connection = await Connection.connect({ address: config.temporal.address });
   const client = new Client({ connection, namespace: config.temporal.namespace });
+  const schedule = await ensureSealSchedule(client, {
+    scheduleId: `${config.naming.prefix}-seal-epochs`,
+    taskQueue: jobQueue(config.naming),
+    genesisMs: config.epochGenesisMs,
+  });
+  logger.info(schedule, 'hourly seal schedule');
   const runner = createTemporalJobRunner({
     client,
     naming: config.naming,

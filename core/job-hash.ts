@@ -3,7 +3,8 @@
  *
  * - `job_id` is a UUID derived from the request's signature: Ed25519 signatures are deterministic, so the
  *   same signed body always names the same job, and a replayed request finds it instead of running again.
- *   The UUID is version 8 (RFC 9562 "custom"): the first 122 bits of SHA-256("geofabric/job\n" + signature).
+ *   The UUID is version 8 (RFC 9562 "custom"): the first 128 bits of SHA-256("geofabric/job\n" + signature)
+ *   with the version nibble and the two variant bits overwritten in place (122 bits of the hash remain).
  * - `job_hash` = SHA-256 hex of JCS({ request_hash, outputs }) where `request_hash` is SHA-256 hex of JCS of
  *   the signed request body (signature included) and `outputs` lists, in request order, each step's
  *   `{ id, status, output_hash }` with `output_hash` = SHA-256 hex of JCS of the step's output (null for a

@@ -114,7 +114,8 @@ export async function runSchedule(
         continue;
       }
       const estimate = toCreditUnits(step.estimate);
-      if (admitted + estimate > left) {
+      // Once one step of the level is refused, the rest are not started either: the job has failed.
+      if (error || admitted + estimate > left) {
         error ??= {
           step_id: id,
           code: 'budget_exceeded',

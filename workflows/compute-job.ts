@@ -107,12 +107,17 @@ function stepProxies(gatewayQueue: string, timeouts: ComputeJobTimeouts) {
   };
 }
 
-/** A step nobody took from its queue means its worker went away: the spec's no_workers. */
+/** A step nobody (eligible) took from its queue means its workers went away: the spec's no_workers. */
 function describeWorkflowStepError(error: unknown): StepError {
   for (let cause: unknown = error; cause instanceof Error; cause = (cause as { cause?: unknown }).cause) {
     if (cause instanceof TimeoutFailure && cause.timeoutType === TimeoutType.SCHEDULE_TO_START) {
       return { code: 'no_workers', detail: 'no worker took the step from its queue in time; retry later' };
     }
   }
-  return describeStepError(error);
+  const described = describeStepError(error);
+  // Every attempt landed on a worker that may not take the step (activities/compute/worker-guard.ts).
+  if (described.code === 'worker_ineligible') {
+    return { code: 'no_workers', detail: `no eligible worker took the step: ${described.detail}; retry later` };
+  }
+  return described;
 }

@@ -8,6 +8,7 @@ import {
   isWellFormedApiKey,
 } from '../api-key-format.js';
 import type { ApiKeyRecord, ApiKeyStore, ApiKeyTier } from '../api-key-store.js';
+import { ensureIndexes } from './ensure-indexes.js';
 
 /** A key as stored: its hash, never the key. */
 interface ApiKeyDoc {
@@ -42,11 +43,11 @@ export async function createMongoApiKeyStore(
 ): Promise<ApiKeyStore> {
   const keys = db.collection<ApiKeyDoc>('api_keys');
   const revocations = db.collection<RevocationDoc>('api_key_revocations');
-  await keys.createIndexes([
+  await ensureIndexes(keys, [
     { key: { key_hash: 1 }, name: 'key_hash_unique', unique: true },
     { key: { id: 1 }, name: 'id_unique', unique: true },
   ]);
-  await revocations.createIndexes([{ key: { id: 1 }, name: 'id_unique', unique: true }]);
+  await ensureIndexes(revocations, [{ key: { id: 1 }, name: 'id_unique', unique: true }]);
 
   const record = (doc: ApiKeyDoc, revokedAt: string | null): ApiKeyRecord =>
     apiKeyRecordSchema.parse({

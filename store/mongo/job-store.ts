@@ -3,6 +3,7 @@ import { ServiceError } from '../../core/errors.js';
 import type { JobRecord, JobStatus } from '../../core/job-record.js';
 import { checkJobInput, JOB_RECORD_VERSION, parseStoredJob, recentLimit } from '../job-record-schema.js';
 import type { JobStore } from '../job-store.js';
+import { ensureIndexes } from './ensure-indexes.js';
 
 /** The columns every stored revision of a job carries: the record's JSON and the fields queries need. */
 interface JobFields {
@@ -65,11 +66,11 @@ export async function createMongoJobStore(db: Db, options: MongoJobStoreOptions 
   const maxAttempts = options.maxAttempts ?? 100;
   const jobs = db.collection<JobDoc>('compute_jobs');
   const revisions = db.collection<RevisionDoc>('compute_job_revisions');
-  await jobs.createIndexes([
+  await ensureIndexes(jobs, [
     { key: { created_at: -1, _id: -1 }, name: 'recent' },
     { key: { status: 1 }, name: 'status' },
   ]);
-  await revisions.createIndexes([{ key: { job_id: 1, rev: 1 }, name: 'job_rev_unique', unique: true }]);
+  await ensureIndexes(revisions, [{ key: { job_id: 1, rev: 1 }, name: 'job_rev_unique', unique: true }]);
 
   /** The newest of the hint and the revisions above it. */
   function newestOf(doc: JobDoc, later: readonly RevisionDoc[]): Current {

@@ -12,6 +12,7 @@ import {
   pageKey,
   sealTreePages,
 } from '../seal-tree-pages.js';
+import { ensureIndexes } from './ensure-indexes.js';
 
 /** A record: its JSON as written (payload keys may be anything JSON allows) plus the fields queries use. */
 interface RecordDoc {
@@ -66,7 +67,7 @@ export async function createMongoProofStore(db: Db): Promise<ProofStore> {
   const records = db.collection<RecordDoc>('records');
   const seals = db.collection<SealDoc>('seals');
   const nodes = db.collection<SealNodeDoc>('seal_nodes');
-  await records.createIndexes([
+  await ensureIndexes(records, [
     { key: { id: 1 }, name: 'id_unique', unique: true },
     { key: { 'address.pk': 1, seq: 1 }, name: 'writer_seq_unique', unique: true },
     { key: { 'address.pk': 1, 'address.epoch': 1, seq: 1 }, name: 'writer_epoch_seq' },
@@ -76,11 +77,11 @@ export async function createMongoProofStore(db: Db): Promise<ProofStore> {
     { key: { collection_type: 1, 'address.epoch': 1 }, name: 'collection_epoch' },
     { key: { synced: 1, 'address.pk': 1, seq: 1 }, name: 'unsynced' },
   ]);
-  await seals.createIndexes([
+  await ensureIndexes(seals, [
     { key: { sealer_pk: 1, epoch: 1 }, name: 'sealer_epoch_unique', unique: true },
     { key: { synced: 1, sealer_pk: 1, epoch: 1 }, name: 'unsynced' },
   ]);
-  await nodes.createIndexes([
+  await ensureIndexes(nodes, [
     { key: { sealer_pk: 1, epoch: 1, seal_hash: 1, level: 1, page: 1 }, name: 'page_unique', unique: true },
   ]);
 

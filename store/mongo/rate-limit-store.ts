@@ -1,6 +1,7 @@
 import { MongoServerError, type Collection, type Db } from 'mongodb';
 import { assertRateLimitWindow, rateLimitExpiry } from '../rate-limit-window.js';
 import type { RateLimitStore } from '../types.js';
+import { ensureIndexes } from './ensure-indexes.js';
 
 /** One counted operation: slot `n` of (key, window). The unique index makes each slot claimable once. */
 interface RateLimitSlot {
@@ -42,11 +43,11 @@ export async function createMongoRateLimitStore(
   const slots = db.collection<RateLimitSlot>('rate_limit_slots');
   const hints = db.collection<RateLimitHint>('rate_limit_hints');
   // Plain indexes on expires_at: FerretDB v1 rejects TTL indexes, so this store prunes expired records itself.
-  await slots.createIndexes([
+  await ensureIndexes(slots, [
     { key: { key: 1, window_start: 1, n: 1 }, name: 'slot_unique', unique: true },
     { key: { expires_at: 1 }, name: 'expires_at' },
   ]);
-  await hints.createIndexes([
+  await ensureIndexes(hints, [
     { key: { key: 1, window_start: 1 }, name: 'hint_unique', unique: true },
     { key: { expires_at: 1 }, name: 'expires_at' },
   ]);

@@ -2,6 +2,7 @@ import { MongoServerError, type Collection, type Db } from 'mongodb';
 import { ServiceError } from '../../core/errors.js';
 import { applyOutcome, INITIAL_TRUST, type JobOutcome, type TrustState } from '../../core/worker-trust.js';
 import type { WorkerRecord, WorkerRegistration, WorkerRegistry } from '../worker-registry.js';
+import { ensureIndexes } from './ensure-indexes.js';
 
 /**
  * A worker's declaration (`workers`), written by registrations only. Liveness and trust live in their own
@@ -94,13 +95,13 @@ export async function createMongoWorkerRegistry(
   const claims = db.collection<HeartbeatClaim>('worker_heartbeats');
   const trust = db.collection<TrustDoc>('worker_trust');
   const outcomes = db.collection<OutcomeClaim>('worker_outcomes');
-  await workers.createIndexes([{ key: { pk: 1 }, name: 'pk_unique', unique: true }]);
-  await liveness.createIndexes([{ key: { pk: 1 }, name: 'pk_unique', unique: true }]);
-  await claims.createIndexes([
+  await ensureIndexes(workers, [{ key: { pk: 1 }, name: 'pk_unique', unique: true }]);
+  await ensureIndexes(liveness, [{ key: { pk: 1 }, name: 'pk_unique', unique: true }]);
+  await ensureIndexes(claims, [
     { key: { pk: 1, seq: 1 }, name: 'pk_seq_unique', unique: true },
     { key: { pk: 1, expires_at: 1 }, name: 'pk_expires_at' },
   ]);
-  await trust.createIndexes([{ key: { pk: 1, rev: 1 }, name: 'pk_rev_unique', unique: true }]);
+  await ensureIndexes(trust, [{ key: { pk: 1, rev: 1 }, name: 'pk_rev_unique', unique: true }]);
   // `worker_outcomes` is read and claimed by `_id` only: no further index.
 
   let pruning: Promise<void> = Promise.resolve();

@@ -5,7 +5,7 @@ import { inferenceJob, signJob } from '../helpers/jobs.js';
 
 const alice = generateKeyPair();
 
-describe('POST /v1/compute after the gates', () => {
+describe('POST /v1/compute after the gates (no upstreams configured)', () => {
   let gw: TestGateway;
   before(async () => {
     gw = await startGateway();
@@ -18,14 +18,22 @@ describe('POST /v1/compute after the gates', () => {
   };
   const error = (res: { body: unknown }) => (res.body as { error: string }).error;
 
-  it('answers 503 no_workers with retry-after while no job runner exists', async () => {
+  it('answers 503 no_workers with retry-after when neither a worker nor a backbone can take the inference', async () => {
     const res = await post(inferenceJob('three parks in Rome'));
     assert.equal(res.status, 503);
     assert.equal(error(res), 'no_workers');
-    assert.equal(res.headers.get('retry-after'), '60');
+    assert.equal(res.headers.get('retry-after'), '30');
+    const body = res.body as { job_id: string; step_id: string; job: { status: string; steps: { status: string }[] } };
+    assert.equal(body.step_id, 'ask');
+    assert.equal(body.job.status, 'failed');
+    assert.deepEqual(
+      body.job.steps.map((s) => s.status),
+      ['failed'],
+    );
+    assert.equal(((await gw.get(`/v1/compute/${body.job_id}`)).body as { status: string }).status, 'failed');
   });
 
-  it('accepts the satellite → AI → map chain of SPEC 4.1 note 4 up to dispatch', async () => {
+  it('runs the satellite → AI → map chain of SPEC 4.1 note 4 until its first step fails (catalog unreachable)', async () => {
     const res = await post({
       h3_cell: '861e8050fffffff',
       steps: [
@@ -39,7 +47,18 @@ describe('POST /v1/compute after the gates', () => {
         { id: 'map', type: 'tile_render', depends_on: 'explain', zoom: 12, style: 'osm-bright' },
       ],
     });
-    assert.equal(res.status, 503);
+    assert.equal(res.status, 502, res.text);
+    assert.equal(error(res), 'upstream_unavailable');
+    const body = res.body as {
+      step_id: string;
+      job: { steps: { status: string }[]; settlement: { total_credits: number } };
+    };
+    assert.equal(body.step_id, 'ndvi');
+    assert.deepEqual(
+      body.job.steps.map((s) => s.status),
+      ['failed', 'skipped', 'skipped'],
+    );
+    assert.equal(body.job.settlement.total_credits, 0, 'nothing ran, nothing is charged (not even the proof)');
   });
 
   it('refuses sensor_fusion as planned, not available', async () => {

@@ -5,7 +5,7 @@ import { DeterminismViolationError } from '@temporalio/workflow';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { installTestRuntime } from './temporal-runtime.js';
-import { bundleWorkflows } from './workflow-bundle.js';
+import { bundleWorkflows, sharedWorkflowBundle } from './workflow-bundle.js';
 
 // Recorded against the dev server by `RECORD_FIXTURES=1 npm run test:live`; re-record only when the probe
 // workflow changes on purpose (and then version the change, as a running workflow would need).
@@ -19,7 +19,7 @@ describe('engineProbe workflow replay', function () {
 
   before(async () => {
     installTestRuntime();
-    bundle = await bundleWorkflows();
+    bundle = await sharedWorkflowBundle();
   });
 
   it('replays the recorded history against the current workflow code', async () => {

@@ -1,0 +1,324 @@
+import assert from 'node:assert/strict';
+import {
+  DEFAULT_IMAGE_OPERATION,
+  DEFAULT_TILE_STYLE,
+  DEFAULT_TILE_ZOOM,
+  MAX_CONTEXT_CHARS,
+  STEP_ACTIVITY,
+  requiredTools,
+  stepActivityInput,
+  toScheduledStep,
+  type ComputeJobInput,
+  type ImageStepInput,
+  type InferenceStepInput,
+  type JobStepSpec,
+  type TileStepInput,
+} from '../../core/job-steps.js';
+
+const JOB_CELL = '861e8050fffffff';
+const OTHER_CELL = '861e8051fffffff';
+const CONTEXT_CELL = '871e80508ffffff';
+
+type JobStep = ComputeJobInput['steps'][number];
+
+function job(steps: JobStepSpec[], overrides: Partial<ComputeJobInput> = {}): ComputeJobInput {
+  return {
+    job_id: 'job-1',
+    requester_pk: 'requester',
+    h3_cell: JOB_CELL,
+    epoch: 7,
+    budget_credits: 1,
+    proof_credits: 0.0001,
+    steps: steps.map((s) => ({ ...s, estimate: 0.001 })),
+    plan: { order: steps.map((s) => s.id), levels: [steps.map((s) => s.id)] },
+    jurisdiction: null,
+    min_tier: null,
+    request_hash: 'ab'.repeat(32),
+    created_at: '2026-03-01T12:00:00.000Z',
+    ...overrides,
+  };
+}
+
+/** The activity input of step `id` of `j`, asserting its type. */
+function inferenceInput(j: ComputeJobInput, id: string, dependency?: Record<string, unknown>): InferenceStepInput {
+  const built = stepActivityInput(j, stepOf(j, id), dependency);
+  assert.equal(built.type, 'inference');
+  return built.input as InferenceStepInput;
+}
+function tileInput(j: ComputeJobInput, id: string, dependency?: Record<string, unknown>): TileStepInput {
+  const built = stepActivityInput(j, stepOf(j, id), dependency);
+  assert.equal(built.type, 'tile_render');
+  return built.input as TileStepInput;
+}
+function imageInput(j: ComputeJobInput, id: string): ImageStepInput {
+  const built = stepActivityInput(j, stepOf(j, id), undefined);
+  assert.equal(built.type, 'image_process');
+  return built.input as ImageStepInput;
+}
+function stepOf(j: ComputeJobInput, id: string): JobStep {
+  const found = j.steps.find((s) => s.id === id);
+  assert.ok(found, `no step "${id}"`);
+  return found;
+}
+
+const CONTEXT_PREFIX = `Output of the job's step "ndvi" (JSON), for use in your answer:\n`;
+
+describe('job steps: activity inputs (SPEC 2.2 rules 1, 2)', () => {
+  describe('inference', () => {
+    it('passes the messages, the job cell and the worker constraints through, without a dependency', () => {
+      const j = job(
+        [
+          {
+            id: 'ask',
+            type: 'inference',
+            model: 'tinyllama',
+            max_tokens: 64,
+            tools: ['web-search'],
+            messages: [
+              { role: 'system', content: 'Be brief.' },
+              { role: 'user', content: 'Is Rome green?' },
+            ],
+          },
+        ],
+        { jurisdiction: 'EU', min_tier: 'tier-2' },
+      );
+      assert.deepEqual(stepActivityInput(j, stepOf(j, 'ask'), undefined), {
+        type: 'inference',
+        input: {
+          job_id: 'job-1',
+          step_id: 'ask',
+          model: 'tinyllama',
+          max_tokens: 64,
+          tools: ['web-search'],
+          messages: [
+            { role: 'system', content: 'Be brief.' },
+            { role: 'user', content: 'Is Rome green?' },
+          ],
+          want_locations: false,
+          h3_cell: JOB_CELL,
+          jurisdiction: 'EU',
+          min_tier: 'tier-2',
+        },
+      });
+    });
+
+    it('leaves model, max_tokens and tools out when the step has none', () => {
+      const input = inferenceInput(job([{ id: 'ask', type: 'inference' }]), 'ask');
+      assert.deepEqual(input, {
+        job_id: 'job-1',
+        step_id: 'ask',
+        messages: [],
+        want_locations: false,
+        h3_cell: JOB_CELL,
+        jurisdiction: null,
+        min_tier: null,
+      });
+      for (const key of ['model', 'max_tokens', 'tools']) assert.equal(key in input, false, key);
+    });
+
+    it('puts the dependency output first, as a system message of its JSON', () => {
+      const j = job([
+        { id: 'ndvi', type: 'image_process' },
+        { id: 'ask', type: 'inference', depends_on: 'ndvi', messages: [{ role: 'user', content: 'Summarise.' }] },
+      ]);
+      const input = inferenceInput(j, 'ask', { mean_ndvi: 0.42, scene: 'S2A' });
+      assert.deepEqual(input.messages, [
+        { role: 'system', content: `${CONTEXT_PREFIX}{"mean_ndvi":0.42,"scene":"S2A"}` },
+        { role: 'user', content: 'Summarise.' },
+      ]);
+    });
+
+    it('leaves image_base64 out of the dependency output shown to the model', () => {
+      const j = job([
+        { id: 'ndvi', type: 'image_process' },
+        { id: 'ask', type: 'inference', depends_on: 'ndvi' },
+      ]);
+      const input = inferenceInput(j, 'ask', { image_base64: 'iVBORw0KGgo=', mean_ndvi: 0.42 });
+      assert.equal(input.messages[0]?.content, `${CONTEXT_PREFIX}{"mean_ndvi":0.42}`);
+      assert.doesNotMatch(input.messages[0]?.content ?? '', /iVBORw0KGgo|image_base64/);
+    });
+
+    it(`cuts the dependency JSON at MAX_CONTEXT_CHARS (${MAX_CONTEXT_CHARS}) and marks the cut`, () => {
+      const j = job([
+        { id: 'ndvi', type: 'image_process' },
+        { id: 'ask', type: 'inference', depends_on: 'ndvi' },
+      ]);
+      // `{"t":"…"}` is 8 characters plus the string.
+      const atLimit = { t: 'x'.repeat(MAX_CONTEXT_CHARS - 8) };
+      const overLimit = { t: 'y'.repeat(MAX_CONTEXT_CHARS) };
+
+      const whole = inferenceInput(j, 'ask', atLimit).messages[0]?.content;
+      assert.equal(whole, `${CONTEXT_PREFIX}${JSON.stringify(atLimit)}`);
+
+      const cut = inferenceInput(j, 'ask', overLimit).messages[0]?.content;
+      assert.equal(cut, `${CONTEXT_PREFIX}${JSON.stringify(overLimit).slice(0, MAX_CONTEXT_CHARS)}…`);
+      assert.equal(cut?.length, CONTEXT_PREFIX.length + MAX_CONTEXT_CHARS + 1);
+    });
+
+    it('asks for locations only when a tile_render step depends on the inference step', () => {
+      const j = job([
+        { id: 'ask', type: 'inference' },
+        { id: 'map', type: 'tile_render', depends_on: 'ask' },
+        { id: 'other', type: 'inference' },
+        { id: 'followup', type: 'inference', depends_on: 'other' },
+        { id: 'lonely', type: 'inference' },
+        { id: 'scene', type: 'image_process', depends_on: 'lonely' },
+      ]);
+      assert.equal(inferenceInput(j, 'ask').want_locations, true);
+      assert.equal(inferenceInput(j, 'other').want_locations, false);
+      assert.equal(inferenceInput(j, 'followup').want_locations, false);
+      assert.equal(inferenceInput(j, 'lonely').want_locations, false);
+    });
+  });
+
+  describe('tile_render', () => {
+    it(`renders the job cell at zoom ${DEFAULT_TILE_ZOOM} in ${DEFAULT_TILE_STYLE} by default`, () => {
+      assert.equal(DEFAULT_TILE_ZOOM, 12);
+      assert.equal(DEFAULT_TILE_STYLE, 'osm-bright');
+      const input = tileInput(job([{ id: 'map', type: 'tile_render' }]), 'map');
+      assert.deepEqual(input, {
+        job_id: 'job-1',
+        step_id: 'map',
+        center_cell: JOB_CELL,
+        zoom: DEFAULT_TILE_ZOOM,
+        style: DEFAULT_TILE_STYLE,
+      });
+      assert.equal('locations' in input, false);
+    });
+
+    it('renders the requested center cell, zoom and style', () => {
+      const j = job([{ id: 'map', type: 'tile_render', center_cell: OTHER_CELL, zoom: 9, style: 'dark' }]);
+      assert.deepEqual(tileInput(j, 'map'), {
+        job_id: 'job-1',
+        step_id: 'map',
+        center_cell: OTHER_CELL,
+        zoom: 9,
+        style: 'dark',
+      });
+    });
+
+    it("annotates the tile with the dependency's locations", () => {
+      const j = job([
+        { id: 'ask', type: 'inference' },
+        { id: 'map', type: 'tile_render', depends_on: 'ask' },
+      ]);
+      const locations = [
+        { name: 'Colosseum', lat: 41.8902, lng: 12.4922 },
+        { name: 'Pantheon', address: 'Piazza della Rotonda', h3_cell: JOB_CELL },
+      ];
+      assert.deepEqual(tileInput(j, 'map', { text: 'two sights', locations }).locations, locations);
+    });
+
+    it('ignores a dependency whose locations are not a list', () => {
+      const j = job([
+        { id: 'ask', type: 'inference' },
+        { id: 'map', type: 'tile_render', depends_on: 'ask' },
+      ]);
+      assert.equal('locations' in tileInput(j, 'map', { locations: 'Colosseum' }), false);
+      assert.equal('locations' in tileInput(j, 'map', { text: 'none' }), false);
+    });
+  });
+
+  describe('image_process', () => {
+    it('prefers context.h3_cell over center_cell over the job cell', () => {
+      const j = job([
+        { id: 'all', type: 'image_process', context: { h3_cell: CONTEXT_CELL }, center_cell: OTHER_CELL },
+        { id: 'center', type: 'image_process', center_cell: OTHER_CELL, context: {} },
+        { id: 'none', type: 'image_process' },
+      ]);
+      assert.equal(imageInput(j, 'all').h3_cell, CONTEXT_CELL);
+      assert.equal(imageInput(j, 'center').h3_cell, OTHER_CELL);
+      assert.equal(imageInput(j, 'none').h3_cell, JOB_CELL);
+    });
+
+    it(`runs ${DEFAULT_IMAGE_OPERATION} by default and leaves absent dates out`, () => {
+      assert.equal(DEFAULT_IMAGE_OPERATION, 'ndvi');
+      const input = imageInput(job([{ id: 'scene', type: 'image_process' }]), 'scene');
+      assert.deepEqual(input, { job_id: 'job-1', step_id: 'scene', operation: 'ndvi', h3_cell: JOB_CELL });
+      assert.equal('date_from' in input, false);
+      assert.equal('date_to' in input, false);
+    });
+
+    it('passes the requested operation and dates through', () => {
+      const j = job([
+        {
+          id: 'scene',
+          type: 'image_process',
+          operation: 'true_color',
+          context: { date_from: '2026-01-01', date_to: '2026-02-01' },
+        },
+      ]);
+      assert.deepEqual(imageInput(j, 'scene'), {
+        job_id: 'job-1',
+        step_id: 'scene',
+        operation: 'true_color',
+        h3_cell: JOB_CELL,
+        date_from: '2026-01-01',
+        date_to: '2026-02-01',
+      });
+    });
+
+    it('passes one date without inventing the other', () => {
+      const j = job([{ id: 'scene', type: 'image_process', context: { date_to: '2026-02-01' } }]);
+      const input = imageInput(j, 'scene');
+      assert.equal(input.date_to, '2026-02-01');
+      assert.equal('date_from' in input, false);
+    });
+  });
+
+  it('throws RangeError for sensor_fusion, which has no activity', () => {
+    const j = job([{ id: 'fuse', type: 'sensor_fusion' }]);
+    assert.throws(() => stepActivityInput(j, stepOf(j, 'fuse'), undefined), RangeError);
+  });
+
+  it('names a distinct step activity for every step type that has an activity input', () => {
+    const j = job([
+      { id: 'a', type: 'inference' },
+      { id: 't', type: 'tile_render' },
+      { id: 'i', type: 'image_process' },
+    ]);
+    const types = j.steps.map((s) => stepActivityInput(j, s, undefined).type);
+    assert.deepEqual(types, ['inference', 'tile_render', 'image_process']);
+    const names = types.map((t) => STEP_ACTIVITY[t]);
+    assert.ok(names.every((n) => typeof n === 'string' && n.length > 0));
+    assert.equal(new Set(names).size, names.length);
+  });
+});
+
+describe('job steps: tools and scheduling', () => {
+  it("requires an inference step's tools of its worker", () => {
+    assert.deepEqual(requiredTools({ id: 'a', type: 'inference', tools: ['web-search', 'file-ops'] }), [
+      'web-search',
+      'file-ops',
+    ]);
+  });
+
+  it('requires no tools of an inference step without tools', () => {
+    assert.deepEqual(requiredTools({ id: 'a', type: 'inference' }), []);
+  });
+
+  it('requires no tools of non-inference steps, even when the request lists some', () => {
+    for (const type of ['tile_render', 'image_process', 'sensor_fusion'] as const) {
+      assert.deepEqual(requiredTools({ id: 'a', type, tools: ['web-search'] }), [], type);
+    }
+  });
+
+  it('keeps only the id, type, dependency and estimate for the scheduler', () => {
+    const full: JobStep = {
+      id: 'ask',
+      type: 'inference',
+      depends_on: 'ndvi',
+      model: 'tinyllama',
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: ['web-search'],
+      estimate: 0.0042,
+    };
+    assert.deepEqual(toScheduledStep(full), { id: 'ask', type: 'inference', depends_on: 'ndvi', estimate: 0.0042 });
+  });
+
+  it('keeps an absent dependency absent for the scheduler', () => {
+    const scheduled = toScheduledStep({ id: 'map', type: 'tile_render', estimate: 0.0001 });
+    assert.equal(scheduled.depends_on, undefined);
+    assert.equal(scheduled.estimate, 0.0001);
+  });
+});

@@ -1,0 +1,238 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client, Connection } from '@temporalio/client';
+import { pino } from 'pino';
+import { withHeartbeats } from '../../activities/compute/heartbeat.js';
+import { createTemporalJobRunner } from '../../api/temporal-job-runner.js';
+import { loadConfig } from '../../bin/config.js';
+import { startTemporalWorkers, type TemporalWorkers } from '../../bin/temporal-workers.js';
+import { startWorker, type RunningWorker } from '../../bin/worker.js';
+import { generateKeyPair } from '../../core/identity.js';
+import type { ComputeResponse } from '../../core/job-record.js';
+import { gatewayQueue, jobQueue, type QueueNaming } from '../../core/task-queues.js';
+import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
+import { startGateway } from '../helpers/gateway.js';
+import { inferenceJob, signJob } from '../helpers/jobs.js';
+import { bundleWorkflows } from '../workflows/workflow-bundle.js';
+import { installTestRuntime } from '../workflows/temporal-runtime.js';
+import { requireEnv } from './live-env.js';
+
+const ROME = '861e8050fffffff';
+const ROOT_CLI = fileURLToPath(new URL('../../bin/geofabric.ts', import.meta.url));
+const LAPTOP = { platform: 'linux-x64', gpu: null, vram_gb: 0, ram_gb: 8, cores: 4 };
+const silent = pino({ level: 'silent' });
+// temporal.api.enums.v1 values (the proto package is not a direct dependency).
+const TASK_QUEUE_KIND_NORMAL = 1;
+const TASK_QUEUE_TYPE_ACTIVITY = 2;
+
+// Against a real Temporal server (TEMPORAL_ADDRESS): `startWorker` registers with a test gateway and its
+// Temporal Workers poll exactly the queues of its cell and tools (seen through DescribeTaskQueue's pollers),
+// under a queue prefix of this run so nothing else on the server answers.
+describe('geofabric worker on Temporal (live)', function () {
+  this.timeout(60_000);
+  const address = requireEnv('TEMPORAL_ADDRESS');
+  const namespace = process.env.TEMPORAL_NAMESPACE || 'default';
+  const prefix = `worker-test-${randomUUID().slice(0, 8)}`;
+  const naming: QueueNaming = { prefix, routingResolution: 5 };
+  let gw: Awaited<ReturnType<typeof startGateway>>;
+  let connection: Connection;
+  let client: Client;
+  let gatewayWorkers: TemporalWorkers | undefined;
+  let runtime: FakeRuntime;
+  let dataDir: string;
+  let worker: RunningWorker | undefined;
+
+  before(async () => {
+    installTestRuntime();
+    connection = await Connection.connect({ address });
+    client = new Client({ connection, namespace });
+    runtime = await startFakeRuntime('cell worker');
+  });
+  after(async () => {
+    await runtime?.close();
+    await connection?.close();
+  });
+  beforeEach(async () => {
+    gw = await startGateway({
+      naming,
+      jobWaitMs: 60_000,
+      jobRunner: () =>
+        createTemporalJobRunner({
+          client,
+          naming,
+          waitMs: 60_000,
+          runTimeoutMs: 120_000,
+          stepTimeouts: { heartbeatMs: 5_000, queueWaitMs: 20_000 },
+        }),
+    });
+    dataDir = mkdtempSync(join(tmpdir(), 'geofabric-live-worker-'));
+  });
+  afterEach(async () => {
+    await worker?.stop();
+    worker = undefined;
+    await gatewayWorkers?.shutdown();
+    gatewayWorkers = undefined;
+    await gw.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const workerConfig = (extra: Record<string, string> = {}) =>
+    loadConfig({
+      DATA_DIR: dataDir,
+      GATEWAY_URL: gw.url,
+      LOG_LEVEL: 'silent',
+      TEMPORAL_ADDRESS: address,
+      TEMPORAL_NAMESPACE: namespace,
+      TASK_QUEUE_PREFIX: prefix,
+      WORKER_CELL: ROME,
+      WORKER_RUNTIME_URL: runtime.url,
+      WORKER_MODELS: 'lfm2.5-1.2b-instruct',
+      PREWARM_MODELS: '',
+      WORKER_TOOLS: 'web-search',
+      ...extra,
+    });
+
+  /** Identities polling `queue` for activity tasks. */
+  async function activityPollers(queue: string): Promise<string[]> {
+    const answer = await connection.workflowService.describeTaskQueue({
+      namespace,
+      taskQueue: { name: queue, kind: TASK_QUEUE_KIND_NORMAL },
+      taskQueueType: TASK_QUEUE_TYPE_ACTIVITY,
+    });
+    return (answer.pollers ?? []).map((p) => p.identity ?? '');
+  }
+
+  it('registers, then polls the activity queues of its cell and every subset of its tools', async () => {
+    worker = await startWorker(workerConfig(), { logger: silent, hardware: LAPTOP });
+    assert.deepEqual(worker.plan.queues, [`${prefix}/851e8053fffffff`, `${prefix}/851e8053fffffff/web-search`]);
+    assert.equal((await gw.workers.get(worker.pk))?.relay, false);
+
+    for (const queue of worker.plan.queues) {
+      let pollers: string[] = [];
+      for (let i = 0; i < 50 && pollers.length === 0; i++) {
+        pollers = await activityPollers(queue);
+        if (pollers.length === 0) await sleep(200);
+      }
+      assert.ok(pollers.length > 0, `someone polls ${queue}`);
+    }
+    assert.deepEqual(await activityPollers(`${prefix}/851e8053fffffff/python-repl`), [], 'no queue beyond its tools');
+
+    const stopped = Date.now();
+    await worker.stop();
+    assert.ok(Date.now() - stopped < 15_000, 'an idle worker drains at once');
+    worker = undefined;
+  });
+
+  it('runs a job step routed to its cell on its own runtime, and syncs the record when it drains', async () => {
+    worker = await startWorker(workerConfig(), { logger: silent, hardware: LAPTOP });
+    gatewayWorkers = await startTemporalWorkers({
+      address,
+      namespace,
+      logger: silent,
+      workflowBundle: await bundleWorkflows(),
+      gracefulShutdownMs: 1_000,
+      queues: [
+        { taskQueue: jobQueue(naming), workflows: true },
+        {
+          taskQueue: gatewayQueue(naming),
+          activities: { ...gw.compute.jobs, ...withHeartbeats(gw.compute.steps, 1_000) },
+        },
+      ],
+    });
+    const chatsBefore = runtime.chats().length;
+    const { body, headers } = signJob(generateKeyPair(), inferenceJob('three parks in Rome', { nonce: randomUUID() }));
+    const res = await gw.post('/v1/compute', body, headers);
+    assert.equal(res.status, 200, res.text);
+    const job = res.body as ComputeResponse;
+    assert.equal(job.status, 'complete');
+    assert.equal(job.worker_pk, worker.pk, 'the cell worker served the step');
+    assert.equal(job.steps[0]!.output.provider, 'worker');
+    assert.equal(job.steps[0]!.output.text, 'cell worker says: three parks in Rome');
+    assert.equal(job.steps[0]!.output.fallback_reason, undefined);
+    assert.equal(runtime.chats().length, chatsBefore + 1);
+
+    // The step's proof record was written by the worker to its own store; draining pushes it to the central one.
+    const jobRecord = await gw.proofs.getRecord(job.proof!.record_id);
+    const stepRecordId = (jobRecord!.payload as { steps: { record_id: string }[] }).steps[0]!.record_id;
+    await worker.stop();
+    const synced = await gw.proofs.getRecord(stepRecordId);
+    assert.equal(synced?.address.pk, worker.pk);
+    worker = undefined;
+  });
+
+  it('on SIGTERM finishes the step it is running, syncs its record and exits 0 (the CLI process)', async () => {
+    const env = {
+      ...process.env,
+      DATA_DIR: dataDir,
+      GATEWAY_URL: gw.url,
+      LOG_LEVEL: 'info',
+      TEMPORAL_ADDRESS: address,
+      TEMPORAL_NAMESPACE: namespace,
+      TASK_QUEUE_PREFIX: prefix,
+      WORKER_CELL: ROME,
+      WORKER_RUNTIME_URL: runtime.url,
+      WORKER_MODELS: 'lfm2.5-1.2b-instruct',
+      PREWARM_MODELS: '',
+      WORKER_TOOLS: '',
+    };
+    const child = spawn(process.execPath, ['--import', 'tsx', ROOT_CLI, 'worker'], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let log = '';
+    child.stdout.on('data', (chunk: Buffer) => (log += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (log += chunk.toString()));
+    const exited = once(child, 'exit') as Promise<[number | null, string | null]>;
+    const reply = runtime.reply;
+    try {
+      for (let i = 0; i < 200 && !log.includes('worker: started'); i++) await sleep(100);
+      assert.match(log, /worker: started/);
+      const [registered] = await gw.workers.list();
+      gatewayWorkers = await startTemporalWorkers({
+        address,
+        namespace,
+        logger: silent,
+        workflowBundle: await bundleWorkflows(),
+        gracefulShutdownMs: 1_000,
+        queues: [
+          { taskQueue: jobQueue(naming), workflows: true },
+          {
+            taskQueue: gatewayQueue(naming),
+            activities: { ...gw.compute.jobs, ...withHeartbeats(gw.compute.steps, 1_000) },
+          },
+        ],
+      });
+      runtime.reply = () => ({ content: 'slow but sure', delayMs: 3_000 });
+      const chatsBefore = runtime.chats().length;
+      const { body, headers } = signJob(generateKeyPair(), inferenceJob('take your time', { nonce: randomUUID() }));
+      const submitted = gw.post('/v1/compute', body, headers);
+      for (let i = 0; i < 200 && runtime.chats().length === chatsBefore; i++) await sleep(50);
+      assert.equal(runtime.chats().length, chatsBefore + 1, 'the step is running on the worker');
+      child.kill('SIGTERM');
+
+      const res = await submitted;
+      assert.equal(res.status, 200, res.text);
+      const job = res.body as ComputeResponse;
+      assert.equal(job.status, 'complete');
+      assert.equal(job.worker_pk, registered!.pk);
+      assert.equal(job.steps[0]!.output.text, 'slow but sure');
+      assert.equal(runtime.chats().length, chatsBefore + 1, 'finished by the draining worker, not retried');
+      const [code] = await exited;
+      assert.equal(code, 0, log);
+      assert.match(log, /worker: draining/);
+      const jobRecord = await gw.proofs.getRecord(job.proof!.record_id);
+      const stepRecordId = (jobRecord!.payload as { steps: { record_id: string }[] }).steps[0]!.record_id;
+      assert.equal((await gw.proofs.getRecord(stepRecordId))?.address.pk, registered!.pk, 'synced before exit');
+    } finally {
+      runtime.reply = reply;
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  });
+});
