@@ -21,6 +21,8 @@ export interface StepResult {
   cost: number;
   /** The step's proof record (null when the step did not complete). */
   record_id: string | null;
+  /** The relay worker that routed the step to its worker (SPEC 1.4), when one did. */
+  relay_pk?: string;
   /** For a failed or skipped step: the error code and why. */
   error?: { code: string; detail: string };
 }
@@ -33,6 +35,11 @@ export interface Settlement {
   breakdown: Record<string, number>;
   /** The job's Merkle proof (SPEC 8), charged once a step completed: total = sum(breakdown) + proof_credits. */
   proof_credits: number;
+  /**
+   * Relay pk → its fee: RELAY_FEE_SHARE of the steps it routed, a share of those steps' cost (paid out of the
+   * worker's earning, not charged on top). Present only when a relay routed a step.
+   */
+  relay_fees?: Record<string, number>;
 }
 
 /** SPEC 2.3, plus `status` and, for a failed job, `error`. */

@@ -39,6 +39,8 @@ export interface StepRun {
   worker_pk: string | null;
   record_id: string | null;
   latency_ms: number;
+  /** The relay that routed the step (set by the workflow from its route). */
+  relay_pk?: string | undefined;
 }
 
 export interface StepError {
@@ -92,6 +94,7 @@ export async function runSchedule(
       worker_pk: run.worker_pk,
       cost: fromCreditUnits(units),
       record_id: run.record_id,
+      ...(run.relay_pk ? { relay_pk: run.relay_pk } : {}),
     });
   };
   if (left < 0) {
@@ -104,7 +107,7 @@ export async function runSchedule(
 
   for (const level of input.plan.levels) {
     if (error) break;
-    // Admit the level's steps in request order while their estimates fit; the rest are not started.
+    // Admit the level's steps in request order until one does not fit; it and the rest are not started.
     let admitted = 0;
     const running: Promise<void>[] = [];
     for (const id of level) {

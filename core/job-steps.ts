@@ -90,6 +90,9 @@ export type StepActivityInput =
   | { type: 'tile_render'; input: TileStepInput }
   | { type: 'image_process'; input: ImageStepInput };
 
+/** Hardware tier a step type needs of its worker (SPEC 1.6: tier 1 runs tiles and small inference, tier 2 everything). */
+export const STEP_MIN_HARDWARE_TIER = { inference: 1, tile_render: 1, image_process: 2, sensor_fusion: 2 } as const;
+
 /** The step activity of each step type (activities/compute/step-activities.ts). */
 export const STEP_ACTIVITY = {
   inference: 'inferenceStep',

@@ -31,6 +31,14 @@ const UNIT_PRICES = {
   proof: toCreditUnits(PRICES.merkleProof),
 };
 
+/** The relay's share of a step it routed (SPEC 1.4 relay fee; issue 10 makes it configurable). */
+export const RELAY_FEE_SHARE = 0.2;
+
+/** The relay fee of a step that cost `credits`: RELAY_FEE_SHARE of it, in whole credit units. */
+export function relayFee(credits: number): number {
+  return fromCreditUnits(Math.round(toCreditUnits(credits) * RELAY_FEE_SHARE));
+}
+
 /** Output tokens assumed for an inference step that does not state `max_tokens`. */
 export const DEFAULT_MAX_TOKENS = 512;
 /** Sentinel-2 L2A ground resolution (SPEC 2.5): one pixel covers 10 m × 10 m. */

@@ -71,8 +71,12 @@ export async function computeJob(args: ComputeJobArgs): Promise<ComputeResponse>
         const run = await (
           activities[STEP_ACTIVITY[type]] as (i: typeof input) => ReturnType<StepActivities['inferenceStep']>
         )(input);
-        const fallback = routes[step.id]!.fallback_reason;
-        return fallback ? { ...run, output: { ...run.output, fallback_reason: fallback } } : run;
+        const { fallback_reason: fallback, relay_pk } = routes[step.id]!;
+        return {
+          ...run,
+          ...(fallback ? { output: { ...run.output, fallback_reason: fallback } } : {}),
+          ...(relay_pk ? { relay_pk } : {}),
+        };
       },
       describeWorkflowStepError,
     );

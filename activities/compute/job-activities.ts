@@ -6,27 +6,27 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { jobHash, outputHash } from '../../core/job-hash.js';
-import type { ComputeResponse, JobRecord } from '../../core/job-record.js';
+import type { ComputeResponse, JobRecord, Settlement } from '../../core/job-record.js';
 import type { ScheduleResult } from '../../core/job-scheduler.js';
-import { requiredTools, type ComputeJobInput } from '../../core/job-steps.js';
+import { requiredTools, STEP_MIN_HARDWARE_TIER, type ComputeJobInput } from '../../core/job-steps.js';
 import type { ModelRegistry } from '../../core/model-registry.js';
 import { fromCreditUnits, toCreditUnits } from '../../core/credits.js';
 import { backboneQueue, gatewayQueue, routingCell, stepQueue, type QueueNaming } from '../../core/task-queues.js';
 import { toolMinTiers } from '../../core/tool-registry.js';
 import type { WorkerTier } from '../../core/tiers.js';
-import { describeNoWorker, eligibleWorkers, type WorkerNeed } from '../../core/worker-selection.js';
+import { describeNoWorker, eligibleWorkers, isOnline, type WorkerNeed } from '../../core/worker-selection.js';
+import { relayFee } from '../../core/pricing.js';
 import type { JobStore } from '../../store/job-store.js';
 import type { WorkerRegistry } from '../../store/worker-registry.js';
 import { BACKBONE_WORKER } from '../inference/inference-record.js';
 import type { ProofWriter } from '../proof/record-batcher.js';
 
-/** Hardware tier a step type needs (SPEC 1.6: tier 1 runs tiles and small inference, tier 2 everything). */
-const STEP_HARDWARE_TIER = { inference: 1, tile_render: 1, image_process: 2, sensor_fusion: 2 } as const;
-
 export interface StepRoute {
   queue: string;
   /** Why the step does not run on a swarm worker in the job's cell; null when it does. */
   fallback_reason: string | null;
+  /** The relay of the cell that routes the step to its worker (only for steps on a cell queue). */
+  relay_pk?: string;
 }
 
 export interface JobActivityDeps {
@@ -57,6 +57,11 @@ export function createJobActivities(deps: JobActivityDeps) {
       const inCell = (await deps.workers.list()).filter(
         (w) => w.pk !== deps.nodePk && routingCell(w.h3_cell, deps.naming) === cell,
       );
+      // SPEC 1.4: a mobile relay online in the cell routes the job's swarm steps and earns the relay fee.
+      const relay = inCell
+        .filter((w) => w.relay && isOnline(w, now))
+        .sort((a, b) => b.last_seen_ms - a.last_seen_ms || (a.pk < b.pk ? -1 : 1))[0];
+      const viaRelay = relay ? { relay_pk: relay.pk } : {};
       const routes: Record<string, StepRoute> = {};
       for (const step of job.steps) {
         const tools = requiredTools(step);
@@ -75,12 +80,12 @@ export function createJobActivities(deps: JobActivityDeps) {
           toolMinTiers: toolMinTiers(tools),
           jurisdiction: job.jurisdiction,
           minTier: job.min_tier as WorkerTier | null,
-          minHardwareTier: STEP_HARDWARE_TIER[step.type],
+          minHardwareTier: STEP_MIN_HARDWARE_TIER[step.type],
           cell: job.h3_cell,
           ...(model ? { model } : {}),
         };
         if (eligibleWorkers(inCell, need, now).length > 0) {
-          routes[step.id] = { queue: stepQueue(job.h3_cell, tools, deps.naming), fallback_reason: null };
+          routes[step.id] = { queue: stepQueue(job.h3_cell, tools, deps.naming), fallback_reason: null, ...viaRelay };
           continue;
         }
         const why = describeNoWorker(need).split(';')[0]!;
@@ -106,12 +111,20 @@ export function createJobActivities(deps: JobActivityDeps) {
       const ran = result.steps.some((s) => s.status === 'complete');
       const proofCredits = ran ? job.proof_credits : 0;
       const breakdown = Object.fromEntries(result.steps.map((s) => [s.id, s.cost]));
-      const settlement = {
+      const settlement: Settlement = {
         stellar_tx: null,
         total_credits: fromCreditUnits(toCreditUnits(result.charged) + toCreditUnits(proofCredits)),
         breakdown,
         proof_credits: proofCredits,
       };
+      const relayFees = new Map<string, number>();
+      for (const s of result.steps) {
+        if (s.status !== 'complete' || !s.relay_pk) continue;
+        relayFees.set(s.relay_pk, (relayFees.get(s.relay_pk) ?? 0) + toCreditUnits(relayFee(s.cost)));
+      }
+      if (relayFees.size > 0) {
+        settlement.relay_fees = Object.fromEntries([...relayFees].map(([pk, units]) => [pk, fromCreditUnits(units)]));
+      }
       const hash = jobHash(job.request_hash, result.steps);
       const status = result.status;
       const record = await deps.proofs.write({

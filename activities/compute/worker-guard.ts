@@ -17,7 +17,12 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { HardwareTier } from '../../core/hardware-tier.js';
 import { resolveJurisdiction, isInJurisdiction } from '../../core/jurisdiction.js';
 import { createModelRegistry, type ModelRegistry } from '../../core/model-registry.js';
-import type { ImageStepInput, InferenceStepInput, TileStepInput } from '../../core/job-steps.js';
+import {
+  STEP_MIN_HARDWARE_TIER,
+  type ImageStepInput,
+  type InferenceStepInput,
+  type TileStepInput,
+} from '../../core/job-steps.js';
 import { isWorkerTier, type WorkerTier } from '../../core/tiers.js';
 import { toolMinTiers } from '../../core/tool-registry.js';
 import { meetsWorkerTier } from '../../core/worker-trust.js';
@@ -33,12 +38,9 @@ export interface WorkerSelf {
   relay: boolean;
 }
 
-/** Hardware tier a step type needs (SPEC 1.6: tier 1 runs tiles and small inference; imagery needs tier 2). */
-export const STEP_MIN_HARDWARE_TIER = { inference: 1, tile_render: 1, image_process: 2 } as const;
-
 export const WORKER_INELIGIBLE = 'worker_ineligible';
 
-type StepType = keyof typeof STEP_MIN_HARDWARE_TIER;
+type StepType = Exclude<keyof typeof STEP_MIN_HARDWARE_TIER, 'sensor_fusion'>;
 type StepInput = InferenceStepInput | TileStepInput | ImageStepInput;
 
 /** Why this worker may not take the step, or null when it may. Pure: tested with plain values. */

@@ -185,6 +185,46 @@ describe('compound-job activities under MockActivityEnvironment', () => {
     }
   });
 
+  it('routeJob names the online relay of the cell on swarm steps, and finishJob pays it 20 % of them', async () => {
+    const { db, writer, jobs, workers, activities } = setup();
+    try {
+      const env = new MockActivityEnvironment();
+      const relay = registration({ h3_cell: '861e8050fffffff', relay: true });
+      const worker = registration({ h3_cell: '861e8050fffffff', models: ['lfm2.5-1.2b-instruct'] });
+      await workers.register(relay, T0);
+      assert.equal((await inActivity(env, activities.routeJob, job)).ask?.relay_pk, undefined, 'no worker: backbone');
+      await workers.register(worker, T0);
+      const routed = await inActivity(env, activities.routeJob, job);
+      assert.deepEqual(routed.ask, { queue: 'geofabric/851e8053fffffff', fallback_reason: null, relay_pk: relay.pk });
+
+      await jobs.claim(jobRecordOf(job, 'running', null, T0));
+      const done: ScheduleResult = {
+        status: 'complete',
+        charged: 0.0015,
+        error: null,
+        steps: [
+          {
+            id: 'ask',
+            type: 'inference',
+            status: 'complete',
+            output: { text: 'ok' },
+            latency_ms: 5,
+            worker_pk: worker.pk,
+            cost: 0.0015,
+            record_id: null,
+            relay_pk: relay.pk,
+          },
+        ],
+      };
+      const response = await inActivity(env, activities.finishJob, job, done);
+      assert.deepEqual(response.settlement.relay_fees, { [relay.pk]: 0.0003 });
+      assert.equal(response.settlement.total_credits, 0.0016, 'the fee is a share of the step, not a surcharge');
+    } finally {
+      await writer.close();
+      db.close();
+    }
+  });
+
   it('routeJob sends inference to the backbone queue when no worker of the cell is online, else to the cell queue', async () => {
     const { db, writer, workers, activities } = setup();
     try {
