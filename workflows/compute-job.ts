@@ -4,7 +4,7 @@
  * each step as an activity on its task queue, then has the gateway write the `compute/job` proof record,
  * the settlement entry and the stored job. Deterministic: it imports `core/` and activity types only.
  */
-import { TimeoutFailure, TimeoutType } from '@temporalio/common';
+import { ApplicationFailure, TimeoutFailure, TimeoutType } from '@temporalio/common';
 import { proxyActivities, upsertSearchAttributes, type ActivityOptions } from '@temporalio/workflow';
 import type { JobActivities, StepRoute } from '../activities/compute/job-activities.js';
 import type { StepActivities } from '../activities/compute/step-activities.js';
@@ -53,7 +53,7 @@ export async function computeJob(args: ComputeJobArgs): Promise<ComputeResponse>
   try {
     routes = await gateway.routeJob(job);
   } catch (error) {
-    result = notStarted(job.steps.map(toScheduledStep), { step_id: null, ...describeStepError(error) });
+    result = notStarted(job.steps.map(toScheduledStep), { step_id: failedStepOf(error), ...describeStepError(error) });
   }
   if (routes) {
     const onQueue = stepProxies(args.gatewayQueue, timeouts);
@@ -109,6 +109,14 @@ function stepProxies(gatewayQueue: string, timeouts: ComputeJobTimeouts) {
     }
     return proxy;
   };
+}
+
+/** The step a routing failure names (routeJob puts its id in the failure's details). */
+function failedStepOf(error: unknown): string | null {
+  for (let cause: unknown = error; cause instanceof Error; cause = (cause as { cause?: unknown }).cause) {
+    if (cause instanceof ApplicationFailure && typeof cause.details?.[0] === 'string') return cause.details[0];
+  }
+  return null;
 }
 
 /** A step nobody (eligible) took from its queue means its workers went away: the spec's no_workers. */

@@ -46,17 +46,19 @@ export function createJobActivities(deps: JobActivityDeps) {
   return {
     /**
      * The queue of every step. A step stays in its job's cell (SPEC 1.4): it goes to the cell's queue for its
-     * tools when an eligible online worker of that cell polls it; inference otherwise goes to the backbone
-     * queue (served by the gateway) unless worker constraints forbid the backbone; tiles and imagery
-     * otherwise run on the gateway itself. Jurisdiction and minimum tier are eligibility checks here, and
+     * tools when an eligible online worker of that cell polls it. Inference otherwise goes to the backbone
+     * queue, served by the gateway, whose dispatcher prefers the gateway's own local worker: there when that
+     * worker is eligible, or when the backbone may serve (no worker constraints) and is configured; else the
+     * job fails 503 no_workers. Tiles and imagery otherwise run on the gateway itself. Jurisdiction and minimum tier are eligibility checks here, and
      * again on the worker that takes the task (activities/compute/worker-guard.ts).
      */
     async routeJob(job: ComputeJobInput): Promise<Record<string, StepRoute>> {
       const now = deps.clock();
       const cell = routingCell(job.h3_cell, deps.naming);
-      const inCell = (await deps.workers.list()).filter(
-        (w) => w.pk !== deps.nodePk && routingCell(w.h3_cell, deps.naming) === cell,
-      );
+      const registered = await deps.workers.list();
+      const inCell = registered.filter((w) => w.pk !== deps.nodePk && routingCell(w.h3_cell, deps.naming) === cell);
+      // The gateway's own local worker (WORKER_RUNTIME_URL) is reached through the backbone queue's dispatcher.
+      const own = registered.filter((w) => w.pk === deps.nodePk);
       // SPEC 1.4: a mobile relay online in the cell routes the job's swarm steps and earns the relay fee.
       const relay = inCell
         .filter((w) => w.relay && isOnline(w, now))
@@ -88,6 +90,10 @@ export function createJobActivities(deps: JobActivityDeps) {
           routes[step.id] = { queue: stepQueue(job.h3_cell, tools, deps.naming), fallback_reason: null, ...viaRelay };
           continue;
         }
+        if (step.type === 'inference' && eligibleWorkers(own, need, now).length > 0) {
+          routes[step.id] = { queue: backboneQueue(deps.naming), fallback_reason: null };
+          continue;
+        }
         const why = describeNoWorker(need).split(';')[0]!;
         if (step.type !== 'inference') {
           routes[step.id] = { queue: gatewayQueue(deps.naming), fallback_reason: `${why}; served by the gateway` };
@@ -99,7 +105,12 @@ export function createJobActivities(deps: JobActivityDeps) {
             ? 'the backbone cannot serve a step with required tools, x-svc-jurisdiction or x-svc-min-tier'
             : 'no backbone is configured';
           const advice = job.jurisdiction ? 'retry later or remove the jurisdiction constraint' : 'retry later';
-          throw ApplicationFailure.nonRetryable(`step "${step.id}": ${why}; ${reason}; ${advice}`, 'no_workers');
+          throw ApplicationFailure.create({
+            message: `step "${step.id}": ${why}; ${reason}; ${advice}`,
+            type: 'no_workers',
+            nonRetryable: true,
+            details: [step.id],
+          });
         }
         routes[step.id] = { queue: backboneQueue(deps.naming), fallback_reason: why };
       }

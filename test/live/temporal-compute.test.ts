@@ -16,7 +16,12 @@ import { backboneQueue, gatewayQueue, jobQueue, stepQueue, type QueueNaming } fr
 import { EPOCH, H3_CELL, JOB_STATUS, REQUESTER, STEP_TYPES } from '../../workflows/search-attributes.js';
 import { startTemporalWorkers, type TemporalWorkers } from '../../bin/temporal-workers.js';
 import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
+import type { TileConfig } from '../../activities/tiles/index.js';
+import { TILE_STYLES } from '../../core/tile-styles.js';
+import { ROME_CELL } from '../helpers/cog-fixture.js';
 import { startGateway } from '../helpers/gateway.js';
+import { TEST_NOW, startImageryCatalog, type ImageryCatalog } from '../helpers/imagery-fixtures.js';
+import { startXyzServer, type XyzServer } from '../helpers/xyz-server.js';
 import { inferenceJob, signJob } from '../helpers/jobs.js';
 import { registration } from '../store/worker-registry.contract.js';
 import { bundleWorkflows } from '../workflows/workflow-bundle.js';
@@ -205,8 +210,128 @@ describe('Compound jobs on the Temporal dev server (live)', function () {
     );
     assert.equal(res.status, 503, res.text);
     assert.equal((res.body as { error: string }).error, 'no_workers');
+    assert.equal((res.body as { step_id: string }).step_id, 'ask');
     const handle = client.workflow.getHandle(workflowIdOf((res.body as { job_id: string }).job_id));
     assert.equal((await handle.describe()).typedSearchAttributes.get(JOB_STATUS), 'failed');
+  });
+});
+
+// SPEC 4.1 note 4's satellite → AI → map chain as one workflow: no swarm worker in the cell, so the gateway's
+// own queues take every step (imagery and tiles on the gateway queue, inference on the backbone queue, where
+// the gateway's dispatcher prefers its local runtime).
+describe('The satellite → AI → map chain on the Temporal dev server (live)', function () {
+  this.timeout(90_000);
+  const address = requireEnv('TEMPORAL_ADDRESS');
+  const namespace = process.env.TEMPORAL_NAMESPACE || 'default';
+  const naming: QueueNaming = { prefix: `gf-chain-${randomUUID().slice(0, 8)}`, routingResolution: 5 };
+  let catalog: ImageryCatalog;
+  let xyz: XyzServer;
+  let runtime: FakeRuntime;
+  let gw: Gateway;
+  let workers: TemporalWorkers;
+  let connection: Connection;
+
+  before(async () => {
+    installTestRuntime();
+    catalog = await startImageryCatalog();
+    catalog.stac.items = [catalog.item('S2A_rome', 10, catalog.romeAssets())];
+    xyz = await startXyzServer();
+    runtime = await startFakeRuntime('lfm2.5-1.2b-instruct', () => ({
+      content: JSON.stringify({
+        text: 'Villa Borghese is greenest.',
+        locations: [{ name: 'Villa Borghese', address: 'Roma' }],
+      }),
+      usage: { prompt_tokens: 200, completion_tokens: 40 },
+    }));
+    connection = await Connection.connect({ address });
+    const client = new Client({ connection, namespace });
+    gw = await startGateway({
+      clock: () => TEST_NOW,
+      naming,
+      imagery: { stacUrl: catalog.stac.url },
+      tiles: {
+        templates: Object.fromEntries(TILE_STYLES.map((s) => [s, xyz.template('png')])) as TileConfig['templates'],
+      },
+      swarm: { workerRuntimeUrl: runtime.url, workerModels: ['lfm2.5-1.2b-instruct'] },
+      jobRunner: () => createTemporalJobRunner({ client, naming, waitMs: 60_000, runTimeoutMs: 120_000 }),
+    });
+    workers = await startTemporalWorkers({
+      address,
+      namespace,
+      logger: pino({ level: 'silent' }),
+      workflowBundle: await bundleWorkflows(),
+      gracefulShutdownMs: 1_000,
+      queues: [
+        { taskQueue: jobQueue(naming), workflows: true },
+        { taskQueue: gatewayQueue(naming), activities: { ...gw.compute.jobs, ...gw.compute.steps } },
+        { taskQueue: backboneQueue(naming), activities: { inferenceStep: gw.compute.steps.inferenceStep } },
+      ],
+    });
+  });
+
+  after(async () => {
+    await workers?.shutdown();
+    await gw?.close();
+    await runtime?.close();
+    await catalog?.stac.close();
+    await xyz?.close();
+    await connection?.close();
+  });
+
+  it('runs ndvi → inference → tile as activities of one workflow, each fed the one before', async () => {
+    const { body, headers } = signJob(generateKeyPair(), {
+      h3_cell: ROME,
+      steps: [
+        {
+          id: 'ndvi',
+          type: 'image_process',
+          operation: 'ndvi',
+          context: { h3_cell: ROME_CELL, date_from: '2026-02-01', date_to: '2026-02-28' },
+        },
+        { id: 'explain', type: 'inference', depends_on: 'ndvi', messages: [{ role: 'user', content: 'green?' }] },
+        { id: 'map', type: 'tile_render', depends_on: 'explain', zoom: 12 },
+      ],
+    });
+    const res = await gw.post('/v1/compute', body, headers);
+    assert.equal(res.status, 200, res.text);
+    const job = res.body as ComputeResponse;
+    assert.deepEqual(
+      job.steps.map((s) => [s.id, s.status, s.worker_pk]),
+      [
+        ['ndvi', 'complete', gw.node.publicKey],
+        ['explain', 'complete', gw.node.publicKey],
+        ['map', 'complete', gw.node.publicKey],
+      ],
+    );
+    const [ndvi, explain, map] = job.steps;
+    assert.equal((ndvi!.output.result as { method: string }).method, 'pixels');
+    const prompt = JSON.stringify(runtime.chats()[0]!.body.messages);
+    assert.ok(prompt.includes('meanNdvi'), 'the model saw the NDVI output');
+    assert.equal(explain!.cost, 0.0024);
+    assert.deepEqual(
+      (map!.output.annotations as { name: string }[]).map((a) => a.name),
+      ['Villa Borghese'],
+    );
+    assert.equal(
+      job.settlement.total_credits,
+      (Math.round(ndvi!.cost * 1e8) + Math.round(explain!.cost * 1e8) + Math.round(map!.cost * 1e8) + 10_000) / 1e8,
+    );
+
+    const history = await connection.workflowService.getWorkflowExecutionHistory({
+      namespace,
+      execution: { workflowId: workflowIdOf(job.job_id) },
+    });
+    const scheduled = (history.history?.events ?? []).flatMap((e) => {
+      const a = e.activityTaskScheduledEventAttributes;
+      return a ? [`${a.activityType?.name}@${a.taskQueue?.name?.split('/')[1]}`] : [];
+    });
+    assert.deepEqual(scheduled, [
+      'routeJob@gateway',
+      'imageProcessStep@gateway',
+      'inferenceStep@backbone',
+      'tileRenderStep@gateway',
+      'finishJob@gateway',
+    ]);
   });
 });
 

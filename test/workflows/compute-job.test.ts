@@ -185,6 +185,33 @@ describe('compound-job activities under MockActivityEnvironment', () => {
     }
   });
 
+  it("routeJob sends inference to the gateway's own eligible worker, and refuses it with no worker and no backbone", async () => {
+    const { db, writer, workers, node } = setup();
+    try {
+      const env = new MockActivityEnvironment();
+      const noBackbone = createJobActivities({
+        jobs: createSqliteJobStore(db),
+        proofs: writer,
+        workers,
+        models: createModelRegistry(),
+        naming: DEFAULT_QUEUE_NAMING,
+        backbone: false,
+        nodePk: node.publicKey,
+        clock: () => T0,
+      });
+      await assert.rejects(inActivity(env, noBackbone.routeJob, job), (error: unknown) => {
+        const failure = error as { type?: string; details?: unknown[] };
+        return failure.type === 'no_workers' && failure.details?.[0] === 'ask';
+      });
+      await workers.register(registration({ pk: node.publicKey, models: ['lfm2.5-1.2b-instruct'] }), T0);
+      const routed = await inActivity(env, noBackbone.routeJob, job);
+      assert.deepEqual(routed.ask, { queue: 'geofabric/backbone', fallback_reason: null });
+    } finally {
+      await writer.close();
+      db.close();
+    }
+  });
+
   it('routeJob names the online relay of the cell on swarm steps, and finishJob pays it 20 % of them', async () => {
     const { db, writer, jobs, workers, activities } = setup();
     try {
