@@ -1,7 +1,9 @@
 // `npm run bench`: prints figures, asserts nothing. BENCH_SECONDS sets the duration of each timed run;
 // BENCH_SEAL_RECORDS the size of the sealed epoch (default 1,000,000); BENCH_ONLY a comma-separated list of
-// sections to run (gates, proofs, tiles, ndvi, chat, jobs).
+// sections to run (gates, proofs, tiles, ndvi, chat, jobs, audit); BENCH_AUDIT_BLOCKS the chain length of the audit
+// report figure (default 100,000).
 import { cpus } from 'node:os';
+import { benchAuditOverhead, benchReport, benchVerifyChain } from './audit.js';
 import { benchChat, describeChatBench } from './chat.js';
 import { benchGateRejects, benchVerify } from './gates.js';
 import { benchAppend, benchInsert, benchSeal } from './proof-store.js';
@@ -74,5 +76,26 @@ if (wanted('jobs')) {
     `jobs: embedded 3-step jobs over HTTP (gates, plan, job store, scheduler, signed compute/job record; instant activities; ` +
       `16 concurrent): ${fmt(embedded.perSecond)} jobs/s, p50 ${embedded.p50Ms.toFixed(2)} ms, p99 ${embedded.p99Ms.toFixed(2)} ms; ` +
       `statuses ${JSON.stringify(embedded.statuses)}`,
+  );
+}
+
+if (wanted('audit')) {
+  const overhead = benchAuditOverhead();
+  console.log(
+    `audit: overhead per MCP tool call (pre-flight + call digest + next block + Ed25519 sign, no tool work, no store): ` +
+      `p50 ${overhead.p50Micros.toFixed(1)} µs, p99 ${overhead.p99Micros.toFixed(1)} µs (pre-flight alone p50 ` +
+      `${overhead.preflightP50Micros.toFixed(1)} µs; goal p50 < 500 µs)`,
+  );
+  const chain = benchVerifyChain(Number(process.env.BENCH_AUDIT_BLOCKS ?? 100_000));
+  console.log(
+    `audit: ${fmt(chain.blocks)}-block chain: build + sign ${(chain.buildMs / 1000).toFixed(2)} s; verify (the five checks) ` +
+      `${(chain.verifyMs / 1000).toFixed(2)} s, again with the signature cache ${(chain.cachedVerifyMs / 1000).toFixed(2)} s; ` +
+      `valid ${chain.valid}`,
+  );
+  const report = await benchReport(chain.blocks);
+  console.log(
+    `audit: compliance report of that chain, GET /compliance/:agent_pk over a SQLite store: first after start ` +
+      `${(report.coldMs / 1000).toFixed(2)} s, again ${(report.warmMs / 1000).toFixed(2)} s; valid ${report.valid}, ` +
+      `${fmt(report.operations)} operations`,
   );
 }

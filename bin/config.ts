@@ -25,6 +25,8 @@ export const DEFAULT_STAC_URL = 'https://earth-search.aws.element84.com/v1';
 /** The web-search tool's upstreams: Brave when BRAVE_API_KEY is set, DuckDuckGo's keyless HTML otherwise. */
 export const DEFAULT_BRAVE_URL = 'https://api.search.brave.com';
 export const DEFAULT_DUCKDUCKGO_URL = 'https://html.duckduckgo.com';
+/** perception_weather's upstream: Open-Meteo's forecast API (free, no key; mind its fair-use terms). */
+export const DEFAULT_WEATHER_URL = 'https://api.open-meteo.com';
 
 /**
  * Every environment variable the service reads, with its default. The README's configuration table is
@@ -98,6 +100,18 @@ const envSchema = z.object({
   PUBLIC_URL: z.url().optional(),
   GATEWAY_URL: z.url().default('http://127.0.0.1:8080'),
   WORKER_RELAY: boolean.default(false),
+  // The perception and compliance MCP server (mcp/perception, issue 8).
+  PERCEPTION_ENABLED: boolean.default(true),
+  PERCEPTION_PORT: z.coerce.number().int().min(0).max(65_535).default(8100),
+  PERCEPTION_HOST: z.string().min(1).default('127.0.0.1'),
+  PERCEPTION_ALLOWED_ORIGINS: z.string().default(''),
+  PERCEPTION_ALLOWED_HOSTS: z.string().default(''),
+  IDN_AGENT_SK: z.string().optional(),
+  IDN_DELEGATION_CERT: z.string().optional(),
+  WEATHER_URL: z.url().default(DEFAULT_WEATHER_URL),
+  WEATHER_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  CLASSIFY_URL: z.url().optional(),
+  CLASSIFY_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(60_000),
 });
 
 const list = (value: string) =>
@@ -196,6 +210,28 @@ export interface Config {
   gatewayUrl: string;
   /** `geofabric worker`: a mobile relay (SPEC 1.4). */
   workerRelay: boolean;
+  perception: PerceptionConfig;
+}
+
+/** The perception and compliance MCP server (`geofabric perception`, and beside the gateway in `start`). */
+export interface PerceptionConfig {
+  /** PERCEPTION_ENABLED: whether `geofabric start` runs it beside the gateway. */
+  enabled: boolean;
+  port: number;
+  host: string;
+  /** Origins besides loopback ones allowed on the MCP routes (exact scheme://host[:port]). */
+  allowedOrigins: string[];
+  /** Host names besides loopback ones a loopback-bound server answers (e.g. behind a local reverse proxy). */
+  allowedHosts: string[];
+  /** IDN_AGENT_SK: the agent's secret key; else generated under DATA_DIR/perception. */
+  agentSecretKey: string | undefined;
+  /** IDN_DELEGATION_CERT: JSON (or base64 JSON) certificate or chain; else a local development one. */
+  delegationCert: string | undefined;
+  weatherUrl: string;
+  weatherTimeoutMs: number;
+  /** perception_classify's GPU inference endpoint; unset → the tool answers not_configured. */
+  classifyUrl: string | undefined;
+  classifyTimeoutMs: number;
 }
 
 const USER_AGENT = `geofabric/${SERVICE_VERSION}`;
@@ -267,6 +303,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
     gatewayUrl: e.GATEWAY_URL.replace(/\/+$/, ''),
     workerRelay: e.WORKER_RELAY,
+    perception: {
+      enabled: e.PERCEPTION_ENABLED,
+      port: e.PERCEPTION_PORT,
+      host: e.PERCEPTION_HOST,
+      allowedOrigins: list(e.PERCEPTION_ALLOWED_ORIGINS),
+      allowedHosts: list(e.PERCEPTION_ALLOWED_HOSTS),
+      agentSecretKey: e.IDN_AGENT_SK || undefined,
+      delegationCert: e.IDN_DELEGATION_CERT || undefined,
+      weatherUrl: e.WEATHER_URL.replace(/\/+$/, ''),
+      weatherTimeoutMs: e.WEATHER_TIMEOUT_MS,
+      classifyUrl: e.CLASSIFY_URL?.replace(/\/+$/, ''),
+      classifyTimeoutMs: e.CLASSIFY_TIMEOUT_MS,
+    },
     webSearch: {
       braveUrl: e.BRAVE_URL.replace(/\/+$/, ''),
       braveApiKey: e.BRAVE_API_KEY || undefined,

@@ -12,12 +12,15 @@ import { ConfigError, loadConfig } from './config.js';
 import { readKeyFile, writeKeyFile } from './key-file.js';
 import { APIKEY_USAGE, apikeyCommand } from './apikey-commands.js';
 import { proofVerifyCommand, storeAuditCommand } from './proof-commands.js';
+import { runPerceptionCli } from './perception.js';
 import { startGateway } from './start.js';
 import { runWorkerCli, workerCheck } from './worker.js';
 
 const USAGE = `geofabric <command>
 
-  start                          run the gateway (PORT, default 8080; see README for configuration)
+  start                          run the gateway (PORT, default 8080; see README for configuration) and, unless
+                                 PERCEPTION_ENABLED=false, the perception MCP server (PERCEPTION_PORT, default 8100)
+  perception                     run the perception and compliance MCP server alone (PERCEPTION_PORT, default 8100)
   worker [--check]               run a swarm worker: registers with GATEWAY_URL, polls the Temporal queues of
                                  WORKER_CELL and WORKER_TOOLS; --check prints its hardware, tier, models, tools
                                  and queues as JSON and exits without registering
@@ -54,6 +57,9 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'start':
       await startGateway(loadConfig());
+      return -1; // keeps running
+    case 'perception':
+      await runPerceptionCli(loadConfig());
       return -1; // keeps running
     case 'worker': {
       const { values } = parseArgs({ args: rest, options: { check: { type: 'boolean', default: false } } });

@@ -23,6 +23,7 @@ import { startTemporalWorkers } from './temporal-workers.js';
 import { answerClientErrorsWithJson } from '../api/client-errors.js';
 import type { Config } from './config.js';
 import { loadNodeKey } from './node-key.js';
+import { startPerception } from './perception.js';
 import { openStores } from './stores.js';
 
 /** Runs the gateway until SIGINT/SIGTERM, then drains connections and closes the stores. */
@@ -124,6 +125,17 @@ export async function startGateway(config: Config): Promise<void> {
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   logger.info({ url: `http://${config.host}:${port}` }, 'geofabric gateway listening');
+  // The perception MCP server (issue 8) beside the gateway, on the same stores; PERCEPTION_ENABLED=false skips it.
+  // An identity that does not verify stops the whole process: tools never run unaudited.
+  const perception = config.perception.enabled
+    ? await startPerception(config, { audit: stores.audit, logger }).then(
+        (started) => started.server,
+        (error: unknown) => {
+          logger.fatal({ err: error }, `perception server failed to start: ${(error as Error).message}`);
+          process.exit(2);
+        },
+      )
+    : undefined;
 
   let stopping = false;
   const stop = (signal: string) => {
@@ -132,8 +144,8 @@ export async function startGateway(config: Config): Promise<void> {
     logger.info({ signal }, 'shutting down');
     swarm.stop();
     server.close(() => {
-      orchestration
-        .close()
+      Promise.resolve(perception?.close())
+        .then(() => orchestration.close())
         .then(() => writer.close())
         .then(() => Promise.all([sealer?.stop(), sync?.stop()]))
         .then(() => stores.close())

@@ -2,13 +2,16 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import type { ApiKeyStore } from '../store/api-key-store.js';
+import type { AuditStore } from '../store/audit-store.js';
 import type { JobStore } from '../store/job-store.js';
 import { createMongoApiKeyStore } from '../store/mongo/api-key-store.js';
+import { createMongoAuditStore } from '../store/mongo/audit-store.js';
 import { createMongoJobStore } from '../store/mongo/job-store.js';
 import { createMongoProofStore } from '../store/mongo/proof-store.js';
 import { createMongoRateLimitStore } from '../store/mongo/rate-limit-store.js';
 import { createMongoWorkerRegistry } from '../store/mongo/worker-registry.js';
 import { createSqliteApiKeyStore } from '../store/sqlite/api-key-store.js';
+import { createSqliteAuditStore } from '../store/sqlite/audit-store.js';
 import { createSqliteJobStore } from '../store/sqlite/job-store.js';
 import { createSqliteWorkerRegistry } from '../store/sqlite/worker-registry.js';
 import type { WorkerRegistry } from '../store/worker-registry.js';
@@ -25,6 +28,7 @@ export interface Stores {
   workers: WorkerRegistry;
   apiKeys: ApiKeyStore;
   jobs: JobStore;
+  audit: AuditStore;
   close(): Promise<void>;
 }
 
@@ -52,6 +56,7 @@ export async function openStores(config: Config): Promise<Stores> {
       workers: await createMongoWorkerRegistry(db),
       apiKeys: await createMongoApiKeyStore(db),
       jobs: await createMongoJobStore(db),
+      audit: await createMongoAuditStore(db),
     };
     return closing(stores, () => client.close());
   }
@@ -63,6 +68,7 @@ export async function openStores(config: Config): Promise<Stores> {
     workers: createSqliteWorkerRegistry(db),
     apiKeys: createSqliteApiKeyStore(db),
     jobs: createSqliteJobStore(db),
+    audit: createSqliteAuditStore(db),
   };
   return closing(stores, () => {
     db.close();

@@ -58,6 +58,11 @@ export const ERROR_STATUS = {
   tool_not_found: 404,
   backbone_unavailable: 502,
   runtime_unavailable: 502,
+  // Perception and compliance service (issue 8)
+  agent_not_found: 404,
+  approval_not_required: 400,
+  origin_not_allowed: 403,
+  host_not_allowed: 403,
   // Transport
   invalid_json: 400,
   unsupported_media_type: 415,

@@ -6,6 +6,7 @@
  * client's, and a 4xx would tell the client to change a request that was right.
  */
 import { ServiceError } from '../../core/errors.js';
+import { readBoundedBody } from '../bounded-body.js';
 
 /** A tile is tens of kilobytes; anything this large is not a tile and must not fill memory. */
 export const MAX_UPSTREAM_BYTES = 8 * 1024 * 1024;
@@ -78,21 +79,9 @@ function readValidators(headers: Headers): Validators {
   return { ...(etag ? { etag } : {}), ...(lastModified ? { lastModified } : {}) };
 }
 
-async function readBounded(res: Response): Promise<Buffer> {
-  const declared = Number(res.headers.get('content-length') ?? NaN);
-  const tooLarge = () =>
-    new ServiceError('upstream_unavailable', `the tile upstream sent more than ${MAX_UPSTREAM_BYTES} bytes`);
-  if (declared > MAX_UPSTREAM_BYTES) {
-    await res.body?.cancel();
-    throw tooLarge();
-  }
-  if (!res.body) return Buffer.alloc(0);
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for await (const chunk of res.body) {
-    total += chunk.byteLength;
-    if (total > MAX_UPSTREAM_BYTES) throw tooLarge();
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks, total);
-}
+const readBounded = (res: Response): Promise<Buffer> =>
+  readBoundedBody(
+    res,
+    MAX_UPSTREAM_BYTES,
+    () => new ServiceError('upstream_unavailable', `the tile upstream sent more than ${MAX_UPSTREAM_BYTES} bytes`),
+  );

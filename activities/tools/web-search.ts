@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ServiceError } from '../../core/errors.js';
+import { readBoundedBody } from '../bounded-body.js';
 import { parseDuckDuckGoHtml, type SearchResult } from './duckduckgo-html.js';
 import { htmlFragmentText } from './html-text.js';
 
@@ -148,23 +149,14 @@ const challengeError = () =>
   );
 
 /** The body as text, refusing more than MAX_BODY_BYTES without reading it all. */
-async function readText(res: Response, name: string): Promise<string> {
-  const declared = Number(res.headers.get('content-length') ?? '0');
-  const tooLarge = () => new ServiceError('upstream_unavailable', `${name} answered more than ${MAX_BODY_BYTES} bytes`);
-  if (declared > MAX_BODY_BYTES) {
-    await res.body?.cancel();
-    throw tooLarge();
-  }
-  if (!res.body) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of res.body) {
-    size += chunk.byteLength;
-    if (size > MAX_BODY_BYTES) throw tooLarge(); // leaving the loop cancels the stream
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
+const readText = async (res: Response, name: string): Promise<string> =>
+  (
+    await readBoundedBody(
+      res,
+      MAX_BODY_BYTES,
+      () => new ServiceError('upstream_unavailable', `${name} answered more than ${MAX_BODY_BYTES} bytes`),
+    )
+  ).toString('utf8');
 
 function httpUrl(value: string): string | null {
   try {

@@ -10,6 +10,7 @@ export interface SqliteMigration {
 import { WORKER_OUTCOMES_MIGRATION, WORKER_REGISTRY_MIGRATION } from './worker-registry-schema.js';
 import { API_KEYS_MIGRATION } from './api-key-schema.js';
 import { JOB_STORE_MIGRATION } from './job-store-schema.js';
+import { AUDIT_CHAIN_MIGRATION } from './audit-store-schema.js';
 
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   {
@@ -71,4 +72,5 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   API_KEYS_MIGRATION,
   JOB_STORE_MIGRATION,
   WORKER_OUTCOMES_MIGRATION,
+  AUDIT_CHAIN_MIGRATION,
 ];

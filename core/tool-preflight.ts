@@ -1,0 +1,123 @@
+/**
+ * The delegation pre-flight of a perception tool call (SPEC 3, 5.7, 7 rule 2; issue 8): decides, before
+ * the tool runs, whether the agent's certificate lets it run this tool, for this facet, in this cell,
+ * now. A failure blocks the call and becomes a violation (SPEC 2.8 types and severities).
+ *
+ * The certificate's signature and its chain up to the human are NOT checked here: the caller verifies
+ * the chain (verifyDelegationChain) once at startup and refuses to serve without it. Pass that grant as
+ * `grant` so rights narrowed higher up the chain (inherited denied tools, a lower max_ops_per_hour)
+ * apply too; without it only the leaf certificate's own constraints are enforced.
+ */
+import type { Severity, ViolationType } from './breadcrumb-types.js';
+import type { DelegationCertificate, DelegationGrant } from './delegation-cert.js';
+import { cellCoveredBy, isCell } from './h3-cell.js';
+
+/** SPEC 4.3 allowed-tools whitelist: the tools a certificate without `allowed_tools` may use. */
+export const DEFAULT_ALLOWED_TOOLS: readonly string[] = Object.freeze([
+  'perception_fetch_tile',
+  'perception_classify',
+  'perception_embed',
+  'perception_weather',
+  'spatial_query',
+  'trajectory_audit',
+  'compliance_report',
+  'idn_get_compliance_report',
+  'idn_get_trust_score',
+  'idn_verify_chain',
+  'idn_roll_epoch',
+]);
+
+/** A certificate facet that grants every facet (as core/delegation-cert.ts treats it). */
+const WILDCARD_FACET = '*';
+
+export type ChainRights = Pick<
+  DelegationGrant,
+  'allowed_tools' | 'denied_tools' | 'max_ops_per_hour' | 'require_human_approval'
+>;
+
+export type PreflightResult =
+  { ok: true } | { ok: false; violation: ViolationType; severity: Severity; detail: string };
+
+const blocked = (violation: ViolationType, severity: Severity, detail: string): PreflightResult => ({
+  ok: false,
+  violation,
+  severity,
+  detail,
+});
+
+/**
+ * Checks, in this order, each failure ending the check: (1) certificate active at `nowMs`
+ * (not_before ≤ now ≤ not_after, no skew) else `cert_expired`; (2) `cell` inside one of the certificate's
+ * h3_cells by H3 containment (a finer or equal cell; a coarser one is outside) else `jurisdiction_breach`;
+ * (3) `facet` granted else `facet_violation`; (4) the tool allowed (constraints.allowed_tools, or the SPEC
+ * 4.3 whitelist when absent) and not denied, else `facet_violation`; all critical. Then (5)
+ * `opsInLastHour` below max_ops_per_hour, else `rate_limit` (warning).
+ */
+export function preflightTool(input: {
+  certificate: DelegationCertificate;
+  toolName: string;
+  facet: string;
+  cell: string;
+  nowMs: number;
+  opsInLastHour: number;
+  /** The verified chain's effective rights (verifyDelegationChain's grant), enforced on top of the leaf's. */
+  grant?: ChainRights;
+}): PreflightResult {
+  const { certificate: cert, toolName, grant } = input;
+
+  const notBefore = Date.parse(cert.not_before);
+  const notAfter = Date.parse(cert.not_after);
+  if (!(input.nowMs >= notBefore)) {
+    return blocked('cert_expired', 'critical', `delegation certificate is not valid before ${cert.not_before}`);
+  }
+  if (!(input.nowMs <= notAfter)) {
+    return blocked('cert_expired', 'critical', `delegation certificate expired at ${cert.not_after}`);
+  }
+
+  if (!isCell(input.cell)) {
+    return blocked('jurisdiction_breach', 'critical', `cell ${JSON.stringify(input.cell)} is not a valid H3 cell`);
+  }
+  if (!cellCoveredBy(cert.h3_cells, input.cell)) {
+    return blocked(
+      'jurisdiction_breach',
+      'critical',
+      `cell ${input.cell} is outside the delegated cells ${cert.h3_cells.join(', ') || '(none)'}`,
+    );
+  }
+
+  if (!cert.facets.includes(input.facet) && !cert.facets.includes(WILDCARD_FACET)) {
+    return blocked('facet_violation', 'critical', `facet "${input.facet}" is not delegated`);
+  }
+
+  const allowed = cert.constraints?.allowed_tools ?? DEFAULT_ALLOWED_TOOLS;
+  const chainAllowed = grant?.allowed_tools ?? null;
+  if (!allowed.includes(toolName) || (chainAllowed !== null && !chainAllowed.includes(toolName))) {
+    return blocked('facet_violation', 'critical', `tool "${toolName}" is not allowed by the delegation certificate`);
+  }
+  if ((cert.constraints?.denied_tools ?? []).includes(toolName) || (grant?.denied_tools ?? []).includes(toolName)) {
+    return blocked('facet_violation', 'critical', `tool "${toolName}" is denied by the delegation certificate`);
+  }
+
+  const limits = [cert.constraints?.max_ops_per_hour, grant?.max_ops_per_hour].filter(
+    (n): n is number => typeof n === 'number',
+  );
+  const max = limits.length > 0 ? Math.min(...limits) : null;
+  if (max !== null && input.opsInLastHour >= max) {
+    return blocked(
+      'rate_limit',
+      'warning',
+      `max_ops_per_hour ${max} reached: ${input.opsInLastHour} operations in the last hour`,
+    );
+  }
+  return { ok: true };
+}
+
+/**
+ * Whether a call of `toolName` under `cert` needs a human principal's approval. GEIANT v1 carries
+ * `require_human_approval` as a boolean on the whole certificate, so when it is true every tool call
+ * does (and with a `grant`, when any link of the chain sets it); `toolName` keeps callers unchanged
+ * should a per-tool form appear.
+ */
+export function requiresHumanApproval(cert: DelegationCertificate, _toolName: string, grant?: ChainRights): boolean {
+  return cert.constraints?.require_human_approval === true || grant?.require_human_approval === true;
+}

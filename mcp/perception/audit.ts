@@ -1,0 +1,382 @@
+/**
+ * The audit wrapper (issue 8, items 4 and 5): the only way a perception tool reaches an MCP server.
+ *
+ * Per call:
+ *   1. pre-flight (core/tool-preflight.ts) against the agent's certificate and its chain's rights: active,
+ *      cell inside the certificate's cells, facet, tool allowed and not denied, max_ops_per_hour. On failure the tool
+ *      never runs: a `blocked` breadcrumb carrying `meta.violation` is appended, the violation is stored
+ *      (with that block's index), and the caller gets `isError: true` saying why.
+ *   2. the tool runs; its value (or its ToolError) is digested into the breadcrumb's context.
+ *   3. the breadcrumb is signed and appended under this agent's chain lock, so concurrent calls never fork
+ *      the chain. If it cannot be persisted, a critical `chain_break` violation is stored and the tool's
+ *      result is withheld: nothing leaves the server unaudited.
+ *
+ * Rate limit: `max_ops_per_hour` counts the calls that passed pre-flight (outcome ok or error) in the last
+ * 60 minutes, a sliding window. It is counted from the store's own blocks once (first call after start,
+ * so a restart does not reset it) and kept in memory afterwards; check and count happen in one synchronous
+ * step, so concurrent calls cannot overshoot it. One server process writes an agent's chain (the store's
+ * record_conflict refuses a second writer's fork; this process then re-reads the tip and retries).
+ *
+ * Calls whose arguments fail the tool's zod schema are refused by the MCP SDK before this wrapper runs
+ * (the error text names the field): nothing ran and nothing acted in a cell, so they leave no breadcrumb.
+ */
+import { randomUUID } from 'node:crypto';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { breadcrumbContext, nextBreadcrumb, parseStoredBreadcrumb, signBreadcrumb } from '../../core/breadcrumb.js';
+import type { BreadcrumbContent, StoredBreadcrumb, Violation } from '../../core/breadcrumb-types.js';
+import { certificateHash, type DelegationCertificate } from '../../core/delegation-cert.js';
+import { ServiceError } from '../../core/errors.js';
+import { cellResolution, isCell } from '../../core/h3-cell.js';
+import type { KeyPair } from '../../core/identity.js';
+import { preflightTool, requiresHumanApproval, type ChainRights } from '../../core/tool-preflight.js';
+import { describeZodIssue } from '../../core/zod-issue.js';
+import type { AuditStore } from '../../store/audit-store.js';
+import { ToolError, type PerceptionTool } from './tool-def.js';
+
+export const RATE_WINDOW_MS = 3_600_000;
+
+/** A tool of any argument shape (each validates its own arguments with its own schema). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tool argument types are contravariant
+export type AnyPerceptionTool = PerceptionTool<any>;
+const APPEND_ATTEMPTS = 3;
+
+export interface AuditLogger {
+  error(object: object, message: string): void;
+}
+
+export interface AuditorDeps {
+  store: AuditStore;
+  agent: KeyPair;
+  /** The certificate the agent acts under: the chain's last link. */
+  certificate: DelegationCertificate;
+  /** Root first, ending with `certificate`; verified by the caller (identity.ts) at startup. */
+  chain: DelegationCertificate[];
+  clock: () => number;
+  /** Where a call acts when its tool names no cell (the idn_* tools). */
+  defaultCell: string;
+  logger?: AuditLogger;
+  /** Gets the block_hash of every block this process signs, so reports skip re-verifying its signature. */
+  signatureCache?: Set<string>;
+}
+
+export type CallOutcome = BreadcrumbContent['context']['outcome'];
+
+export interface AuditedCall {
+  outcome: CallOutcome;
+  /** What the MCP client receives. */
+  result: CallToolResult;
+  /** The tool's value when it ran and its breadcrumb was persisted. */
+  value?: unknown;
+  /** The breadcrumb of this call; null when none could be persisted. */
+  blockIndex: number | null;
+  violation?: Violation;
+  /** True when the breadcrumb failed to persist and the result was withheld. */
+  withheld?: boolean;
+}
+
+export interface Auditor {
+  readonly agentPk: string;
+  /** The certificate the agent acts under (the chain's last link). */
+  readonly certificate: DelegationCertificate;
+  /** The rights the whole chain puts in force, applied by pre-flight on top of the certificate's. */
+  readonly rights: ChainRights;
+  /** Whether a call of `toolName` needs a human principal's approval (require_human_approval). */
+  requiresApproval(toolName: string): boolean;
+  /** Registers `tool` on `server`, wrapped: the one way a perception tool is exposed. */
+  register<Shape extends z.ZodRawShape>(server: McpServer, tool: PerceptionTool<Shape>): void;
+  /** Validates `rawArgs` against the tool's schema, then runs it audited (HTTP paths such as /test/weather). */
+  call<Shape extends z.ZodRawShape>(tool: PerceptionTool<Shape>, rawArgs: unknown): Promise<AuditedCall>;
+  /** Runs `fn` holding this agent's chain lock (epoch rolls use it so no block lands mid-roll). */
+  withChainLock<T>(fn: () => Promise<T>): Promise<T>;
+  /** The index the next breadcrumb will get. */
+  nextIndex(): Promise<number>;
+}
+
+/** A promise-chain mutex: each holder starts after the previous one settled. */
+function createLock(): <T>(fn: () => Promise<T>) => Promise<T> {
+  let tail: Promise<unknown> = Promise.resolve();
+  return <T>(fn: () => Promise<T>): Promise<T> => {
+    const run = tail.then(fn, fn);
+    tail = run.catch(() => undefined);
+    return run;
+  };
+}
+
+/**
+ * Rights narrow down a chain and constraints a link leaves out are inherited (core/delegation-cert.ts): the
+ * rights in force along the whole chain, which pre-flight applies on top of the last link's own.
+ */
+export function chainRights(chain: readonly DelegationCertificate[]): ChainRights {
+  let allowed: string[] | null = null;
+  const denied: string[] = [];
+  let maxOps: number | null = null;
+  let approval = false;
+  for (const link of chain) {
+    const c = link.constraints;
+    if (c?.allowed_tools !== undefined) allowed = [...c.allowed_tools];
+    for (const tool of c?.denied_tools ?? []) if (!denied.includes(tool)) denied.push(tool);
+    if (c?.max_ops_per_hour !== undefined) maxOps = Math.min(maxOps ?? Infinity, c.max_ops_per_hour);
+    if (c?.require_human_approval === true) approval = true;
+  }
+  return { allowed_tools: allowed, denied_tools: denied, max_ops_per_hour: maxOps, require_human_approval: approval };
+}
+
+const textResult = (text: string, isError: boolean): CallToolResult =>
+  isError ? { content: [{ type: 'text', text }], isError: true } : { content: [{ type: 'text', text }] };
+
+/** What a failed tool may tell its caller: ToolError and ServiceError texts are written for clients. */
+function describeFailure(error: unknown): { code: string; message: string; expected: boolean } {
+  if (error instanceof ToolError) return { code: error.code, message: error.message, expected: true };
+  if (error instanceof ServiceError) {
+    return { code: error.code, message: error.detail ?? error.code, expected: true };
+  }
+  return { code: 'internal_error', message: 'the tool failed with an internal error', expected: false };
+}
+
+export function createAuditor(deps: AuditorDeps): Auditor {
+  const { store, agent, clock } = deps;
+  const agentPk = agent.publicKey;
+  if (deps.certificate.agent_pk !== agentPk) {
+    throw new TypeError(`the certificate is issued to ${deps.certificate.agent_pk}, not the agent key ${agentPk}`);
+  }
+  const rights = chainRights(deps.chain.length > 0 ? deps.chain : [deps.certificate]);
+  const certHash = certificateHash(deps.certificate);
+  const lock = createLock();
+
+  // The chain tip as this process last wrote or read it; undefined = read it from the store.
+  let tip: StoredBreadcrumb | null | undefined;
+  // Instants (ms) of the calls that passed pre-flight within the rate window, oldest first.
+  let recentOps: number[] | undefined;
+  let loadingOps: Promise<void> | undefined;
+
+  async function loadRecentOps(): Promise<void> {
+    if (recentOps !== undefined) return;
+    loadingOps ??= (async () => {
+      const since = clock() - RATE_WINDOW_MS;
+      const blocks = await store.blocks(agentPk, { from: new Date(since).toISOString() });
+      const times: number[] = [];
+      for (const stored of blocks) {
+        const parsed = parseStoredBreadcrumb(stored);
+        if (parsed.ok && parsed.value.context.outcome !== 'blocked') times.push(Date.parse(parsed.value.timestamp));
+      }
+      // Concurrent first calls may have counted themselves already: keep them.
+      recentOps = [...times, ...(recentOps ?? [])].sort((a, b) => a - b);
+    })().finally(() => {
+      loadingOps = undefined;
+    });
+    await loadingOps;
+  }
+
+  function opsInWindow(now: number): number {
+    const ops = recentOps ?? [];
+    let drop = 0;
+    while (drop < ops.length && (ops[drop] as number) <= now - RATE_WINDOW_MS) drop++;
+    if (drop > 0) ops.splice(0, drop);
+    return ops.length;
+  }
+
+  type Append = { ok: true; index: number } | { ok: false; detail: string };
+
+  /** Signs and persists the next block; never throws. */
+  function appendBreadcrumb(fields: Omit<BreadcrumbContent, 'index' | 'prev_hash' | 'timestamp'>): Promise<Append> {
+    return lock(async (): Promise<Append> => {
+      let lastError: unknown;
+      for (let attempt = 0; attempt < APPEND_ATTEMPTS; attempt++) {
+        try {
+          const previous = tip !== undefined ? tip : await store.tip(agentPk);
+          const content = nextBreadcrumb(previous, { ...fields, timestamp: new Date(clock()).toISOString() });
+          const { stored } = signBreadcrumb(content, agent);
+          await store.appendBlock(stored);
+          deps.signatureCache?.add(stored.block_hash);
+          tip = stored;
+          return { ok: true, index: content.index };
+        } catch (error) {
+          tip = undefined; // re-read: another writer may have moved the tip, or the store lost our write
+          lastError = error;
+          if (!(error instanceof ServiceError && error.code === 'record_conflict')) break;
+        }
+      }
+      deps.logger?.error({ err: lastError, agent_pk: agentPk }, 'breadcrumb append failed');
+      const message = lastError instanceof Error ? lastError.message : String(lastError);
+      return { ok: false, detail: message };
+    });
+  }
+
+  async function storeViolation(violation: Violation): Promise<void> {
+    try {
+      await store.addViolation(violation);
+    } catch (error) {
+      deps.logger?.error({ err: error, violation }, 'storing a violation failed');
+    }
+  }
+
+  function violationRecord(
+    fields: Pick<Violation, 'type' | 'severity' | 'tool_name' | 'h3_cell' | 'detail' | 'block_index'>,
+  ): Violation {
+    return { version: 1, id: randomUUID(), agent_pk: agentPk, at: new Date(clock()).toISOString(), ...fields };
+  }
+
+  /** The result is withheld: the breadcrumb that would account for it could not be persisted. */
+  async function chainBreak(toolName: string, cell: string | null, detail: string): Promise<AuditedCall> {
+    const violation = violationRecord({
+      type: 'chain_break',
+      severity: 'critical',
+      tool_name: toolName,
+      h3_cell: cell,
+      detail: `breadcrumb not persisted: ${detail}`,
+      block_index: null,
+    });
+    await storeViolation(violation);
+    return {
+      outcome: 'error',
+      result: textResult(
+        `${toolName}: the audit breadcrumb of this call could not be persisted (chain_break); the result is withheld`,
+        true,
+      ),
+      blockIndex: null,
+      violation,
+      withheld: true,
+    };
+  }
+
+  async function execute<Shape extends z.ZodRawShape>(
+    tool: PerceptionTool<Shape>,
+    args: z.infer<z.ZodObject<Shape>>,
+    signal?: AbortSignal,
+  ): Promise<AuditedCall> {
+    const cell = tool.cellOf?.(args) ?? deps.defaultCell;
+    // A block records a valid cell; a call naming an invalid one is judged (and blocked) by pre-flight,
+    // and its block is placed at the default cell with the named cell in meta.
+    const blockCell = isCell(cell) ? cell : deps.defaultCell;
+    const where = {
+      loc_cell: blockCell,
+      loc_res: cellResolution(blockCell),
+      identity: agentPk,
+      delegation_cert_hash: certHash,
+      facet: tool.facet,
+      tool_name: tool.name,
+    };
+    const cellMeta = blockCell === cell ? {} : { requested_cell: String(cell) };
+
+    await loadRecentOps();
+    const startedAt = clock();
+    const pre = preflightTool({
+      certificate: deps.certificate,
+      grant: rights,
+      toolName: tool.name,
+      facet: tool.facet,
+      cell,
+      nowMs: startedAt,
+      opsInLastHour: opsInWindow(startedAt),
+    });
+    if (!pre.ok) {
+      const appended = await appendBreadcrumb({
+        ...where,
+        context: breadcrumbContext(args, undefined, 'blocked'),
+        meta: { ...cellMeta, violation: pre.violation, severity: pre.severity },
+      });
+      const violation = violationRecord({
+        type: pre.violation,
+        severity: pre.severity,
+        tool_name: tool.name,
+        h3_cell: cell,
+        detail: pre.detail,
+        block_index: appended.ok ? appended.index : null,
+      });
+      await storeViolation(violation);
+      if (!appended.ok) await chainBreak(tool.name, cell, appended.detail);
+      return {
+        outcome: 'blocked',
+        result: textResult(`${tool.name} blocked by delegation pre-flight (${pre.violation}): ${pre.detail}`, true),
+        blockIndex: appended.ok ? appended.index : null,
+        violation,
+      };
+    }
+    // Counted before the tool runs, synchronously after the check: concurrent calls see each other.
+    recentOps?.push(startedAt);
+
+    let outcome: CallOutcome;
+    let value: unknown;
+    let failure: ReturnType<typeof describeFailure> | undefined;
+    try {
+      value = await tool.run(args, { agentPk, now: startedAt, ...(signal ? { signal } : {}) });
+      outcome = 'ok';
+    } catch (error) {
+      failure = describeFailure(error);
+      if (!failure.expected) deps.logger?.error({ err: error, tool: tool.name }, 'tool failed');
+      outcome = 'error';
+    }
+    const durationMs = Math.max(0, clock() - startedAt);
+    const digestOf = outcome === 'ok' ? (value ?? null) : { error: failure?.code, message: failure?.message };
+    let context: BreadcrumbContent['context'];
+    try {
+      context = breadcrumbContext(args, digestOf, outcome);
+    } catch {
+      // A value JSON cannot represent cannot be digested either: it never leaves unaudited.
+      outcome = 'error';
+      failure = { code: 'internal_error', message: 'the tool returned a value that is not JSON', expected: false };
+      context = breadcrumbContext(args, { error: failure.code, message: failure.message }, outcome);
+    }
+    const appended = await appendBreadcrumb({
+      ...where,
+      context,
+      meta: { ...cellMeta, duration_ms: durationMs, ...(failure ? { error: failure.code } : {}) },
+    });
+    if (!appended.ok) return chainBreak(tool.name, cell, appended.detail);
+    if (outcome === 'error') {
+      return {
+        outcome,
+        result: textResult(`${tool.name} failed (${failure?.code}): ${failure?.message}`, true),
+        blockIndex: appended.index,
+      };
+    }
+    return {
+      outcome,
+      result: textResult(JSON.stringify(value ?? null), false),
+      value,
+      blockIndex: appended.index,
+    };
+  }
+
+  return {
+    agentPk,
+    certificate: deps.certificate,
+    rights,
+    requiresApproval: (toolName) => requiresHumanApproval(deps.certificate, toolName, rights),
+    register(server, tool) {
+      server.registerTool(
+        tool.name,
+        {
+          title: tool.title,
+          description: tool.description,
+          inputSchema: tool.inputSchema,
+          ...(tool.meta ? { _meta: tool.meta } : {}),
+        },
+        // The SDK has validated the arguments against inputSchema (an error names the field).
+        (async (args: z.infer<z.ZodObject<typeof tool.inputSchema>>, extra: { signal?: AbortSignal }) =>
+          (await execute(tool, args, extra.signal)).result) as never,
+      );
+    },
+    async call(tool, rawArgs) {
+      const parsed = z.object(tool.inputSchema).safeParse(rawArgs ?? {});
+      if (!parsed.success) {
+        return {
+          outcome: 'error',
+          result: textResult(
+            `invalid arguments for ${tool.name}: ${describeZodIssue(parsed.error, 'arguments')}`,
+            true,
+          ),
+          blockIndex: null,
+        };
+      }
+      return execute(tool, parsed.data as z.infer<z.ZodObject<typeof tool.inputSchema>>);
+    },
+    withChainLock: (fn) => lock(fn),
+    async nextIndex() {
+      const current = tip !== undefined ? tip : await store.tip(agentPk);
+      return current === null ? 0 : current.index + 1;
+    },
+  };
+}

@@ -1,0 +1,300 @@
+/**
+ * The audit views of the perception server, computed live from the store (SPEC 4.2 "reports are computed
+ * live, not cached"), shared by the HTTP routes and the idn_* tools: the compliance report of a period, the
+ * trust score, the chain verification, and the epoch roll of the server's own agent.
+ *
+ * A report loads the agent's blocks with timestamps in the period plus the block just before it (the anchor,
+ * so a period that starts after genesis still checks its first link), runs the five SPEC 2.8 checks, and
+ * hands blocks, epochs (rolled in the period), violations and approvals (in the period) to
+ * core/compliance-report.ts. Blocks that fail verification are named in chain_verification and count for
+ * nothing else (no operations, cells or approvals from an edited block). The trust score and an epoch's
+ * tier_at_close judge the whole chain.
+ *
+ * Certificates: the store holds chains, not certificates. The server reports its own agent with its own
+ * chain; other agents' chains are reported with the certificates it was given (`knownChains`), else with a
+ * certificate stub naming the cert_hash their blocks carry (`known: false`; principal unknown, so no
+ * approvals can be attributed and none are required).
+ */
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { chainVerifier, type ChainVerification, type VerifyChainOptions } from '../../core/breadcrumb.js';
+import type { AgentEpoch, Breadcrumb, StoredBreadcrumb, TrustTier } from '../../core/breadcrumb-types.js';
+import { nextUnrolledIndex, noBlocksToRollMessage, rollAgentEpoch } from '../../core/agent-epoch.js';
+import { buildComplianceReport, type ComplianceReport } from '../../core/compliance-report.js';
+import type { DelegationCertificate } from '../../core/delegation-cert.js';
+import { ServiceError } from '../../core/errors.js';
+import type { KeyPair } from '../../core/identity.js';
+import { requiresHumanApproval } from '../../core/tool-preflight.js';
+import { TIER_THRESHOLDS, tierFor, trustScore, type TrustScore } from '../../core/trust-score.js';
+import type { AuditStore } from '../../store/audit-store.js';
+import { chainRights } from './audit.js';
+
+/** SPEC 4.2 default start of a report period. */
+export const DEFAULT_REPORT_FROM = '2020-01-01T00:00:00.000Z';
+
+/** A certificate the server cannot show: only what the agent's blocks say about it. */
+export interface UnknownCertificate {
+  known: false;
+  agent_pk: string;
+  cert_hash: string | null;
+  principal_local: false;
+}
+
+export type PerceptionComplianceReport = Omit<ComplianceReport, 'delegation_certificate'> & {
+  delegation_certificate: ComplianceReport['delegation_certificate'] | UnknownCertificate;
+};
+
+export interface TrustView {
+  agent_pk: string;
+  trust_score: number;
+  current_tier: TrustTier;
+  parts: TrustScore['parts'];
+  thresholds: Record<TrustTier, number>;
+  total_operations: number;
+  unique_cells: number;
+  first_block_at: string | null;
+  chain_valid: boolean;
+}
+
+export interface EpochRollResult {
+  success: true;
+  epoch_index: number;
+  block_count: number;
+  start_block: number;
+  end_block: number;
+  merkle_root: string;
+  tier_at_close: TrustTier;
+  epoch_hash: string;
+}
+
+export type EpochRoll = { ok: true; value: EpochRollResult; epoch: AgentEpoch } | { ok: false; message: string };
+
+export interface ReportService {
+  /** Throws ServiceError('agent_not_found') for an agent that is neither this server's nor in the store. */
+  report(agentPk: string, period: { from: string; to: string }): Promise<PerceptionComplianceReport>;
+  trust(agentPk: string): Promise<TrustView>;
+  /** The agent's whole chain, block by block. */
+  verifyChain(agentPk: string): Promise<ChainVerification>;
+  /** Rolls every block of the server's agent since its last epoch; `ok: false` with SPEC 7's message when none. */
+  rollEpoch(): Promise<EpochRoll>;
+}
+
+export interface ReportServiceDeps {
+  store: AuditStore;
+  clock: () => number;
+  agent: KeyPair;
+  /** The server's own chain, root first. */
+  chain: DelegationCertificate[];
+  principalLocal: boolean;
+  /** Other agents' chains the server may show in their reports. */
+  knownChains?: DelegationCertificate[][];
+  /** Holds the agent's chain lock (auditor.withChainLock), so no block lands while an epoch is rolled. */
+  withChainLock: <T>(fn: () => Promise<T>) => Promise<T>;
+  /**
+   * block_hash values whose Ed25519 signature is known good (signed by this process or verified by an
+   * earlier report): every check still runs on every block, only those signature checks are skipped
+   * (core/breadcrumb.ts verifyChain). Bounded by the caller.
+   */
+  signatureCache?: Set<string>;
+}
+
+interface Profile {
+  chain: DelegationCertificate[];
+  certificate: DelegationCertificate;
+  principalLocal: boolean;
+}
+
+/** A short, stable, human-readable name for an agent key. */
+export const agentHandle = (agentPk: string): string => `agent-${agentPk.slice(0, 8)}`;
+
+/**
+ * verifyChain, giving the event loop a turn between slices: a 100,000-block chain takes seconds to verify,
+ * and tool calls and health checks must not wait for it.
+ */
+async function verifyBetweenCalls(
+  blocks: readonly StoredBreadcrumb[],
+  options: VerifyChainOptions,
+): Promise<ChainVerification> {
+  const steps = chainVerifier(blocks, options);
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+    await nextTurn();
+  }
+}
+
+interface ChainFacts {
+  blocks: Breadcrumb[];
+  verification: ChainVerification;
+}
+
+/**
+ * Verifies the blocks and keeps the content of those that verify: a block named by an issue (edited,
+ * re-signed by another key, out of place) is reported in chain_verification and counts for nothing else.
+ */
+async function judge(
+  stored: readonly StoredBreadcrumb[],
+  anchor: StoredBreadcrumb | null,
+  signatureCache: Set<string> | undefined,
+): Promise<ChainFacts> {
+  const parsed: Breadcrumb[] = [];
+  const verification = await verifyBetweenCalls(stored, {
+    anchor,
+    parsedBlocks: parsed,
+    ...(signatureCache ? { signatureCache } : {}),
+  });
+  if (verification.invalid_blocks.length === 0) return { blocks: parsed, verification };
+  const invalid = new Set(verification.invalid_blocks);
+  return { blocks: parsed.filter((block) => !invalid.has(block.index)), verification };
+}
+
+function operationsOf(blocks: readonly Breadcrumb[]): { operations: number; cells: number } {
+  let operations = 0;
+  const cells = new Set<string>();
+  for (const block of blocks) {
+    if (block.context.outcome === 'blocked') continue;
+    operations++;
+    cells.add(block.loc_cell);
+  }
+  return { operations, cells: cells.size };
+}
+
+export function createReportService(deps: ReportServiceDeps): ReportService {
+  const { store, clock, agent, signatureCache } = deps;
+  const own: Profile = {
+    chain: deps.chain,
+    certificate: deps.chain[deps.chain.length - 1] as DelegationCertificate,
+    principalLocal: deps.principalLocal,
+  };
+  const profiles = new Map<string, Profile>();
+  for (const chain of deps.knownChains ?? []) {
+    const last = chain[chain.length - 1];
+    if (last !== undefined) profiles.set(last.agent_pk, { chain, certificate: last, principalLocal: false });
+  }
+  profiles.set(agent.publicKey, own);
+
+  async function ensureKnown(agentPk: string): Promise<void> {
+    if (profiles.has(agentPk)) return;
+    if ((await store.tip(agentPk)) === null) {
+      throw new ServiceError('agent_not_found', `no audit chain for agent ${agentPk} in this store`);
+    }
+  }
+
+  async function wholeChainTrust(agentPk: string): Promise<TrustView> {
+    const facts = await judge(await store.blocks(agentPk), null, signatureCache);
+    const { operations, cells } = operationsOf(facts.blocks);
+    const firstBlockAt = facts.verification.first_block_at;
+    const { score, parts } = trustScore({
+      operations,
+      uniqueCells: cells,
+      firstBlockAt,
+      nowMs: clock(),
+      chainValid: facts.verification.is_valid,
+    });
+    return {
+      agent_pk: agentPk,
+      trust_score: score,
+      current_tier: tierFor(score),
+      parts,
+      thresholds: { ...TIER_THRESHOLDS },
+      total_operations: operations,
+      unique_cells: cells,
+      first_block_at: firstBlockAt,
+      chain_valid: facts.verification.is_valid,
+    };
+  }
+
+  return {
+    async report(agentPk, period) {
+      await ensureKnown(agentPk);
+      const nowMs = clock();
+      const [stored, anchor, first, epochs, violations, approvals] = await Promise.all([
+        store.blocks(agentPk, { from: period.from, to: period.to }),
+        store.blockBefore(agentPk, period.from),
+        store.blocks(agentPk, { fromIndex: 0, toIndex: 0 }, 1),
+        store.epochs(agentPk),
+        store.violations(agentPk, period.from, period.to),
+        store.approvals(agentPk, period.from, period.to),
+      ]);
+      const facts = await judge(stored, anchor, signatureCache);
+      const fromMs = Date.parse(period.from);
+      const toMs = Date.parse(period.to);
+      const profile = profiles.get(agentPk);
+      const rights = profile ? chainRights(profile.chain) : undefined;
+      const input = {
+        agentPk,
+        agentHandle: agentHandle(agentPk),
+        principalPk: profile?.chain[0]?.principal_pk ?? '',
+        principalLocal: profile?.principalLocal ?? false,
+        period,
+        blocks: facts.blocks,
+        verification: facts.verification,
+        epochs: epochs.filter((e) => {
+          const at = Date.parse(e.rolled_at);
+          return at >= fromMs && at <= toMs;
+        }),
+        chainDepth: profile?.chain.length ?? 0,
+        violations,
+        approvals: profile ? approvals : [],
+        firstBlockEverAt: first[0]?.timestamp ?? null,
+        nowMs,
+        requiresApproval: (tool: string) =>
+          profile !== undefined && requiresHumanApproval(profile.certificate, tool, rights),
+      };
+      if (profile !== undefined) return buildComplianceReport({ ...input, certificate: profile.certificate });
+      // Built with a placeholder certificate, then shown as what is known of it.
+      const report = buildComplianceReport({ ...input, certificate: own.certificate });
+      return {
+        ...report,
+        delegation_certificate: {
+          known: false,
+          agent_pk: agentPk,
+          cert_hash: facts.verification.delegation_cert_hash,
+          principal_local: false,
+        },
+      };
+    },
+
+    async trust(agentPk) {
+      await ensureKnown(agentPk);
+      return wholeChainTrust(agentPk);
+    },
+
+    async verifyChain(agentPk) {
+      await ensureKnown(agentPk);
+      return verifyBetweenCalls(await store.blocks(agentPk), {
+        anchor: null,
+        ...(signatureCache ? { signatureCache } : {}),
+      });
+    },
+
+    async rollEpoch() {
+      const agentPk = agent.publicKey;
+      // Judged before taking the lock: verifying a long chain must not hold up tool calls. Blocks appended
+      // meanwhile are rolled too; the tier is the chain's as of just before the roll.
+      const { current_tier } = await wholeChainTrust(agentPk);
+      return deps.withChainLock(async (): Promise<EpochRoll> => {
+        const epochs = await store.epochs(agentPk);
+        const previous = epochs[epochs.length - 1] ?? null;
+        const start = nextUnrolledIndex(previous);
+        const blocks = await store.blocks(agentPk, { fromIndex: start });
+        if (blocks.length === 0) return { ok: false, message: noBlocksToRollMessage(start) };
+        const epoch = rollAgentEpoch({ agent, blocks, previous, tier: current_tier, nowMs: clock() });
+        await store.appendEpoch(epoch);
+        return {
+          ok: true,
+          epoch,
+          value: {
+            success: true,
+            epoch_index: epoch.epoch_index,
+            block_count: epoch.block_count,
+            start_block: epoch.start_block,
+            end_block: epoch.end_block,
+            merkle_root: epoch.merkle_root,
+            tier_at_close: epoch.tier_at_close,
+            epoch_hash: epoch.epoch_hash,
+          },
+        };
+      });
+    },
+  };
+}

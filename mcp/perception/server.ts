@@ -1,0 +1,371 @@
+/**
+ * The perception and compliance service (SPEC 4.2; issue 8) as a Koa app:
+ *
+ *   POST|GET|DELETE /mcp        MCP Streamable HTTP, stateful sessions          Origin-checked
+ *   GET /sse, POST /message     MCP over the older SSE transport                 Origin-checked
+ *   GET  /health                SPEC 2.8 health; chain_tip = the next block index
+ *   POST /epoch/roll            rolls every block since the last epoch; none → 500 with SPEC 7's message
+ *   GET  /compliance[/:agent_pk] compliance report (query from, to: ISO 8601)
+ *   POST /approvals             a human principal's signed approval of one call
+ *   GET  /test/weather          perception_weather for a fixed city, through the auditor
+ *
+ * Every MCP session gets its own McpServer whose tools are registered only through the auditor, so every
+ * call is pre-flighted and leaves a breadcrumb. Errors leave as `{ error, detail? }` (core/errors.ts), except
+ * the empty epoch roll, whose body SPEC 7 fixes. No body parsing happens on the MCP routes: the SDK reads
+ * the raw stream. The service binds 127.0.0.1 unless told otherwise, and then answers loopback Host names
+ * only (DNS rebinding, origin.ts). Its HTTP endpoints carry no authentication (SPEC 5.9 leaves it open), so
+ * exposing it beyond loopback is a deployment decision.
+ */
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Router from '@koa/router';
+import Koa, { type Context, type Middleware } from 'koa';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
+import { readJsonBody } from '../../api/json-body.js';
+import { approvalSignatureValid } from '../../core/compliance-report.js';
+import { parseStoredBreadcrumb } from '../../core/breadcrumb.js';
+import type { HumanApproval } from '../../core/breadcrumb-types.js';
+import type { DelegationCertificate } from '../../core/delegation-cert.js';
+import { ServiceError } from '../../core/errors.js';
+import { DEFAULT_PERCEPTION_CELL } from '../../core/h3-cell.js';
+import type { KeyPair } from '../../core/identity.js';
+import { describeZodIssue } from '../../core/zod-issue.js';
+import type { AuditStore } from '../../store/audit-store.js';
+import { BoundedSet } from '../../core/bounded-set.js';
+import { createAuditor, type AnyPerceptionTool, type AuditLogger, type Auditor } from './audit.js';
+import { createMcpTransports } from './mcp-transports.js';
+import { hostAllowed, isLoopbackAddress, originAllowed } from './origin.js';
+import { createReportService, DEFAULT_REPORT_FROM, type ReportService } from './reports.js';
+import { createComplianceTools, registerReportUi } from './tools/compliance-tools.js';
+import { WEATHER_TEST_CELL } from './tools/weather.js';
+
+/** SPEC 9.2: the perception service reports version 0.3.1. */
+export const PERCEPTION_VERSION = '0.3.1';
+export const PERCEPTION_SERVICE = 'geofabric-perception';
+const MAX_JSON_BODY_BYTES = 64 * 1024;
+/**
+ * Blocks whose signature reports need not verify again (about 150 bytes each): enough for the 100,000-block
+ * chains the benchmark reports on. Beyond it the oldest are verified again, never skipped unverified.
+ */
+const SIGNATURE_CACHE_BLOCKS = 250_000;
+
+export interface PerceptionLogger extends AuditLogger {
+  info(object: object, message: string): void;
+}
+
+export interface PerceptionServerDeps {
+  store: AuditStore;
+  agent: KeyPair;
+  /** The agent's delegation chain, root first, verified by the caller (identity.ts). */
+  chain: DelegationCertificate[];
+  /** True when the root principal is the local development principal (reports say so). */
+  principalLocal: boolean;
+  /** The perception tools (weather, fetch_tile, classify, embed); the idn_* tools are added here. */
+  tools: AnyPerceptionTool[];
+  clock?: () => number;
+  /** Where calls without a cell act (the idn_* tools); default the SPEC default perception cell. */
+  defaultCell?: string;
+  /** Origins besides loopback ones that may use the MCP routes (exact `scheme://host[:port]`). */
+  allowedOrigins?: string[];
+  /**
+   * Host header names besides loopback ones a loopback-bound server answers (e.g. a local reverse proxy's
+   * public name); the hosts of `allowedOrigins` are allowed too. Not checked when bound to another address.
+   */
+  allowedHosts?: string[];
+  /** Other agents' chains whose certificates reports may show. */
+  knownChains?: DelegationCertificate[][];
+  logger?: PerceptionLogger;
+}
+
+export interface PerceptionServer {
+  app: Koa;
+  auditor: Auditor;
+  reports: ReportService;
+  /** Every tool name, as /health and tools/list show them. */
+  toolNames: string[];
+  listen(port: number, host?: string): Promise<{ url: string; server: Server }>;
+  close(): Promise<void>;
+}
+
+const silentLogger: PerceptionLogger = { info: () => undefined, error: () => undefined };
+
+const isoInstant = z.union([z.iso.datetime({ offset: true }), z.iso.date()]);
+
+/** A report period from the query: `from` default 2020-01-01T00:00:00Z, `to` default now; bad → invalid_date. */
+export function reportPeriod(query: Record<string, unknown>, nowMs: number): { from: string; to: string } {
+  const bound = (name: 'from' | 'to', fallback: string): string => {
+    const raw = query[name];
+    if (raw === undefined) return fallback;
+    if (typeof raw !== 'string' || !isoInstant.safeParse(raw).success || !Number.isFinite(Date.parse(raw))) {
+      throw new ServiceError(
+        'invalid_date',
+        `${name} must be an ISO 8601 date or date-time, e.g. 2026-01-01T00:00:00Z`,
+      );
+    }
+    return new Date(Date.parse(raw)).toISOString();
+  };
+  const from = bound('from', DEFAULT_REPORT_FROM);
+  const to = bound('to', new Date(nowMs).toISOString());
+  if (Date.parse(from) > Date.parse(to)) throw new ServiceError('invalid_date', `from ${from} is after to ${to}`);
+  return { from, to };
+}
+
+const agentPkText = z.string().regex(/^[0-9a-f]{64}$/);
+
+const approvalBody = z.strictObject({
+  version: z.literal(1).optional().default(1),
+  agent_pk: agentPkText,
+  block_index: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+  approved_at: z.iso.datetime({ offset: true }),
+  principal_pk: agentPkText,
+  signature: z.string().regex(/^[0-9a-f]{128}$/, 'must be 128 lowercase hex'),
+});
+
+function errorMiddleware(logger: PerceptionLogger): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined && ctx.respond !== false) {
+        throw new ServiceError('not_found', `no route for ${ctx.method} ${ctx.path}`);
+      }
+    } catch (error) {
+      const failure =
+        error instanceof ServiceError ? error : new ServiceError('internal_error', 'an internal error occurred');
+      if (!(error instanceof ServiceError)) logger.error({ err: error, path: ctx.path }, 'unhandled error');
+      if (ctx.respond === false || ctx.res.headersSent) {
+        // The MCP transport owned the response; end it if it is still open.
+        if (!ctx.res.writableEnded) ctx.res.end();
+        return;
+      }
+      ctx.status = failure.status;
+      ctx.set(failure.headers);
+      ctx.body = failure.toBody();
+    }
+  };
+}
+
+/** DNS-rebinding protection and CORS for the MCP routes (origin.ts). */
+function originGate(allowed: readonly string[]): Middleware {
+  return async (ctx, next) => {
+    const origin = ctx.get('origin') || undefined;
+    if (!originAllowed(origin, allowed)) {
+      throw new ServiceError('origin_not_allowed', `origin ${origin} may not use the MCP endpoints`);
+    }
+    if (origin !== undefined) {
+      ctx.set('access-control-allow-origin', origin);
+      ctx.set('vary', 'origin');
+      ctx.set('access-control-expose-headers', 'mcp-session-id, mcp-protocol-version');
+    }
+    if (ctx.method === 'OPTIONS') {
+      ctx.set('access-control-allow-methods', 'GET, POST, DELETE');
+      ctx.set(
+        'access-control-allow-headers',
+        'content-type, accept, authorization, mcp-session-id, mcp-protocol-version, last-event-id',
+      );
+      ctx.status = 204;
+      return;
+    }
+    await next();
+  };
+}
+
+export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionServer {
+  const clock = deps.clock ?? Date.now;
+  const logger = deps.logger ?? silentLogger;
+  const certificate = deps.chain[deps.chain.length - 1];
+  if (certificate === undefined) throw new TypeError('a delegation chain is required');
+  const signatureCache = new BoundedSet(SIGNATURE_CACHE_BLOCKS);
+  const auditor = createAuditor({
+    store: deps.store,
+    agent: deps.agent,
+    certificate,
+    chain: deps.chain,
+    clock,
+    defaultCell: deps.defaultCell ?? DEFAULT_PERCEPTION_CELL,
+    logger,
+    signatureCache,
+  });
+  const reports = createReportService({
+    store: deps.store,
+    clock,
+    agent: deps.agent,
+    chain: deps.chain,
+    principalLocal: deps.principalLocal,
+    knownChains: deps.knownChains ?? [],
+    withChainLock: auditor.withChainLock,
+    signatureCache,
+  });
+  const tools = [...deps.tools, ...createComplianceTools({ reports })];
+  const toolNames = tools.map((t) => t.name);
+  const weather = tools.find((t) => t.name === 'perception_weather');
+
+  const buildServer = (): McpServer => {
+    const server = new McpServer(
+      { name: PERCEPTION_SERVICE, version: PERCEPTION_VERSION },
+      { capabilities: { tools: {}, resources: {} } },
+    );
+    for (const tool of tools) auditor.register(server, tool);
+    registerReportUi(server);
+    return server;
+  };
+  const transports = createMcpTransports({
+    buildServer,
+    onError: (error) => logger.error({ err: error }, 'closing an MCP session failed'),
+  });
+
+  const router = new Router();
+  const mcpOrigin = originGate(deps.allowedOrigins ?? []);
+  for (const method of ['post', 'get', 'delete', 'options'] as const) {
+    router[method]('/mcp', mcpOrigin, (ctx) => transports.streamable(ctx));
+  }
+  router.get('/sse', mcpOrigin, (ctx) => transports.sse(ctx));
+  router.options('/sse', mcpOrigin);
+  router.post('/message', mcpOrigin, (ctx) => transports.message(ctx));
+  router.options('/message', mcpOrigin);
+
+  router.get('/health', async (ctx) => {
+    ctx.body = {
+      status: 'ok',
+      service: PERCEPTION_SERVICE,
+      version: PERCEPTION_VERSION,
+      audit_active: true,
+      agent_pk: auditor.agentPk,
+      chain_tip: await auditor.nextIndex(),
+      tools: toolNames,
+    };
+  });
+
+  router.post('/epoch/roll', async (ctx) => {
+    const rolled = await reports.rollEpoch();
+    if (rolled.ok) {
+      ctx.body = rolled.value;
+      return;
+    }
+    // SPEC 7 fixes this body: the message is the error.
+    ctx.status = 500;
+    ctx.body = { error: rolled.message };
+  });
+
+  const compliance = async (ctx: Context, agentPk: string) => {
+    if (!agentPkText.safeParse(agentPk).success) {
+      throw new ServiceError('invalid_public_key', 'agent_pk must be an Ed25519 public key (64 lowercase hex)');
+    }
+    ctx.body = await reports.report(agentPk, reportPeriod(ctx.query, clock()));
+  };
+  router.get('/compliance', (ctx) => compliance(ctx, auditor.agentPk));
+  router.get('/compliance/:agent_pk', (ctx) => compliance(ctx, ctx.params.agent_pk ?? ''));
+
+  router.post('/approvals', async (ctx) => {
+    const parsed = approvalBody.safeParse(await readJsonBody(ctx, MAX_JSON_BODY_BYTES));
+    if (!parsed.success) throw new ServiceError('invalid_request', describeZodIssue(parsed.error, 'approval'));
+    // Kept as sent: the signature covers the approved_at text.
+    const approval: HumanApproval = parsed.data;
+    if (approval.agent_pk !== auditor.agentPk) {
+      throw new ServiceError('agent_not_found', `approvals are recorded for this server's agent ${auditor.agentPk}`);
+    }
+    const root = deps.chain[0]?.principal_pk;
+    if (approval.principal_pk !== root) {
+      throw new ServiceError(
+        'delegation_invalid',
+        `principal_pk is not the delegation chain's human principal ${root}`,
+      );
+    }
+    if (!approvalSignatureValid(approval)) {
+      throw new ServiceError(
+        'invalid_signature',
+        'signature does not verify: JCS of the approval fields, signed by principal_pk',
+      );
+    }
+    const [stored] = await deps.store.blocks(approval.agent_pk, {
+      fromIndex: approval.block_index,
+      toIndex: approval.block_index,
+    });
+    const block = stored === undefined ? undefined : parseStoredBreadcrumb(stored);
+    if (block === undefined) throw new ServiceError('record_not_found', `no block ${approval.block_index}`);
+    if (!block.ok) throw new ServiceError('invalid_record', block.detail);
+    if (block.value.context.outcome === 'blocked') {
+      throw new ServiceError('approval_not_required', `block ${approval.block_index} is a blocked call: it never ran`);
+    }
+    if (!auditor.requiresApproval(block.value.tool_name)) {
+      throw new ServiceError(
+        'approval_not_required',
+        `block ${approval.block_index} is a call of ${block.value.tool_name}, which needs no human approval`,
+      );
+    }
+    await deps.store.addApproval(approval);
+    ctx.status = 201;
+    ctx.body = approval;
+  });
+
+  router.get('/test/weather', async (ctx) => {
+    if (weather === undefined) throw new ServiceError('tool_not_found', 'perception_weather is not configured');
+    const call = await auditor.call(weather, { h3_cell: WEATHER_TEST_CELL });
+    const text = call.result.content[0]?.type === 'text' ? call.result.content[0].text : '';
+    if (call.outcome === 'blocked') throw new ServiceError('delegation_invalid', text);
+    if (call.outcome !== 'ok') throw new ServiceError('upstream_unavailable', text);
+    const value = call.value as { h3_cell: string; temperature_c: number | null; status: string };
+    ctx.body = { h3_cell: value.h3_cell, temperature_c: value.temperature_c, status: value.status };
+  });
+
+  const app = new Koa();
+  app.proxy = false;
+  app.silent = true;
+  app.use(errorMiddleware(logger));
+  // Set by listen(): a loopback-bound server answers loopback Host names only (DNS rebinding, origin.ts).
+  let checkHost = false;
+  const hosts = [
+    ...(deps.allowedHosts ?? []),
+    ...(deps.allowedOrigins ?? []).flatMap((origin) => {
+      try {
+        return [new URL(origin).hostname];
+      } catch {
+        return [];
+      }
+    }),
+  ];
+  app.use(async (ctx, next) => {
+    if (checkHost && !hostAllowed(ctx.get('host') || undefined, hosts)) {
+      throw new ServiceError('host_not_allowed', `host ${ctx.get('host')} is not served here`);
+    }
+    await next();
+  });
+  app.use(router.routes());
+  app.use(
+    router.allowedMethods({
+      throw: true,
+      methodNotAllowed: () => new ServiceError('method_not_allowed', 'this method is not allowed on this path'),
+      notImplemented: () => new ServiceError('method_not_allowed', 'this method is not implemented'),
+    }),
+  );
+
+  let http: Server | undefined;
+  return {
+    app,
+    auditor,
+    reports,
+    toolNames,
+    async listen(port, host = '127.0.0.1') {
+      checkHost = isLoopbackAddress(host);
+      http = app.listen(port, host);
+      // Bounds on receiving a request; responses (SSE streams) may stay open.
+      http.requestTimeout = 30_000;
+      http.headersTimeout = 20_000;
+      await once(http, 'listening');
+      const { port: bound } = http.address() as AddressInfo;
+      const url = `http://${host.includes(':') ? `[${host}]` : host}:${bound}`;
+      logger.info({ url, agent_pk: auditor.agentPk }, 'geofabric perception listening');
+      return { url, server: http };
+    },
+    async close() {
+      await transports.close();
+      if (http === undefined) return;
+      const server = http;
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}

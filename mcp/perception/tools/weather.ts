@@ -1,0 +1,256 @@
+/**
+ * `perception_weather` (SPEC 4.2): the weather at an H3 cell's centroid from an Open-Meteo-compatible API.
+ *
+ * Now (no timestamp, or one within 30 minutes of the call) asks for the `current` block. Any other instant
+ * asks for the one `hourly` value of its UTC hour (`start_hour` = `end_hour`), which the forecast API serves
+ * from 92 days back to 16 days ahead; outside that range the call is refused as `timestamp_out_of_range`
+ * rather than sent to a host that would refuse it. Units are requested explicitly (°C, m/s, mm) and checked
+ * in the answer, so a proxy that ignores `wind_speed_unit` cannot pass km/h off as m/s.
+ *
+ * `write_to_spatial_memory` is accepted and echoed; spatial memory is not built, and the result says so.
+ */
+import { z } from 'zod';
+import { cellCentroid, DEFAULT_PERCEPTION_CELL, isCell } from '../../../core/h3-cell.js';
+import { ToolError, type PerceptionTool } from '../tool-def.js';
+import { fetchUpstreamJson, upstreamReason } from './upstream-fetch.js';
+
+/** The fixed city of `GET /test/weather`: the default perception cell over Rome. */
+export const WEATHER_TEST_CELL = DEFAULT_PERCEPTION_CELL;
+
+const VARIABLES = ['temperature_2m', 'wind_speed_10m', 'precipitation', 'weather_code'] as const;
+const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+/** A timestamp this close to the call is "now": the current conditions answer it. */
+export const CURRENT_TOLERANCE_MS = 30 * 60_000;
+/** The forecast API's hourly range around now (`past_days` ≤ 92, `forecast_days` ≤ 16). */
+export const PAST_LIMIT_MS = 92 * DAY_MS;
+export const FUTURE_LIMIT_MS = 16 * DAY_MS;
+
+export const weatherInputSchema = {
+  h3_cell: z.string().refine(isCell, 'must be a valid H3 cell (15 lowercase hex)'),
+  timestamp: z.iso
+    .datetime({ offset: true })
+    .optional()
+    .describe('ISO 8601 instant (default: now); its UTC hour is looked up'),
+  write_to_spatial_memory: z
+    .boolean()
+    .optional()
+    .default(false)
+    .describe('accepted and echoed; spatial memory is not available yet'),
+};
+type WeatherArgs = z.infer<z.ZodObject<typeof weatherInputSchema>>;
+
+export interface WeatherDeps {
+  /** API root without a trailing path, e.g. https://api.open-meteo.com */
+  weatherUrl: string;
+  timeoutMs: number;
+  userAgent: string;
+  /** Measures the upstream's answer time (`upstream_ms`); the call's instant is the context's `now`. */
+  clock: () => number;
+}
+
+export interface WeatherResult {
+  h3_cell: string;
+  /** The instant asked about (ISO 8601 UTC). */
+  timestamp: string;
+  /** The upstream's time of the values (ISO 8601 UTC): the current block's time or the hour's start. */
+  observed_at: string;
+  mode: 'current' | 'hourly';
+  temperature_c: number | null;
+  wind_speed_ms: number | null;
+  /** Current: precipitation over the preceding interval; hourly: over the preceding hour. */
+  precipitation_mm: number | null;
+  weather_code: number | null;
+  status: string;
+  data_source: string;
+  latitude: number;
+  longitude: number;
+  upstream_ms: number;
+  write_to_spatial_memory: boolean;
+  spatial_memory: 'not available';
+}
+
+/** WMO weather interpretation codes (as Open-Meteo documents them) → a short human word. */
+export function weatherStatus(code: number | null): string {
+  if (code === null) return 'unknown';
+  if (code === 0) return 'clear';
+  if (code === 1) return 'mainly clear';
+  if (code === 2) return 'partly cloudy';
+  if (code === 3) return 'cloudy';
+  if (code === 45 || code === 48) return 'fog';
+  if (code >= 51 && code <= 55) return 'drizzle';
+  if (code === 56 || code === 57) return 'freezing drizzle';
+  if (code >= 61 && code <= 65) return 'rain';
+  if (code === 66 || code === 67) return 'freezing rain';
+  if (code >= 71 && code <= 77) return 'snow';
+  if (code >= 80 && code <= 82) return 'showers';
+  if (code === 85 || code === 86) return 'snow showers';
+  if (code === 95) return 'thunderstorm';
+  if (code === 96 || code === 99) return 'thunderstorm with hail';
+  return 'unknown';
+}
+
+const value = z.number().finite().nullable();
+const code = z.number().int().nullable();
+const units = z
+  .looseObject({ temperature_2m: z.string().optional(), wind_speed_10m: z.string().optional() })
+  .optional();
+
+const currentAnswer = z.looseObject({
+  current_units: units,
+  current: z.looseObject({
+    time: z.string(),
+    temperature_2m: value,
+    wind_speed_10m: value,
+    precipitation: value,
+    weather_code: code,
+  }),
+});
+
+const hourlyAnswer = z.looseObject({
+  hourly_units: units,
+  hourly: z.looseObject({
+    time: z.array(z.string()),
+    temperature_2m: z.array(value),
+    wind_speed_10m: z.array(value),
+    precipitation: z.array(value),
+    weather_code: z.array(code),
+  }),
+});
+
+/** Open-Meteo's local-time form with timezone=UTC ("2026-03-01T12:00") → ISO 8601 UTC. */
+function utcIso(time: string): string | null {
+  const ms = Date.parse(/Z|[+-]\d\d:?\d\d$/.test(time) ? time : `${time}Z`);
+  return Number.isFinite(ms) ? new Date(ms).toISOString() : null;
+}
+
+function checkUnits(found: z.infer<typeof units>, name: string): void {
+  const wind = found?.wind_speed_10m;
+  const temperature = found?.temperature_2m;
+  if (wind !== undefined && wind !== 'm/s') {
+    throw new ToolError('upstream_unavailable', `${name} answered wind speed in ${wind}, not the m/s asked for`);
+  }
+  if (temperature !== undefined && temperature !== '°C') {
+    throw new ToolError('upstream_unavailable', `${name} answered temperature in ${temperature}, not °C`);
+  }
+}
+
+function malformed(error: z.ZodError, name: string): ToolError {
+  const issue = error.issues[0];
+  return new ToolError(
+    'upstream_unavailable',
+    `malformed answer from ${name}: ${issue?.path.map(String).join('.') || 'body'}: ${issue?.message}`,
+  );
+}
+
+export function createWeatherTool(deps: WeatherDeps): PerceptionTool {
+  const root = deps.weatherUrl.replace(/\/+$/, '');
+  const host = new URL(root).host;
+  const name = `the weather API at ${host}`;
+
+  const tool: PerceptionTool<typeof weatherInputSchema> = {
+    name: 'perception_weather',
+    title: 'Weather at an H3 cell',
+    description:
+      'Temperature (°C), wind speed (m/s), precipitation (mm), WMO weather code and a short status word at the ' +
+      'centroid of an H3 cell, now or at an ISO 8601 timestamp (92 days back to 16 days ahead), from an Open-Meteo-compatible API.',
+    inputSchema: weatherInputSchema,
+    facet: 'perception',
+    cellOf: (args) => args.h3_cell,
+    async run(args: WeatherArgs, context): Promise<WeatherResult> {
+      const now = context.now;
+      const at = args.timestamp === undefined ? now : Date.parse(args.timestamp);
+      if (at < now - PAST_LIMIT_MS || at > now + FUTURE_LIMIT_MS) {
+        throw new ToolError(
+          'timestamp_out_of_range',
+          `timestamp must lie between 92 days before and 16 days after now (${new Date(now).toISOString()})`,
+        );
+      }
+      const mode = Math.abs(at - now) <= CURRENT_TOLERANCE_MS ? 'current' : 'hourly';
+      const { lat, lng } = cellCentroid(args.h3_cell);
+      const query = new URLSearchParams({ latitude: lat.toFixed(6), longitude: lng.toFixed(6) });
+      // Open-Meteo's `start_hour`/`end_hour` are local times of `timezone`; with UTC they are UTC hours.
+      const hour = new Date(Math.floor(at / HOUR_MS) * HOUR_MS).toISOString().slice(0, 16);
+      if (mode === 'current') query.set('current', VARIABLES.join(','));
+      else {
+        query.set('hourly', VARIABLES.join(','));
+        query.set('start_hour', hour);
+        query.set('end_hour', hour);
+      }
+      query.set('wind_speed_unit', 'ms');
+      query.set('temperature_unit', 'celsius');
+      query.set('precipitation_unit', 'mm');
+      query.set('timezone', 'UTC');
+
+      const started = deps.clock();
+      const answer = await fetchUpstreamJson({
+        name,
+        url: `${root}/v1/forecast?${query.toString()}`,
+        headers: { 'user-agent': deps.userAgent },
+        timeoutMs: deps.timeoutMs,
+        ...(context.signal ? { signal: context.signal } : {}),
+      });
+      const upstreamMs = Math.max(0, deps.clock() - started);
+      if (!answer.ok) {
+        const reason = upstreamReason(answer.json);
+        throw new ToolError(
+          'upstream_unavailable',
+          `${name} answered HTTP ${answer.status}${reason ? `: ${reason}` : ''}`,
+        );
+      }
+
+      let values: { time: string; temperature_2m: number | null; wind_speed_10m: number | null };
+      let precipitation: number | null;
+      let weatherCode: number | null;
+      if (mode === 'current') {
+        const parsed = currentAnswer.safeParse(answer.json);
+        if (!parsed.success) throw malformed(parsed.error, name);
+        checkUnits(parsed.data.current_units, name);
+        values = parsed.data.current;
+        precipitation = parsed.data.current.precipitation;
+        weatherCode = parsed.data.current.weather_code;
+      } else {
+        const parsed = hourlyAnswer.safeParse(answer.json);
+        if (!parsed.success) throw malformed(parsed.error, name);
+        checkUnits(parsed.data.hourly_units, name);
+        const h = parsed.data.hourly;
+        const i = h.time.findIndex((t) => utcIso(t) === `${hour}:00.000Z`);
+        if (i < 0) throw new ToolError('upstream_unavailable', `${name} sent no hourly values for ${hour}Z`);
+        values = {
+          time: h.time[i]!,
+          temperature_2m: h.temperature_2m[i] ?? null,
+          wind_speed_10m: h.wind_speed_10m[i] ?? null,
+        };
+        precipitation = h.precipitation[i] ?? null;
+        weatherCode = h.weather_code[i] ?? null;
+      }
+      const observedAt = utcIso(values.time);
+      if (observedAt === null) {
+        throw new ToolError(
+          'upstream_unavailable',
+          `malformed answer from ${name}: time ${JSON.stringify(values.time)}`,
+        );
+      }
+
+      return {
+        h3_cell: args.h3_cell,
+        timestamp: new Date(at).toISOString(),
+        observed_at: observedAt,
+        mode,
+        temperature_c: values.temperature_2m,
+        wind_speed_ms: values.wind_speed_10m,
+        precipitation_mm: precipitation,
+        weather_code: weatherCode,
+        status: weatherStatus(weatherCode),
+        data_source: host,
+        latitude: lat,
+        longitude: lng,
+        upstream_ms: upstreamMs,
+        write_to_spatial_memory: args.write_to_spatial_memory,
+        spatial_memory: 'not available',
+      };
+    },
+  };
+  // Widened for PerceptionTool[] lists: cellOf's argument type is what keeps the typed tool from widening itself.
+  return tool as PerceptionTool;
+}
