@@ -55,8 +55,12 @@ require_go() {
 # True when the binary runs and reports the pinned version: a stale or broken build is rebuilt.
 binary_is_pinned() {
   local bin=$1 want=$2
+  local out
   [ -x "$bin" ] || return 1
-  "$bin" --version 2>/dev/null | grep -qF "${want#v}"
+  # Captured first: `… | grep -q` closes the pipe at the first match, and under pipefail the writer's
+  # SIGPIPE (FerretDB prints more lines after its version) would fail the check at random.
+  out=$("$bin" --version 2>/dev/null) || return 1
+  grep -qF "${want#v}" <<<"$out"
 }
 
 # Downloads one module version (or reuses the module cache); on failure, says which command failed and why.
@@ -152,8 +156,10 @@ free_ports() {
 alive() { [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null; }
 
 temporal_ready() {
-  "$BIN_DIR/temporal" operator search-attribute list --address "$1" --namespace default \
-    --command-timeout 3s -o json 2>/dev/null | grep -q '"H3Cell"'
+  local out
+  out=$("$BIN_DIR/temporal" operator search-attribute list --address "$1" --namespace default \
+    --command-timeout 3s -o json 2>/dev/null) || return 1
+  grep -qF '"H3Cell"' <<<"$out" # not piped: see binary_is_pinned
 }
 
 # A real MongoDB `ping` through the project's driver (`ferretdb ping` needs the new-auth setup flags);
