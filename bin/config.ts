@@ -112,6 +112,28 @@ const envSchema = z.object({
   WEATHER_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   CLASSIFY_URL: z.url().optional(),
   CLASSIFY_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(60_000),
+  // PERCEPTION_REQUIRE_TOKEN=true: perception MCP calls need a governance-issued bearer token (POST /token).
+  PERCEPTION_REQUIRE_TOKEN: boolean.default(false),
+  // The token issuer's public key for a perception server whose governance server runs elsewhere; beside
+  // it (`geofabric start`, or the same DATA_DIR / GOVERNANCE_SK) the key is known without it.
+  GOVERNANCE_PK: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex (an Ed25519 public key)')
+    .optional(),
+  // The governance tool server (mcp/governance, issue 9).
+  GOVERNANCE_ENABLED: boolean.default(true),
+  GOVERNANCE_PORT: z.coerce.number().int().min(0).max(65_535).default(8000),
+  // SPEC 4.3 binds 0.0.0.0: the server is reachable from the network and its routes carry no authentication
+  // (SPEC 5.9), so its answers about certificates and audit chains are visible to anyone who can reach the
+  // port. Set GOVERNANCE_HOST=127.0.0.1 to keep it local. Browser Origins are still checked on /mcp.
+  GOVERNANCE_HOST: z.string().min(1).default('0.0.0.0'),
+  GOVERNANCE_ALLOWED_ORIGINS: z.string().default(''),
+  GOVERNANCE_ALLOWED_HOSTS: z.string().default(''),
+  GOVERNANCE_SK: z.string().optional(),
+  COMPLIANCE_URL: z.url().optional(),
+  COMPLIANCE_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(10_000),
+  // At most 3600: verifiers refuse longer-lived tokens (mcp/governance/token.ts MAX_TOKEN_TTL_SECONDS).
+  TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).max(3600).default(900),
 });
 
 const list = (value: string) =>
@@ -211,6 +233,29 @@ export interface Config {
   /** `geofabric worker`: a mobile relay (SPEC 1.4). */
   workerRelay: boolean;
   perception: PerceptionConfig;
+  governance: GovernanceConfig;
+}
+
+/** The governance tool server (`geofabric governance`, and beside the gateway in `start`; SPEC 4.3). */
+export interface GovernanceConfig {
+  /** GOVERNANCE_ENABLED: whether `geofabric start` runs it beside the gateway. */
+  enabled: boolean;
+  port: number;
+  /** Default 0.0.0.0 (SPEC 4.3); see the security note at GOVERNANCE_HOST. */
+  host: string;
+  /** Origins besides loopback ones allowed on /mcp (exact scheme://host[:port]). */
+  allowedOrigins: string[];
+  /** Host names besides loopback ones a loopback-bound server answers. */
+  allowedHosts: string[];
+  /** GOVERNANCE_SK: the server's signing key (bundles, tokens); else generated under DATA_DIR/governance. */
+  secretKey: string | undefined;
+  /** IDN_DELEGATION_CERT (shared with perception): the default subject; else perception's provisioned one. */
+  delegationCert: string | undefined;
+  /** COMPLIANCE_URL: base address of the perception service's /compliance routes. */
+  complianceUrl: string;
+  complianceTimeoutMs: number;
+  /** TOKEN_TTL_SECONDS: the longest lifetime of an issued token. */
+  tokenTtlSeconds: number;
 }
 
 /** The perception and compliance MCP server (`geofabric perception`, and beside the gateway in `start`). */
@@ -232,6 +277,10 @@ export interface PerceptionConfig {
   /** perception_classify's GPU inference endpoint; unset → the tool answers not_configured. */
   classifyUrl: string | undefined;
   classifyTimeoutMs: number;
+  /** PERCEPTION_REQUIRE_TOKEN: MCP calls need a governance-issued bearer token. */
+  requireToken: boolean;
+  /** GOVERNANCE_PK: the public key whose tokens the perception server accepts. */
+  tokenIssuerPk: string | undefined;
 }
 
 const USER_AGENT = `geofabric/${SERVICE_VERSION}`;
@@ -315,6 +364,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       weatherTimeoutMs: e.WEATHER_TIMEOUT_MS,
       classifyUrl: e.CLASSIFY_URL?.replace(/\/+$/, ''),
       classifyTimeoutMs: e.CLASSIFY_TIMEOUT_MS,
+      requireToken: e.PERCEPTION_REQUIRE_TOKEN,
+      tokenIssuerPk: e.GOVERNANCE_PK || undefined,
+    },
+    governance: {
+      enabled: e.GOVERNANCE_ENABLED,
+      port: e.GOVERNANCE_PORT,
+      host: e.GOVERNANCE_HOST,
+      allowedOrigins: list(e.GOVERNANCE_ALLOWED_ORIGINS),
+      allowedHosts: list(e.GOVERNANCE_ALLOWED_HOSTS),
+      secretKey: e.GOVERNANCE_SK || undefined,
+      delegationCert: e.IDN_DELEGATION_CERT || undefined,
+      // The perception service this process runs (loopback, its port) unless told otherwise.
+      complianceUrl: (e.COMPLIANCE_URL ?? `http://127.0.0.1:${e.PERCEPTION_PORT}`).replace(/\/+$/, ''),
+      complianceTimeoutMs: e.COMPLIANCE_TIMEOUT_MS,
+      tokenTtlSeconds: e.TOKEN_TTL_SECONDS,
     },
     webSearch: {
       braveUrl: e.BRAVE_URL.replace(/\/+$/, ''),

@@ -12,6 +12,8 @@ import { ConfigError, loadConfig } from './config.js';
 import { readKeyFile, writeKeyFile } from './key-file.js';
 import { APIKEY_USAGE, apikeyCommand } from './apikey-commands.js';
 import { proofVerifyCommand, storeAuditCommand } from './proof-commands.js';
+import { AUDIT_VERIFY_USAGE, auditVerifyCommand } from './audit-verify.js';
+import { runGovernanceCli } from './governance.js';
 import { runPerceptionCli } from './perception.js';
 import { startGateway } from './start.js';
 import { runWorkerCli, workerCheck } from './worker.js';
@@ -20,7 +22,10 @@ const USAGE = `geofabric <command>
 
   start                          run the gateway (PORT, default 8080; see README for configuration) and, unless
                                  PERCEPTION_ENABLED=false, the perception MCP server (PERCEPTION_PORT, default 8100)
+                                 and, unless GOVERNANCE_ENABLED=false, the governance tool server (GOVERNANCE_PORT,
+                                 default 8000)
   perception                     run the perception and compliance MCP server alone (PERCEPTION_PORT, default 8100)
+  governance                     run the governance tool server alone (GOVERNANCE_PORT, default 8000)
   worker [--check]               run a swarm worker: registers with GATEWAY_URL, polls the Temporal queues of
                                  WORKER_CELL and WORKER_TOOLS; --check prints its hardware, tier, models, tools
                                  and queues as JSON and exits without registering
@@ -34,6 +39,8 @@ const USAGE = `geofabric <command>
   proof verify RECORD_ID --url BASE
                                  fetches /store/proof/RECORD_ID and re-verifies it offline; exit 1 if not
   store audit                    re-verifies every record, seal and chain link of the configured store
+  audit verify BUNDLE.json [--json] [--server-pk HEX]
+                                 checks a generate_audit_proof bundle offline (no network); exit 1 if invalid
   ${APIKEY_USAGE}`;
 
 const list = (value: string | undefined): string[] | undefined =>
@@ -61,6 +68,15 @@ async function main(argv: string[]): Promise<number> {
     case 'perception':
       await runPerceptionCli(loadConfig());
       return -1; // keeps running
+    case 'governance':
+      await runGovernanceCli(loadConfig());
+      return -1; // keeps running
+    case 'audit':
+      if (rest[0] !== 'verify') throw new UsageError(AUDIT_VERIFY_USAGE);
+      return auditVerifyCommand(rest.slice(1), {
+        log: (line: string) => process.stdout.write(`${line}\n`),
+        error: (line: string) => process.stderr.write(`${line}\n`),
+      });
     case 'worker': {
       const { values } = parseArgs({ args: rest, options: { check: { type: 'boolean', default: false } } });
       if (values.check) {

@@ -1,5 +1,7 @@
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { SERVICE_VERSION } from '../api/version.js';
+import { loadGovernanceKey } from '../mcp/governance/server-key.js';
+import { TOKEN_AUDIENCE, TOKEN_ISSUER } from '../mcp/governance/token.js';
 import { loadPerceptionIdentity } from '../mcp/perception/identity.js';
 import { createPerceptionServer, type PerceptionServer } from '../mcp/perception/server.js';
 import { createClassifyTool } from '../mcp/perception/tools/classify.js';
@@ -8,7 +10,7 @@ import { createFetchTileTool } from '../mcp/perception/tools/fetch-tile.js';
 import { createWeatherTool } from '../mcp/perception/tools/weather.js';
 import type { AuditStore } from '../store/audit-store.js';
 import type { Config } from './config.js';
-import { openStores } from './stores.js';
+import { runAloneUntilSignal } from './run-alone.js';
 
 /**
  * Starts the perception and compliance MCP server on PERCEPTION_HOST:PERCEPTION_PORT with the configured
@@ -17,7 +19,7 @@ import { openStores } from './stores.js';
  */
 export async function startPerception(
   config: Config,
-  deps: { audit: AuditStore; logger: Logger },
+  deps: { audit: AuditStore; logger: Logger; tokenIssuerPk?: string | undefined },
 ): Promise<{ url: string; server: PerceptionServer }> {
   const { logger } = deps;
   const identity = loadPerceptionIdentity({
@@ -40,6 +42,11 @@ export async function startPerception(
       ? 'perception identity: local development principal and certificate (set IDN_DELEGATION_CERT for a real one)'
       : 'perception identity',
   );
+  // Tokens of the governance server (issue 9): its key as given (start.ts), else GOVERNANCE_PK.
+  const tokenIssuerPk = deps.tokenIssuerPk ?? config.perception.tokenIssuerPk;
+  if (config.perception.requireToken && tokenIssuerPk === undefined) {
+    throw new Error('PERCEPTION_REQUIRE_TOKEN=true needs the token issuer: set GOVERNANCE_PK or GOVERNANCE_SK');
+  }
   const userAgent = `geofabric/${SERVICE_VERSION}`;
   const server = createPerceptionServer({
     store: deps.audit,
@@ -48,6 +55,10 @@ export async function startPerception(
     principalLocal: identity.principalLocal,
     allowedOrigins: config.perception.allowedOrigins,
     allowedHosts: config.perception.allowedHosts,
+    ...(tokenIssuerPk === undefined
+      ? {}
+      : { tokenVerifier: { issuerPk: tokenIssuerPk, issuer: TOKEN_ISSUER, audience: TOKEN_AUDIENCE } }),
+    requireToken: config.perception.requireToken,
     logger,
     tools: [
       createWeatherTool({
@@ -69,33 +80,12 @@ export async function startPerception(
 }
 
 /** `geofabric perception`: the perception server alone, until SIGINT/SIGTERM. */
-export async function runPerceptionCli(config: Config): Promise<void> {
-  const logger = pino({ level: config.logLevel });
-  const stores = await openStores(config);
-  let started: { server: PerceptionServer };
-  try {
-    started = await startPerception(config, { audit: stores.audit, logger });
-  } catch (error) {
-    await stores.close();
-    throw error;
-  }
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    setTimeout(() => process.exit(1), 10_000).unref();
-    started.server
-      .close()
-      .then(() => stores.close())
-      .then(
-        () => process.exit(0),
-        (error: unknown) => {
-          logger.error({ err: error }, 'closing failed');
-          process.exit(1);
-        },
-      );
-  };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
+export function runPerceptionCli(config: Config): Promise<void> {
+  return runAloneUntilSignal(config, async (stores, logger) => {
+    // Alone, it trusts the governance key of its data dir (or GOVERNANCE_SK) unless GOVERNANCE_PK names one.
+    const tokenIssuerPk =
+      config.perception.tokenIssuerPk ??
+      loadGovernanceKey({ dataDir: config.dataDir, secretKey: config.governance.secretKey }).key.publicKey;
+    return (await startPerception(config, { audit: stores.audit, logger, tokenIssuerPk })).server;
+  });
 }

@@ -23,6 +23,8 @@ import { startTemporalWorkers } from './temporal-workers.js';
 import { answerClientErrorsWithJson } from '../api/client-errors.js';
 import type { Config } from './config.js';
 import { loadNodeKey } from './node-key.js';
+import { loadGovernanceKey } from '../mcp/governance/server-key.js';
+import { startGovernance } from './governance.js';
 import { startPerception } from './perception.js';
 import { openStores } from './stores.js';
 
@@ -32,6 +34,11 @@ export async function startGateway(config: Config): Promise<void> {
   const stores = await openStores(config);
   const node = loadNodeKey(config.dataDir, config.nodeSecretKey);
   logger.info({ node_pk: node.key.publicKey, source: node.source }, 'node key');
+  // The governance server's key is loaded before anything listens (a bad GOVERNANCE_SK stops the start), and
+  // before the perception server starts: perception accepts the tokens it signs (issue 9).
+  const governanceKey = config.governance.enabled
+    ? loadGovernanceKey({ dataDir: config.dataDir, secretKey: config.governance.secretKey })
+    : undefined;
   // Serving paths (tiles, imagery) sign their proof records in batches, off the request path.
   const writer = createRecordBatcher({
     store: stores.proofs,
@@ -128,7 +135,11 @@ export async function startGateway(config: Config): Promise<void> {
   // The perception MCP server (issue 8) beside the gateway, on the same stores; PERCEPTION_ENABLED=false skips it.
   // An identity that does not verify stops the whole process: tools never run unaudited.
   const perception = config.perception.enabled
-    ? await startPerception(config, { audit: stores.audit, logger }).then(
+    ? await startPerception(config, {
+        audit: stores.audit,
+        logger,
+        tokenIssuerPk: governanceKey?.key.publicKey,
+      }).then(
         (started) => started.server,
         (error: unknown) => {
           logger.fatal({ err: error }, `perception server failed to start: ${(error as Error).message}`);
@@ -136,6 +147,18 @@ export async function startGateway(config: Config): Promise<void> {
         },
       )
     : undefined;
+  // The governance tool server (issue 9) on the same audit store, read only; GOVERNANCE_ENABLED=false skips it.
+  // Its subject is IDN_DELEGATION_CERT, else the chain the perception server just provisioned (bin/governance.ts).
+  const governance =
+    governanceKey === undefined
+      ? undefined
+      : await startGovernance(config, { audit: stores.audit, logger, key: governanceKey }).then(
+          (started) => started.server,
+          (error: unknown) => {
+            logger.fatal({ err: error }, `governance server failed to start: ${(error as Error).message}`);
+            process.exit(2);
+          },
+        );
 
   let stopping = false;
   const stop = (signal: string) => {
@@ -144,7 +167,7 @@ export async function startGateway(config: Config): Promise<void> {
     logger.info({ signal }, 'shutting down');
     swarm.stop();
     server.close(() => {
-      Promise.resolve(perception?.close())
+      Promise.all([perception?.close(), governance?.close()])
         .then(() => orchestration.close())
         .then(() => writer.close())
         .then(() => Promise.all([sealer?.stop(), sync?.stop()]))

@@ -214,7 +214,8 @@ interface Effective {
 const missingFrom = (items: readonly string[], set: readonly string[]): string | undefined =>
   items.find((item) => !set.includes(item));
 
-const facetGranted = (granted: readonly string[], facet: string): boolean =>
+/** Whether `granted` (a certificate's facets) grants `facet`; '*' grants every facet. */
+export const facetGranted = (granted: readonly string[], facet: string): boolean =>
   granted.includes(WILDCARD_FACET) || granted.includes(facet);
 
 /** Narrowing of `child` against its parent; returns a reason when the child widens anything. */
@@ -250,7 +251,12 @@ function widening(
 }
 
 function narrow(rights: Effective | null, c: DelegationConstraints | null): Effective {
-  const allowed = c?.allowed_tools ?? rights?.allowed ?? null;
+  // Intersected with the parent's list: the same as the child's own list on a chain that passed the
+  // narrowing check, and never wider on one that did not (delegationChainRights folds unverified chains).
+  const parentAllowed = rights?.allowed ?? null;
+  const own = c?.allowed_tools;
+  const allowed =
+    own === undefined ? parentAllowed : parentAllowed === null ? own : own.filter((t) => parentAllowed.includes(t));
   const denied = [...(rights?.denied ?? [])];
   for (const tool of c?.denied_tools ?? []) if (!denied.includes(tool)) denied.push(tool);
   const limits = [rights?.maxOps, c?.max_ops_per_hour].filter((n): n is number => typeof n === 'number');
@@ -259,6 +265,117 @@ function narrow(rights: Effective | null, c: DelegationConstraints | null): Effe
     denied,
     maxOps: limits.length > 0 ? Math.min(...limits) : null,
     humanApproval: (rights?.humanApproval ?? false) || c?.require_human_approval === true,
+  };
+}
+
+/**
+ * Why link `i` fails on its own and against its parent (shape, signature, keys, linkage, narrowing,
+ * depth), or undefined; `rights` are those in force after link i - 1 (null at the root). Time is not judged.
+ */
+function linkStructureIssue(
+  chain: readonly DelegationCertificate[],
+  i: number,
+  rights: Effective | null,
+): string | undefined {
+  const link = chain[i] as DelegationCertificate;
+  // Re-validate: callers may pass certificates that never went through parseDelegationChain.
+  const shape = delegationCertificateSchema.safeParse(link);
+  if (!shape.success) return `link ${i}: ${describeZodIssue(shape.error, 'certificate')}`;
+
+  if (!verifySignature(link.principal_pk, certificateSigningString(link), link.principal_signature)) {
+    const key = checkPublicKey(link.principal_pk);
+    return key.ok
+      ? `link ${i}: principal_signature does not verify under principal_pk`
+      : `link ${i}: principal_pk is invalid: ${key.detail}`;
+  }
+  const agentKey = checkPublicKey(link.agent_pk);
+  if (!agentKey.ok) return `link ${i}: agent_pk is invalid: ${agentKey.detail}`;
+
+  const parent = chain[i - 1];
+  if (parent !== undefined && rights !== null) {
+    if (parent.agent_pk !== link.principal_pk) {
+      return `link ${i}: principal_pk is not link ${i - 1}'s agent_pk (broken chain)`;
+    }
+    const widened = widening(parent, link, rights, i);
+    if (widened !== undefined) return widened;
+    if (parent.max_depth < 1) return `link ${i - 1}: max_depth 0 does not allow further delegation`;
+    if (link.max_depth > parent.max_depth - 1) {
+      return `link ${i}: max_depth ${link.max_depth} must be at most ${parent.max_depth - 1} (link ${i - 1} has ${parent.max_depth})`;
+    }
+  }
+  return undefined;
+}
+
+/** Why link `i` is not valid at `now` (with `skewMs` tolerated at both ends), or undefined. */
+export function linkTimeIssue(
+  link: Pick<DelegationCertificate, 'not_before' | 'not_after'>,
+  i: number,
+  now: number,
+  skewMs = DEFAULT_SKEW_MS,
+): string | undefined {
+  if (now < Date.parse(link.not_before) - skewMs) return `link ${i}: not valid before ${link.not_before}`;
+  if (now > Date.parse(link.not_after) + skewMs) return `link ${i}: expired at ${link.not_after}`;
+  return undefined;
+}
+
+/** The grant of a chain whose every link passed: rights of the whole chain, cells and window of the last link. */
+function grantOf(chain: readonly DelegationCertificate[], rights: Effective): DelegationGrant | undefined {
+  const root = chain[0];
+  const last = chain[chain.length - 1];
+  if (root === undefined || last === undefined) return undefined;
+  return {
+    human_principal_pk: root.principal_pk,
+    agent_pk: last.agent_pk,
+    chain_depth: chain.length,
+    cert_hash: certificateHash(last),
+    h3_cells: [...last.h3_cells],
+    facets: [...last.facets],
+    allowed_tools: rights.allowed,
+    denied_tools: rights.denied,
+    max_ops_per_hour: rights.maxOps,
+    require_human_approval: rights.humanApproval,
+    not_before: last.not_before,
+    not_after: last.not_after,
+  };
+}
+
+/**
+ * The structural half of verifyDelegationChain: per link, shape, signature, keys, linkage, narrowing
+ * (cells by H3 containment, facets, tools, window, rate) and depth, with the same reasons; validity at a
+ * time and the request are NOT judged. For evidence checked long after the fact, and for answers that
+ * report time separately (core/governance-checks.ts). On a passing chain the last link's window lies
+ * inside every other link's, so the grant's not_before/not_after are the chain's.
+ */
+export function verifyDelegationChainStructure(chain: readonly DelegationCertificate[]): Check<DelegationGrant> {
+  if (!Array.isArray(chain) || chain.length === 0) return fail('delegation_invalid', 'delegation chain is empty');
+  if (chain.length > MAX_CHAIN_LENGTH) {
+    return fail('delegation_invalid', `delegation chain has ${chain.length} links; at most ${MAX_CHAIN_LENGTH}`);
+  }
+  let rights: Effective | null = null;
+  for (let i = 0; i < chain.length; i++) {
+    const issue = linkStructureIssue(chain, i, rights);
+    if (issue !== undefined) return fail('delegation_invalid', issue);
+    rights = narrow(rights, (chain[i] as DelegationCertificate).constraints);
+  }
+  const grant = rights === null ? undefined : grantOf(chain, rights);
+  return grant === undefined ? fail('delegation_invalid', 'delegation chain is empty') : pass(grant);
+}
+
+/**
+ * The tool rights a chain puts in force (allowed lists intersected, denied lists united, the lowest
+ * max_ops_per_hour, require_human_approval if any link sets it), folded WITHOUT verifying the chain: for
+ * reporting what a chain would allow next to a separate verdict. Trust it only with a verified chain.
+ */
+export function delegationChainRights(
+  chain: readonly Pick<DelegationCertificate, 'constraints'>[],
+): Pick<DelegationGrant, 'allowed_tools' | 'denied_tools' | 'max_ops_per_hour' | 'require_human_approval'> {
+  let rights: Effective | null = null;
+  for (const link of chain) rights = narrow(rights, link.constraints ?? null);
+  return {
+    allowed_tools: rights?.allowed ?? null,
+    denied_tools: rights?.denied ?? [],
+    max_ops_per_hour: rights?.maxOps ?? null,
+    require_human_approval: rights?.humanApproval ?? false,
   };
 }
 
@@ -279,47 +396,10 @@ export function verifyDelegationChain(
   const skew = request.skewMs ?? DEFAULT_SKEW_MS;
 
   let rights: Effective | null = null;
-  for (const [i, link] of chain.entries()) {
-    // Re-validate: callers may pass certificates that never went through parseDelegationChain.
-    const shape = delegationCertificateSchema.safeParse(link);
-    if (!shape.success) return fail('delegation_invalid', `link ${i}: ${describeZodIssue(shape.error, 'certificate')}`);
-
-    if (!verifySignature(link.principal_pk, certificateSigningString(link), link.principal_signature)) {
-      const key = checkPublicKey(link.principal_pk);
-      return fail(
-        'delegation_invalid',
-        key.ok
-          ? `link ${i}: principal_signature does not verify under principal_pk`
-          : `link ${i}: principal_pk is invalid: ${key.detail}`,
-      );
-    }
-    const agentKey = checkPublicKey(link.agent_pk);
-    if (!agentKey.ok) return fail('delegation_invalid', `link ${i}: agent_pk is invalid: ${agentKey.detail}`);
-
-    const parent = chain[i - 1];
-    if (parent !== undefined && rights !== null) {
-      if (parent.agent_pk !== link.principal_pk) {
-        return fail('delegation_invalid', `link ${i}: principal_pk is not link ${i - 1}'s agent_pk (broken chain)`);
-      }
-      const widened = widening(parent, link, rights, i);
-      if (widened !== undefined) return fail('delegation_invalid', widened);
-      if (parent.max_depth < 1) {
-        return fail('delegation_invalid', `link ${i - 1}: max_depth 0 does not allow further delegation`);
-      }
-      if (link.max_depth > parent.max_depth - 1) {
-        return fail(
-          'delegation_invalid',
-          `link ${i}: max_depth ${link.max_depth} must be at most ${parent.max_depth - 1} (link ${i - 1} has ${parent.max_depth})`,
-        );
-      }
-    }
-
-    if (request.now < Date.parse(link.not_before) - skew) {
-      return fail('delegation_invalid', `link ${i}: not valid before ${link.not_before}`);
-    }
-    if (request.now > Date.parse(link.not_after) + skew) {
-      return fail('delegation_invalid', `link ${i}: expired at ${link.not_after}`);
-    }
+  for (let i = 0; i < chain.length; i++) {
+    const link = chain[i] as DelegationCertificate;
+    const issue = linkStructureIssue(chain, i, rights) ?? linkTimeIssue(link, i, request.now, skew);
+    if (issue !== undefined) return fail('delegation_invalid', issue);
     rights = narrow(rights, link.constraints);
   }
 
@@ -348,18 +428,6 @@ export function verifyDelegationChain(
     if (rights.denied.includes(tool)) return fail('delegation_invalid', `tool "${tool}" is denied`);
   }
 
-  return pass({
-    human_principal_pk: root.principal_pk,
-    agent_pk: last.agent_pk,
-    chain_depth: chain.length,
-    cert_hash: certificateHash(last),
-    h3_cells: [...last.h3_cells],
-    facets: [...last.facets],
-    allowed_tools: rights.allowed,
-    denied_tools: rights.denied,
-    max_ops_per_hour: rights.maxOps,
-    require_human_approval: rights.humanApproval,
-    not_before: last.not_before,
-    not_after: last.not_after,
-  });
+  const grant = grantOf(chain, rights);
+  return grant === undefined ? fail('delegation_invalid', 'delegation chain is empty') : pass(grant);
 }

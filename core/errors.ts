@@ -63,6 +63,11 @@ export const ERROR_STATUS = {
   approval_not_required: 400,
   origin_not_allowed: 403,
   host_not_allowed: 403,
+  // Agent tokens and authorization mappings (issue 9)
+  token_invalid: 401,
+  token_agent_mismatch: 403,
+  coaz_error: 400,
+  coaz_denied: 403,
   // Transport
   invalid_json: 400,
   unsupported_media_type: 415,

@@ -19,20 +19,55 @@
  *
  * Calls whose arguments fail the tool's zod schema are refused by the MCP SDK before this wrapper runs
  * (the error text names the field): nothing ran and nothing acted in a cell, so they leave no breadcrumb.
+ *
+ * Bearer tokens (issue 9): a call arriving in an MCP session bound to a token's agent (server.ts verifies the
+ * token on every request; the SDK hands it to the tool handler as `extra.authInfo`) runs ON BEHALF of that
+ * agent. The server still acts under its own certificate and signs its own chain (this is the server's audit
+ * record of what it did and for whom), so pre-flight is the same plus: a tool that names a cell must name one
+ * inside the token's `idn_h3_cells` (else a `jurisdiction_breach`). Tools that name no cell (the idn_* tools)
+ * act at the server's default cell on the server's own chain, not in the agent's territory, and are not
+ * limited by the token's cells. Every breadcrumb of such a call records `meta.on_behalf_of` (the agent key)
+ * and `meta.jti` (the token); the tool's context keeps the server's agent as `agentPk` (the idn_* tools' "own
+ * agent" is the chain they report on) and gets the token agent as `onBehalfOf`.
+ *
+ * Authorization mappings (issue 9, core/coaz-mapping.ts): after pre-flight passes, a tool declaring `coaz`
+ * has its mapping evaluated with the call's params, the token's claims (null without one) and a CoazContext
+ * describing the executing server: its agent key, the jurisdiction of the call's cell, its root principal,
+ * cert_hash and trust tier (tier_at_close of its last epoch, `provisioned` before one; sovereign is claimed as
+ * certified), its current epoch index and chain tip. The mapped request is checked against the certificate
+ * (checkCoazRequest). Either failure blocks the call before the tool runs with a `blocked` breadcrumb:
+ *   - a refused request stores the violation it is (subject or action: `facet_violation`; resource outside
+ *     the cells: `jurisdiction_breach`; critical), like a pre-flight failure, and meta carries `coaz`;
+ *   - a CEL error (a broken mapping, or params the mapping cannot read) is a fault of the mapping, not an
+ *     unauthorized act by the agent: no violation is stored, meta carries `coaz_error` naming the expression.
+ * The mapping is evaluated synchronously between the rate check and the count, so concurrent calls still
+ * cannot overshoot max_ops_per_hour; what it reads from the store (epoch, tip) is read before pre-flight.
  */
 import { randomUUID } from 'node:crypto';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { breadcrumbContext, nextBreadcrumb, parseStoredBreadcrumb, signBreadcrumb } from '../../core/breadcrumb.js';
-import type { BreadcrumbContent, StoredBreadcrumb, Violation } from '../../core/breadcrumb-types.js';
-import { certificateHash, type DelegationCertificate } from '../../core/delegation-cert.js';
+import type {
+  AgentEpoch,
+  BreadcrumbContent,
+  Severity,
+  StoredBreadcrumb,
+  Violation,
+  ViolationType,
+} from '../../core/breadcrumb-types.js';
+import { checkCoazRequest, evaluateCoazMapping, type CoazContext } from '../../core/coaz-mapping.js';
+import { certificateHash, delegationChainRights, type DelegationCertificate } from '../../core/delegation-cert.js';
 import { ServiceError } from '../../core/errors.js';
-import { cellResolution, isCell } from '../../core/h3-cell.js';
+import { cellCoveredBy, cellResolution, isCell } from '../../core/h3-cell.js';
 import type { KeyPair } from '../../core/identity.js';
+import { chainTipHash, currentEpochIndex, tokenTrustTier } from '../../core/idn-token-claims.js';
+import { resolveJurisdiction } from '../../core/jurisdiction.js';
 import { preflightTool, requiresHumanApproval, type ChainRights } from '../../core/tool-preflight.js';
 import { describeZodIssue } from '../../core/zod-issue.js';
 import type { AuditStore } from '../../store/audit-store.js';
+import { onBehalfOf, type OnBehalf } from './session-auth.js';
 import { ToolError, type PerceptionTool } from './tool-def.js';
 
 export const RATE_WINDOW_MS = 3_600_000;
@@ -86,8 +121,15 @@ export interface Auditor {
   requiresApproval(toolName: string): boolean;
   /** Registers `tool` on `server`, wrapped: the one way a perception tool is exposed. */
   register<Shape extends z.ZodRawShape>(server: McpServer, tool: PerceptionTool<Shape>): void;
-  /** Validates `rawArgs` against the tool's schema, then runs it audited (HTTP paths such as /test/weather). */
-  call<Shape extends z.ZodRawShape>(tool: PerceptionTool<Shape>, rawArgs: unknown): Promise<AuditedCall>;
+  /**
+   * Validates `rawArgs` against the tool's schema, then runs it audited (HTTP paths such as /test/weather),
+   * for the server's own agent or on behalf of a token's.
+   */
+  call<Shape extends z.ZodRawShape>(
+    tool: PerceptionTool<Shape>,
+    rawArgs: unknown,
+    onBehalf?: OnBehalf | null,
+  ): Promise<AuditedCall>;
   /** Runs `fn` holding this agent's chain lock (epoch rolls use it so no block lands mid-roll). */
   withChainLock<T>(fn: () => Promise<T>): Promise<T>;
   /** The index the next breadcrumb will get. */
@@ -104,25 +146,6 @@ function createLock(): <T>(fn: () => Promise<T>) => Promise<T> {
   };
 }
 
-/**
- * Rights narrow down a chain and constraints a link leaves out are inherited (core/delegation-cert.ts): the
- * rights in force along the whole chain, which pre-flight applies on top of the last link's own.
- */
-export function chainRights(chain: readonly DelegationCertificate[]): ChainRights {
-  let allowed: string[] | null = null;
-  const denied: string[] = [];
-  let maxOps: number | null = null;
-  let approval = false;
-  for (const link of chain) {
-    const c = link.constraints;
-    if (c?.allowed_tools !== undefined) allowed = [...c.allowed_tools];
-    for (const tool of c?.denied_tools ?? []) if (!denied.includes(tool)) denied.push(tool);
-    if (c?.max_ops_per_hour !== undefined) maxOps = Math.min(maxOps ?? Infinity, c.max_ops_per_hour);
-    if (c?.require_human_approval === true) approval = true;
-  }
-  return { allowed_tools: allowed, denied_tools: denied, max_ops_per_hour: maxOps, require_human_approval: approval };
-}
-
 const textResult = (text: string, isError: boolean): CallToolResult =>
   isError ? { content: [{ type: 'text', text }], isError: true } : { content: [{ type: 'text', text }] };
 
@@ -135,13 +158,18 @@ function describeFailure(error: unknown): { code: string; message: string; expec
   return { code: 'internal_error', message: 'the tool failed with an internal error', expected: false };
 }
 
+/** The tool's MCP `_meta`: its own, plus `coaz: true` and `x-coaz-mapping` when it declares a mapping (SPEC 2.9). */
+export function toolMeta(tool: Pick<PerceptionTool, 'meta' | 'coaz'>): Record<string, unknown> {
+  return { ...tool.meta, ...(tool.coaz ? { coaz: true, 'x-coaz-mapping': tool.coaz } : {}) };
+}
+
 export function createAuditor(deps: AuditorDeps): Auditor {
   const { store, agent, clock } = deps;
   const agentPk = agent.publicKey;
   if (deps.certificate.agent_pk !== agentPk) {
     throw new TypeError(`the certificate is issued to ${deps.certificate.agent_pk}, not the agent key ${agentPk}`);
   }
-  const rights = chainRights(deps.chain.length > 0 ? deps.chain : [deps.certificate]);
+  const rights = delegationChainRights(deps.chain.length > 0 ? deps.chain : [deps.certificate]);
   const certHash = certificateHash(deps.certificate);
   const lock = createLock();
 
@@ -150,6 +178,9 @@ export function createAuditor(deps: AuditorDeps): Auditor {
   // Instants (ms) of the calls that passed pre-flight within the rate window, oldest first.
   let recentOps: number[] | undefined;
   let loadingOps: Promise<void> | undefined;
+  // The agent's last epoch (null: none yet; undefined: read it). Epochs are rolled under withChainLock,
+  // which forgets it.
+  let lastEpoch: AgentEpoch | null | undefined;
 
   async function loadRecentOps(): Promise<void> {
     if (recentOps !== undefined) return;
@@ -241,16 +272,86 @@ export function createAuditor(deps: AuditorDeps): Auditor {
     };
   }
 
+  /** What a coaz context reads from the store: the last epoch (cached until an epoch roll) and the tip. */
+  async function auditState(): Promise<{ lastEpoch: AgentEpoch | null; tip: StoredBreadcrumb | null }> {
+    if (lastEpoch === undefined) {
+      const epochs = await store.epochs(agentPk);
+      lastEpoch = epochs[epochs.length - 1] ?? null;
+    }
+    return { lastEpoch, tip: tip !== undefined ? tip : await store.tip(agentPk) };
+  }
+
+  function coazContext(
+    cell: string,
+    state: { lastEpoch: AgentEpoch | null; tip: StoredBreadcrumb | null },
+  ): CoazContext {
+    const jurisdiction = isCell(cell) ? resolveJurisdiction(cell) : null;
+    return {
+      agent_identity: agentPk,
+      jurisdiction: {
+        h3_cell: jurisdiction === null ? null : cell,
+        country_code: jurisdiction?.country_code ?? null,
+        regulation: jurisdiction?.frameworks.map((f) => f.id) ?? [],
+      },
+      delegation: {
+        principal_pk: deps.chain[0]?.principal_pk ?? deps.certificate.principal_pk,
+        cert_hash: certHash,
+        trust_tier: tokenTrustTier(state.lastEpoch?.tier_at_close ?? 'provisioned'),
+      },
+      audit: { epoch_index: currentEpochIndex(state.lastEpoch), chain_tip_hash: chainTipHash(state.tip) },
+    };
+  }
+
+  type Where = Omit<BreadcrumbContent, 'index' | 'prev_hash' | 'timestamp' | 'context' | 'meta'>;
+
+  /** Appends the `blocked` breadcrumb of a call that never ran, stores its violation (if any), answers why. */
+  async function blockCall(input: {
+    where: Where;
+    args: unknown;
+    cell: string;
+    meta: Record<string, unknown>;
+    violation?: { type: ViolationType; severity: Severity; detail: string };
+    message: string;
+  }): Promise<AuditedCall> {
+    const { where, violation: v } = input;
+    const appended = await appendBreadcrumb({
+      ...where,
+      context: breadcrumbContext(input.args, undefined, 'blocked'),
+      meta: { ...input.meta, ...(v ? { violation: v.type, severity: v.severity } : {}) },
+    });
+    let violation: Violation | undefined;
+    if (v !== undefined) {
+      violation = violationRecord({
+        type: v.type,
+        severity: v.severity,
+        tool_name: where.tool_name,
+        h3_cell: input.cell,
+        detail: v.detail,
+        block_index: appended.ok ? appended.index : null,
+      });
+      await storeViolation(violation);
+    }
+    if (!appended.ok) await chainBreak(where.tool_name, input.cell, appended.detail);
+    return {
+      outcome: 'blocked',
+      result: textResult(input.message, true),
+      blockIndex: appended.ok ? appended.index : null,
+      ...(violation ? { violation } : {}),
+    };
+  }
+
   async function execute<Shape extends z.ZodRawShape>(
     tool: PerceptionTool<Shape>,
     args: z.infer<z.ZodObject<Shape>>,
-    signal?: AbortSignal,
+    options: { signal?: AbortSignal | undefined; onBehalf?: OnBehalf | null } = {},
   ): Promise<AuditedCall> {
-    const cell = tool.cellOf?.(args) ?? deps.defaultCell;
+    const onBehalf = options.onBehalf ?? null;
+    const namedCell = tool.cellOf?.(args);
+    const cell = namedCell ?? deps.defaultCell;
     // A block records a valid cell; a call naming an invalid one is judged (and blocked) by pre-flight,
     // and its block is placed at the default cell with the named cell in meta.
     const blockCell = isCell(cell) ? cell : deps.defaultCell;
-    const where = {
+    const where: Where = {
       loc_cell: blockCell,
       loc_res: cellResolution(blockCell),
       identity: agentPk,
@@ -258,11 +359,17 @@ export function createAuditor(deps: AuditorDeps): Auditor {
       facet: tool.facet,
       tool_name: tool.name,
     };
-    const cellMeta = blockCell === cell ? {} : { requested_cell: String(cell) };
+    const callMeta = {
+      ...(blockCell === cell ? {} : { requested_cell: String(cell) }),
+      ...(onBehalf ? { on_behalf_of: onBehalf.agentPk, jti: onBehalf.jti } : {}),
+    };
+    const behalfText = onBehalf ? ` (on behalf of ${onBehalf.agentPk})` : '';
 
+    // Read before the check: nothing may await between the rate check and the count.
+    const state = tool.coaz !== undefined ? await auditState() : undefined;
     await loadRecentOps();
     const startedAt = clock();
-    const pre = preflightTool({
+    let pre = preflightTool({
       certificate: deps.certificate,
       grant: rights,
       toolName: tool.name,
@@ -271,28 +378,64 @@ export function createAuditor(deps: AuditorDeps): Auditor {
       nowMs: startedAt,
       opsInLastHour: opsInWindow(startedAt),
     });
-    if (!pre.ok) {
-      const appended = await appendBreadcrumb({
-        ...where,
-        context: breadcrumbContext(args, undefined, 'blocked'),
-        meta: { ...cellMeta, violation: pre.violation, severity: pre.severity },
-      });
-      const violation = violationRecord({
-        type: pre.violation,
-        severity: pre.severity,
-        tool_name: tool.name,
-        h3_cell: cell,
-        detail: pre.detail,
-        block_index: appended.ok ? appended.index : null,
-      });
-      await storeViolation(violation);
-      if (!appended.ok) await chainBreak(tool.name, cell, appended.detail);
-      return {
-        outcome: 'blocked',
-        result: textResult(`${tool.name} blocked by delegation pre-flight (${pre.violation}): ${pre.detail}`, true),
-        blockIndex: appended.ok ? appended.index : null,
-        violation,
+    if (pre.ok && onBehalf !== null && namedCell !== undefined && !cellCoveredBy(onBehalf.claims.idn_h3_cells, cell)) {
+      pre = {
+        ok: false,
+        violation: 'jurisdiction_breach',
+        severity: 'critical',
+        detail: `cell ${cell} is outside the bearer token's cells ${onBehalf.claims.idn_h3_cells.join(', ') || '(none)'}`,
       };
+    }
+    if (!pre.ok) {
+      return blockCall({
+        where,
+        args,
+        cell,
+        meta: callMeta,
+        violation: { type: pre.violation, severity: pre.severity, detail: `${pre.detail}${behalfText}` },
+        message: `${tool.name} blocked by delegation pre-flight (${pre.violation}): ${pre.detail}`,
+      });
+    }
+
+    let coazMeta: Record<string, unknown> = {};
+    if (tool.coaz !== undefined && state !== undefined) {
+      const mapped = evaluateCoazMapping(tool.coaz, {
+        params: args as Record<string, unknown>,
+        claims: onBehalf?.claims ?? null,
+        tool: tool.name,
+        context: coazContext(cell, state),
+      });
+      if (!mapped.ok) {
+        return blockCall({
+          where,
+          args,
+          cell,
+          meta: { ...callMeta, coaz_error: mapped.detail },
+          message: `${tool.name} blocked by its authorization mapping (${mapped.error}): ${mapped.detail}`,
+        });
+      }
+      const { subject, action, resource } = mapped.value;
+      coazMeta = { coaz: { subject, action, resource } };
+      const decision = checkCoazRequest(mapped.value, {
+        certificate: deps.certificate,
+        grant: rights,
+        nowMs: startedAt,
+        claims: onBehalf?.claims ?? null,
+      });
+      if (!decision.ok) {
+        return blockCall({
+          where,
+          args,
+          cell,
+          meta: { ...callMeta, ...coazMeta },
+          violation: {
+            type: decision.violation,
+            severity: decision.severity,
+            detail: `${decision.detail}${behalfText}`,
+          },
+          message: `${tool.name} blocked (${decision.violation}): ${decision.detail}`,
+        });
+      }
     }
     // Counted before the tool runs, synchronously after the check: concurrent calls see each other.
     recentOps?.push(startedAt);
@@ -301,7 +444,12 @@ export function createAuditor(deps: AuditorDeps): Auditor {
     let value: unknown;
     let failure: ReturnType<typeof describeFailure> | undefined;
     try {
-      value = await tool.run(args, { agentPk, now: startedAt, ...(signal ? { signal } : {}) });
+      value = await tool.run(args, {
+        agentPk,
+        now: startedAt,
+        ...(onBehalf ? { onBehalfOf: { agentPk: onBehalf.agentPk, jti: onBehalf.jti } } : {}),
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
       outcome = 'ok';
     } catch (error) {
       failure = describeFailure(error);
@@ -322,7 +470,7 @@ export function createAuditor(deps: AuditorDeps): Auditor {
     const appended = await appendBreadcrumb({
       ...where,
       context,
-      meta: { ...cellMeta, duration_ms: durationMs, ...(failure ? { error: failure.code } : {}) },
+      meta: { ...callMeta, ...coazMeta, duration_ms: durationMs, ...(failure ? { error: failure.code } : {}) },
     });
     if (!appended.ok) return chainBreak(tool.name, cell, appended.detail);
     if (outcome === 'error') {
@@ -352,14 +500,17 @@ export function createAuditor(deps: AuditorDeps): Auditor {
           title: tool.title,
           description: tool.description,
           inputSchema: tool.inputSchema,
-          ...(tool.meta ? { _meta: tool.meta } : {}),
+          ...(tool.meta || tool.coaz ? { _meta: toolMeta(tool) } : {}),
         },
         // The SDK has validated the arguments against inputSchema (an error names the field).
-        (async (args: z.infer<z.ZodObject<typeof tool.inputSchema>>, extra: { signal?: AbortSignal }) =>
-          (await execute(tool, args, extra.signal)).result) as never,
+        (async (
+          args: z.infer<z.ZodObject<typeof tool.inputSchema>>,
+          extra: { signal?: AbortSignal; authInfo?: AuthInfo },
+        ) =>
+          (await execute(tool, args, { signal: extra.signal, onBehalf: onBehalfOf(extra.authInfo) })).result) as never,
       );
     },
-    async call(tool, rawArgs) {
+    async call(tool, rawArgs, onBehalf) {
       const parsed = z.object(tool.inputSchema).safeParse(rawArgs ?? {});
       if (!parsed.success) {
         return {
@@ -371,9 +522,18 @@ export function createAuditor(deps: AuditorDeps): Auditor {
           blockIndex: null,
         };
       }
-      return execute(tool, parsed.data as z.infer<z.ZodObject<typeof tool.inputSchema>>);
+      return execute(tool, parsed.data as z.infer<z.ZodObject<typeof tool.inputSchema>>, {
+        onBehalf: onBehalf ?? null,
+      });
     },
-    withChainLock: (fn) => lock(fn),
+    withChainLock: (fn) =>
+      lock(async () => {
+        try {
+          return await fn();
+        } finally {
+          lastEpoch = undefined; // the holder may have rolled an epoch
+        }
+      }),
     async nextIndex() {
       const current = tip !== undefined ? tip : await store.tip(agentPk);
       return current === null ? 0 : current.index + 1;

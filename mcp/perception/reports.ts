@@ -20,13 +20,12 @@ import { chainVerifier, type ChainVerification, type VerifyChainOptions } from '
 import type { AgentEpoch, Breadcrumb, StoredBreadcrumb, TrustTier } from '../../core/breadcrumb-types.js';
 import { nextUnrolledIndex, noBlocksToRollMessage, rollAgentEpoch } from '../../core/agent-epoch.js';
 import { buildComplianceReport, type ComplianceReport } from '../../core/compliance-report.js';
-import type { DelegationCertificate } from '../../core/delegation-cert.js';
+import { delegationChainRights, type DelegationCertificate } from '../../core/delegation-cert.js';
 import { ServiceError } from '../../core/errors.js';
 import type { KeyPair } from '../../core/identity.js';
 import { requiresHumanApproval } from '../../core/tool-preflight.js';
 import { TIER_THRESHOLDS, tierFor, trustScore, type TrustScore } from '../../core/trust-score.js';
 import type { AuditStore } from '../../store/audit-store.js';
-import { chainRights } from './audit.js';
 
 /** SPEC 4.2 default start of a report period. */
 export const DEFAULT_REPORT_FROM = '2020-01-01T00:00:00.000Z';
@@ -219,7 +218,7 @@ export function createReportService(deps: ReportServiceDeps): ReportService {
       const fromMs = Date.parse(period.from);
       const toMs = Date.parse(period.to);
       const profile = profiles.get(agentPk);
-      const rights = profile ? chainRights(profile.chain) : undefined;
+      const rights = profile ? delegationChainRights(profile.chain) : undefined;
       const input = {
         agentPk,
         agentHandle: agentHandle(agentPk),

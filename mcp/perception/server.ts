@@ -15,28 +15,40 @@
  * the raw stream. The service binds 127.0.0.1 unless told otherwise, and then answers loopback Host names
  * only (DNS rebinding, origin.ts). Its HTTP endpoints carry no authentication (SPEC 5.9 leaves it open), so
  * exposing it beyond loopback is a deployment decision.
+ *
+ * Agent tokens (issue 9, SPEC 2.9 and 5.6): with `tokenVerifier`, the MCP routes (/mcp, /sse, /message) accept
+ * `Authorization: Bearer <jwt>` issued by the governance server (mcp/governance/token.ts). Every request's token
+ * is verified (EdDSA by the configured issuer key, iss, aud, exp, claims); an invalid one is 401 token_invalid
+ * with a `WWW-Authenticate: Bearer` challenge, never a 500. With `requireToken`, a request without one is 401 as
+ * well. A valid token binds the MCP session it opens to its agent (mcp-transports.ts: later requests need a
+ * token of that agent, 401 without, 403 with another agent's), and the session's tool calls run on behalf of
+ * that agent (audit.ts: the token's cells limit the call, breadcrumbs record `on_behalf_of` and `jti`, and the
+ * chain is still the server's own, signed by its key). Without `tokenVerifier` a bearer token is refused (401)
+ * rather than ignored, so a client never believes a call was limited by a token that was not checked.
  */
-import { once } from 'node:events';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
-import Koa, { type Context, type Middleware } from 'koa';
+import type Koa from 'koa';
+import type { Context } from 'koa';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { readJsonBody } from '../../api/json-body.js';
 import { approvalSignatureValid } from '../../core/compliance-report.js';
 import { parseStoredBreadcrumb } from '../../core/breadcrumb.js';
+import { compileCoazMapping } from '../../core/coaz-mapping.js';
 import type { HumanApproval } from '../../core/breadcrumb-types.js';
 import type { DelegationCertificate } from '../../core/delegation-cert.js';
 import { ServiceError } from '../../core/errors.js';
 import { DEFAULT_PERCEPTION_CELL } from '../../core/h3-cell.js';
-import type { KeyPair } from '../../core/identity.js';
+import { checkPublicKey, type KeyPair } from '../../core/identity.js';
 import { describeZodIssue } from '../../core/zod-issue.js';
 import type { AuditStore } from '../../store/audit-store.js';
 import { BoundedSet } from '../../core/bounded-set.js';
-import { createAuditor, type AnyPerceptionTool, type AuditLogger, type Auditor } from './audit.js';
-import { createMcpTransports } from './mcp-transports.js';
-import { hostAllowed, isLoopbackAddress, originAllowed } from './origin.js';
+import { verifyIdnToken } from '../governance/token.js';
+import { createAuditor, type AnyPerceptionTool, type Auditor } from './audit.js';
+import { authInfoOf } from './session-auth.js';
+import { createMcpHttpApp, originGate, silentLogger, type McpHttpLogger } from '../shared/mcp-http-app.js';
+import { createMcpTransports, tokenError, type RequestAuth } from '../shared/mcp-transports.js';
 import { createReportService, DEFAULT_REPORT_FROM, type ReportService } from './reports.js';
 import { createComplianceTools, registerReportUi } from './tools/compliance-tools.js';
 import { WEATHER_TEST_CELL } from './tools/weather.js';
@@ -51,9 +63,7 @@ const MAX_JSON_BODY_BYTES = 64 * 1024;
  */
 const SIGNATURE_CACHE_BLOCKS = 250_000;
 
-export interface PerceptionLogger extends AuditLogger {
-  info(object: object, message: string): void;
-}
+export type PerceptionLogger = McpHttpLogger;
 
 export interface PerceptionServerDeps {
   store: AuditStore;
@@ -77,6 +87,13 @@ export interface PerceptionServerDeps {
   /** Other agents' chains whose certificates reports may show. */
   knownChains?: DelegationCertificate[][];
   logger?: PerceptionLogger;
+  /**
+   * Accept agent tokens (SPEC 2.9) from this issuer on the MCP routes: the governance server's Ed25519 public
+   * key (64 hex) and the exact `iss` and `aud` its tokens carry. Without it a bearer token is refused.
+   */
+  tokenVerifier?: { issuerPk: string; issuer: string; audience: string };
+  /** Refuse MCP requests without a bearer token (401); needs `tokenVerifier`. */
+  requireToken?: boolean;
 }
 
 export interface PerceptionServer {
@@ -88,8 +105,6 @@ export interface PerceptionServer {
   listen(port: number, host?: string): Promise<{ url: string; server: Server }>;
   close(): Promise<void>;
 }
-
-const silentLogger: PerceptionLogger = { info: () => undefined, error: () => undefined };
 
 const isoInstant = z.union([z.iso.datetime({ offset: true }), z.iso.date()]);
 
@@ -123,59 +138,17 @@ const approvalBody = z.strictObject({
   signature: z.string().regex(/^[0-9a-f]{128}$/, 'must be 128 lowercase hex'),
 });
 
-function errorMiddleware(logger: PerceptionLogger): Middleware {
-  return async (ctx, next) => {
-    try {
-      await next();
-      if (ctx.status === 404 && ctx.body === undefined && ctx.respond !== false) {
-        throw new ServiceError('not_found', `no route for ${ctx.method} ${ctx.path}`);
-      }
-    } catch (error) {
-      const failure =
-        error instanceof ServiceError ? error : new ServiceError('internal_error', 'an internal error occurred');
-      if (!(error instanceof ServiceError)) logger.error({ err: error, path: ctx.path }, 'unhandled error');
-      if (ctx.respond === false || ctx.res.headersSent) {
-        // The MCP transport owned the response; end it if it is still open.
-        if (!ctx.res.writableEnded) ctx.res.end();
-        return;
-      }
-      ctx.status = failure.status;
-      ctx.set(failure.headers);
-      ctx.body = failure.toBody();
-    }
-  };
-}
-
-/** DNS-rebinding protection and CORS for the MCP routes (origin.ts). */
-function originGate(allowed: readonly string[]): Middleware {
-  return async (ctx, next) => {
-    const origin = ctx.get('origin') || undefined;
-    if (!originAllowed(origin, allowed)) {
-      throw new ServiceError('origin_not_allowed', `origin ${origin} may not use the MCP endpoints`);
-    }
-    if (origin !== undefined) {
-      ctx.set('access-control-allow-origin', origin);
-      ctx.set('vary', 'origin');
-      ctx.set('access-control-expose-headers', 'mcp-session-id, mcp-protocol-version');
-    }
-    if (ctx.method === 'OPTIONS') {
-      ctx.set('access-control-allow-methods', 'GET, POST, DELETE');
-      ctx.set(
-        'access-control-allow-headers',
-        'content-type, accept, authorization, mcp-session-id, mcp-protocol-version, last-event-id',
-      );
-      ctx.status = 204;
-      return;
-    }
-    await next();
-  };
-}
-
 export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionServer {
   const clock = deps.clock ?? Date.now;
   const logger = deps.logger ?? silentLogger;
   const certificate = deps.chain[deps.chain.length - 1];
   if (certificate === undefined) throw new TypeError('a delegation chain is required');
+  const verifier = deps.tokenVerifier;
+  if (deps.requireToken === true && verifier === undefined) throw new TypeError('requireToken needs a tokenVerifier');
+  if (verifier !== undefined) {
+    const key = checkPublicKey(verifier.issuerPk);
+    if (!key.ok) throw new TypeError(`tokenVerifier.issuerPk: ${key.detail}`);
+  }
   const signatureCache = new BoundedSet(SIGNATURE_CACHE_BLOCKS);
   const auditor = createAuditor({
     store: deps.store,
@@ -198,6 +171,12 @@ export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionSe
     signatureCache,
   });
   const tools = [...deps.tools, ...createComplianceTools({ reports })];
+  for (const tool of tools) {
+    // A broken mapping blocks every call of its tool (audit.ts); say so at startup, not only per call.
+    const compiled = tool.coaz === undefined ? null : compileCoazMapping(tool.coaz);
+    if (compiled !== null && !compiled.ok)
+      logger.error({ tool: tool.name, detail: compiled.detail }, 'broken x-coaz-mapping');
+  }
   const toolNames = tools.map((t) => t.name);
   const weather = tools.find((t) => t.name === 'perception_weather');
 
@@ -215,14 +194,33 @@ export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionSe
     onError: (error) => logger.error({ err: error }, 'closing an MCP session failed'),
   });
 
+  /** The request's verified bearer token; null without one (unless required); throws 401 token_invalid. */
+  const bearer = async (ctx: Context): Promise<RequestAuth | null> => {
+    const header = ctx.get('authorization');
+    if (header === '') {
+      if (deps.requireToken === true) {
+        throw tokenError('a bearer token is required: Authorization: Bearer <token from the governance server>', false);
+      }
+      return null;
+    }
+    const match = /^Bearer +([^\s]+) *$/i.exec(header);
+    if (match === null) throw tokenError('the Authorization header must be "Bearer <token>"');
+    if (verifier === undefined)
+      throw tokenError('this server accepts no bearer tokens (no token issuer is configured)');
+    const raw = match[1] as string;
+    const verified = await verifyIdnToken(raw, { ...verifier, nowMs: clock() });
+    if (!verified.ok) throw tokenError(verified.detail);
+    return { agentPk: verified.value.idn_agent_pk, info: authInfoOf(raw, verified.value) };
+  };
+
   const router = new Router();
   const mcpOrigin = originGate(deps.allowedOrigins ?? []);
   for (const method of ['post', 'get', 'delete', 'options'] as const) {
-    router[method]('/mcp', mcpOrigin, (ctx) => transports.streamable(ctx));
+    router[method]('/mcp', mcpOrigin, async (ctx) => transports.streamable(ctx, await bearer(ctx)));
   }
-  router.get('/sse', mcpOrigin, (ctx) => transports.sse(ctx));
+  router.get('/sse', mcpOrigin, async (ctx) => transports.sse(ctx, await bearer(ctx)));
   router.options('/sse', mcpOrigin);
-  router.post('/message', mcpOrigin, (ctx) => transports.message(ctx));
+  router.post('/message', mcpOrigin, async (ctx) => transports.message(ctx, await bearer(ctx)));
   router.options('/message', mcpOrigin);
 
   router.get('/health', async (ctx) => {
@@ -309,63 +307,23 @@ export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionSe
     ctx.body = { h3_cell: value.h3_cell, temperature_c: value.temperature_c, status: value.status };
   });
 
-  const app = new Koa();
-  app.proxy = false;
-  app.silent = true;
-  app.use(errorMiddleware(logger));
-  // Set by listen(): a loopback-bound server answers loopback Host names only (DNS rebinding, origin.ts).
-  let checkHost = false;
-  const hosts = [
-    ...(deps.allowedHosts ?? []),
-    ...(deps.allowedOrigins ?? []).flatMap((origin) => {
-      try {
-        return [new URL(origin).hostname];
-      } catch {
-        return [];
-      }
-    }),
-  ];
-  app.use(async (ctx, next) => {
-    if (checkHost && !hostAllowed(ctx.get('host') || undefined, hosts)) {
-      throw new ServiceError('host_not_allowed', `host ${ctx.get('host')} is not served here`);
-    }
-    await next();
+  const http = createMcpHttpApp({
+    router,
+    logger,
+    allowedOrigins: deps.allowedOrigins ?? [],
+    allowedHosts: deps.allowedHosts ?? [],
+    beforeClose: () => transports.close(),
   });
-  app.use(router.routes());
-  app.use(
-    router.allowedMethods({
-      throw: true,
-      methodNotAllowed: () => new ServiceError('method_not_allowed', 'this method is not allowed on this path'),
-      notImplemented: () => new ServiceError('method_not_allowed', 'this method is not implemented'),
-    }),
-  );
-
-  let http: Server | undefined;
   return {
-    app,
+    app: http.app,
     auditor,
     reports,
     toolNames,
     async listen(port, host = '127.0.0.1') {
-      checkHost = isLoopbackAddress(host);
-      http = app.listen(port, host);
-      // Bounds on receiving a request; responses (SSE streams) may stay open.
-      http.requestTimeout = 30_000;
-      http.headersTimeout = 20_000;
-      await once(http, 'listening');
-      const { port: bound } = http.address() as AddressInfo;
-      const url = `http://${host.includes(':') ? `[${host}]` : host}:${bound}`;
-      logger.info({ url, agent_pk: auditor.agentPk }, 'geofabric perception listening');
-      return { url, server: http };
+      const listening = await http.listen(port, host);
+      logger.info({ url: listening.url, agent_pk: auditor.agentPk }, 'geofabric perception listening');
+      return listening;
     },
-    async close() {
-      await transports.close();
-      if (http === undefined) return;
-      const server = http;
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-    },
+    close: () => http.close(),
   };
 }

@@ -27,7 +27,7 @@
 import { z } from 'zod';
 import { isCell } from '../../../core/h3-cell.js';
 import { cellPolygon } from '../../../activities/imagery/stac-client.js';
-import { ToolError, type PerceptionTool } from '../tool-def.js';
+import { cellToolCoaz, ToolError, type PerceptionTool } from '../tool-def.js';
 import { fetchUpstreamJson } from './upstream-fetch.js';
 
 export const CLASSIFY_TASKS = ['flood_detection'] as const;
@@ -100,6 +100,7 @@ export function createClassifyTool(deps: ClassifyDeps): PerceptionTool {
     inputSchema: classifyInputSchema,
     facet: 'perception',
     cellOf: (args) => args.h3_cell,
+    coaz: cellToolCoaz({ model: 'params.model', task: 'params.task' }),
     async run(args: ClassifyArgs, context): Promise<ClassifyResult> {
       if (root === undefined || host === undefined) {
         throw new ToolError('not_configured', 'perception_classify needs a GPU inference endpoint: set CLASSIFY_URL');

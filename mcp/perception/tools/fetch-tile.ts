@@ -22,7 +22,7 @@ import {
   type Scene,
   type StacItem,
 } from '../../../activities/imagery/stac-item.js';
-import { ToolError, type PerceptionTool } from '../tool-def.js';
+import { cellToolCoaz, ToolError, type PerceptionTool } from '../tool-def.js';
 import { fetchUpstreamJson } from './upstream-fetch.js';
 
 /** Sentinel-2 L2A band code → Earth Search v1 asset key. */
@@ -142,6 +142,7 @@ export function createFetchTileTool(deps: FetchTileDeps): PerceptionTool {
     inputSchema: fetchTileInputSchema,
     facet: 'perception',
     cellOf: (args) => args.h3_cell,
+    coaz: cellToolCoaz({ max_cloud_cover: 'params.max_cloud_cover', bands: 'params.bands' }),
     async run(args: FetchTileArgs, context): Promise<FetchTileResult> {
       const window = resolveWindow(undefined, undefined, context.now);
       if (!window.ok) throw new ToolError(window.error, window.detail);

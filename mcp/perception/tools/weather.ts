@@ -11,7 +11,7 @@
  */
 import { z } from 'zod';
 import { cellCentroid, DEFAULT_PERCEPTION_CELL, isCell } from '../../../core/h3-cell.js';
-import { ToolError, type PerceptionTool } from '../tool-def.js';
+import { cellToolCoaz, ToolError, type PerceptionTool } from '../tool-def.js';
 import { fetchUpstreamJson, upstreamReason } from './upstream-fetch.js';
 
 /** The fixed city of `GET /test/weather`: the default perception cell over Rome. */
@@ -157,6 +157,7 @@ export function createWeatherTool(deps: WeatherDeps): PerceptionTool {
     inputSchema: weatherInputSchema,
     facet: 'perception',
     cellOf: (args) => args.h3_cell,
+    coaz: cellToolCoaz(),
     async run(args: WeatherArgs, context): Promise<WeatherResult> {
       const now = context.now;
       const at = args.timestamp === undefined ? now : Date.parse(args.timestamp);

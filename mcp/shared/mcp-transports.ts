@@ -4,9 +4,19 @@
  * The routes read no body themselves: the SDK reads the raw request stream (`ctx.respond = false`), with its
  * own size bound. Every session gets a fresh McpServer from `buildServer`, which registers the tools through
  * the auditor, so no transport can reach an unaudited tool.
+ *
+ * Session binding (issue 9): the caller (server.ts) verifies a request's bearer token and passes it here. A
+ * session created with a token is bound to that token's agent for its whole life: every later request of the
+ * session (POST, GET, DELETE on /mcp; POST /message) must carry a valid token of the same agent, refreshed
+ * tokens included (401 without one, 403 with another agent's). A session created without a token never
+ * accepts one (403): what a session may do is fixed when it starts. The token of each request reaches the
+ * tool handlers through the SDK (`req.auth` → `extra.authInfo`), so a call is audited under the token that
+ * carried it. An open SSE stream outlives its token; the POSTs that carry calls do not.
  */
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { Context } from 'koa';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -22,19 +32,62 @@ export const MAX_SESSIONS = 1000;
 export const SESSION_IDLE_MS = 30 * 60_000;
 const SWEEP_MS = 60_000;
 
+/** A request's verified bearer token: the agent it binds a session to, and the SDK AuthInfo for tool handlers. */
+export interface RequestAuth {
+  agentPk: string;
+  info: AuthInfo;
+}
+
 interface Session {
   server: McpServer;
   lastSeen: number;
+  /** The token agent the session is bound to; null for a session opened without a token. */
+  agentPk: string | null;
   close(): Promise<void>;
 }
 
+/** 401 for a missing or unusable bearer token, with the RFC 6750 challenge. */
+export function tokenError(detail: string, presented = true): ServiceError {
+  const challenge = `Bearer realm="geofabric-perception"${presented ? ', error="invalid_token"' : ''}`;
+  return new ServiceError('token_invalid', detail, { 'www-authenticate': challenge });
+}
+
+/** Refuses a request whose token does not match its session's binding. */
+function checkBinding(session: Session, auth: RequestAuth | null): void {
+  if (session.agentPk === null) {
+    if (auth !== null) {
+      throw new ServiceError(
+        'token_agent_mismatch',
+        'this MCP session was opened without a bearer token; open a new session to use one',
+      );
+    }
+    return;
+  }
+  if (auth === null) {
+    throw tokenError(`this MCP session is bound to agent ${session.agentPk}: send its bearer token`, false);
+  }
+  if (auth.agentPk !== session.agentPk) {
+    throw new ServiceError(
+      'token_agent_mismatch',
+      `this MCP session is bound to agent ${session.agentPk}, not to the token's agent ${auth.agentPk}`,
+    );
+  }
+}
+
+/** Hands the token to the SDK, which passes it to tool handlers as `extra.authInfo`. */
+function attach(ctx: Context, auth: RequestAuth | null): IncomingMessage & { auth?: AuthInfo } {
+  const req = ctx.req as IncomingMessage & { auth?: AuthInfo };
+  if (auth !== null) req.auth = auth.info;
+  return req;
+}
+
 export interface McpTransports {
-  /** POST, GET and DELETE /mcp. */
-  streamable(ctx: Context): Promise<void>;
+  /** POST, GET and DELETE /mcp, with the request's verified bearer token (null without one). */
+  streamable(ctx: Context, auth?: RequestAuth | null): Promise<void>;
   /** GET /sse. */
-  sse(ctx: Context): Promise<void>;
+  sse(ctx: Context, auth?: RequestAuth | null): Promise<void>;
   /** POST /message?sessionId=. */
-  message(ctx: Context): Promise<void>;
+  message(ctx: Context, auth?: RequestAuth | null): Promise<void>;
   sessions(): { streamable: number; sse: number };
   /** Closes every session (ends open SSE streams). */
   close(): Promise<void>;
@@ -59,15 +112,16 @@ export function createMcpTransports(deps: {
   sweep.unref();
 
   return {
-    async streamable(ctx) {
+    async streamable(ctx, auth = null) {
       const sessionId = ctx.get('mcp-session-id');
       if (sessionId !== '') {
         const session = streamable.get(sessionId);
         // 404 tells an MCP client its session is gone and it should initialize a new one.
         if (session === undefined) throw new ServiceError('not_found', 'unknown or closed MCP session');
+        checkBinding(session, auth);
         session.lastSeen = Date.now();
         ctx.respond = false;
-        await session.transport.handleRequest(ctx.req, ctx.res);
+        await session.transport.handleRequest(attach(ctx, auth), ctx.res);
         return;
       }
       if (ctx.method !== 'POST') {
@@ -78,7 +132,13 @@ export function createMcpTransports(deps: {
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: randomUUID,
         onsessioninitialized: (id) => {
-          streamable.set(id, { server, transport, lastSeen: Date.now(), close: () => closeQuietly(server) });
+          streamable.set(id, {
+            server,
+            transport,
+            lastSeen: Date.now(),
+            agentPk: auth?.agentPk ?? null,
+            close: () => closeQuietly(server),
+          });
         },
         onsessionclosed: (id) => {
           streamable.delete(id);
@@ -89,18 +149,24 @@ export function createMcpTransports(deps: {
       };
       await server.connect(transport);
       ctx.respond = false;
-      await transport.handleRequest(ctx.req, ctx.res);
+      await transport.handleRequest(attach(ctx, auth), ctx.res);
       // Anything but a successful initialize leaves no session behind.
       if (transport.sessionId === undefined || !streamable.has(transport.sessionId)) await closeQuietly(server);
     },
 
-    async sse(ctx) {
+    async sse(ctx, auth = null) {
       if (sse.size >= MAX_SESSIONS) throw new ServiceError('quota_exceeded', 'too many open MCP sessions');
       ctx.respond = false;
       const transport = new SSEServerTransport('/message', ctx.res);
       const server = deps.buildServer();
       const id = transport.sessionId;
-      sse.set(id, { server, transport, lastSeen: Date.now(), close: () => closeQuietly(server) });
+      sse.set(id, {
+        server,
+        transport,
+        lastSeen: Date.now(),
+        agentPk: auth?.agentPk ?? null,
+        close: () => closeQuietly(server),
+      });
       transport.onclose = () => {
         sse.delete(id);
       };
@@ -110,13 +176,14 @@ export function createMcpTransports(deps: {
       await server.connect(transport); // writes the stream's headers and the `endpoint` event
     },
 
-    async message(ctx) {
+    async message(ctx, auth = null) {
       const id = typeof ctx.query.sessionId === 'string' ? ctx.query.sessionId : '';
       if (id === '') throw new ServiceError('invalid_request', 'the sessionId query parameter is required');
       const session = sse.get(id);
       if (session === undefined) throw new ServiceError('not_found', 'unknown or closed SSE session');
+      checkBinding(session, auth);
       ctx.respond = false;
-      await session.transport.handlePostMessage(ctx.req, ctx.res);
+      await session.transport.handlePostMessage(attach(ctx, auth), ctx.res);
     },
 
     sessions: () => ({ streamable: streamable.size, sse: sse.size }),

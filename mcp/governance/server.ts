@@ -1,0 +1,173 @@
+/**
+ * The governance tool server (SPEC 4.3; issue 9) as a Koa app:
+ *
+ *   POST|GET|DELETE /mcp   MCP Streamable HTTP (stateful sessions): verify_jurisdiction,
+ *                          generate_audit_proof, check_delegation_chain                           Origin-checked
+ *   GET  /health           {status, service, version 0.1.0, tools, cert_loaded} plus server_pk, agent_pk
+ *   POST /token            a short-lived JWT for an agent (body signed by it, X-Idn-Signature)     Origin-checked
+ *
+ * SPEC 4.3 binds 0.0.0.0:8000. No global body parsing: the MCP SDK reads the raw stream, and /token reads its
+ * own bounded JSON body. DNS rebinding: a browser Origin on /mcp and /token must be loopback or configured
+ * (origin.ts); while bound to loopback, Host must be a loopback or configured name too. The routes carry no
+ * authentication (SPEC 5.9 leaves it open): the tools answer about certificates the caller passes or the
+ * server holds, and reveal audit chains of the shared store, so exposing the port is a deployment decision.
+ * Errors leave as `{ error, detail? }` (core/errors.ts); bad input is never a 500.
+ *
+ * Its own Ed25519 key (server-key.ts) signs the bundles and the tokens; verifiers know it by `server_pk`.
+ */
+import type { Server } from 'node:http';
+import Router from '@koa/router';
+import type Koa from 'koa';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { readJsonBody } from '../../api/json-body.js';
+import type { DelegationCertificate } from '../../core/delegation-cert.js';
+import type { KeyPair } from '../../core/identity.js';
+import type { AuditStore } from '../../store/audit-store.js';
+import { createMcpHttpApp, originGate, silentLogger, type McpHttpLogger } from '../shared/mcp-http-app.js';
+import { createMcpTransports } from '../shared/mcp-transports.js';
+import { createChainBook, type ChainBook } from './chain-book.js';
+import { createComplianceClient, type ComplianceClient } from './compliance-client.js';
+import { DEFAULT_TOKEN_TTL_SECONDS, TOKEN_AUDIENCE, TOKEN_ISSUER } from './token.js';
+import { createTokenService, type TokenService } from './token-service.js';
+import { createGovernanceTools, GOVERNANCE_TOOL_NAMES, registerGovernanceTools } from './tools.js';
+
+/** SPEC 9.2: the governance server reports version 0.1.0. */
+export const GOVERNANCE_VERSION = '0.1.0';
+export const GOVERNANCE_SERVICE = 'geofabric-governance';
+/** The `iss` of issued tokens and the `aud` the perception server expects. */
+const MAX_TOKEN_BODY_BYTES = 64 * 1024;
+
+export type GovernanceLogger = McpHttpLogger;
+
+export interface GovernanceServerDeps {
+  /** The audit store the perception server writes; read only here. */
+  store: AuditStore;
+  /** The server's own key: signs audit bundles and tokens. */
+  key: KeyPair;
+  /** The default subject (IDN_DELEGATION_CERT, or perception's provisioned chain), root first; null when none. */
+  chain: DelegationCertificate[] | null;
+  /** Other agents' chains the tools may judge without being passed one. */
+  knownChains?: DelegationCertificate[][];
+  /** COMPLIANCE_URL: where compliance reports come from (or a client, e.g. in tests). */
+  complianceUrl?: string;
+  complianceTimeoutMs?: number;
+  compliance?: ComplianceClient;
+  clock?: () => number;
+  /** Origins besides loopback ones that may use /mcp and /token (exact `scheme://host[:port]`). */
+  allowedOrigins?: string[];
+  /** Host names besides loopback ones a loopback-bound server answers. */
+  allowedHosts?: string[];
+  /** TOKEN_TTL_SECONDS: the longest lifetime of an issued token (default 900). */
+  tokenTtlSeconds?: number;
+  maxBundleBlocks?: number;
+  logger?: GovernanceLogger;
+}
+
+export interface GovernanceServer {
+  app: Koa;
+  chains: ChainBook;
+  toolNames: string[];
+  /** The server's public key (64 hex): the signer of bundles and the issuer key of tokens. */
+  serverPk: string;
+  tokens: TokenService;
+  listen(port: number, host?: string): Promise<{ url: string; server: Server }>;
+  close(): Promise<void>;
+}
+
+export function createGovernanceServer(deps: GovernanceServerDeps): GovernanceServer {
+  const clock = deps.clock ?? Date.now;
+  const logger = deps.logger ?? silentLogger;
+  const chains = createChainBook(deps.chain, deps.knownChains ?? []);
+  const compliance =
+    deps.compliance ??
+    createComplianceClient({
+      baseUrl: deps.complianceUrl ?? 'http://127.0.0.1:8100',
+      timeoutMs: deps.complianceTimeoutMs ?? 10_000,
+      userAgent: `${GOVERNANCE_SERVICE}/${GOVERNANCE_VERSION}`,
+    });
+  const tools = createGovernanceTools({
+    store: deps.store,
+    chains,
+    compliance,
+    key: deps.key,
+    clock,
+    ...(deps.maxBundleBlocks === undefined ? {} : { maxBundleBlocks: deps.maxBundleBlocks }),
+  });
+  const toolNames: string[] = [...GOVERNANCE_TOOL_NAMES];
+  const tokens = createTokenService({
+    store: deps.store,
+    key: deps.key,
+    clock,
+    maxTtlSeconds: deps.tokenTtlSeconds ?? DEFAULT_TOKEN_TTL_SECONDS,
+    issuer: TOKEN_ISSUER,
+    audience: TOKEN_AUDIENCE,
+  });
+
+  const buildServer = (): McpServer => {
+    const server = new McpServer(
+      { name: GOVERNANCE_SERVICE, version: GOVERNANCE_VERSION },
+      { capabilities: { tools: {} } },
+    );
+    registerGovernanceTools(server, tools, (error) => logger.error({ err: error }, 'governance tool failed'));
+    return server;
+  };
+  const transports = createMcpTransports({
+    buildServer,
+    onError: (error) => logger.error({ err: error }, 'closing an MCP session failed'),
+  });
+
+  const router = new Router();
+  const allowedOrigins = deps.allowedOrigins ?? [];
+  const mcpOrigin = originGate(allowedOrigins);
+  for (const method of ['post', 'get', 'delete', 'options'] as const) {
+    router[method]('/mcp', mcpOrigin, (ctx) => transports.streamable(ctx));
+  }
+
+  router.get('/health', (ctx) => {
+    ctx.body = {
+      status: 'ok',
+      service: GOVERNANCE_SERVICE,
+      version: GOVERNANCE_VERSION,
+      tools: toolNames,
+      cert_loaded: chains.subjectPk !== null,
+      server_pk: deps.key.publicKey,
+      agent_pk: chains.subjectPk,
+    };
+  });
+
+  const tokenOrigin = originGate(allowedOrigins, 'content-type, x-idn-signature');
+  router.options('/token', tokenOrigin);
+  router.post('/token', tokenOrigin, async (ctx) => {
+    const body = await readJsonBody(ctx, MAX_TOKEN_BODY_BYTES);
+    ctx.body = await tokens.issue(body, ctx.get('x-idn-signature') || undefined);
+  });
+
+  const http = createMcpHttpApp({
+    router,
+    logger,
+    allowedOrigins,
+    allowedHosts: deps.allowedHosts ?? [],
+    beforeClose: () => transports.close(),
+  });
+  return {
+    app: http.app,
+    chains,
+    toolNames,
+    serverPk: deps.key.publicKey,
+    tokens,
+    async listen(port, host = '0.0.0.0') {
+      const listening = await http.listen(port, host);
+      logger.info(
+        {
+          url: listening.url,
+          server_pk: deps.key.publicKey,
+          agent_pk: chains.subjectPk,
+          cert_loaded: chains.subjectPk !== null,
+        },
+        'geofabric governance listening',
+      );
+      return listening;
+    },
+    close: () => http.close(),
+  };
+}

@@ -1,0 +1,250 @@
+/**
+ * The three tools of the governance server (SPEC 4.3; issue 9, item 2), thin adapters over pure checks:
+ *
+ *   verify_jurisdiction     {h3_cell, facet}       core/governance-checks.ts verifyJurisdiction
+ *   check_delegation_chain  {tool_name}            core/governance-checks.ts checkDelegationChain
+ *   generate_audit_proof    {agent_pk, from, to}   audit-proof.ts → core/audit-bundle.ts, signed by this server
+ *
+ * Each also takes `agent_pk` and `delegation_chain` (both optional), so the server answers for any agent, not
+ * only its configured subject: the chain judged is the one passed, else the one known for agent_pk
+ * (chain-book.ts), else the call is a tool error saying no certificate is known. A chain that is not
+ * authorized is an answer (`authorized: false` with the reasons), not an error; an argument that cannot be
+ * read (bad cell, bad key, a chain that is not certificate-shaped) is a tool error naming the field.
+ */
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { checkDelegationChain, verifyJurisdiction } from '../../core/governance-checks.js';
+import { MAX_CHAIN_LENGTH, type DelegationCertificate } from '../../core/delegation-cert.js';
+import { ServiceError } from '../../core/errors.js';
+import { isCell } from '../../core/h3-cell.js';
+import type { KeyPair } from '../../core/identity.js';
+import type { AuditStore } from '../../store/audit-store.js';
+import { DEFAULT_REPORT_FROM } from '../perception/reports.js';
+import { generateAuditProof } from './audit-proof.js';
+import { parseChainArgument, type ChainBook } from './chain-book.js';
+import type { ComplianceClient } from './compliance-client.js';
+
+export const GOVERNANCE_TOOL_NAMES = ['verify_jurisdiction', 'generate_audit_proof', 'check_delegation_chain'] as const;
+
+/** A failure the caller can act on: the MCP result has `isError: true` and the text names code and cause. */
+export class GovernanceToolError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'GovernanceToolError';
+  }
+}
+
+export interface GovernanceToolDeps {
+  store: AuditStore;
+  chains: ChainBook;
+  compliance: ComplianceClient;
+  /** The server's key: it signs audit bundles. */
+  key: KeyPair;
+  clock: () => number;
+  /** Most blocks in one audit bundle (audit-proof.ts MAX_BUNDLE_BLOCKS by default). */
+  maxBundleBlocks?: number;
+}
+
+export interface GovernanceTool<Shape extends z.ZodRawShape> {
+  name: (typeof GOVERNANCE_TOOL_NAMES)[number];
+  title: string;
+  description: string;
+  inputSchema: Shape;
+  run(args: z.infer<z.ZodObject<Shape>>, signal: AbortSignal | undefined): Promise<unknown>;
+}
+
+/** A tool of any argument shape (each validates its own arguments with its own schema). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tool argument types are contravariant
+export type AnyGovernanceTool = GovernanceTool<any>;
+
+const HEX64 = /^[0-9a-f]{64}$/;
+const MAX_CHAIN_TEXT = 65_536;
+
+const subjectArgs = {
+  agent_pk: z
+    .string()
+    .regex(HEX64, 'must be an Ed25519 public key (64 lowercase hex)')
+    .optional()
+    .describe("the agent to answer for (default: the server's configured subject)"),
+  delegation_chain: z
+    .union([
+      z.string().min(1).max(MAX_CHAIN_TEXT),
+      z.record(z.string(), z.unknown()),
+      z.array(z.record(z.string(), z.unknown())).min(1).max(MAX_CHAIN_LENGTH),
+    ])
+    .optional()
+    .describe(
+      'the delegation certificate or chain (root first) to judge: JSON, or base64 of it as in x-svc-delegation-cert ' +
+        '(default: the chain the server knows for agent_pk)',
+    ),
+};
+
+const instant = z
+  .union([z.iso.datetime({ offset: true }), z.iso.date()])
+  .describe('ISO 8601 date-time with Z or an offset, or a date');
+
+const jurisdictionArgs = {
+  h3_cell: z.string().refine(isCell, 'must be a valid H3 cell (15 lowercase hex)').describe('the cell to act in'),
+  facet: z.string().min(1).max(200).describe('the capability to exercise, e.g. perception'),
+  ...subjectArgs,
+};
+const delegationArgs = {
+  tool_name: z.string().min(1).max(200).describe('the tool the agent wants to call'),
+  ...subjectArgs,
+};
+const auditArgs = {
+  ...subjectArgs,
+  agent_pk: subjectArgs.agent_pk.describe("the audited agent (default: the server's configured subject)"),
+  from: instant.optional().describe(`start of the period, ISO 8601 (default ${DEFAULT_REPORT_FROM})`),
+  to: instant.optional().describe('end of the period, ISO 8601 (default now)'),
+};
+
+type SubjectArgs = { agent_pk?: string | undefined; delegation_chain?: unknown };
+
+/** The agent and the chain a call judges (module comment). */
+function resolveSubject(
+  chains: ChainBook,
+  args: SubjectArgs,
+): { agentPk: string; chain: DelegationCertificate[] | undefined } {
+  if (args.delegation_chain !== undefined) {
+    const parsed = parseChainArgument(args.delegation_chain);
+    if (!parsed.ok) throw new GovernanceToolError('invalid_request', `delegation_chain: ${parsed.detail}`);
+    const last = parsed.value[parsed.value.length - 1]?.agent_pk as string;
+    if (args.agent_pk !== undefined && args.agent_pk !== last) {
+      throw new GovernanceToolError(
+        'invalid_request',
+        `delegation_chain delegates to agent ${last}, not to agent_pk ${args.agent_pk}`,
+      );
+    }
+    return { agentPk: last, chain: parsed.value };
+  }
+  const agentPk = args.agent_pk ?? chains.subjectPk;
+  if (agentPk === null) {
+    throw new GovernanceToolError(
+      'delegation_required',
+      'no delegation certificate is configured (IDN_DELEGATION_CERT): pass agent_pk and delegation_chain',
+    );
+  }
+  return { agentPk, chain: chains.chainOf(agentPk) };
+}
+
+function requireChain(agentPk: string, chain: DelegationCertificate[] | undefined): DelegationCertificate[] {
+  if (chain === undefined) {
+    throw new GovernanceToolError(
+      'delegation_required',
+      `no delegation certificate is known for agent ${agentPk}: pass delegation_chain`,
+    );
+  }
+  return chain;
+}
+
+function periodOf(args: { from?: string | undefined; to?: string | undefined }, nowMs: number) {
+  const from = new Date(Date.parse(args.from ?? DEFAULT_REPORT_FROM)).toISOString();
+  const to = new Date(args.to === undefined ? nowMs : Date.parse(args.to)).toISOString();
+  if (Date.parse(from) > Date.parse(to)) {
+    throw new GovernanceToolError('invalid_date', `from ${from} is after to ${to}`);
+  }
+  return { from, to };
+}
+
+export function createGovernanceTools(deps: GovernanceToolDeps): AnyGovernanceTool[] {
+  const { chains, clock } = deps;
+
+  const jurisdiction: GovernanceTool<typeof jurisdictionArgs> = {
+    name: 'verify_jurisdiction',
+    title: 'Verify an agent may act in a cell',
+    description:
+      "Checks an agent's delegation certificate (chain to the human principal): signatures, temporal bounds, " +
+      'the H3 cell (inside an authorized cell by H3 containment) and the facet. Answers authorized, each check, ' +
+      'agent_pk, principal_pk, valid_until, the errors and the jurisdiction of the cell (country, frameworks).',
+    inputSchema: jurisdictionArgs,
+    async run(args) {
+      const { agentPk, chain } = resolveSubject(chains, args);
+      return verifyJurisdiction({
+        chain: requireChain(agentPk, chain),
+        h3Cell: args.h3_cell,
+        facet: args.facet,
+        nowMs: clock(),
+      });
+    },
+  };
+
+  const delegation: GovernanceTool<typeof delegationArgs> = {
+    name: 'check_delegation_chain',
+    title: 'Check an agent may call a tool',
+    description:
+      "Verifies an agent's delegation chain up to its human principal (every signature, link and narrowing, " +
+      'temporal bounds) and whether tool_name is allowed (in allowed_tools, by default the SPEC 4.3 whitelist, and ' +
+      'not in denied_tools). Answers authorized, human_principal_pk, agent_pk, signature_valid, tool_allowed, ' +
+      'allowed_tools, depth and cert_hash.',
+    inputSchema: delegationArgs,
+    async run(args) {
+      const { agentPk, chain } = resolveSubject(chains, args);
+      return checkDelegationChain({ chain: requireChain(agentPk, chain), toolName: args.tool_name, nowMs: clock() });
+    },
+  };
+
+  const audit: GovernanceTool<typeof auditArgs> = {
+    name: 'generate_audit_proof',
+    title: 'Signed compliance evidence bundle of an agent',
+    description:
+      "Evidence of what an agent did in a period, signed by this server: the compliance report, the agent's audit " +
+      'chain blocks, the epoch seals with a Merkle inclusion proof for every block, the delegation chain, trust ' +
+      'score, violations and the regulatory basis (EU AI Act Art. 12, Art. 14). Check it offline with ' +
+      '`geofabric audit verify bundle.json`.',
+    inputSchema: auditArgs,
+    async run(args, signal) {
+      const { agentPk, chain } = resolveSubject(chains, args);
+      // Unlike the other tools, an agent without a known certificate still gets its chain's evidence.
+      return generateAuditProof(
+        {
+          store: deps.store,
+          compliance: deps.compliance,
+          key: deps.key,
+          clock,
+          ...(deps.maxBundleBlocks === undefined ? {} : { maxBlocks: deps.maxBundleBlocks }),
+        },
+        { agentPk, period: periodOf(args, clock()), chain: chain ?? null, ...(signal ? { signal } : {}) },
+      );
+    },
+  };
+
+  return [jurisdiction, audit, delegation];
+}
+
+const textResult = (text: string, isError = false): CallToolResult =>
+  isError ? { content: [{ type: 'text', text }], isError: true } : { content: [{ type: 'text', text }] };
+
+/** What a failed call may tell its caller; anything unexpected is reported as an internal error only. */
+function failure(name: string, error: unknown, onError?: (error: unknown) => void): CallToolResult {
+  if (error instanceof GovernanceToolError) return textResult(`${name} failed (${error.code}): ${error.message}`, true);
+  if (error instanceof ServiceError) return textResult(`${name} failed (${error.code}): ${error.detail ?? ''}`, true);
+  onError?.(error);
+  return textResult(`${name} failed (internal_error): the tool failed with an internal error`, true);
+}
+
+/** Registers the tools on `server`; results are JSON text. */
+export function registerGovernanceTools(
+  server: McpServer,
+  tools: readonly AnyGovernanceTool[],
+  onError?: (error: unknown) => void,
+): void {
+  for (const tool of tools) {
+    server.registerTool(
+      tool.name,
+      { title: tool.title, description: tool.description, inputSchema: tool.inputSchema },
+      // The SDK has validated the arguments against inputSchema (an error names the field).
+      (async (args: Record<string, unknown>, extra: { signal?: AbortSignal }) => {
+        try {
+          return textResult(JSON.stringify(await tool.run(args, extra.signal)));
+        } catch (error) {
+          return failure(tool.name, error, onError);
+        }
+      }) as never,
+    );
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * The HTTP shell both MCP servers (perception, governance) share: JSON errors, DNS-rebinding protection
+ * (Origin on the MCP routes, Host while bound to loopback; origin.ts), 405s as JSON, and listen/close with
+ * bounded request reading. Routes stay the caller's: no global body parsing, so the MCP SDK reads the raw
+ * stream.
+ */
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type Router from '@koa/router';
+import Koa, { type Middleware } from 'koa';
+import { ServiceError } from '../../core/errors.js';
+import { hostAllowed, isLoopbackAddress, originAllowed } from './origin.js';
+
+export interface McpHttpLogger {
+  info(object: object, message: string): void;
+  error(object: object, message: string): void;
+}
+
+export const silentLogger: McpHttpLogger = { info: () => undefined, error: () => undefined };
+
+/** Request headers an MCP client (browser or not) sends: the CORS allow-list of the MCP routes. */
+export const MCP_REQUEST_HEADERS =
+  'content-type, accept, authorization, mcp-session-id, mcp-protocol-version, last-event-id';
+
+/** Errors leave as `{ error, detail? }` (core/errors.ts); anything else is logged and becomes internal_error. */
+function errorMiddleware(logger: McpHttpLogger): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined && ctx.respond !== false) {
+        throw new ServiceError('not_found', `no route for ${ctx.method} ${ctx.path}`);
+      }
+    } catch (error) {
+      const failure =
+        error instanceof ServiceError ? error : new ServiceError('internal_error', 'an internal error occurred');
+      if (!(error instanceof ServiceError)) logger.error({ err: error, path: ctx.path }, 'unhandled error');
+      if (ctx.respond === false || ctx.res.headersSent) {
+        // The MCP transport owned the response; end it if it is still open.
+        if (!ctx.res.writableEnded) ctx.res.end();
+        return;
+      }
+      ctx.status = failure.status;
+      ctx.set(failure.headers);
+      ctx.body = failure.toBody();
+    }
+  };
+}
+
+/** DNS-rebinding protection and CORS for one route: a browser Origin must be loopback or in `allowed`. */
+export function originGate(allowed: readonly string[], allowHeaders = MCP_REQUEST_HEADERS): Middleware {
+  return async (ctx, next) => {
+    const origin = ctx.get('origin') || undefined;
+    if (!originAllowed(origin, allowed)) {
+      throw new ServiceError('origin_not_allowed', `origin ${origin} may not use ${ctx.path}`);
+    }
+    if (origin !== undefined) {
+      ctx.set('access-control-allow-origin', origin);
+      ctx.set('vary', 'origin');
+      ctx.set('access-control-expose-headers', 'mcp-session-id, mcp-protocol-version, www-authenticate');
+    }
+    if (ctx.method === 'OPTIONS') {
+      ctx.set('access-control-allow-methods', 'GET, POST, DELETE');
+      ctx.set('access-control-allow-headers', allowHeaders);
+      ctx.status = 204;
+      return;
+    }
+    await next();
+  };
+}
+
+export interface McpHttpApp {
+  app: Koa;
+  /** Binds; a loopback address also turns the Host check on. Answers the URL a client on this machine uses. */
+  listen(port: number, host: string): Promise<{ url: string; server: Server }>;
+  /** Runs `beforeClose` (closing MCP sessions), then closes the listener and its connections. */
+  close(): Promise<void>;
+}
+
+export function createMcpHttpApp(options: {
+  router: Router;
+  logger: McpHttpLogger;
+  allowedOrigins: readonly string[];
+  /** Host names besides loopback ones a loopback-bound server answers; the hosts of allowedOrigins pass too. */
+  allowedHosts: readonly string[];
+  beforeClose: () => Promise<void>;
+}): McpHttpApp {
+  const { router } = options;
+  const app = new Koa();
+  app.proxy = false;
+  app.silent = true;
+  app.use(errorMiddleware(options.logger));
+  let checkHost = false;
+  const hosts = [
+    ...options.allowedHosts,
+    ...options.allowedOrigins.flatMap((origin) => {
+      try {
+        return [new URL(origin).hostname];
+      } catch {
+        return [];
+      }
+    }),
+  ];
+  app.use(async (ctx, next) => {
+    if (checkHost && !hostAllowed(ctx.get('host') || undefined, hosts)) {
+      throw new ServiceError('host_not_allowed', `host ${ctx.get('host')} is not served here`);
+    }
+    await next();
+  });
+  app.use(router.routes());
+  app.use(
+    router.allowedMethods({
+      throw: true,
+      methodNotAllowed: () => new ServiceError('method_not_allowed', 'this method is not allowed on this path'),
+      notImplemented: () => new ServiceError('method_not_allowed', 'this method is not implemented'),
+    }),
+  );
+
+  let http: Server | undefined;
+  return {
+    app,
+    async listen(port, host) {
+      checkHost = isLoopbackAddress(host);
+      http = app.listen(port, host);
+      // Bounds on receiving a request; responses (SSE streams) may stay open.
+      http.requestTimeout = 30_000;
+      http.headersTimeout = 20_000;
+      await once(http, 'listening');
+      const { port: bound } = http.address() as AddressInfo;
+      return { url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}`, server: http };
+    },
+    async close() {
+      await options.beforeClose();
+      if (http === undefined) return;
+      const server = http;
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
