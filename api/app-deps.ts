@@ -4,6 +4,7 @@ import type { Swarm } from '../activities/inference/index.js';
 import type { TileActivities } from '../activities/tiles/index.js';
 import type { ApiKeyStore } from '../store/api-key-store.js';
 import type { JobStore } from '../store/job-store.js';
+import type { LedgerStore } from '../store/ledger-store.js';
 import type { JobRunner } from './job-runner.js';
 import type { WorkerRegistry } from '../store/worker-registry.js';
 import type { ProofStore } from '../store/proof-store.js';
@@ -35,4 +36,10 @@ export interface AppDeps {
   swarm: Swarm;
   jobs: JobStore;
   jobRunner: JobRunner;
+  /** The credit ledger (issue 10): earnings, job settlements, epoch anchors, proof purchases. */
+  ledger: LedgerStore;
+  /** This node's key: it seals the proofs it serves and earns what they are bought for. */
+  nodePk: string;
+  /** The Stellar network of settlements and anchors (LEDGER=stellar), shown with each anchor. */
+  networkPassphrase?: string | undefined;
 }

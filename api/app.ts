@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import { createProofIngest } from '../activities/proof/proof-ingest.js';
+import { jobStellarTx } from '../activities/settlement/settlement-service.js';
 import { ServiceError } from '../core/errors.js';
 import type { AppDeps } from './app-deps.js';
 import { gateChain } from './gates.js';
@@ -10,6 +11,7 @@ import type { RouteSpec } from './route-spec.js';
 import { chatRoutes } from './routes/chat.js';
 import { computeRoutes } from './routes/compute.js';
 import { healthRoutes } from './routes/health.js';
+import { ledgerRoutes, statusEarnings } from './routes/ledger.js';
 import { imageryRoutes } from './routes/imagery.js';
 import { modelRoutes } from './routes/models.js';
 import { storeRoutes } from './routes/store.js';
@@ -35,15 +37,23 @@ export function createApp(deps: AppDeps): Koa {
       clock: deps.clock,
       epochGenesisMs: deps.config.epochGenesisMs,
       publicUrl: deps.config.publicUrl,
+      stellarTx: async (jobId) => (await jobStellarTx(deps.ledger, jobId))?.tx_hash ?? null,
     }),
     ...modelRoutes(deps.swarm),
     ...tileRoutes(deps.tiles),
     ...imageryRoutes(deps.imagery),
     ...workerRoutes({ workers: deps.workers, clock: deps.clock }),
+    ...ledgerRoutes({ ledger: deps.ledger, clock: deps.clock }),
     ...toolRoutes(),
     ...chatRoutes(deps.swarm),
-    ...svcRoutes(deps.swarm),
-    ...storeRoutes({ proofs: deps.proofs, ingest: createProofIngest({ store: deps.proofs }) }),
+    ...svcRoutes(deps.swarm, { earnings: () => statusEarnings(deps.ledger, deps.clock()) }),
+    ...storeRoutes({
+      proofs: deps.proofs,
+      ingest: createProofIngest({ store: deps.proofs }),
+      ledger: deps.ledger,
+      platformPk: deps.nodePk,
+      networkPassphrase: deps.networkPassphrase,
+    }),
   ];
   for (const spec of routes) registerRoute(router, deps, spec);
 

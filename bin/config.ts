@@ -25,6 +25,9 @@ export const DEFAULT_STAC_URL = 'https://earth-search.aws.element84.com/v1';
 /** The web-search tool's upstreams: Brave when BRAVE_API_KEY is set, DuckDuckGo's keyless HTML otherwise. */
 export const DEFAULT_BRAVE_URL = 'https://api.search.brave.com';
 export const DEFAULT_DUCKDUCKGO_URL = 'https://html.duckduckgo.com';
+/** Stellar's public test network (issue 10): free test lumens from friendbot, nothing of value moves. */
+export const DEFAULT_HORIZON_URL = 'https://horizon-testnet.stellar.org';
+export const TESTNET_PASSPHRASE = 'Test SDF Network ; September 2015';
 /** perception_weather's upstream: Open-Meteo's forecast API (free, no key; mind its fair-use terms). */
 export const DEFAULT_WEATHER_URL = 'https://api.open-meteo.com';
 
@@ -134,6 +137,22 @@ const envSchema = z.object({
   COMPLIANCE_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(10_000),
   // At most 3600: verifiers refuse longer-lived tokens (mcp/governance/token.ts MAX_TOKEN_TTL_SECONDS).
   TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).max(3600).default(900),
+  // Settlement and anchoring (issue 10). The credit ledger is always kept (earnings, proof charges); LEDGER=stellar
+  // also pays it out on a Stellar network and, with ANCHOR_EPOCHS, writes sealed epoch roots there.
+  LEDGER: z.enum(['none', 'stellar']).default('none'),
+  HORIZON_URL: z.url().default(DEFAULT_HORIZON_URL),
+  STELLAR_NETWORK_PASSPHRASE: z.string().min(1).default(TESTNET_PASSPHRASE),
+  SETTLEMENT_ASSET: z.string().default('native'),
+  // Credits: the least one payment carries (mode job: a job's payees together; mode balance: one account's
+  // unsettled earnings), so micro-payments do not each cost a transaction fee. The default is the settlement
+  // service's own (DEFAULT_SETTLEMENT_THRESHOLD_UNITS, 0.01 credits); a test keeps the two equal.
+  SETTLEMENT_THRESHOLD: z.coerce.number().min(0).max(1_000_000).default(0.01),
+  SETTLEMENT_MODE: z.enum(['job', 'balance']).default('job'),
+  // The sweep also retries settlements and anchors a crash or an unreachable Horizon left open.
+  SETTLEMENT_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+  ANCHOR_EPOCHS: boolean.default(false),
+  // SPEC 1.4: a mobile relay's share of each step it routed, taken from the worker's earning.
+  RELAY_FEE_PERCENT: z.coerce.number().min(0).max(100).default(20),
 });
 
 const list = (value: string) =>
@@ -234,6 +253,65 @@ export interface Config {
   workerRelay: boolean;
   perception: PerceptionConfig;
   governance: GovernanceConfig;
+  ledger: LedgerConfig;
+}
+
+/** The credit ledger's settlement and anchoring (issue 10; SPEC 1.10). */
+export interface LedgerConfig {
+  /** LEDGER: `none` keeps the credit ledger only; `stellar` also settles it and may anchor epochs on Stellar. */
+  mode: 'none' | 'stellar';
+  horizonUrl: string;
+  networkPassphrase: string;
+  /**
+   * SETTLEMENT_ASSET: lumens (`native`), or an issued asset `CODE:ISSUER`, checked for shape here; the issuer's
+   * checksum is checked when the settlement service starts (activities/settlement/stellar-keys.ts parseAsset).
+   */
+  asset: string;
+  /** SETTLEMENT_THRESHOLD in credits: the least a payee is paid at once. */
+  thresholdCredits: number;
+  /** SETTLEMENT_MODE: `job` settles each finished job; `balance` pays unsettled balances on the sweep. */
+  settlementMode: 'job' | 'balance';
+  /** SETTLEMENT_INTERVAL_SECONDS: the sweep (balance payouts, retries of open settlements and anchors). */
+  sweepIntervalMs: number;
+  /** ANCHOR_EPOCHS: write each sealed epoch's Merkle root to the ledger (needs LEDGER=stellar). */
+  anchorEpochs: boolean;
+  /** RELAY_FEE_PERCENT / 100: the relay's share of each step it routed. */
+  relayFeeShare: number;
+}
+
+/** A Stellar account id (strkey): `G` and 55 base32 characters (the checksum is the ledger client's to check). */
+const STELLAR_ACCOUNT = /^G[A-Z2-7]{55}$/;
+/** Stellar asset codes: 1–12 letters or digits. */
+const ASSET_CODE = /^[A-Za-z0-9]{1,12}$/;
+
+function settlementAsset(value: string): string {
+  const trimmed = value.trim();
+  if (trimmed === 'native') return trimmed;
+  const [code, issuer, extra] = trimmed.split(':');
+  if (extra !== undefined || !code || !ASSET_CODE.test(code) || !issuer || !STELLAR_ACCOUNT.test(issuer)) {
+    throw new ConfigError(
+      'configuration: SETTLEMENT_ASSET: `native` or CODE:ISSUER (1-12 letters or digits, a G... account id) is required',
+    );
+  }
+  return trimmed;
+}
+
+function ledgerConfig(e: z.infer<typeof envSchema>): LedgerConfig {
+  // Anchors are Stellar transactions: asking for them without a ledger to write to is a mistake, not a no-op.
+  if (e.ANCHOR_EPOCHS && e.LEDGER !== 'stellar') {
+    throw new ConfigError('configuration: ANCHOR_EPOCHS: needs LEDGER=stellar');
+  }
+  return {
+    mode: e.LEDGER,
+    horizonUrl: e.HORIZON_URL.replace(/\/+$/, ''),
+    networkPassphrase: e.STELLAR_NETWORK_PASSPHRASE,
+    asset: settlementAsset(e.SETTLEMENT_ASSET),
+    thresholdCredits: e.SETTLEMENT_THRESHOLD,
+    settlementMode: e.SETTLEMENT_MODE,
+    sweepIntervalMs: e.SETTLEMENT_INTERVAL_SECONDS * 1000,
+    anchorEpochs: e.ANCHOR_EPOCHS,
+    relayFeeShare: e.RELAY_FEE_PERCENT / 100,
+  };
 }
 
 /** The governance tool server (`geofabric governance`, and beside the gateway in `start`; SPEC 4.3). */
@@ -380,6 +458,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       complianceTimeoutMs: e.COMPLIANCE_TIMEOUT_MS,
       tokenTtlSeconds: e.TOKEN_TTL_SECONDS,
     },
+    ledger: ledgerConfig(e),
     webSearch: {
       braveUrl: e.BRAVE_URL.replace(/\/+$/, ''),
       braveApiKey: e.BRAVE_API_KEY || undefined,

@@ -11,7 +11,7 @@ import { generateKeyPair } from '../core/identity.js';
 import { ConfigError, loadConfig } from './config.js';
 import { readKeyFile, writeKeyFile } from './key-file.js';
 import { APIKEY_USAGE, apikeyCommand } from './apikey-commands.js';
-import { proofVerifyCommand, storeAuditCommand } from './proof-commands.js';
+import { PROOF_VERIFY_USAGE, proofVerifyCommand, storeAuditCommand } from './proof-commands.js';
 import { AUDIT_VERIFY_USAGE, auditVerifyCommand } from './audit-verify.js';
 import { runGovernanceCli } from './governance.js';
 import { runPerceptionCli } from './perception.js';
@@ -36,8 +36,9 @@ const USAGE = `geofabric <command>
              [--not-before ISO] [--not-after ISO | --days N] [--base64]
   cert verify FILE|- [--agent PK] [--cell C] [--facets F1,F2] [--tools T1] [--at ISO]
                                  checks a certificate or chain (JSON or base64); exit 1 if invalid
-  proof verify RECORD_ID --url BASE
-                                 fetches /store/proof/RECORD_ID and re-verifies it offline; exit 1 if not
+  proof verify RECORD_ID --url BASE [--anchor [--horizon URL]]
+                                 fetches /store/proof/RECORD_ID and re-verifies it offline; with --anchor also
+                                 checks its epoch root's anchor on Horizon (HORIZON_URL); exit 1 if not
   store audit                    re-verifies every record, seal and chain link of the configured store
   audit verify BUNDLE.json [--json] [--server-pk HEX]
                                  checks a generate_audit_proof bundle offline (no network); exit 1 if invalid
@@ -108,7 +109,7 @@ async function main(argv: string[]): Promise<number> {
     case 'cert':
       return certCommand(rest);
     case 'proof':
-      if (rest[0] !== 'verify') throw new UsageError('proof verify RECORD_ID --url BASE');
+      if (rest[0] !== 'verify') throw new UsageError(PROOF_VERIFY_USAGE);
       return proofVerifyCommand(rest.slice(1));
     case 'store':
       if (rest[0] !== 'audit') throw new UsageError('store audit');

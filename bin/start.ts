@@ -13,6 +13,16 @@ import { createWebSearch } from '../activities/tools/web-search.js';
 import { createTileActivities } from '../activities/tiles/index.js';
 import { createComputeActivities, type ComputeActivities } from '../activities/compute/index.js';
 import { withHeartbeats } from '../activities/compute/heartbeat.js';
+import { createEpochAnchorer, type EpochAnchorer } from '../activities/settlement/epoch-anchorer.js';
+import { createHorizonClient } from '../activities/settlement/horizon.js';
+import { createSettlementService, type SettlementService } from '../activities/settlement/settlement-service.js';
+import { parseAsset, stellarAddress } from '../activities/settlement/stellar-keys.js';
+import { createKeyedLock, DEFAULT_RETRY } from '../activities/settlement/submission-driver.js';
+import { startRepeatingTask } from '../activities/repeating-task.js';
+import { toCreditUnits } from '../core/credits.js';
+import type { KeyPair } from '../core/identity.js';
+import type { Seal } from '../core/proof-types.js';
+import type { Stores } from './stores.js';
 import { createApp } from '../api/app.js';
 import { createEmbeddedJobRunner, type JobRunner } from '../api/job-runner.js';
 import { createTemporalJobRunner } from '../api/temporal-job-runner.js';
@@ -21,7 +31,7 @@ import { Client, Connection } from '@temporalio/client';
 import type { Logger } from 'pino';
 import { startTemporalWorkers } from './temporal-workers.js';
 import { answerClientErrorsWithJson } from '../api/client-errors.js';
-import type { Config } from './config.js';
+import { ConfigError, type Config } from './config.js';
 import { loadNodeKey } from './node-key.js';
 import { loadGovernanceKey } from '../mcp/governance/server-key.js';
 import { startGovernance } from './governance.js';
@@ -34,6 +44,9 @@ export async function startGateway(config: Config): Promise<void> {
   const stores = await openStores(config);
   const node = loadNodeKey(config.dataDir, config.nodeSecretKey);
   logger.info({ node_pk: node.key.publicKey, source: node.source }, 'node key');
+  // Settlement and anchoring (issue 10): before anything runs jobs or seals, so none misses them, and so a bad
+  // SETTLEMENT_ASSET stops the start before anything is registered or listening.
+  const ledger = startLedger(config, { stores, signer: node.key, logger });
   // The governance server's key is loaded before anything listens (a bad GOVERNANCE_SK stops the start), and
   // before the perception server starts: perception accepts the tokens it signs (issue 9).
   const governanceKey = config.governance.enabled
@@ -72,6 +85,9 @@ export async function startGateway(config: Config): Promise<void> {
     naming: config.naming,
     backbone: config.swarm.backboneUrl !== undefined,
     clock: Date.now,
+    ledger: stores.ledger,
+    relayFeeShare: config.ledger.relayFeeShare,
+    ...(ledger.onJobPosted ? { onJobPosted: ledger.onJobPosted } : {}),
   });
   const seals = createSealActivities({
     store: stores.proofs,
@@ -79,6 +95,7 @@ export async function startGateway(config: Config): Promise<void> {
     clock: Date.now,
     genesisMs: config.epochGenesisMs,
     graceMs: config.sealGraceMs,
+    ...(ledger.onSealed ? { onSealed: ledger.onSealed } : {}),
   });
   const orchestration = await startOrchestration(config, { compute, seals }, logger);
   const app = createApp({
@@ -100,6 +117,9 @@ export async function startGateway(config: Config): Promise<void> {
     swarm,
     jobs: stores.jobs,
     jobRunner: orchestration.runner,
+    ledger: stores.ledger,
+    nodePk: node.key.publicKey,
+    networkPassphrase: config.ledger.mode === 'stellar' ? config.ledger.networkPassphrase : undefined,
   });
   // Seals this node's epochs (an hour plus the grace after they close), catching up after downtime; under
   // Temporal an hourly Schedule does it (startOrchestration).
@@ -113,6 +133,7 @@ export async function startGateway(config: Config): Promise<void> {
           graceMs: config.sealGraceMs,
           intervalMs: config.sealCheckMs,
           onError: (error) => logger.error({ err: error }, 'epoch sealing failed'),
+          ...(ledger.onSealed ? { onSealed: ledger.onSealed } : {}),
         })
       : undefined;
   const sync = config.centralStoreUrl
@@ -171,6 +192,7 @@ export async function startGateway(config: Config): Promise<void> {
         .then(() => orchestration.close())
         .then(() => writer.close())
         .then(() => Promise.all([sealer?.stop(), sync?.stop()]))
+        .then(() => ledger.stop())
         .then(() => stores.close())
         .then(
           () => process.exit(0),
@@ -185,6 +207,98 @@ export async function startGateway(config: Config): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+interface LedgerHooks {
+  /** finishJob's cue that a job's entries are posted: settle it (LEDGER=stellar). */
+  onJobPosted?: (jobId: string) => void;
+  /** The sealers' cue: anchor the new seals (ANCHOR_EPOCHS). */
+  onSealed?: (seals: Seal[]) => Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * LEDGER=stellar: the settlement service (per job or by balance, with its sweep retrying open settlements) and,
+ * with ANCHOR_EPOCHS, the epoch anchorer with its own retry sweep. LEDGER=none: the credit ledger is still kept
+ * (finishJob posts entries), nothing is paid out. Payments and anchors never hold up or fail a job or a seal:
+ * their failures are logged and stay open in the ledger store for the sweeps.
+ */
+export function startLedger(
+  config: Config,
+  { stores, signer, logger }: { stores: Pick<Stores, 'ledger' | 'jobs' | 'workers'>; signer: KeyPair; logger: Logger },
+): LedgerHooks {
+  const settings = config.ledger;
+  if (settings.mode !== 'stellar') return { stop: async () => undefined };
+  let asset;
+  try {
+    asset = parseAsset(settings.asset); // checks the issuer's checksum, which the config's shape check does not
+  } catch (error) {
+    throw new ConfigError(`configuration: SETTLEMENT_ASSET: ${(error as Error).message}`);
+  }
+  const horizon = createHorizonClient({ url: settings.horizonUrl });
+  // Payments and anchors are signed by one account: one lock orders their sequence numbers.
+  const payerLock = createKeyedLock();
+  const settlement: SettlementService = createSettlementService({
+    payerLock,
+    ledger: stores.ledger,
+    port: 'stellar',
+    horizon,
+    payer: signer,
+    networkPassphrase: settings.networkPassphrase,
+    asset,
+    thresholdUnits: toCreditUnits(settings.thresholdCredits),
+    mode: settings.settlementMode,
+    clock: Date.now,
+    logger,
+    retry: DEFAULT_RETRY,
+    // SPEC 2.3: the memo of a job's payment is its job hash, so the payment points at the proof.
+    jobHashOf: async (jobId) => (await stores.jobs.get(jobId))?.response?.proof?.job_hash ?? null,
+    listAccounts: async () => (await stores.workers.list()).map((w) => w.pk),
+  });
+  settlement.start(settings.sweepIntervalMs);
+  const anchorer: EpochAnchorer | undefined = settings.anchorEpochs
+    ? createEpochAnchorer({
+        payerLock,
+        ledger: stores.ledger,
+        horizon,
+        signer,
+        networkPassphrase: settings.networkPassphrase,
+        clock: Date.now,
+        logger,
+        retry: DEFAULT_RETRY,
+      })
+    : undefined;
+  const anchorSweep = anchorer
+    ? startRepeatingTask(
+        settings.sweepIntervalMs,
+        async () => {
+          await anchorer.retryOpen();
+        },
+        (error) => logger.error({ err: error }, 'anchor sweep failed'),
+      )
+    : undefined;
+  logger.info(
+    {
+      // The paying and anchoring account: it must exist and hold enough of the asset (testnet: friendbot).
+      account: stellarAddress(signer.publicKey),
+      horizon: settings.horizonUrl,
+      mode: settings.settlementMode,
+      threshold_credits: settings.thresholdCredits,
+      anchor_epochs: settings.anchorEpochs,
+    },
+    'settling on stellar',
+  );
+  return {
+    onJobPosted: (jobId) => {
+      settlement.settleJob(jobId).catch((error: unknown) => {
+        logger.error({ err: error, job_id: jobId }, 'settling the job failed; the sweep retries open settlements');
+      });
+    },
+    ...(anchorer ? { onSealed: (seals: Seal[]) => anchorer.onSealed(seals) } : {}),
+    async stop() {
+      await Promise.all([settlement.stop(), anchorSweep?.stop()]);
+    },
+  };
 }
 
 /**

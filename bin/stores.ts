@@ -4,15 +4,18 @@ import { MongoClient } from 'mongodb';
 import type { ApiKeyStore } from '../store/api-key-store.js';
 import type { AuditStore } from '../store/audit-store.js';
 import type { JobStore } from '../store/job-store.js';
+import type { LedgerStore } from '../store/ledger-store.js';
 import { createMongoApiKeyStore } from '../store/mongo/api-key-store.js';
 import { createMongoAuditStore } from '../store/mongo/audit-store.js';
 import { createMongoJobStore } from '../store/mongo/job-store.js';
+import { createMongoLedgerStore } from '../store/mongo/ledger-store.js';
 import { createMongoProofStore } from '../store/mongo/proof-store.js';
 import { createMongoRateLimitStore } from '../store/mongo/rate-limit-store.js';
 import { createMongoWorkerRegistry } from '../store/mongo/worker-registry.js';
 import { createSqliteApiKeyStore } from '../store/sqlite/api-key-store.js';
 import { createSqliteAuditStore } from '../store/sqlite/audit-store.js';
 import { createSqliteJobStore } from '../store/sqlite/job-store.js';
+import { createSqliteLedgerStore } from '../store/sqlite/ledger-store.js';
 import { createSqliteWorkerRegistry } from '../store/sqlite/worker-registry.js';
 import type { WorkerRegistry } from '../store/worker-registry.js';
 import { openSqlite } from '../store/sqlite/open-database.js';
@@ -29,6 +32,8 @@ export interface Stores {
   apiKeys: ApiKeyStore;
   jobs: JobStore;
   audit: AuditStore;
+  /** The credit ledger (issue 10): entries, settlements, epoch anchors. */
+  ledger: LedgerStore;
   close(): Promise<void>;
 }
 
@@ -57,6 +62,7 @@ export async function openStores(config: Config): Promise<Stores> {
       apiKeys: await createMongoApiKeyStore(db),
       jobs: await createMongoJobStore(db),
       audit: await createMongoAuditStore(db),
+      ledger: await createMongoLedgerStore(db),
     };
     return closing(stores, () => client.close());
   }
@@ -69,6 +75,7 @@ export async function openStores(config: Config): Promise<Stores> {
     apiKeys: createSqliteApiKeyStore(db),
     jobs: createSqliteJobStore(db),
     audit: createSqliteAuditStore(db),
+    ledger: createSqliteLedgerStore(db),
   };
   return closing(stores, () => {
     db.close();

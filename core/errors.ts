@@ -44,6 +44,7 @@ export const ERROR_STATUS = {
   invalid_format: 400,
   invalid_rings: 400,
   invalid_hours: 400,
+  invalid_days: 400,
   invalid_date: 400,
   invalid_cloud: 400,
   invalid_limit: 400,

@@ -34,9 +34,13 @@ const UNIT_PRICES = {
 /** The relay's share of a step it routed (SPEC 1.4 relay fee; issue 10 makes it configurable). */
 export const RELAY_FEE_SHARE = 0.2;
 
-/** The relay fee of a step that cost `credits`: RELAY_FEE_SHARE of it, in whole credit units. */
-export function relayFee(credits: number): number {
-  return fromCreditUnits(Math.round(toCreditUnits(credits) * RELAY_FEE_SHARE));
+/**
+ * The relay fee of a step that cost `credits`: `share` (0 to 1, default RELAY_FEE_SHARE) of it, rounded to the
+ * nearest credit unit. A share outside [0, 1] would charge the worker more than the step earned: RangeError.
+ */
+export function relayFee(credits: number, share: number = RELAY_FEE_SHARE): number {
+  if (!(share >= 0 && share <= 1)) throw new RangeError(`relay fee share must be in [0, 1]: ${share}`);
+  return fromCreditUnits(Math.round(toCreditUnits(credits) * share));
 }
 
 /** Output tokens assumed for an inference step that does not state `max_tokens`. */

@@ -4,6 +4,7 @@
  */
 import type { QueueNaming } from '../../core/task-queues.js';
 import type { JobStore } from '../../store/job-store.js';
+import type { LedgerStore } from '../../store/ledger-store.js';
 import type { WorkerRegistry } from '../../store/worker-registry.js';
 import type { ImageryActivities } from '../imagery/index.js';
 import type { Swarm } from '../inference/index.js';
@@ -24,6 +25,12 @@ export interface ComputeActivityDeps {
   /** Whether a backbone is configured (routing sends inference there when no worker can take it). */
   backbone: boolean;
   clock: () => number;
+  /** The relay's share of each step it routed; RELAY_FEE_SHARE (core/pricing.ts) by default. */
+  relayFeeShare?: number;
+  /** The credit ledger finishJob posts each finished job to (issue 10); none: nothing is posted. */
+  ledger?: LedgerStore;
+  /** Called after a job's entries are posted; not awaited, catches its own errors (JobActivityDeps). */
+  onJobPosted?: (jobId: string) => void;
 }
 
 export function createComputeActivities(deps: ComputeActivityDeps) {
@@ -38,6 +45,9 @@ export function createComputeActivities(deps: ComputeActivityDeps) {
       backbone: deps.backbone,
       nodePk: deps.nodePk,
       clock: deps.clock,
+      ...(deps.relayFeeShare === undefined ? {} : { relayFeeShare: deps.relayFeeShare }),
+      ...(deps.ledger ? { ledger: deps.ledger } : {}),
+      ...(deps.onJobPosted ? { onJobPosted: deps.onJobPosted } : {}),
     }),
   };
 }

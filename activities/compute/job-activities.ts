@@ -1,8 +1,8 @@
 /**
  * The gateway's activities of a compound job (issue 7): `routeJob` picks each step's task queue before any
  * step runs; `finishJob` writes the job's `compute/job` proof record and its settlement entry, stores the
- * finished job and counts each worker's outcome once. Both are idempotent: routing only reads, and every
- * write is keyed by the job id, so a retried activity changes nothing twice.
+ * finished job, posts its ledger entries (issue 10) and counts each worker's outcome once. Both are idempotent:
+ * routing only reads, and every write is keyed by the job id, so a retried activity changes nothing twice.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { jobHash, outputHash } from '../../core/job-hash.js';
@@ -15,8 +15,11 @@ import { backboneQueue, gatewayQueue, routingCell, stepQueue, type QueueNaming }
 import { toolMinTiers } from '../../core/tool-registry.js';
 import type { WorkerTier } from '../../core/tiers.js';
 import { describeNoWorker, eligibleWorkers, isOnline, type WorkerNeed } from '../../core/worker-selection.js';
-import { relayFee } from '../../core/pricing.js';
+import { ServiceError } from '../../core/errors.js';
+import { jobLedgerEntries } from '../../core/ledger-entries.js';
+import { RELAY_FEE_SHARE, relayFee } from '../../core/pricing.js';
 import type { JobStore } from '../../store/job-store.js';
+import type { LedgerStore } from '../../store/ledger-store.js';
 import type { WorkerRegistry } from '../../store/worker-registry.js';
 import { BACKBONE_WORKER } from '../inference/inference-record.js';
 import type { ProofWriter } from '../proof/record-batcher.js';
@@ -40,6 +43,15 @@ export interface JobActivityDeps {
   /** This gateway's key: its own local worker is reached through the backbone queue's dispatcher. */
   nodePk: string;
   clock: () => number;
+  /** The relay's share of each step it routed (RELAY_FEE_PERCENT / 100); RELAY_FEE_SHARE by default. */
+  relayFeeShare?: number;
+  /** The credit ledger: when set, finishJob posts each finished job's entries (issue 10). */
+  ledger?: LedgerStore;
+  /**
+   * Called after a job's entries are posted (the settlement service's cue). Not awaited, so payment never holds
+   * up the job; the hook catches and logs its own errors (a throwing hook is ignored here).
+   */
+  onJobPosted?: (jobId: string) => void;
 }
 
 export function createJobActivities(deps: JobActivityDeps) {
@@ -131,7 +143,8 @@ export function createJobActivities(deps: JobActivityDeps) {
       const relayFees = new Map<string, number>();
       for (const s of result.steps) {
         if (s.status !== 'complete' || !s.relay_pk) continue;
-        relayFees.set(s.relay_pk, (relayFees.get(s.relay_pk) ?? 0) + toCreditUnits(relayFee(s.cost)));
+        const fee = relayFee(s.cost, deps.relayFeeShare ?? RELAY_FEE_SHARE);
+        relayFees.set(s.relay_pk, (relayFees.get(s.relay_pk) ?? 0) + toCreditUnits(fee));
       }
       if (relayFees.size > 0) {
         settlement.relay_fees = Object.fromEntries([...relayFees].map(([pk, units]) => [pk, fromCreditUnits(units)]));
@@ -182,6 +195,8 @@ export function createJobActivities(deps: JobActivityDeps) {
         ...(result.error ? { error: result.error } : {}),
       };
       const finished = await deps.jobs.finish(jobRecordOf(job, status, response, deps.clock()));
+      // Posted from the stored job, not this attempt's answer: a duplicate finish posts the very same entries.
+      if (deps.ledger) await postJobEntries(deps, deps.ledger, finished, finished.response ?? response);
       // Each swarm worker that ran a step counts the job once (the registry ignores a repeated job id).
       const workers = new Set(
         result.steps.flatMap((s) =>
@@ -191,12 +206,79 @@ export function createJobActivities(deps: JobActivityDeps) {
         ),
       );
       for (const pk of workers) await deps.workers.recordOutcome(pk, 'completed', job.job_id);
+      if (deps.ledger && deps.onJobPosted) {
+        try {
+          deps.onJobPosted(job.job_id);
+        } catch {
+          // The hook logs its own failures; settlement retries from the ledger, the job is done.
+        }
+      }
       return finished.response ?? response;
     },
   };
 }
 
 export type JobActivities = ReturnType<typeof createJobActivities>;
+
+/**
+ * Posts the ledger entries of a finished job (core/ledger-entries.ts): the platform is this gateway, the
+ * entries' time the stored finish time, the run the one the stored answer's record names (a re-run posts the
+ * difference to the earlier runs' entries), and each earner's hardware tier the one this run already posted
+ * (a re-post must match what is stored), else the registry's. A failed post throws, failing the activity so
+ * Temporal retries it: storing the job and the record again changes nothing, and the post is idempotent by id.
+ */
+async function postJobEntries(
+  deps: JobActivityDeps,
+  ledger: LedgerStore,
+  finished: JobRecord,
+  response: ComputeResponse,
+): Promise<void> {
+  const jobId = response.job_id;
+  const recordId = response.proof?.record_id ?? jobRecordId(jobId);
+  const run = jobRunOf(jobId, recordId) ?? 1;
+  const posted = await ledger.jobEntries(jobId);
+  const tiers = new Map<string, number | null>();
+  for (const e of posted) {
+    if (e.record_id === recordId && (e.kind === 'step_earning' || e.kind === 'relay_fee')) {
+      tiers.set(e.account_pk, e.hardware_tier);
+    }
+  }
+  const earners = new Set([deps.nodePk]);
+  for (const s of response.steps) {
+    if (s.status !== 'complete') continue;
+    if (s.worker_pk && s.worker_pk !== BACKBONE_WORKER) earners.add(s.worker_pk);
+    if (s.relay_pk) earners.add(s.relay_pk);
+  }
+  for (const pk of earners) {
+    if (!tiers.has(pk)) tiers.set(pk, (await deps.workers.get(pk))?.hardware_tier ?? null);
+  }
+  const entries = jobLedgerEntries({
+    response,
+    requesterPk: finished.requester_pk,
+    platformPk: deps.nodePk,
+    recordId,
+    nowMs: Date.parse(finished.updated_at),
+    hardwareTierOf: (pk) => tiers.get(pk) ?? null,
+    run,
+    earlier: posted.filter((e) => (jobRunOf(jobId, e.record_id) ?? 1) < run),
+    ...(deps.relayFeeShare === undefined ? {} : { relayFeeShare: deps.relayFeeShare }),
+  });
+  try {
+    await ledger.post(entries);
+  } catch (error) {
+    // Entries that contradict stored ones, or that are not valid, will not change on a retry: stop retrying
+    // and say why (an operator must look); store outages stay retryable.
+    const permanent =
+      error instanceof RangeError || (error instanceof ServiceError && error.code === 'record_conflict');
+    if (permanent) {
+      throw ApplicationFailure.nonRetryable(
+        `ledger entries of job ${jobId} refused: ${(error as Error).message}`,
+        'ledger_conflict',
+      );
+    }
+    throw error;
+  }
+}
 
 /**
  * The `compute/job` record of a job's run: `compute:<job_id>`, and `compute:<job_id>:run-<n>` for the n-th run

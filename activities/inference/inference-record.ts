@@ -11,8 +11,8 @@ import { z } from 'zod';
 import { canonicalJson } from '../../core/canonical-json.js';
 import { sha256Hex } from '../../core/hash.js';
 
-/** The fixed worker marker of backbone answers (SPEC 2.3 `worker_pk`). */
-export const BACKBONE_WORKER = 'backbone';
+/** The fixed worker marker of backbone answers (SPEC 2.3 `worker_pk`); defined in core for the ledger. */
+export { BACKBONE_WORKER } from '../../core/backbone-worker.js';
 
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/);
 const count = z.number().int().nonnegative();

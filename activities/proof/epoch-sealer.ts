@@ -10,6 +10,7 @@ import type { KeyPair } from '../../core/identity.js';
 import { GENESIS_PREV_HASH, type Seal } from '../../core/proof-types.js';
 import { createSealWithLevels } from '../../core/seal.js';
 import type { ProofStore } from '../../store/proof-store.js';
+import { startRepeatingTask, type RepeatingTask } from '../repeating-task.js';
 
 /**
  * Grace after an epoch's window ends before it is sealed. It exceeds the 30 s worker-to-central sync interval
@@ -99,52 +100,31 @@ export interface AutoSealerDeps {
   graceMs?: number;
   intervalMs?: number;
   onError: (error: unknown) => void;
+  /**
+   * Called with the seals a run made, when it made any (issue 10: the epoch anchorer). Awaited before the next
+   * run, so anchors follow the seal chain's order; a rejection goes to `onError` and the seals stand.
+   */
+  onSealed?: (seals: Seal[]) => Promise<void>;
 }
 
 /**
  * Runs `sealDueEpochs` now and then every `intervalMs` after the previous run ends, so runs never overlap.
  * The timer is unref'd (it never keeps a process alive); `stop()` cancels it and waits for a run in flight.
  */
-export function startAutoSealer(deps: AutoSealerDeps): { stop(): Promise<void> } {
-  const intervalMs = deps.intervalMs ?? DEFAULT_SEAL_INTERVAL_MS;
+export function startAutoSealer(deps: AutoSealerDeps): RepeatingTask {
   const graceMs = deps.graceMs ?? DEFAULT_SEAL_GRACE_MS;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
-  let stopped = false;
-
-  const run = async () => {
-    try {
-      await sealDueEpochs({
+  return startRepeatingTask(
+    deps.intervalMs ?? DEFAULT_SEAL_INTERVAL_MS,
+    async () => {
+      const seals = await sealDueEpochs({
         store: deps.store,
         signer: deps.signer,
         now: deps.clock(),
         genesisMs: deps.genesisMs,
         graceMs,
       });
-    } catch (error) {
-      try {
-        deps.onError(error);
-      } catch {
-        // A failing error handler must not stop sealing.
-      }
-    }
-  };
-  const schedule = (delayMs: number) => {
-    timer = setTimeout(() => {
-      running = run().finally(() => {
-        running = undefined;
-        if (!stopped) schedule(intervalMs);
-      });
-    }, delayMs);
-    timer.unref();
-  };
-  schedule(0);
-
-  return {
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
+      if (seals.length > 0) await deps.onSealed?.(seals);
     },
-  };
+    deps.onError,
+  );
 }

@@ -10,6 +10,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { ServiceError } from '../../core/errors.js';
 import type { KeyPair } from '../../core/identity.js';
+import type { Seal } from '../../core/proof-types.js';
 import type { ProofStore } from '../../store/proof-store.js';
 import { DEFAULT_SEAL_GRACE_MS, sealDueEpochs } from './epoch-sealer.js';
 
@@ -25,6 +26,11 @@ export interface SealActivityDeps {
   genesisMs: number;
   /** Grace after an epoch closes before it is sealed; DEFAULT_SEAL_GRACE_MS when absent. */
   graceMs?: number;
+  /**
+   * Called with the seals this call made, when it made any (issue 10: the epoch anchorer). Its failure never
+   * fails the seal: a retried activity would find nothing left to seal, so the hook keeps and retries its own work.
+   */
+  onSealed?: (seals: Seal[]) => Promise<void>;
 }
 
 /**
@@ -54,6 +60,9 @@ export function createSealActivities(deps: SealActivityDeps) {
           genesisMs: deps.genesisMs,
           graceMs: deps.graceMs ?? DEFAULT_SEAL_GRACE_MS,
         });
+        if (seals.length > 0 && deps.onSealed) {
+          await deps.onSealed(seals).catch(() => undefined); // see SealActivityDeps.onSealed
+        }
         return {
           sealerPk: deps.signer.publicKey,
           sealed: seals.map((seal) => seal.epoch),

@@ -33,6 +33,11 @@ export interface ComputeDeps {
   epochGenesisMs: number;
   /** Absolute base of `verify_url`; default: the request's own origin. */
   publicUrl?: string | undefined;
+  /**
+   * The ledger transaction that settled a job (issue 10), or null. The stored job never changes: its
+   * `settlement.stellar_tx` is filled from this when the job is read.
+   */
+  stellarTx?: (jobId: string) => Promise<string | null>;
 }
 
 export const DEFAULT_RECENT_JOBS = 20;
@@ -80,7 +85,7 @@ export const computeRoutes = (deps: ComputeDeps) => [
         }
         throw error;
       }
-      answer(ctx, response, deps.publicUrl);
+      answer(ctx, await withStellarTx(response, deps), deps.publicUrl);
     },
   }),
   route<number>({
@@ -109,7 +114,9 @@ export const computeRoutes = (deps: ComputeDeps) => [
     handler: async (ctx, jobId) => {
       const job = /^[0-9a-f-]{36}$/.test(jobId) ? await deps.jobs.get(jobId) : null;
       if (!job) throw new ServiceError('job_not_found', `no job ${JSON.stringify(jobId.slice(0, 64))}`);
-      ctx.body = job.response ? withAbsoluteUrl(job.response, ctx, deps.publicUrl) : summary(job, ctx, deps.publicUrl);
+      ctx.body = job.response
+        ? withAbsoluteUrl(await withStellarTx(job.response, deps), ctx, deps.publicUrl)
+        : summary(job, ctx, deps.publicUrl);
     },
   }),
 ];
@@ -172,8 +179,12 @@ function rerunOf(job: ComputeJobInput, failed: ComputeResponse): ComputeJobInput
     steps: job.steps.map((step) => {
       const result = done.get(step.id);
       if (!result) return step;
-      const { output, cost, worker_pk, record_id, latency_ms } = result;
-      return { ...step, done: { output, cost, worker_pk, record_id, latency_ms } };
+      const { output, cost, worker_pk, record_id, latency_ms, relay_pk } = result;
+      // The relay keeps its fee for a step it routed in the earlier run (the settlement recomputes it).
+      return {
+        ...step,
+        done: { output, cost, worker_pk, record_id, latency_ms, ...(relay_pk === undefined ? {} : { relay_pk }) },
+      };
     }),
   };
 }
@@ -200,6 +211,13 @@ function answer(ctx: Context, response: ComputeResponse, publicUrl: string | und
 /** `path` under PUBLIC_URL, else under the origin the client reached (relative without a usable Host). */
 function absolute(path: string, ctx: Context, publicUrl: string | undefined): string {
   return `${publicUrl ?? serviceOrigin(ctx)}${path}`;
+}
+
+/** SPEC 2.3 `settlement.stellar_tx` from the ledger, once the job's settlement was submitted. */
+async function withStellarTx(response: ComputeResponse, deps: ComputeDeps): Promise<ComputeResponse> {
+  if (!deps.stellarTx || response.settlement.stellar_tx !== null) return response;
+  const tx = await deps.stellarTx(response.job_id);
+  return tx === null ? response : { ...response, settlement: { ...response.settlement, stellar_tx: tx } };
 }
 
 function withAbsoluteUrl(response: ComputeResponse, ctx: Context, publicUrl: string | undefined): ComputeResponse {

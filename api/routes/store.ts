@@ -1,19 +1,53 @@
 import type { Context } from 'koa';
-import type { z } from 'zod';
-import { pass } from '../../core/check.js';
+import { z } from 'zod';
+import { fail, pass } from '../../core/check.js';
+import { fromCreditUnits } from '../../core/credits.js';
 import { ERROR_STATUS, ServiceError } from '../../core/errors.js';
+import { sha256Hex } from '../../core/hash.js';
+import { proofPurchaseEntries } from '../../core/ledger-entries.js';
+import type { EpochAnchor } from '../../core/ledger-types.js';
+import type { ProofBundle } from '../../core/proof-bundle.js';
 import type { ProofIngest, Verdict } from '../../activities/proof/proof-ingest.js';
 import { route } from '../route-spec.js';
 import { epochsRequestSchema, storeQuerySchema, syncRequestSchema } from '../schemas/store-requests.js';
 import { zodCheck } from '../schemas/zod-check.js';
+import type { LedgerStore } from '../../store/ledger-store.js';
 import type { ProofStore } from '../../store/proof-store.js';
+
+/**
+ * A proof purchase (`POST /store/proof/:record_id`, gate 1). `created_at` is required: gate 1 then refuses a
+ * copy older than 5 minutes, and within them a replay posts nothing new (its entries' ids come from the signature).
+ */
+export const proofPurchaseSchema = z.strictObject({
+  requester_pk: z.string(),
+  signature: z.string(),
+  record_id: z.string().min(1).max(512),
+  created_at: z.string(),
+  nonce: z.string().max(128).optional(),
+});
+type ProofPurchase = z.infer<typeof proofPurchaseSchema>;
+
+export interface StoreRouteDeps {
+  proofs: ProofStore;
+  ingest: ProofIngest;
+  /** The credit ledger (issue 10): epoch anchors, and the charges of bought proofs. */
+  ledger: LedgerStore;
+  /** This node: it seals the proofs it serves, so a bought proof pays it (SPEC 8 Merkle proof). */
+  platformPk: string;
+  /** The Stellar network anchors are written to, shown with each anchor so a verifier asks the right one. */
+  networkPassphrase?: string | undefined;
+}
 
 /**
  * The proof store over HTTP (SPEC 4.1 `/store/*`): public reads, signed writes. A batch is processed
  * record by record (each is idempotent by id), so the answer lists every item's outcome; when any item
  * was rejected the status is that rejection's (409 `record_conflict` …) and the lists are still there.
+ *
+ * A proof (`/store/proof/:record_id`) carries `anchor`: where its epoch's Merkle root was written on the
+ * external ledger (issue 10), null until that transaction was submitted. Reading a proof is free; a signed
+ * `POST` of the same path buys it (SPEC 8: 0.0001 credits, charged to the signer, once per signed request).
  */
-export const storeRoutes = (deps: { proofs: ProofStore; ingest: ProofIngest }) => [
+export const storeRoutes = (deps: StoreRouteDeps) => [
   signedBatchRoute('/store/sync', syncRequestSchema, (input) => deps.ingest.ingestRecords(input.records)),
   signedBatchRoute('/store/epochs', epochsRequestSchema, (input) => deps.ingest.ingestSeals(input.seals)),
   route({
@@ -44,12 +78,83 @@ export const storeRoutes = (deps: { proofs: ProofStore; ingest: ProofIngest }) =
     facets: [],
     preflight: ({ params }) => pass(params.record_id ?? ''),
     handler: async (ctx, recordId) => {
-      const bundle = await deps.ingest.proofOf(recordId);
-      if (!bundle) throw new ServiceError('record_not_found', `no record with id ${JSON.stringify(recordId)}`);
-      ctx.body = bundle;
+      ctx.body = await anchoredProof(deps, recordId);
+    },
+  }),
+  route<ProofPurchase>({
+    method: 'POST',
+    path: '/store/proof/:record_id',
+    auth: 'signed',
+    jsonBody: true,
+    facets: [],
+    preflight: ({ body, params }) => {
+      const purchase = zodCheck(proofPurchaseSchema, body);
+      if (!purchase.ok) return purchase;
+      // The signature covers the body, not the path: the record bought must be the one named in both.
+      return purchase.value.record_id === params.record_id
+        ? purchase
+        : fail('invalid_request', 'record_id: the body names another record than the path');
+    },
+    handler: async (ctx, purchase) => {
+      const bundle = await anchoredProof(deps, purchase.record_id);
+      // A pending record has no proof yet: the answer shows that, and nothing is charged for it.
+      if (bundle.proof === null) {
+        ctx.body = { ...bundle, charge: { credits: 0, entry_ids: [] } };
+        return;
+      }
+      const entries = proofPurchaseEntries({
+        requesterPk: purchase.requester_pk,
+        platformPk: deps.platformPk,
+        recordId: purchase.record_id,
+        // The signature names the purchase: a replayed request builds the same entries, which post once.
+        requestId: sha256Hex(`geofabric/proof-purchase\n${purchase.signature}`),
+        // Entry times come from the signed request, not the clock, so a replay builds identical entries.
+        nowMs: Date.parse(purchase.created_at),
+      });
+      await deps.ledger.post(entries);
+      const charged = entries.filter((e) => e.account_pk === purchase.requester_pk && e.amount_units < 0);
+      ctx.body = {
+        ...bundle,
+        charge: {
+          credits: fromCreditUnits(-charged.reduce((sum, e) => sum + e.amount_units, 0)),
+          entry_ids: entries.map((e) => e.id),
+        },
+      };
     },
   }),
 ];
+
+/** The proof bundle of a record with its epoch's anchor; 404 when there is no such record. */
+async function anchoredProof(
+  deps: StoreRouteDeps,
+  recordId: string,
+): Promise<ProofBundle & { anchor: AnchorView | null }> {
+  const bundle = await deps.ingest.proofOf(recordId);
+  if (!bundle) throw new ServiceError('record_not_found', `no record with id ${JSON.stringify(recordId)}`);
+  const anchor = bundle.seal ? await deps.ledger.anchor(bundle.seal.sealer_pk, bundle.seal.epoch) : null;
+  return { ...bundle, anchor: anchorView(anchor, deps.networkPassphrase) };
+}
+
+export interface AnchorView {
+  tx_hash: string;
+  ledger: number | null;
+  epoch: number;
+  /** The root written on the ledger: a verifier compares it with the seal's `merkle_root`, then with the ledger. */
+  root: string;
+  network_passphrase?: string;
+}
+
+/** An anchor as clients see it: only once its transaction was submitted (pending and failed ones are retried). */
+function anchorView(anchor: EpochAnchor | null, networkPassphrase: string | undefined): AnchorView | null {
+  if (anchor === null || anchor.status !== 'submitted' || anchor.tx_hash === null) return null;
+  return {
+    tx_hash: anchor.tx_hash,
+    ledger: anchor.ledger,
+    epoch: anchor.epoch,
+    root: anchor.root,
+    ...(networkPassphrase === undefined ? {} : { network_passphrase: networkPassphrase }),
+  };
+}
 
 /** A push of records or seals by a node: signed (gate 1), no delegation facet, per-item verdicts. */
 function signedBatchRoute<T>(path: string, schema: z.ZodType<T>, ingest: (input: T) => Promise<Verdict[]>) {

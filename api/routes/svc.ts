@@ -16,7 +16,11 @@ export const MAX_RECENT_LIMIT = 100;
 
 const cors = { expose: [] };
 
-export const svcRoutes = (swarm: Swarm) => [
+/**
+ * `earnings` (issue 10): the ledger's earnings per hardware tier, added to `/svc/status` here rather than in the
+ * swarm, which knows workers, not credits.
+ */
+export const svcRoutes = (swarm: Swarm, views: { earnings?: () => Promise<unknown> } = {}) => [
   route<undefined>({
     method: 'GET',
     path: '/svc/status',
@@ -25,7 +29,8 @@ export const svcRoutes = (swarm: Swarm) => [
     facets: [],
     preflight: () => pass(undefined),
     handler: async (ctx) => {
-      ctx.body = { version: SERVICE_VERSION, ...(await swarm.status()) };
+      const [status, earnings] = await Promise.all([swarm.status(), views.earnings?.()]);
+      ctx.body = { version: SERVICE_VERSION, ...status, ...(earnings === undefined ? {} : { earnings }) };
     },
   }),
   route<undefined>({

@@ -11,6 +11,7 @@ import { WORKER_OUTCOMES_MIGRATION, WORKER_REGISTRY_MIGRATION } from './worker-r
 import { API_KEYS_MIGRATION } from './api-key-schema.js';
 import { JOB_STORE_MIGRATION } from './job-store-schema.js';
 import { AUDIT_CHAIN_MIGRATION } from './audit-store-schema.js';
+import { LEDGER_MIGRATION } from './ledger-store-schema.js';
 
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   {
@@ -73,4 +74,5 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   JOB_STORE_MIGRATION,
   WORKER_OUTCOMES_MIGRATION,
   AUDIT_CHAIN_MIGRATION,
+  LEDGER_MIGRATION,
 ];

@@ -3,10 +3,12 @@ import { cellArea } from 'h3-js';
 import { DEFAULT_JOB_CELL, DEFAULT_PERCEPTION_CELL } from '../../core/h3-cell.js';
 import {
   PRICES,
+  RELAY_FEE_SHARE,
   estimateJobCost,
   estimateStepCost,
   estimateTokens,
   fromCreditUnits,
+  relayFee,
   sumCredits,
   tileCost,
   toCreditUnits,
@@ -121,5 +123,16 @@ describe('pricing (SPEC 8)', () => {
     assert.equal(withinBudget(0.1 + 0.2, 0.3), true, 'float noise below a credit unit does not count');
     assert.equal(withinBudget(0.10000001, 0.1), false);
     assert.equal(withinBudget(0.09999999, 0.1), true);
+  });
+
+  it('takes the relay fee as a share of the step, 20 % unless configured, rounded to a credit unit', () => {
+    assert.equal(RELAY_FEE_SHARE, 0.2);
+    assert.equal(relayFee(0.0015), 0.0003);
+    assert.equal(relayFee(0.0015, 0.1), 0.00015);
+    assert.equal(relayFee(0.0015, 0), 0);
+    assert.equal(relayFee(0.0015, 1), 0.0015);
+    assert.equal(relayFee(0.00000003), 0.00000001, '0.6 units round to 1');
+    assert.equal(relayFee(0.00000002), 0, '0.4 units round to 0');
+    for (const share of [-0.1, 1.5, Number.NaN]) assert.throws(() => relayFee(0.001, share), RangeError);
   });
 });

@@ -26,6 +26,8 @@ import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
 import { createSqliteRateLimitStore } from '../../store/sqlite/rate-limit-store.js';
 import type { ProofStore } from '../../store/proof-store.js';
+import type { LedgerStore } from '../../store/ledger-store.js';
+import { createSqliteLedgerStore } from '../../store/sqlite/ledger-store.js';
 
 export interface TestResponse {
   status: number;
@@ -70,6 +72,16 @@ export async function startGateway(
     jobRunner?: (compute: ComputeActivities) => JobRunner;
     /** How long POST /v1/compute waits before job_timeout (embedded default 10 s). */
     jobWaitMs?: number;
+    /** The credit ledger (issue 10); default: SQLite in the gateway's in-memory database. */
+    ledger?: LedgerStore;
+    /** The relay's share of a routed step (RELAY_FEE_PERCENT / 100); default core/pricing.ts RELAY_FEE_SHARE. */
+    relayFeeShare?: number;
+    /** Called once a finished job's ledger entries are posted (a settlement service's settleJob). */
+    onJobPosted?: (jobId: string) => void;
+    /** The gateway's node key (a test that settles on a fake Horizon funds its account first). */
+    node?: KeyPair;
+    /** Shown with anchors (LEDGER=stellar). */
+    networkPassphrase?: string;
   } = {},
 ): Promise<
   TestGateway & {
@@ -81,6 +93,7 @@ export async function startGateway(
     swarm: ReturnType<typeof createSwarm>;
     jobs: JobStore;
     compute: ComputeActivities;
+    ledger: LedgerStore;
   }
 > {
   const db = openSqlite(':memory:');
@@ -93,7 +106,8 @@ export async function startGateway(
     apiKeys: [],
     ...options.config,
   };
-  const node = generateKeyPair();
+  const node = options.node ?? generateKeyPair();
+  const ledger = options.ledger ?? createSqliteLedgerStore(db);
   const writer = createRecordBatcher({ store: proofs, signer: node, clock, genesisMs: config.epochGenesisMs });
   const logger = pino({ level: process.env.TEST_LOG ?? 'silent' });
   const workers = options.workers ?? createSqliteWorkerRegistry(db);
@@ -158,6 +172,9 @@ export async function startGateway(
     naming: options.naming ?? DEFAULT_QUEUE_NAMING,
     backbone: options.swarm?.backboneUrl !== undefined,
     clock,
+    ledger,
+    ...(options.relayFeeShare === undefined ? {} : { relayFeeShare: options.relayFeeShare }),
+    ...(options.onJobPosted === undefined ? {} : { onJobPosted: options.onJobPosted }),
   });
   const jobRunner =
     options.jobRunner?.(compute) ??
@@ -180,6 +197,9 @@ export async function startGateway(
     swarm,
     jobs,
     jobRunner,
+    ledger,
+    nodePk: node.publicKey,
+    networkPassphrase: options.networkPassphrase,
   });
   const server: Server = app.listen(0, '127.0.0.1');
   answerClientErrorsWithJson(server);
@@ -213,6 +233,7 @@ export async function startGateway(
     swarm,
     jobs,
     compute,
+    ledger,
     request,
     post: (path, body, headers) => request('POST', path, { body, ...(headers ? { headers } : {}) }),
     get: (path, headers) => request('GET', path, headers ? { headers } : {}),
