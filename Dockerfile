@@ -34,6 +34,7 @@ COPY activities ./activities
 COPY api ./api
 COPY bin ./bin
 COPY core ./core
+COPY dashboard ./dashboard
 COPY mcp ./mcp
 COPY store ./store
 COPY workflows ./workflows

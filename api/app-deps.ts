@@ -6,6 +6,7 @@ import type { ApiKeyStore } from '../store/api-key-store.js';
 import type { JobStore } from '../store/job-store.js';
 import type { LedgerStore } from '../store/ledger-store.js';
 import type { JobRunner } from './job-runner.js';
+import type { GatewayMetrics } from './metrics.js';
 import type { WorkerRegistry } from '../store/worker-registry.js';
 import type { ProofStore } from '../store/proof-store.js';
 import type { RateLimitStore } from '../store/types.js';
@@ -20,6 +21,10 @@ export interface GatewayConfig {
   apiKeys: readonly string[];
   /** Absolute base URL of this gateway as clients reach it (`PUBLIC_URL`); default: each request's origin. */
   publicUrl?: string | undefined;
+  /** METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <token>`; unset, it is public. */
+  metricsToken?: string | undefined;
+  /** The perception service the dashboard's compliance view asks (server-side); default http://127.0.0.1:8100. */
+  perceptionUrl?: string | undefined;
 }
 
 /** Everything the gateway needs from outside; `createApp` never reads the environment or listens. */
@@ -42,4 +47,11 @@ export interface AppDeps {
   nodePk: string;
   /** The Stellar network of settlements and anchors (LEDGER=stellar), shown with each anchor. */
   networkPassphrase?: string | undefined;
+  /**
+   * Prometheus metrics (api/metrics.ts), shared with the activities' hooks by whoever built them (bin/start.ts);
+   * default: a registry of this app's own, without process metrics.
+   */
+  metrics?: GatewayMetrics | undefined;
+  /** True once shutdown began: new requests get 503 shutting_down and responses `Connection: close`. */
+  draining?: (() => boolean) | undefined;
 }

@@ -5,15 +5,20 @@ import { jobStellarTx } from '../activities/settlement/settlement-service.js';
 import { ServiceError } from '../core/errors.js';
 import type { AppDeps } from './app-deps.js';
 import { gateChain } from './gates.js';
-import { errorMiddleware, requestIdMiddleware } from './http-errors.js';
+import { errorMiddleware } from './http-errors.js';
 import { readJsonBody } from './json-body.js';
+import { createMetrics } from './metrics.js';
+import { requestContext } from './request-context.js';
 import type { RouteSpec } from './route-spec.js';
 import { chatRoutes } from './routes/chat.js';
 import { computeRoutes } from './routes/compute.js';
+import { dashboardRoutes } from './routes/dashboard.js';
 import { healthRoutes } from './routes/health.js';
 import { ledgerRoutes, statusEarnings } from './routes/ledger.js';
 import { imageryRoutes } from './routes/imagery.js';
+import { metricsRoutes } from './routes/metrics.js';
 import { modelRoutes } from './routes/models.js';
+import { openApiRoutes } from './routes/openapi.js';
 import { storeRoutes } from './routes/store.js';
 import { svcRoutes } from './routes/svc.js';
 import { workerRoutes } from './routes/svc-workers.js';
@@ -21,16 +26,19 @@ import { tileRoutes } from './routes/tiles.js';
 import { toolRoutes } from './routes/tools.js';
 
 /**
- * The gateway as a Koa app: errors → request id → (per route) body → gate 1 → gate 2 → gate 3 → gate 4
- * → handler. It never listens; `bin/` and tests do.
+ * The gateway as a Koa app: request context (id, log line, metrics, drain) → errors → (per route) body
+ * → gate 1 → gate 2 → gate 3 → gate 4 → handler. It never listens; `bin/` and tests do.
  */
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa();
   app.proxy = false;
   app.silent = true; // errors are logged by errorMiddleware, once, with the request id
+  const metrics = deps.metrics ?? createMetrics({ processMetrics: false });
+  metrics.watchTileCache(() => deps.tiles.cacheSize());
   const router = new Router();
   const routes = [
     ...healthRoutes(),
+    ...metricsRoutes({ metrics, token: deps.config.metricsToken }),
     ...computeRoutes({
       jobs: deps.jobs,
       runner: deps.jobRunner,
@@ -54,11 +62,14 @@ export function createApp(deps: AppDeps): Koa {
       platformPk: deps.nodePk,
       networkPassphrase: deps.networkPassphrase,
     }),
+    ...dashboardRoutes({ perceptionUrl: deps.config.perceptionUrl }),
   ];
+  // The reference documents every route, itself included: it reads the list when first asked.
+  routes.push(...openApiRoutes({ routes: () => routes, publicUrl: deps.config.publicUrl }));
   for (const spec of routes) registerRoute(router, deps, spec);
 
+  app.use(requestContext({ logger: deps.logger, metrics, draining: deps.draining }));
   app.use(errorMiddleware(deps.logger));
-  app.use(requestIdMiddleware);
   app.use(router.routes());
   app.use(
     router.allowedMethods({

@@ -17,18 +17,41 @@ import type { GateState, RouteSpec } from './route-spec.js';
  * only adapts them to Koa and throws the failure as the JSON error.
  */
 export function gateChain(deps: AppDeps, spec: RouteSpec<unknown>): Middleware[] {
-  const chain = [authGate(deps, spec), jurisdictionGate(spec), delegationGate(deps, spec), preflightGate(spec)];
+  const chain: [GateName, Gate][] = [
+    [spec.auth === 'api_key' ? 'api_key' : 'signature', authGate(deps, spec)],
+    ['jurisdiction', jurisdictionGate(spec)],
+    ['delegation', delegationGate(deps, spec)],
+    ['geometry', preflightGate(spec)],
+  ];
   // One middleware, not four: each Koa layer costs a promise hop on every request, and the gates await only
   // when they must (a stored API key, a rate-limit count).
   return [
     async (ctx, next) => {
-      for (const gate of chain) {
-        const pending = gate(ctx);
-        if (pending) await pending;
+      for (const [name, gate] of chain) {
+        try {
+          const pending = gate(ctx);
+          if (pending) await pending;
+        } catch (error) {
+          // Noted for the request's metrics and log line (api/request-context.ts); a store failure is no refusal.
+          if (error instanceof ServiceError) {
+            const rejection: GateRejection = { gate: name, code: error.code };
+            ctx.state.gateRejection = rejection;
+          }
+          throw error;
+        }
       }
       await next();
     },
   ];
+}
+
+/** The gates by name, 1 to 4; gate 1 is named after the route's auth policy. */
+export type GateName = 'signature' | 'api_key' | 'jurisdiction' | 'delegation' | 'geometry';
+
+/** Which gate refused a request, and with which error code (`ctx.state.gateRejection`). */
+export interface GateRejection {
+  gate: GateName;
+  code: string;
 }
 
 /** One gate: throws its refusal as a ServiceError; a promise only when it has I/O to wait for. */

@@ -1,5 +1,7 @@
 import type { Context } from 'koa';
+import type { ZodType } from 'zod';
 import type { Check } from '../core/check.js';
+import type { ErrorCode } from '../core/errors.js';
 import type { Authority } from '../core/gates/delegation.js';
 import type { JurisdictionContext } from '../core/gates/jurisdiction.js';
 import type { RequestParts } from '../core/gates/request-scope.js';
@@ -20,6 +22,46 @@ export interface GateState {
   authority: Authority;
   /** The caller's API key on `api_key` routes (an env key appears as tier `pro`, id `env:<index>`). */
   apiKey?: ApiKeyRecord;
+}
+
+/** One documented answer of a route: JSON described by `schema` unless `contentTypes` says otherwise. */
+export interface ResponseDocs {
+  description: string;
+  /** The JSON body (zod's output type); absent: a body not described further, or none. */
+  schema?: ZodType;
+  /** Media types of the body; default `application/json`. Non-JSON types are documented as strings. */
+  contentTypes?: readonly string[];
+  /** Response headers worth knowing: name → meaning. */
+  headers?: Readonly<Record<string, string>>;
+}
+
+/**
+ * The route's API reference (issue 11 item 5): `/openapi.json` is generated from these and the route's own
+ * method, path and auth. The schemas are the ones the pre-flight parses with, so the reference cannot drift
+ * from what the gateway accepts. Every route must have docs (test/api/openapi.test.ts).
+ */
+export interface RouteDocs {
+  summary: string;
+  description?: string;
+  /** Groups in the reference; each must be one of api/openapi-document.ts TAGS. */
+  tags: readonly string[];
+  /** Default: derived from method and path (`getV1ComputeByJobId`). */
+  operationId?: string;
+  /** The JSON request body (zod's input type). */
+  body?: ZodType;
+  /** Query parameters: an object schema, one parameter per property. */
+  query?: ZodType;
+  /** Path parameters (`:name` in the path): an object schema, one property per parameter. */
+  params?: ZodType;
+  /** Successful (and other non-error) answers by status. */
+  responses: Readonly<Record<number, ResponseDocs>>;
+  /**
+   * Error codes the route itself can answer (core/errors.ts); the gates' codes (auth, jurisdiction, delegation,
+   * body parsing) are added from `auth` and `jsonBody`.
+   */
+  errors?: readonly ErrorCode[];
+  /** Default: from `auth` (`signed` → X-Idn-Signature, `api_key` → bearer, `public` → none). */
+  security?: 'signed' | 'api_key' | 'none';
 }
 
 export interface RouteSpec<Input> {
@@ -43,6 +85,8 @@ export interface RouteSpec<Input> {
    */
   preflight: (parts: RequestParts) => Check<Input>;
   handler: (ctx: Context, input: Input, gates: GateState) => Promise<void>;
+  /** The API reference of the route (`/openapi.json`). */
+  docs?: RouteDocs;
 }
 
 /** Erases the input type so routes of different inputs live in one list. */

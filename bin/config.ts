@@ -101,6 +101,11 @@ const envSchema = z.object({
     .max(7 * 86_400)
     .default(3600),
   PUBLIC_URL: z.url().optional(),
+  // GET /metrics (Prometheus): public unless set; set, scrapes send `Authorization: Bearer <METRICS_TOKEN>`.
+  METRICS_TOKEN: z.string().regex(/^\S*$/, 'must not contain whitespace (it is sent as a bearer token)').optional(),
+  // On SIGTERM/SIGINT the gateway stops accepting connections and lets in-flight requests finish for at most
+  // this long before closing what is left. Keep it below the orchestrator's kill delay (compose stop_grace_period).
+  SHUTDOWN_DRAIN_SECONDS: z.coerce.number().int().min(0).max(3600).default(25),
   GATEWAY_URL: z.url().default('http://127.0.0.1:8080'),
   WORKER_RELAY: boolean.default(false),
   // The perception and compliance MCP server (mcp/perception, issue 8).
@@ -247,6 +252,10 @@ export interface Config {
   /** A Temporal job run still open after this is stopped (the job-level timeout). */
   jobRunTimeoutMs: number;
   publicUrl: string | undefined;
+  /** METRICS_TOKEN: the bearer token GET /metrics requires; undefined (unset or empty): /metrics is public. */
+  metricsToken: string | undefined;
+  /** SHUTDOWN_DRAIN_SECONDS: how long a stopping gateway lets in-flight requests finish. */
+  shutdownDrainMs: number;
   /** `geofabric worker`: the gateway it registers with and syncs to. */
   gatewayUrl: string;
   /** `geofabric worker`: a mobile relay (SPEC 1.4). */
@@ -428,6 +437,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jobWaitMs: e.JOB_WAIT_SECONDS * 1000,
     jobRunTimeoutMs: e.JOB_RUN_TIMEOUT_SECONDS * 1000,
     publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
+    metricsToken: e.METRICS_TOKEN || undefined,
+    shutdownDrainMs: e.SHUTDOWN_DRAIN_SECONDS * 1000,
     gatewayUrl: e.GATEWAY_URL.replace(/\/+$/, ''),
     workerRelay: e.WORKER_RELAY,
     perception: {

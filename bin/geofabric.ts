@@ -12,6 +12,7 @@ import { ConfigError, loadConfig } from './config.js';
 import { readKeyFile, writeKeyFile } from './key-file.js';
 import { APIKEY_USAGE, apikeyCommand } from './apikey-commands.js';
 import { PROOF_VERIFY_USAGE, proofVerifyCommand, storeAuditCommand } from './proof-commands.js';
+import { STORE_SYNC_USAGE, storeSyncCommand } from './store-sync.js';
 import { AUDIT_VERIFY_USAGE, auditVerifyCommand } from './audit-verify.js';
 import { runGovernanceCli } from './governance.js';
 import { runPerceptionCli } from './perception.js';
@@ -39,7 +40,13 @@ const USAGE = `geofabric <command>
   proof verify RECORD_ID --url BASE [--anchor [--horizon URL]]
                                  fetches /store/proof/RECORD_ID and re-verifies it offline; with --anchor also
                                  checks its epoch root's anchor on Horizon (HORIZON_URL); exit 1 if not
+  proof verify ID1 ID2 ... | --all [--cell C] [--epoch N] [--collection T] [--allow-pending] --url BASE
+                                 verifies many records the same way (--all: every record /store/query lists),
+                                 with progress on stderr; prints counts and failures; exit 1 if any fails
   store audit                    re-verifies every record, seal and chain link of the configured store
+                                 (progress on stderr)
+  store sync [--central URL]     pushes every unsynced record, then seal, of the configured store to the central
+                                 store (default CENTRAL_STORE_URL) once, with progress; exit 1 on refusals
   audit verify BUNDLE.json [--json] [--server-pk HEX]
                                  checks a generate_audit_proof bundle offline (no network); exit 1 if invalid
   ${APIKEY_USAGE}`;
@@ -112,8 +119,9 @@ async function main(argv: string[]): Promise<number> {
       if (rest[0] !== 'verify') throw new UsageError(PROOF_VERIFY_USAGE);
       return proofVerifyCommand(rest.slice(1));
     case 'store':
-      if (rest[0] !== 'audit') throw new UsageError('store audit');
-      return storeAuditCommand(rest.slice(1));
+      if (rest[0] === 'audit') return storeAuditCommand(rest.slice(1));
+      if (rest[0] === 'sync') return storeSyncCommand(rest.slice(1));
+      throw new UsageError(`store audit | ${STORE_SYNC_USAGE}`);
     case 'apikey':
       return apikeyCommand(rest);
     case undefined:

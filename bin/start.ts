@@ -24,6 +24,7 @@ import type { KeyPair } from '../core/identity.js';
 import type { Seal } from '../core/proof-types.js';
 import type { Stores } from './stores.js';
 import { createApp } from '../api/app.js';
+import { createMetrics, type GatewayMetrics } from '../api/metrics.js';
 import { createEmbeddedJobRunner, type JobRunner } from '../api/job-runner.js';
 import { createTemporalJobRunner } from '../api/temporal-job-runner.js';
 import { backboneQueue, gatewayQueue, jobQueue } from '../core/task-queues.js';
@@ -38,15 +39,22 @@ import { startGovernance } from './governance.js';
 import { startPerception } from './perception.js';
 import { openStores } from './stores.js';
 
-/** Runs the gateway until SIGINT/SIGTERM, then drains connections and closes the stores. */
+/**
+ * Runs the gateway until SIGINT/SIGTERM, then shuts down gracefully: the listener closes (new connections are
+ * refused), idle keep-alive connections close at once, in-flight requests get SHUTDOWN_DRAIN_SECONDS to finish
+ * (answered with `Connection: close`; a request arriving on a kept-alive connection meanwhile gets 503
+ * shutting_down), then whatever is still open is closed, and the background tasks and stores stop in order.
+ */
 export async function startGateway(config: Config): Promise<void> {
   const logger = pino({ level: config.logLevel });
+  // Prometheus metrics (GET /metrics): the activities report through their hooks, the app through its middleware.
+  const metrics = createMetrics();
   const stores = await openStores(config);
   const node = loadNodeKey(config.dataDir, config.nodeSecretKey);
   logger.info({ node_pk: node.key.publicKey, source: node.source }, 'node key');
   // Settlement and anchoring (issue 10): before anything runs jobs or seals, so none misses them, and so a bad
   // SETTLEMENT_ASSET stops the start before anything is registered or listening.
-  const ledger = startLedger(config, { stores, signer: node.key, logger });
+  const ledger = startLedger(config, { stores, signer: node.key, logger, metrics });
   // The governance server's key is loaded before anything listens (a bad GOVERNANCE_SK stops the start), and
   // before the perception server starts: perception accepts the tokens it signs (issue 9).
   const governanceKey = config.governance.enabled
@@ -72,7 +80,13 @@ export async function startGateway(config: Config): Promise<void> {
     tools: createToolExecutor({ webSearch: createWebSearch(config.webSearch) }),
   });
   await swarm.start();
-  const tiles = createTileActivities({ config: config.tiles, proofs: writer, clock: Date.now, logger });
+  const tiles = createTileActivities({
+    config: config.tiles,
+    proofs: writer,
+    clock: Date.now,
+    logger,
+    onServeEvent: metrics.tileEvent,
+  });
   const imagery = createImageryActivities({ config: config.imagery, proofs: writer, clock: Date.now, logger });
   const compute = createComputeActivities({
     jobs: stores.jobs,
@@ -88,6 +102,7 @@ export async function startGateway(config: Config): Promise<void> {
     ledger: stores.ledger,
     relayFeeShare: config.ledger.relayFeeShare,
     ...(ledger.onJobPosted ? { onJobPosted: ledger.onJobPosted } : {}),
+    onJobFinished: metrics.jobFinished,
   });
   const seals = createSealActivities({
     store: stores.proofs,
@@ -96,8 +111,11 @@ export async function startGateway(config: Config): Promise<void> {
     genesisMs: config.epochGenesisMs,
     graceMs: config.sealGraceMs,
     ...(ledger.onSealed ? { onSealed: ledger.onSealed } : {}),
+    onEpochSealed: metrics.epochSealed,
   });
   const orchestration = await startOrchestration(config, { compute, seals }, logger);
+  // Set by SIGTERM/SIGINT (stop, below); the app refuses new requests from then on.
+  let stopping = false;
   const app = createApp({
     config: {
       requireDelegation: config.requireDelegation,
@@ -105,9 +123,14 @@ export async function startGateway(config: Config): Promise<void> {
       epochGenesisMs: config.epochGenesisMs,
       apiKeys: config.apiKeys,
       publicUrl: config.publicUrl,
+      metricsToken: config.metricsToken,
+      // The dashboard's compliance view reads reports from the perception service (COMPLIANCE_URL).
+      perceptionUrl: config.governance.complianceUrl,
     },
     clock: Date.now,
     logger,
+    metrics,
+    draining: () => stopping,
     rateLimits: stores.rateLimits,
     proofs: stores.proofs,
     tiles,
@@ -134,6 +157,7 @@ export async function startGateway(config: Config): Promise<void> {
           intervalMs: config.sealCheckMs,
           onError: (error) => logger.error({ err: error }, 'epoch sealing failed'),
           ...(ledger.onSealed ? { onSealed: ledger.onSealed } : {}),
+          onEpochSealed: metrics.epochSealed,
         })
       : undefined;
   const sync = config.centralStoreUrl
@@ -143,8 +167,10 @@ export async function startGateway(config: Config): Promise<void> {
         signer: node.key,
         intervalMs: config.syncIntervalMs,
         logger,
+        onRound: metrics.syncRound,
       })
     : undefined;
+  if (sync) metrics.trackSync();
   sync?.start();
   const server = app.listen(config.port, config.host);
   answerClientErrorsWithJson(server);
@@ -181,29 +207,41 @@ export async function startGateway(config: Config): Promise<void> {
           },
         );
 
-  let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'shutting down');
+    const drainMs = config.shutdownDrainMs;
     swarm.stop();
-    server.close(() => {
-      Promise.all([perception?.close(), governance?.close()])
-        .then(() => orchestration.close())
-        .then(() => writer.close())
-        .then(() => Promise.all([sealer?.stop(), sync?.stop()]))
-        .then(() => ledger.stop())
-        .then(() => stores.close())
-        .then(
-          () => process.exit(0),
-          (error: unknown) => {
-            logger.error({ err: error }, 'closing stores failed');
-            process.exit(1);
-          },
-        );
-    });
+    // close(): the listener stops now, so new connections are refused; its callback runs once every connection
+    // has closed. Idle keep-alive connections close at once; busy ones after their response, which says
+    // `Connection: close` (api/request-context.ts). What is still open when the drain time is up is cut.
+    const drained = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
-    setTimeout(() => process.exit(1), 10_000).unref();
+    logger.info({ signal, drain_seconds: drainMs / 1000 }, 'shutting down: draining in-flight requests');
+    const cut = setTimeout(() => {
+      logger.warn({ drain_seconds: drainMs / 1000 }, 'drain time is up: closing the connections still open');
+      server.closeAllConnections();
+    }, drainMs);
+    drained
+      .then(() => {
+        clearTimeout(cut);
+        logger.info('in-flight requests drained');
+      })
+      .then(() => Promise.all([perception?.close(), governance?.close()]))
+      .then(() => orchestration.close())
+      .then(() => writer.close())
+      .then(() => Promise.all([sealer?.stop(), sync?.stop()]))
+      .then(() => ledger.stop())
+      .then(() => stores.close())
+      .then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error({ err: error }, 'closing stores failed');
+          process.exit(1);
+        },
+      );
+    // Whatever hangs after the drain (a job that never ends, a store that never closes), the process ends.
+    setTimeout(() => process.exit(1), drainMs + 15_000).unref();
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
@@ -225,7 +263,18 @@ interface LedgerHooks {
  */
 export function startLedger(
   config: Config,
-  { stores, signer, logger }: { stores: Pick<Stores, 'ledger' | 'jobs' | 'workers'>; signer: KeyPair; logger: Logger },
+  {
+    stores,
+    signer,
+    logger,
+    metrics,
+  }: {
+    stores: Pick<Stores, 'ledger' | 'jobs' | 'workers'>;
+    signer: KeyPair;
+    logger: Logger;
+    /** Counts each settlement drive by its final state (settlements_total). */
+    metrics?: Pick<GatewayMetrics, 'settled'>;
+  },
 ): LedgerHooks {
   const settings = config.ledger;
   if (settings.mode !== 'stellar') return { stop: async () => undefined };
@@ -254,6 +303,7 @@ export function startLedger(
     // SPEC 2.3: the memo of a job's payment is its job hash, so the payment points at the proof.
     jobHashOf: async (jobId) => (await stores.jobs.get(jobId))?.response?.proof?.job_hash ?? null,
     listAccounts: async () => (await stores.workers.list()).map((w) => w.pk),
+    ...(metrics ? { onSettlement: metrics.settled } : {}),
   });
   settlement.start(settings.sweepIntervalMs);
   const anchorer: EpochAnchorer | undefined = settings.anchorEpochs

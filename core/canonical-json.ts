@@ -7,6 +7,12 @@ export class CanonicalJsonError extends Error {
   override name = 'CanonicalJsonError';
 }
 
+/**
+ * Deepest nesting of arrays and objects serialised. Serialisation recurses, so without a bound a hostile
+ * body (a 1 MiB request holds 500,000 levels) overflows the stack: a RangeError, not a clean refusal.
+ */
+export const MAX_CANONICAL_DEPTH = 1000;
+
 export function canonicalJson(value: unknown): string {
   try {
     return serialize(value);
@@ -23,7 +29,7 @@ function unrepresentable(value: unknown): string | null {
   return null;
 }
 
-function serialize(value: unknown): string {
+function serialize(value: unknown, depth = 0): string {
   if (value === null) return 'null';
   switch (typeof value) {
     case 'boolean':
@@ -35,16 +41,17 @@ function serialize(value: unknown): string {
       if (!Number.isFinite(value)) throw new CanonicalJsonError('non-finite number');
       return JSON.stringify(value); // ES Number::toString, as JCS section 3.2.2.3 requires; -0 becomes 0.
     case 'object': {
+      if (depth >= MAX_CANONICAL_DEPTH) throw new CanonicalJsonError(tooDeep);
       if (Array.isArray(value)) {
         let out = '[';
         for (let i = 0; i < value.length; i++) {
           const item: unknown = value[i];
-          out += (i > 0 ? ',' : '') + (item === undefined ? 'null' : serialize(item));
+          out += (i > 0 ? ',' : '') + (item === undefined ? 'null' : serialize(item, depth + 1));
         }
         return out + ']';
       }
       if (typeof (value as { toJSON?: unknown }).toJSON === 'function') {
-        return serialize((value as { toJSON: () => unknown }).toJSON());
+        return serialize((value as { toJSON: () => unknown }).toJSON(), depth);
       }
       // Default sort compares UTF-16 code units, which is what JCS section 3.2.3 prescribes.
       const keys = Object.keys(value).sort();
@@ -52,7 +59,7 @@ function serialize(value: unknown): string {
       for (const key of keys) {
         const v = (value as Record<string, unknown>)[key];
         if (v === undefined) continue;
-        out += `${out.length > 1 ? ',' : ''}${JSON.stringify(key)}:${serialize(v)}`;
+        out += `${out.length > 1 ? ',' : ''}${JSON.stringify(key)}:${serialize(v, depth + 1)}`;
       }
       return out + '}';
     }
@@ -61,21 +68,25 @@ function serialize(value: unknown): string {
   }
 }
 
-function pathOfFirstBad(value: unknown, path: string): string | null {
+const tooDeep = `nests deeper than ${MAX_CANONICAL_DEPTH} levels`;
+
+function pathOfFirstBad(value: unknown, path: string, depth = 0): string | null {
   if (unrepresentable(value) !== null) return path;
   if (typeof value !== 'object' || value === null) return null;
+  // Only the start of the path: the full one of a 500,000-level value would be megabytes.
+  if (depth >= MAX_CANONICAL_DEPTH) return path.length > 200 ? `${path.slice(0, 200)}…` : path;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = pathOfFirstBad(value[i], `${path}[${i}]`);
+      const found = pathOfFirstBad(value[i], `${path}[${i}]`, depth + 1);
       if (found !== null) return found;
     }
     return null;
   }
   if (typeof (value as { toJSON?: unknown }).toJSON === 'function') {
-    return pathOfFirstBad((value as { toJSON: () => unknown }).toJSON(), path);
+    return pathOfFirstBad((value as { toJSON: () => unknown }).toJSON(), path, depth);
   }
   for (const key of Object.keys(value).sort()) {
-    const found = pathOfFirstBad((value as Record<string, unknown>)[key], `${path}.${key}`);
+    const found = pathOfFirstBad((value as Record<string, unknown>)[key], `${path}.${key}`, depth + 1);
     if (found !== null) return found;
   }
   return null;

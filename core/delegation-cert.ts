@@ -290,6 +290,12 @@ function linkStructureIssue(
   }
   const agentKey = checkPublicKey(link.agent_pk);
   if (!agentKey.ok) return `link ${i}: agent_pk is invalid: ${agentKey.detail}`;
+  // Every key appears once: the root principal, then each agent. A loop (A→B→A, or A→A) would let a key
+  // re-enter its own chain below itself and hold rights by two routes.
+  const seen = chain.slice(0, i + 1).findIndex((earlier) => earlier.principal_pk === link.agent_pk);
+  if (seen >= 0) {
+    return `link ${i}: agent_pk is link ${seen}'s principal_pk (delegation loop)`;
+  }
 
   const parent = chain[i - 1];
   if (parent !== undefined && rights !== null) {

@@ -77,6 +77,8 @@ export const ERROR_STATUS = {
   not_found: 404,
   method_not_allowed: 405,
   internal_error: 500,
+  // A request that arrived after shutdown began (on a kept-alive connection): retry on a new connection.
+  shutting_down: 503,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -1,4 +1,5 @@
 import { fail, pass, type Check } from './check.js';
+import { shownValue } from './shown-value.js';
 import { checkEdges, checkHoles, reduceRing, type Budget, type Problem, type Ring } from './polygon-topology.js';
 
 export { MAX_EDGE_PAIRS } from './polygon-topology.js';
@@ -53,8 +54,8 @@ const isGeoJsonLike = (value: unknown): value is Json =>
 const childPath = (path: string, key: string): string =>
   /^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`;
 
-const describe = (value: unknown): string =>
-  typeof value === 'number' ? String(value) : (JSON.stringify(value) ?? typeof value);
+// Bounded: a position's "number" may be a 100,000-level array, which JSON.stringify cannot write.
+const describe = (value: unknown): string => (typeof value === 'number' ? String(value) : shownValue(value));
 
 /** Validates one Geometry, Feature or FeatureCollection. `path` names it in failure details. */
 export function checkGeoJson(value: unknown, path = '$'): Check<void> {

@@ -1,5 +1,6 @@
 import { cellToLatLng, cellToParent, getResolution, isValidCell } from 'h3-js';
 import { fail, pass, type Check } from './check.js';
+import { shownValue } from './shown-value.js';
 
 /** Default job cell: resolution 6 over Rome (SPEC 2.1 "a cell over Rome"). */
 export const DEFAULT_JOB_CELL = '861e8050fffffff';
@@ -14,9 +15,7 @@ export function isCell(value: unknown): value is string {
 }
 
 export function checkCell(value: unknown, where: string): Check<string> {
-  return isCell(value)
-    ? pass(value)
-    : fail('invalid_cell', `${where} is not a valid H3 cell: ${JSON.stringify(value)}`);
+  return isCell(value) ? pass(value) : fail('invalid_cell', `${where} is not a valid H3 cell: ${shownValue(value)}`);
 }
 
 /** True when `cell` lies inside `ancestor` (or is it): H3 containment, never string equality. */

@@ -10,7 +10,7 @@ import type { ImageryActivities } from '../imagery/index.js';
 import type { Swarm } from '../inference/index.js';
 import type { ProofWriter } from '../proof/record-batcher.js';
 import type { TileActivities } from '../tiles/index.js';
-import { createJobActivities } from './job-activities.js';
+import { createJobActivities, type JobActivityDeps } from './job-activities.js';
 import { createStepActivities } from './step-activities.js';
 
 export interface ComputeActivityDeps {
@@ -31,6 +31,8 @@ export interface ComputeActivityDeps {
   ledger?: LedgerStore;
   /** Called after a job's entries are posted; not awaited, catches its own errors (JobActivityDeps). */
   onJobPosted?: (jobId: string) => void;
+  /** Told each finished job's status and duration (JobActivityDeps.onJobFinished): the gateway's metrics. */
+  onJobFinished?: JobActivityDeps['onJobFinished'];
 }
 
 export function createComputeActivities(deps: ComputeActivityDeps) {
@@ -48,6 +50,7 @@ export function createComputeActivities(deps: ComputeActivityDeps) {
       ...(deps.relayFeeShare === undefined ? {} : { relayFeeShare: deps.relayFeeShare }),
       ...(deps.ledger ? { ledger: deps.ledger } : {}),
       ...(deps.onJobPosted ? { onJobPosted: deps.onJobPosted } : {}),
+      ...(deps.onJobFinished ? { onJobFinished: deps.onJobFinished } : {}),
     }),
   };
 }

@@ -52,6 +52,11 @@ export interface JobActivityDeps {
    * up the job; the hook catches and logs its own errors (a throwing hook is ignored here).
    */
   onJobPosted?: (jobId: string) => void;
+  /**
+   * Told each finished job's status and its time from acceptance (`created_at`) to its stored final record:
+   * the gateway's metrics. A Temporal retry of finishJob may tell a job twice.
+   */
+  onJobFinished?: (outcome: { status: ScheduleResult['status']; durationMs: number }) => void;
 }
 
 export function createJobActivities(deps: JobActivityDeps) {
@@ -212,6 +217,11 @@ export function createJobActivities(deps: JobActivityDeps) {
         } catch {
           // The hook logs its own failures; settlement retries from the ledger, the job is done.
         }
+      }
+      try {
+        deps.onJobFinished?.({ status, durationMs: Math.max(0, deps.clock() - Date.parse(job.created_at)) });
+      } catch {
+        // Metrics never fail a job.
       }
       return finished.response ?? response;
     },

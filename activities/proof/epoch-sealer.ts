@@ -4,6 +4,7 @@
  * node was down. `sealDueEpochs` is the whole logic with time passed in; `startAutoSealer` only runs it on a
  * timer (the embedded default; a Temporal Schedule can call `sealDueEpochs` the same way).
  */
+import { performance } from 'node:perf_hooks';
 import { ServiceError } from '../../core/errors.js';
 import { EPOCH_MS } from '../../core/epoch.js';
 import type { KeyPair } from '../../core/identity.js';
@@ -30,6 +31,9 @@ export interface SealDeps {
   now: number;
   genesisMs: number;
   graceMs: number;
+  /** Told each seal made here and the ms it took (metrics); `timer` reads the time (default performance.now). */
+  onEpochSealed?: ((seal: Seal, durationMs: number) => void) | undefined;
+  timer?: (() => number) | undefined;
 }
 
 /** The last epoch whose window ended at least `graceMs` before `now`; -1 when none has. */
@@ -56,12 +60,26 @@ export async function sealDueEpochs(deps: SealDeps): Promise<Seal[]> {
   const made: Seal[] = [];
   let prev = latest?.seal_hash ?? GENESIS_PREV_HASH;
   const sealedAt = new Date(now).toISOString();
+  const timer = deps.timer ?? performance.now.bind(performance);
   for (let epoch = start; epoch <= due; epoch++) {
+    const began = timer();
     const seal = await sealOne(store, signer, epoch, prev, sealedAt);
-    if (seal.made) made.push(seal.seal);
+    if (seal.made) {
+      made.push(seal.seal);
+      observe(deps.onEpochSealed, seal.seal, timer() - began);
+    }
     prev = seal.seal.seal_hash;
   }
   return made;
+}
+
+/** A metrics hook never fails sealing. */
+function observe(hook: SealDeps['onEpochSealed'], seal: Seal, durationMs: number): void {
+  try {
+    hook?.(seal, durationMs);
+  } catch {
+    // ignored: see above
+  }
 }
 
 async function sealOne(
@@ -105,6 +123,9 @@ export interface AutoSealerDeps {
    * run, so anchors follow the seal chain's order; a rejection goes to `onError` and the seals stand.
    */
   onSealed?: (seals: Seal[]) => Promise<void>;
+  /** Told each seal made and the ms it took, read from `timer` (SealDeps): the gateway's metrics. */
+  onEpochSealed?: (seal: Seal, durationMs: number) => void;
+  timer?: () => number;
 }
 
 /**
@@ -122,6 +143,8 @@ export function startAutoSealer(deps: AutoSealerDeps): RepeatingTask {
         now: deps.clock(),
         genesisMs: deps.genesisMs,
         graceMs,
+        onEpochSealed: deps.onEpochSealed,
+        timer: deps.timer,
       });
       if (seals.length > 0) await deps.onSealed?.(seals);
     },

@@ -31,6 +31,9 @@ export interface SealActivityDeps {
    * fails the seal: a retried activity would find nothing left to seal, so the hook keeps and retries its own work.
    */
   onSealed?: (seals: Seal[]) => Promise<void>;
+  /** Told each seal made and the ms it took, read from `timer` (epoch-sealer.ts SealDeps): the gateway's metrics. */
+  onEpochSealed?: (seal: Seal, durationMs: number) => void;
+  timer?: () => number;
 }
 
 /**
@@ -59,6 +62,8 @@ export function createSealActivities(deps: SealActivityDeps) {
           now: deps.clock(),
           genesisMs: deps.genesisMs,
           graceMs: deps.graceMs ?? DEFAULT_SEAL_GRACE_MS,
+          onEpochSealed: deps.onEpochSealed,
+          timer: deps.timer,
         });
         if (seals.length > 0 && deps.onSealed) {
           await deps.onSealed(seals).catch(() => undefined); // see SealActivityDeps.onSealed

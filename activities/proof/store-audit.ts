@@ -10,6 +10,16 @@ export interface AuditProblem {
   problem: string;
 }
 
+/**
+ * Progress of an audit (the CLI draws it). `start` opens a phase with the items it expects: for records, the
+ * records the seals count (an estimate: unsealed records come on top); for seals, the seals stored.
+ */
+export interface AuditProgress {
+  start(phase: 'records' | 'seals', expected: number): void;
+  checked(phase: 'records' | 'seals', n: number): void;
+  end(phase: 'records' | 'seals'): void;
+}
+
 export interface AuditReport {
   writers: number;
   records_checked: number;
@@ -23,9 +33,17 @@ export interface AuditReport {
  * the records stored for its epoch (none changed, dropped, added or reordered), and that no epoch that
  * should be sealed by now (`sealedThrough`) holds unsealed records.
  */
-export async function auditStore(store: ProofStore, options: { sealedThrough?: number } = {}): Promise<AuditReport> {
+export async function auditStore(
+  store: ProofStore,
+  options: { sealedThrough?: number; progress?: AuditProgress } = {},
+): Promise<AuditReport> {
   const report: AuditReport = { writers: 0, records_checked: 0, seals_checked: 0, problems: [] };
   const epochsWithRecords = new Map<string, Set<number>>();
+  const { progress } = options;
+  // Sizes for the progress only: the audit itself reads the seals again after the records, as before, so a
+  // seal written meanwhile is seen.
+  const expected = progress ? await expectedSizes(store) : { records: 0, seals: 0 };
+  progress?.start('records', expected.records);
 
   let cursor: string | null = null;
   do {
@@ -48,9 +66,12 @@ export async function auditStore(store: ProofStore, options: { sealedThrough?: n
       epochs.add(record.address.epoch);
       epochsWithRecords.set(record.address.pk, epochs);
     }
+    progress?.checked('records', page.records.length);
     cursor = page.nextCursor;
   } while (cursor !== null);
+  progress?.end('records');
 
+  progress?.start('seals', expected.seals);
   for (const writer of await store.writers()) {
     report.writers += 1;
     const seals = await store.sealsOf(writer);
@@ -62,10 +83,12 @@ export async function auditStore(store: ProofStore, options: { sealedThrough?: n
       const checked = checkSeal(seal);
       if (!checked.ok) {
         report.problems.push({ writer, epoch: seal.epoch, problem: `seal: ${checked.detail}` });
+        progress?.checked('seals', 1);
         continue;
       }
       const covers = checkSealCoversRecords(seal, await store.recordsOfEpoch(writer, seal.epoch));
       if (!covers.ok) report.problems.push({ writer, epoch: seal.epoch, problem: covers.detail });
+      progress?.checked('seals', 1);
     }
     const through = options.sealedThrough;
     for (const epoch of [...(epochsWithRecords.get(writer) ?? [])].sort((a, b) => a - b)) {
@@ -74,5 +97,19 @@ export async function auditStore(store: ProofStore, options: { sealedThrough?: n
       }
     }
   }
+  progress?.end('seals');
   return report;
+}
+
+/** The seals stored and the records they count. */
+async function expectedSizes(store: ProofStore): Promise<{ records: number; seals: number }> {
+  let records = 0;
+  let seals = 0;
+  for (const writer of await store.writers()) {
+    for (const seal of await store.sealsOf(writer)) {
+      seals += 1;
+      records += Number.isSafeInteger(seal.record_count) && seal.record_count > 0 ? seal.record_count : 0;
+    }
+  }
+  return { records, seals };
 }

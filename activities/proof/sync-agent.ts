@@ -18,6 +18,8 @@ export interface SyncAgentDeps {
   backoff?: { initialMs: number; maxMs: number };
   requestTimeoutMs?: number;
   logger?: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
+  /** Told how each scheduled round ended (the gateway's metrics: sync lag is the time since the last ok). */
+  onRound?: (outcome: { ok: boolean }) => void;
 }
 
 export interface SyncRound {
@@ -32,6 +34,9 @@ interface BatchAnswer {
   duplicates: string[];
   rejected: { id: string; error: string; detail: string }[];
 }
+
+/** Told after each acknowledged batch, so a one-off sync from the CLI can show progress. */
+export type SyncProgress = (kind: 'records' | 'seals', acknowledged: number) => void;
 
 export class SyncError extends Error {
   override name = 'SyncError';
@@ -97,6 +102,7 @@ export function createSyncAgent(deps: SyncAgentDeps) {
     next: (limit: number) => Promise<T[]>,
     idOf: (item: T) => string,
     mark: (items: T[]) => Promise<void>,
+    onPushed: SyncProgress | undefined,
   ): Promise<{ pushed: number; refused: number }> {
     let pushed = 0;
     let refused = 0;
@@ -109,11 +115,12 @@ export function createSyncAgent(deps: SyncAgentDeps) {
       if (acked.length === 0) throw new SyncError(`${path} acknowledged none of the batch`);
       await mark(acked);
       pushed += acked.length;
+      onPushed?.(key, acked.length);
       refused += answer.rejected.length;
     }
   }
 
-  async function syncOnce(): Promise<SyncRound> {
+  async function syncOnce(options: { onPushed?: SyncProgress } = {}): Promise<SyncRound> {
     // Records first: the central store accepts a seal only over records it already holds.
     const records = await drain<ProofRecord>(
       '/store/sync',
@@ -121,6 +128,7 @@ export function createSyncAgent(deps: SyncAgentDeps) {
       (n) => deps.store.unsyncedRecords(n),
       (r) => r.id,
       (acked) => deps.store.markRecordsSynced(acked.map((r) => r.id)),
+      options.onPushed,
     );
     const seals = await drain<Seal>(
       '/store/epochs',
@@ -128,6 +136,7 @@ export function createSyncAgent(deps: SyncAgentDeps) {
       (n) => deps.store.unsyncedSeals(n),
       sealId,
       (acked) => deps.store.markSealsSynced(acked),
+      options.onPushed,
     );
     return { records: records.pushed, seals: seals.pushed, refused: records.refused + seals.refused };
   }
@@ -143,16 +152,27 @@ export function createSyncAgent(deps: SyncAgentDeps) {
       running = syncOnce().then(
         () => {
           failures = 0;
+          tell(true);
         },
         (error: unknown) => {
           failures += 1;
           deps.logger?.warn({ err: error, failures }, 'proof sync failed; backing off');
+          tell(false);
         },
       );
       void running.then(() => schedule(failures === 0 ? intervalMs : retryDelay()));
     }, delay);
     timer.unref();
   }
+
+  // A throwing hook must not break the schedule (the next round is chained on this one).
+  const tell = (ok: boolean) => {
+    try {
+      deps.onRound?.({ ok });
+    } catch {
+      // ignored
+    }
+  };
 
   // Full jitter, so many workers recovering from one outage do not retry in step.
   const retryDelay = () => Math.random() * Math.min(backoff.maxMs, backoff.initialMs * 2 ** (failures - 1));

@@ -102,6 +102,8 @@ export interface SettlementServiceDeps {
    * the epoch anchorer when both use one account. Default: a lock of this service's own.
    */
   payerLock?: KeyedLock;
+  /** Told the state each drive of a settlement ended in (submitted, pending, failed): the gateway's metrics. */
+  onSettlement?: (settlement: LedgerSettlement) => void;
 }
 
 export interface SettlementService {
@@ -226,6 +228,11 @@ export function createSettlementService(deps: SettlementServiceDeps): Settlement
       memoSearchRecords: deps.memoSearchRecords,
     });
     latest = { ...latest, ...final };
+    try {
+      deps.onSettlement?.(latest);
+    } catch {
+      // Metrics never fail a payment.
+    }
     const log = { id: latest.id, status: latest.status, tx_hash: latest.tx_hash, ledger: latest.ledger };
     if (latest.status === 'submitted') logger.info(log, 'settlement paid');
     else logger.warn({ ...log, error: latest.error }, 'settlement not paid yet; retryOpen will re-drive it');

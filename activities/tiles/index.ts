@@ -15,7 +15,7 @@ import type { ProofWriter } from '../proof/record-batcher.js';
 import { TILE_WORKER, type TileServe, type TileServesHead } from './tile-record.js';
 import { createTileRenderer } from './tile-render.js';
 import { createTileSource, type TileLookup, type TileRequest } from './tile-source.js';
-import { createTileStats } from './tile-stats.js';
+import { createTileStats, type ServeEvent, type TileStats } from './tile-stats.js';
 
 /** Upstream XYZ URL templates per style (`{z}`, `{x}`, `{y}` placeholders, in whatever order the source uses). */
 export type TileTemplates = Record<TileStyle, string>;
@@ -37,6 +37,8 @@ export interface TileDeps {
   logger?: Logger;
   /** Random part of HTTP serve record ids (default: a random UUID); injected so tests can pin it. */
   randomId?: () => string;
+  /** Told every serve (cache HIT or MISS) and upstream failure the stats count: the gateway's metrics. */
+  onServeEvent?: (style: TileStyle, event: ServeEvent) => void;
 }
 
 export type { TileLookup, TileRequest } from './tile-source.js';
@@ -54,6 +56,13 @@ export function createTileActivities(deps: TileDeps) {
   const source = createTileSource({ config: deps.config, logger: deps.logger });
   const stats = createTileStats(deps.clock());
   const randomId = deps.randomId ?? randomUUID;
+  const observe = deps.onServeEvent;
+  const count: TileStats['count'] = observe
+    ? (epoch, style, event) => {
+        stats.count(epoch, style, event);
+        observe(style, event);
+      }
+    : stats.count;
 
   /** The tile for an HTTP request: synchronous on a hit; a promise when the upstream is asked. */
   function lookupTile(request: TileRequest): TileLookup | Promise<TileLookup> {
@@ -61,7 +70,7 @@ export function createTileActivities(deps: TileDeps) {
     const found = source.lookup(request, epoch);
     if (!(found instanceof Promise)) return found;
     return found.catch((error: unknown) => {
-      stats.count(epoch, request.style, { kind: 'error' });
+      count(epoch, request.style, { kind: 'error' });
       throw error;
     });
   }
@@ -99,7 +108,7 @@ export function createTileActivities(deps: TileDeps) {
     const key = `${request.cell}/${request.style}/${request.zoom}.${request.format}/${tile.sha256}`;
     const { id, epoch } = deps.proofs.aggregate(key, open, serve);
     const sent = status === 200 ? found.tile.bytes.length : 0;
-    stats.count(epoch, request.style, { kind: 'serve', cache: found.cache, bytes: sent, cost });
+    count(epoch, request.style, { kind: 'serve', cache: found.cache, bytes: sent, cost });
     return { recordId: id, epoch, cost };
   }
 
@@ -107,7 +116,7 @@ export function createTileActivities(deps: TileDeps) {
     lookupTile,
     recordServe,
     /** The `tile_render` activity (SPEC 2.2 rule 2). */
-    renderTile: createTileRenderer({ source, proofs: deps.proofs, count: stats.count }),
+    renderTile: createTileRenderer({ source, proofs: deps.proofs, count }),
     /** Hourly serving statistics of this process (see tile-stats.ts for the shape). */
     stats: (hours: number) => stats.report(hours, deps.proofs.epochNow(), deps.clock()),
     /** Entries and bytes in the tile cache. */

@@ -9,6 +9,7 @@ import type { ModelInfo } from '../../core/model-registry.js';
 import { consumeChatQuota } from '../chat-quota.js';
 import { route, type GateState } from '../route-spec.js';
 import { chatRequestSchema, type ChatRequest } from '../schemas/chat-request.js';
+import { chatCompletionSchema } from '../schemas/swarm-responses.js';
 import { zodCheck } from '../schemas/zod-check.js';
 import { completionBody } from './chat-response.js';
 import { streamChat } from './chat-stream.js';
@@ -61,6 +62,31 @@ export const chatRoutes = (swarm: Swarm) => [
         ctx.respond = false;
         ctx.res.destroy();
       }
+    },
+    docs: {
+      summary: 'Chat completion (OpenAI-compatible)',
+      description:
+        'The OpenAI chat completions request, text only, n = 1; `stream: true` answers server-sent events ending in ' +
+        '`data: [DONE]`. Geofabric adds `h3_cell` (the job cell) and `svc: {locations?, tools?}`; every answer has ' +
+        '`usage` and an `svc` object (worker, provider, proof record, epoch, cost). Free keys have a daily quota.',
+      tags: ['Chat'],
+      body: chatRequestSchema,
+      responses: {
+        200: {
+          description: 'The completion, or its SSE stream when `stream: true`',
+          schema: chatCompletionSchema,
+          contentTypes: ['application/json', 'text/event-stream'],
+        },
+      },
+      errors: [
+        'invalid_request',
+        'invalid_model',
+        'quota_exceeded',
+        'runtime_unavailable',
+        'backbone_unavailable',
+        'no_workers',
+        'upstream_timeout',
+      ],
     },
   }),
 ];

@@ -17,6 +17,13 @@ import type { JobRunner } from '../job-runner.js';
 import { serviceOrigin } from '../service-origin.js';
 import { route, type GateState } from '../route-spec.js';
 import { computeRequestSchema, type ComputeRequest } from '../schemas/compute-request.js';
+import {
+  computeFailureSchema,
+  computeResponseSchema,
+  jobLookupSchema,
+  recentJobsSchema,
+} from '../schemas/compute-response.js';
+import { jobIdParams, limitQuery } from '../schemas/param-docs.js';
 import { zodCheck } from '../schemas/zod-check.js';
 
 interface ComputeInput {
@@ -87,6 +94,35 @@ export const computeRoutes = (deps: ComputeDeps) => [
       }
       answer(ctx, await withStellarTx(response, deps), deps.publicUrl);
     },
+    docs: {
+      summary: 'Run a signed compound job',
+      description:
+        'Steps run in dependency order (a cycle is refused); one settlement and one proof cover all steps. The job ' +
+        'id derives from the signature: a replayed request returns the stored job and never runs or charges ' +
+        'twice (add a `nonce` for a fresh run). A failed job answers its error status with the error, the job id, ' +
+        'the failing step and the job. Waiting longer than the job timeout answers 504 `job_timeout` with ' +
+        '`job_id`; the job goes on and `GET /v1/compute/{jobId}` returns it.',
+      tags: ['Compute'],
+      body: computeRequestSchema,
+      responses: {
+        200: { description: 'The finished job (SPEC 2.3, plus `status`)', schema: computeResponseSchema },
+        502: { description: 'A step failed (`step_failed` or the step’s own code)', schema: computeFailureSchema },
+      },
+      errors: [
+        'invalid_request',
+        'cyclic_dependency',
+        'step_type_unavailable',
+        'invalid_model',
+        'budget_exceeded',
+        'step_failed',
+        'upstream_unavailable',
+        'runtime_unavailable',
+        'backbone_unavailable',
+        'no_workers',
+        'job_timeout',
+        'upstream_timeout',
+      ],
+    },
   }),
   route<number>({
     method: 'GET',
@@ -104,6 +140,14 @@ export const computeRoutes = (deps: ComputeDeps) => [
       const jobs = (await deps.jobs.recent(limit)).map((job) => summary(job, ctx, deps.publicUrl));
       ctx.body = { limit, count: jobs.length, jobs };
     },
+    docs: {
+      summary: 'Recent jobs',
+      description: 'Summaries without step outputs, newest first.',
+      tags: ['Compute'],
+      query: limitQuery(MAX_RECENT_JOBS, DEFAULT_RECENT_JOBS),
+      responses: { 200: { description: 'Recent job summaries', schema: recentJobsSchema } },
+      errors: ['invalid_limit'],
+    },
   }),
   route<string>({
     method: 'GET',
@@ -117,6 +161,14 @@ export const computeRoutes = (deps: ComputeDeps) => [
       ctx.body = job.response
         ? withAbsoluteUrl(await withStellarTx(job.response, deps), ctx, deps.publicUrl)
         : summary(job, ctx, deps.publicUrl);
+    },
+    docs: {
+      summary: 'One job',
+      description: 'The finished job as `POST /v1/compute` answered it, or the summary of a job still running.',
+      tags: ['Compute'],
+      params: jobIdParams,
+      responses: { 200: { description: 'The job', schema: jobLookupSchema } },
+      errors: ['job_not_found'],
     },
   }),
 ];

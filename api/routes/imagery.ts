@@ -1,12 +1,22 @@
 import type { ImageryActivities, ImageryQuery } from '../../activities/imagery/index.js';
+import type { ErrorCode } from '../../core/errors.js';
 import { route } from '../route-spec.js';
+import { ndviResultSchema, processResponseSchema, scenesResultSchema } from '../schemas/geo-responses.js';
 import { ndviQuery, processBody, scenesQuery, type ProcessInput } from '../schemas/imagery-requests.js';
+import { ndviQueryDocs, processBodyDocs, scenesQueryDocs } from '../schemas/param-docs.js';
 
 /**
  * Satellite imagery over HTTP (SPEC 4.1): public (SPEC 5.4: no key or signature for imagery), yet behind
  * all four gates like every route; a delegated caller needs the `image_process` facet. Gate 2 validates
  * the cell (`cell` query parameter, `h3_cell` body field) and resolves its jurisdiction.
  */
+const IMAGERY_QUERY_ERRORS = [
+  'cell parameter required',
+  'invalid_date',
+  'upstream_unavailable',
+  'upstream_timeout',
+] as const satisfies readonly ErrorCode[];
+
 export const imageryRoutes = (imagery: ImageryActivities) => [
   route<ImageryQuery>({
     method: 'GET',
@@ -17,6 +27,15 @@ export const imageryRoutes = (imagery: ImageryActivities) => [
     preflight: ({ query }) => scenesQuery(query),
     handler: async (ctx, query) => {
       ctx.body = await imagery.searchScenes(query);
+    },
+    docs: {
+      summary: 'Search Sentinel-2 scenes over a cell',
+      description:
+        'A STAC search intersecting the cell boundary, newest first; recorded as an `imagery/scene_search` proof.',
+      tags: ['Imagery'],
+      query: scenesQueryDocs,
+      responses: { 200: { description: 'The scenes', schema: scenesResultSchema } },
+      errors: [...IMAGERY_QUERY_ERRORS, 'invalid_cloud', 'invalid_limit'],
     },
   }),
   route<ImageryQuery>({
@@ -29,6 +48,16 @@ export const imageryRoutes = (imagery: ImageryActivities) => [
     handler: async (ctx, query) => {
       ctx.body = await imagery.ndvi(query);
     },
+    docs: {
+      summary: 'NDVI of a cell',
+      description:
+        'From the least cloudy scene in the window: pixel NDVI when the band assets are readable, else the ' +
+        'scene-metadata estimate (`method` says which). Recorded as an `imagery/ndvi` proof.',
+      tags: ['Imagery'],
+      query: ndviQueryDocs,
+      responses: { 200: { description: 'SPEC 2.5 NDVI result and how it was made', schema: ndviResultSchema } },
+      errors: [...IMAGERY_QUERY_ERRORS, 'no_scenes'],
+    },
   }),
   route<ProcessInput>({
     method: 'POST',
@@ -40,6 +69,22 @@ export const imageryRoutes = (imagery: ImageryActivities) => [
     preflight: ({ body }) => processBody(body),
     handler: async (ctx, { operation, query }) => {
       ctx.body = await imagery.process(operation, query);
+    },
+    docs: {
+      summary: 'Run an imagery operation on a cell',
+      tags: ['Imagery'],
+      body: processBodyDocs,
+      responses: { 200: { description: 'The operation result and its proof record', schema: processResponseSchema } },
+      errors: [
+        'invalid_request',
+        'invalid_operation',
+        'invalid_date',
+        'invalid_cloud',
+        'invalid_limit',
+        'no_scenes',
+        'upstream_unavailable',
+        'upstream_timeout',
+      ],
     },
   }),
 ];

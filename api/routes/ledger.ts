@@ -10,6 +10,8 @@ import type { LedgerSettlement } from '../../core/ledger-types.js';
 import { integerParam } from '../../core/query-params.js';
 import type { LedgerStore } from '../../store/ledger-store.js';
 import { route, type RouteSpec } from '../route-spec.js';
+import { daysQuery, workerPkParams } from '../schemas/param-docs.js';
+import { earningsSchema } from '../schemas/swarm-responses.js';
 
 const DAY_MS = 86_400_000;
 export const DEFAULT_EARNINGS_DAYS = 7;
@@ -91,6 +93,15 @@ export const ledgerRoutes = (deps: LedgerRouteDeps): RouteSpec<unknown>[] => [
           at: s.at,
         })),
       };
+    },
+    docs: {
+      summary: "A worker's earnings",
+      description: 'Balance, unsettled credits, earnings per UTC day and the settlements that paid the worker.',
+      tags: ['Workers'],
+      params: workerPkParams,
+      query: daysQuery(MAX_EARNINGS_DAYS, DEFAULT_EARNINGS_DAYS),
+      responses: { 200: { description: 'The earnings', schema: earningsSchema } },
+      errors: ['invalid_public_key', 'invalid_days'],
     },
   }),
 ];

@@ -1,6 +1,7 @@
 import type { Swarm } from '../../activities/inference/index.js';
 import { pass } from '../../core/check.js';
 import { route } from '../route-spec.js';
+import { modelListSchema } from '../schemas/swarm-responses.js';
 
 /**
  * `GET /v1/models` in the OpenAI list format (an OpenAI-compatible endpoint, so API-key auth, SPEC 5.3):
@@ -30,6 +31,12 @@ export const modelRoutes = (swarm: Swarm) => [
           default: m.id === swarm.models.defaultModel,
         })),
       };
+    },
+    docs: {
+      summary: 'Models (OpenAI list format)',
+      description: "The deployment's enabled registry models and the backbone model, with the registry's facts.",
+      tags: ['Chat'],
+      responses: { 200: { description: 'The models', schema: modelListSchema } },
     },
   }),
 ];

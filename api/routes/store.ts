@@ -8,8 +8,16 @@ import { proofPurchaseEntries } from '../../core/ledger-entries.js';
 import type { EpochAnchor } from '../../core/ledger-types.js';
 import type { ProofBundle } from '../../core/proof-bundle.js';
 import type { ProofIngest, Verdict } from '../../activities/proof/proof-ingest.js';
-import { route } from '../route-spec.js';
+import { route, type RouteDocs } from '../route-spec.js';
+import { recordIdParams } from '../schemas/param-docs.js';
 import { epochsRequestSchema, storeQuerySchema, syncRequestSchema } from '../schemas/store-requests.js';
+import {
+  batchRejectionSchema,
+  batchVerdictSchema,
+  proofBundleSchema,
+  proofPurchaseResponseSchema,
+  recordPageSchema,
+} from '../schemas/store-responses.js';
 import { zodCheck } from '../schemas/zod-check.js';
 import type { LedgerStore } from '../../store/ledger-store.js';
 import type { ProofStore } from '../../store/proof-store.js';
@@ -48,8 +56,20 @@ export interface StoreRouteDeps {
  * `POST` of the same path buys it (SPEC 8: 0.0001 credits, charged to the signer, once per signed request).
  */
 export const storeRoutes = (deps: StoreRouteDeps) => [
-  signedBatchRoute('/store/sync', syncRequestSchema, (input) => deps.ingest.ingestRecords(input.records)),
-  signedBatchRoute('/store/epochs', epochsRequestSchema, (input) => deps.ingest.ingestSeals(input.seals)),
+  signedBatchRoute('/store/sync', syncRequestSchema, (input) => deps.ingest.ingestRecords(input.records), {
+    summary: 'Push proof records (a node, signed)',
+    description:
+      'Each record is re-hashed and its writer signature checked; idempotent by id. The answer lists every ' +
+      "record's outcome; any rejection sets the status (the first rejection's) and the lists are still there.",
+    errors: ['invalid_record', 'record_conflict', 'epoch_sealed'],
+  }),
+  signedBatchRoute('/store/epochs', epochsRequestSchema, (input) => deps.ingest.ingestSeals(input.seals), {
+    summary: 'Push epoch seals (a node, signed)',
+    description:
+      'A seal is accepted only over exactly the records held for its epoch (the root is recomputed) and chained to ' +
+      "the sealer's previous seal.",
+    errors: ['invalid_seal', 'seal_mismatch'],
+  }),
   route({
     method: 'GET',
     path: '/store/query',
@@ -70,6 +90,15 @@ export const storeRoutes = (deps: StoreRouteDeps) => [
       });
       ctx.body = { records: page.records, next_cursor: page.nextCursor };
     },
+    docs: {
+      summary: 'Query proof records',
+      description:
+        '`cell` matches by H3 containment; epochs inclusive; stable order (epoch, writer, seq); page with `cursor`.',
+      tags: ['Proof store'],
+      query: storeQuerySchema,
+      responses: { 200: { description: 'One page of records', schema: recordPageSchema } },
+      errors: ['invalid_request'],
+    },
   }),
   route({
     method: 'GET',
@@ -79,6 +108,16 @@ export const storeRoutes = (deps: StoreRouteDeps) => [
     preflight: ({ params }) => pass(params.record_id ?? ''),
     handler: async (ctx, recordId) => {
       ctx.body = await anchoredProof(deps, recordId);
+    },
+    docs: {
+      summary: "A record's Merkle proof",
+      description:
+        'The record, its seal and the RFC 9162 inclusion path, with the epoch anchor once written; `verified` is ' +
+        'recomputed per call. Verify offline with `geofabric proof verify`. Free; a signed POST buys it.',
+      tags: ['Proof store'],
+      params: recordIdParams,
+      responses: { 200: { description: 'The proof bundle (`pending` while unsealed)', schema: proofBundleSchema } },
+      errors: ['record_not_found'],
     },
   }),
   route<ProofPurchase>({
@@ -121,6 +160,17 @@ export const storeRoutes = (deps: StoreRouteDeps) => [
         },
       };
     },
+    docs: {
+      summary: 'Buy a Merkle proof (signed)',
+      description:
+        'The same bundle, charged 0.0001 credits (SPEC 8) to the signer once per signed request; `created_at` is ' +
+        'required and the body names the same record as the path. A pending record is not charged.',
+      tags: ['Proof store'],
+      params: recordIdParams,
+      body: proofPurchaseSchema,
+      responses: { 200: { description: 'The proof bundle and the charge', schema: proofPurchaseResponseSchema } },
+      errors: ['invalid_request', 'record_not_found'],
+    },
   }),
 ];
 
@@ -157,7 +207,12 @@ function anchorView(anchor: EpochAnchor | null, networkPassphrase: string | unde
 }
 
 /** A push of records or seals by a node: signed (gate 1), no delegation facet, per-item verdicts. */
-function signedBatchRoute<T>(path: string, schema: z.ZodType<T>, ingest: (input: T) => Promise<Verdict[]>) {
+function signedBatchRoute<T>(
+  path: string,
+  schema: z.ZodType<T>,
+  ingest: (input: T) => Promise<Verdict[]>,
+  docs: Pick<RouteDocs, 'summary' | 'description' | 'errors'>,
+) {
   return route<T>({
     method: 'POST',
     path,
@@ -166,6 +221,16 @@ function signedBatchRoute<T>(path: string, schema: z.ZodType<T>, ingest: (input:
     facets: [],
     preflight: ({ body }) => zodCheck(schema, body),
     handler: async (ctx, input) => respondWithVerdicts(ctx, await ingest(input)),
+    docs: {
+      ...docs,
+      tags: ['Proof store'],
+      body: schema,
+      responses: {
+        200: { description: 'Every item stored or already there', schema: batchVerdictSchema },
+        409: { description: 'Some items rejected: the lists and the first rejection', schema: batchRejectionSchema },
+      },
+      errors: ['invalid_request', ...(docs.errors ?? [])],
+    },
   });
 }
 

@@ -3,7 +3,14 @@ import { ServiceError } from '../../core/errors.js';
 import { isOnline } from '../../core/worker-selection.js';
 import type { WorkerRecord, WorkerRegistration, WorkerRegistry } from '../../store/worker-registry.js';
 import { route, type RouteSpec } from '../route-spec.js';
-import { checkHeartbeatRequest, checkRegisterRequest, type HeartbeatRequest } from '../schemas/worker-requests.js';
+import { heartbeatResponseSchema, registeredWorkerSchema, workerListSchema } from '../schemas/swarm-responses.js';
+import {
+  checkHeartbeatRequest,
+  checkRegisterRequest,
+  heartbeatRequestSchema,
+  registerRequestSchema,
+  type HeartbeatRequest,
+} from '../schemas/worker-requests.js';
 
 /** What a worker is told: beat at least this often. Three missed beats (90 s) and it is offline. */
 export const HEARTBEAT_INTERVAL_S = 30;
@@ -33,6 +40,19 @@ export const workerRoutes = (deps: { workers: WorkerRegistry; clock: () => numbe
       ctx.status = existed ? 200 : 201;
       ctx.body = { ...publicWorker(record, now), hardware: record.hardware, heartbeat_seq: record.heartbeat_seq };
     },
+    docs: {
+      summary: 'Register a worker (signed by the worker key)',
+      description:
+        'Creates the worker (201) or replaces its declaration (200), keeping trust and counters. `created_at` is ' +
+        'required, so a captured registration cannot be replayed after 5 minutes.',
+      tags: ['Workers'],
+      body: registerRequestSchema,
+      responses: {
+        200: { description: 'Updated', schema: registeredWorkerSchema },
+        201: { description: 'Registered', schema: registeredWorkerSchema },
+      },
+      errors: ['invalid_request', 'invalid_model', 'invalid_worker'],
+    },
   }),
   route<HeartbeatRequest>({
     method: 'POST',
@@ -53,6 +73,14 @@ export const workerRoutes = (deps: { workers: WorkerRegistry; clock: () => numbe
         next_heartbeat_within_s: HEARTBEAT_INTERVAL_S,
       };
     },
+    docs: {
+      summary: 'Worker heartbeat (signed by the worker key)',
+      description: '`seq` must exceed the last accepted one (a replay is 401 `stale_request`); beat every 30 s.',
+      tags: ['Workers'],
+      body: heartbeatRequestSchema,
+      responses: { 200: { description: 'Seen', schema: heartbeatResponseSchema } },
+      errors: ['invalid_request', 'worker_not_found'],
+    },
   }),
   route({
     method: 'GET',
@@ -64,6 +92,12 @@ export const workerRoutes = (deps: { workers: WorkerRegistry; clock: () => numbe
       const now = deps.clock();
       const workers = (await deps.workers.list()).map((w) => publicWorker(w, now));
       ctx.body = { workers, total: workers.length, online: workers.filter((w) => w.online).length };
+    },
+    docs: {
+      summary: 'Registered workers',
+      description: 'Without hardware details; `online` means seen within 90 s.',
+      tags: ['Workers'],
+      responses: { 200: { description: 'The workers', schema: workerListSchema } },
     },
   }),
 ];

@@ -2,6 +2,13 @@ import type { Swarm } from '../../activities/inference/index.js';
 import { pass } from '../../core/check.js';
 import { checkHours, integerParam } from '../../core/query-params.js';
 import { route } from '../route-spec.js';
+import { hoursQuery, limitQuery } from '../schemas/param-docs.js';
+import {
+  inferenceStatsSchema,
+  marketplaceSchema,
+  recentInferencesSchema,
+  swarmStatusSchema,
+} from '../schemas/swarm-responses.js';
 import { SERVICE_VERSION } from '../version.js';
 
 /**
@@ -32,6 +39,13 @@ export const svcRoutes = (swarm: Swarm, views: { earnings?: () => Promise<unknow
       const [status, earnings] = await Promise.all([swarm.status(), views.earnings?.()]);
       ctx.body = { version: SERVICE_VERSION, ...status, ...(earnings === undefined ? {} : { earnings }) };
     },
+    docs: {
+      summary: 'Swarm status',
+      description:
+        'Workers online by tier and cell, models, jobs in the last hour, backbone, epoch, version, earnings.',
+      tags: ['Swarm'],
+      responses: { 200: { description: 'The swarm status', schema: swarmStatusSchema } },
+    },
   }),
   route<undefined>({
     method: 'GET',
@@ -42,6 +56,12 @@ export const svcRoutes = (swarm: Swarm, views: { earnings?: () => Promise<unknow
     preflight: () => pass(undefined),
     handler: async (ctx) => {
       ctx.body = await swarm.marketplace();
+    },
+    docs: {
+      summary: 'Model marketplace',
+      description: 'Per model: workers online, their cells, warm or cold, price.',
+      tags: ['Swarm'],
+      responses: { 200: { description: 'The models and the backbone', schema: marketplaceSchema } },
     },
   }),
   route<number>({
@@ -56,6 +76,15 @@ export const svcRoutes = (swarm: Swarm, views: { earnings?: () => Promise<unknow
       const entries = swarm.recent(limit);
       ctx.body = { limit, count: entries.length, entries };
     },
+    docs: {
+      summary: 'Recent inference audit entries',
+      description:
+        "Newest first; this process's memory (the proof store is the durable account). No prompts or answers.",
+      tags: ['Swarm'],
+      query: limitQuery(MAX_RECENT_LIMIT, DEFAULT_RECENT),
+      responses: { 200: { description: 'Recent inferences', schema: recentInferencesSchema } },
+      errors: ['invalid_limit'],
+    },
   }),
   route<number>({
     method: 'GET',
@@ -66,6 +95,14 @@ export const svcRoutes = (swarm: Swarm, views: { earnings?: () => Promise<unknow
     preflight: ({ query }) => checkHours(query.hours),
     handler: async (ctx, hours) => {
       ctx.body = swarm.stats(hours);
+    },
+    docs: {
+      summary: 'Hourly inference statistics',
+      description: 'Counts, tokens and latency percentiles by provider and model, every hour listed.',
+      tags: ['Swarm'],
+      query: hoursQuery,
+      responses: { 200: { description: 'Statistics per hour', schema: inferenceStatsSchema } },
+      errors: ['invalid_hours'],
     },
   }),
 ];

@@ -9,6 +9,8 @@ import { checkRings, checkStyle, checkTileFile, checkZoom } from '../../core/til
 import type { TileStyle } from '../../core/tile-styles.js';
 import { serviceOrigin } from '../service-origin.js';
 import { route } from '../route-spec.js';
+import { tileGridSchema, tileStatsSchema } from '../schemas/geo-responses.js';
+import { gridParams, hoursQuery, ringsQuery, tileParams } from '../schemas/param-docs.js';
 
 /**
  * The tile endpoints (SPEC 4.1, 2.4): public, no key (SPEC 5.4), all four gates as every route. Gate 2
@@ -29,6 +31,17 @@ const TILE_HEADERS = [
   'ETag',
 ] as const;
 const cors = { expose: TILE_HEADERS };
+const TILE_RESPONSE_HEADERS = {
+  'X-Svc-Worker': 'Worker key, or `tile-proxy`',
+  'X-Svc-Cell': 'H3 cell of the computation',
+  'X-Svc-Epoch': 'Proof-store epoch number',
+  'X-Svc-Proof': 'SHA-256 of the tile bytes',
+  'X-Svc-Cache': '`HIT` or `MISS`',
+  'X-Svc-Cost': 'Credits: 0.00001 on a hit, 0.0001 on a miss',
+  'X-Svc-Record': 'The proof record listing this serve',
+  ETag: 'The quoted proof hash',
+  'Cache-Control': '`public, max-age=3600`',
+};
 const facets = ['tile_render'];
 
 interface GridInput {
@@ -57,6 +70,14 @@ export const tileRoutes = (tiles: TileActivities) => [
       const base = serviceOrigin(ctx);
       ctx.body = gridTiles(cell, rings, zoom).map((t) => `${base}/v1/tiles/${t.cell}/${zoom}/${style}.png`);
     },
+    docs: {
+      summary: 'Tile URLs covering a cell and its rings',
+      tags: ['Tiles'],
+      params: gridParams,
+      query: ringsQuery,
+      responses: { 200: { description: 'Tile URLs, one per distinct tile', schema: tileGridSchema } },
+      errors: ['invalid_zoom', 'invalid_style', 'invalid_rings'],
+    },
   }),
   route<number>({
     method: 'GET',
@@ -68,6 +89,14 @@ export const tileRoutes = (tiles: TileActivities) => [
     preflight: ({ query }) => checkHours(query.hours),
     handler: async (ctx, hours) => {
       ctx.body = tiles.stats(hours);
+    },
+    docs: {
+      summary: 'Hourly tile serving statistics',
+      description: "This process's counters since `since`, every hour listed, oldest first.",
+      tags: ['Tiles'],
+      query: hoursQuery,
+      responses: { 200: { description: 'Statistics per hour and style', schema: tileStatsSchema } },
+      errors: ['invalid_hours'],
     },
   }),
   route<TileRequest>({
@@ -91,6 +120,27 @@ export const tileRoutes = (tiles: TileActivities) => [
       // A hit is not a promise: the hit path runs without a single await.
       const found = looked instanceof Promise ? await looked : looked;
       sendTile(ctx, request, found, tiles);
+    },
+    docs: {
+      summary: 'Map tile of an H3 cell',
+      description:
+        'The slippy-map tile holding the cell centroid, always in the format asked for; every serve is listed in a ' +
+        '`tile/raster` proof record. Headers are exposed through CORS, errors included (SPEC 2.4).',
+      tags: ['Tiles'],
+      params: tileParams,
+      responses: {
+        200: {
+          description: 'The tile image',
+          contentTypes: ['image/png', 'image/jpeg', 'image/webp'],
+          headers: TILE_RESPONSE_HEADERS,
+        },
+        304: {
+          description: 'Not modified (If-None-Match names the tile)',
+          contentTypes: [],
+          headers: TILE_RESPONSE_HEADERS,
+        },
+      },
+      errors: ['invalid_zoom', 'invalid_style', 'invalid_format', 'upstream_unavailable', 'upstream_timeout'],
     },
   }),
 ];

@@ -1,6 +1,8 @@
 import { fail, pass } from '../../core/check.js';
 import { TOOLS, toolById, type Tool } from '../../core/tool-registry.js';
 import { route } from '../route-spec.js';
+import { toolIdParams } from '../schemas/param-docs.js';
+import { toolListSchema, toolSchema } from '../schemas/service-responses.js';
 
 /**
  * The tool registry (SPEC 2.7, 4.1): `GET /v1/tools` (public) and `GET /v1/tools/:tool_id`. The shape is ours
@@ -20,6 +22,11 @@ export const toolRoutes = () => [
     handler: async (ctx) => {
       ctx.body = { object: 'list', data: TOOLS.map(toolBody) };
     },
+    docs: {
+      summary: 'Registered tools',
+      tags: ['Tools'],
+      responses: { 200: { description: 'The tool registry', schema: toolListSchema } },
+    },
   }),
   route({
     method: 'GET',
@@ -33,6 +40,13 @@ export const toolRoutes = () => [
     },
     handler: async (ctx, tool) => {
       ctx.body = toolBody(tool);
+    },
+    docs: {
+      summary: 'One registered tool',
+      tags: ['Tools'],
+      params: toolIdParams,
+      responses: { 200: { description: 'The tool', schema: toolSchema } },
+      errors: ['tool_not_found'],
     },
   }),
 ];

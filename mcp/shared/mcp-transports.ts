@@ -20,6 +20,8 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ClientRequestSchema, ErrorCode, isJSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import { ServiceError } from '../../core/errors.js';
 
 /** Open sessions per transport; past this a new session is refused until one closes. */
@@ -79,6 +81,43 @@ function attach(ctx: Context, auth: RequestAuth | null): IncomingMessage & { aut
   const req = ctx.req as IncomingMessage & { auth?: AuthInfo };
   if (auth !== null) req.auth = auth.info;
   return req;
+}
+
+/** The MCP schema of every request method a client may send (tools/call, initialize, resources/read …). */
+const CLIENT_REQUESTS: ReadonlyMap<string, (typeof ClientRequestSchema.options)[number]> = new Map(
+  ClientRequestSchema.options.map((schema) => [(schema.shape.method as { value: string }).value, schema] as const),
+);
+
+/**
+ * Answers a request whose params do not fit its method's MCP schema (e.g. tools/call with `arguments: null`)
+ * with JSON-RPC -32602 invalid params. The SDK would parse them inside its handler and answer -32603, an
+ * internal error, for what is the caller's mistake. Everything else reaches the server unchanged.
+ */
+function answerInvalidParams(transport: Transport, onError?: (error: unknown) => void): void {
+  const deliver = transport.onmessage;
+  if (deliver === undefined) return;
+  transport.onmessage = (message, extra) => {
+    const schema = isJSONRPCRequest(message) ? CLIENT_REQUESTS.get(message.method) : undefined;
+    if (schema !== undefined && isJSONRPCRequest(message)) {
+      const parsed = schema.safeParse({ method: message.method, params: message.params });
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        const where = issue === undefined || issue.path.length === 0 ? 'params' : issue.path.map(String).join('.');
+        transport
+          .send({
+            jsonrpc: '2.0',
+            id: message.id,
+            error: {
+              code: ErrorCode.InvalidParams,
+              message: `${message.method}: ${where}: ${issue?.message ?? 'invalid'}`,
+            },
+          })
+          .catch((error: unknown) => onError?.(error));
+        return;
+      }
+    }
+    deliver(message, extra);
+  };
 }
 
 export interface McpTransports {
@@ -148,6 +187,7 @@ export function createMcpTransports(deps: {
         if (transport.sessionId !== undefined) streamable.delete(transport.sessionId);
       };
       await server.connect(transport);
+      answerInvalidParams(transport, deps.onError);
       ctx.respond = false;
       await transport.handleRequest(attach(ctx, auth), ctx.res);
       // Anything but a successful initialize leaves no session behind.
@@ -174,6 +214,7 @@ export function createMcpTransports(deps: {
         if (sse.delete(id)) void closeQuietly(server);
       });
       await server.connect(transport); // writes the stream's headers and the `endpoint` event
+      answerInvalidParams(transport, deps.onError);
     },
 
     async message(ctx, auth = null) {

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { createApp } from '../../api/app.js';
 import { createEmbeddedJobRunner, type JobRunner } from '../../api/job-runner.js';
 import { createComputeActivities, type ComputeActivities } from '../../activities/compute/index.js';
@@ -10,6 +10,7 @@ import type { JobStore } from '../../store/job-store.js';
 import { createSqliteJobStore } from '../../store/sqlite/job-store.js';
 import { answerClientErrorsWithJson } from '../../api/client-errors.js';
 import type { AppDeps, GatewayConfig } from '../../api/app-deps.js';
+import type { GatewayMetrics } from '../../api/metrics.js';
 import { createImageryActivities, type ImageryConfig } from '../../activities/imagery/index.js';
 import { createSwarm, type SwarmConfig } from '../../activities/inference/index.js';
 import type { ToolExecutor } from '../../activities/tools/execute-tool.js';
@@ -82,6 +83,12 @@ export async function startGateway(
     node?: KeyPair;
     /** Shown with anchors (LEDGER=stellar). */
     networkPassphrase?: string;
+    /** Prometheus metrics, wired to the tile and job hooks as bin/start.ts does; default: the app's own. */
+    metrics?: GatewayMetrics;
+    /** Default: pino at TEST_LOG (silent). */
+    logger?: Logger;
+    /** The app's shutdown flag (bin/start.ts). */
+    draining?: () => boolean;
   } = {},
 ): Promise<
   TestGateway & {
@@ -109,7 +116,7 @@ export async function startGateway(
   const node = options.node ?? generateKeyPair();
   const ledger = options.ledger ?? createSqliteLedgerStore(db);
   const writer = createRecordBatcher({ store: proofs, signer: node, clock, genesisMs: config.epochGenesisMs });
-  const logger = pino({ level: process.env.TEST_LOG ?? 'silent' });
+  const logger = options.logger ?? pino({ level: process.env.TEST_LOG ?? 'silent' });
   const workers = options.workers ?? createSqliteWorkerRegistry(db);
   const apiKeyStore = options.apiKeyStore ?? createSqliteApiKeyStore(db);
   const rateLimits = options.rateLimits ?? createSqliteRateLimitStore(db);
@@ -147,6 +154,7 @@ export async function startGateway(
     proofs: writer,
     clock,
     logger,
+    ...(options.metrics ? { onServeEvent: options.metrics.tileEvent } : {}),
   });
   const imagery = createImageryActivities({
     config: {
@@ -175,6 +183,7 @@ export async function startGateway(
     ledger,
     ...(options.relayFeeShare === undefined ? {} : { relayFeeShare: options.relayFeeShare }),
     ...(options.onJobPosted === undefined ? {} : { onJobPosted: options.onJobPosted }),
+    ...(options.metrics ? { onJobFinished: options.metrics.jobFinished } : {}),
   });
   const jobRunner =
     options.jobRunner?.(compute) ??
@@ -200,6 +209,8 @@ export async function startGateway(
     ledger,
     nodePk: node.publicKey,
     networkPassphrase: options.networkPassphrase,
+    metrics: options.metrics,
+    draining: options.draining,
   });
   const server: Server = app.listen(0, '127.0.0.1');
   answerClientErrorsWithJson(server);

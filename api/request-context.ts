@@ -1,0 +1,120 @@
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { Context, Middleware } from 'koa';
+import type { Logger } from 'pino';
+import { ServiceError } from '../core/errors.js';
+import type { GateRejection } from './gates.js';
+import type { GatewayMetrics } from './metrics.js';
+
+/** The route label of a request no route matched (never the raw path: label values must stay few). */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+/** Longest raw path written to a log line. */
+const MAX_LOGGED_PATH = 256;
+
+/**
+ * Routes machines poll (load balancers, Prometheus): their successful answers log at debug, so a scrape every
+ * 15 s does not bury the requests people make.
+ */
+const QUIET_ROUTES = new Set(['/health', '/metrics']);
+
+export interface RequestContextDeps {
+  logger: Logger;
+  metrics: GatewayMetrics;
+  /** True once shutdown began: a new request gets 503 shutting_down, every response `Connection: close`. */
+  draining?: (() => boolean) | undefined;
+}
+
+/**
+ * A caller's X-Request-Id when it is a sane token (1–128 of letters, digits, `.`, `_`, `-`, `:`), else a fresh
+ * UUID: it lands in logs and headers, so nothing else (spaces, quotes, control characters) is taken as given.
+ */
+export function requestIdOf(given: string | undefined): string {
+  return given !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(given) ? given : randomUUID();
+}
+
+/** The request's pino child logger (bound to its `request_id`); `fallback` outside a request context. */
+export function requestLog(ctx: Context, fallback: Logger): Logger {
+  return (ctx.state.log as Logger | undefined) ?? fallback;
+}
+
+/**
+ * Outermost middleware: gives every request an id (echoed in X-Request-Id) and a child logger (`ctx.state.log`,
+ * made on first use), and when its response closes (sent, or the connection gone) counts it by route pattern
+ * and status, counts a gate's refusal, and logs one line: method, route, path, status, duration_ms,
+ * request_id, and the error code (plus the gate) of a refusal. During shutdown it refuses new requests and
+ * asks every client to close its connection, so the server can drain (bin/start.ts).
+ */
+export function requestContext(deps: RequestContextDeps): Middleware {
+  const { logger, metrics } = deps;
+  return async (ctx, next) => {
+    const started = performance.now();
+    const id = requestIdOf(ctx.get('x-request-id') || undefined);
+    ctx.state.requestId = id;
+    let log: Logger | undefined;
+    Object.defineProperty(ctx.state, 'log', {
+      get: () => (log ??= logger.child({ request_id: id })),
+      configurable: true,
+      enumerable: false,
+    });
+    ctx.set('x-request-id', id);
+    metrics.inFlight(1);
+    ctx.res.once('close', () => {
+      metrics.inFlight(-1);
+      finish(ctx, deps, id, performance.now() - started);
+    });
+    if (deps.draining?.()) {
+      // Only a kept-alive connection gets here once the listener closed: send the client to a new one.
+      const refusal = new ServiceError('shutting_down', 'the server is shutting down; retry on a new connection');
+      ctx.state.errorCode = refusal.code;
+      ctx.status = refusal.status;
+      ctx.set({ connection: 'close', 'retry-after': '1' });
+      ctx.body = refusal.toBody();
+      return;
+    }
+    await next();
+    // Koa ignores this once a streamed response sent its headers; those connections close when drained.
+    if (deps.draining?.()) ctx.set('connection', 'close');
+  };
+}
+
+function finish(ctx: Context, deps: RequestContextDeps, id: string, ms: number): void {
+  const res = ctx.res;
+  // A response that did not finish was abandoned (client gone, or drain timeout): nginx's 499.
+  const status = res.writableFinished ? res.statusCode : 499;
+  const route = routePattern(ctx);
+  deps.metrics.request(ctx.method, route, status, ms / 1000);
+  const rejection = ctx.state.gateRejection as GateRejection | undefined;
+  if (rejection) deps.metrics.gateRejected(rejection.gate, rejection.code);
+
+  const level = status >= 500 ? 'warn' : status < 400 && QUIET_ROUTES.has(route) ? 'debug' : 'info';
+  if (!deps.logger.isLevelEnabled(level)) return;
+  const errorCode = ctx.state.errorCode as string | undefined;
+  deps.logger[level](
+    {
+      request_id: id,
+      method: ctx.method,
+      route,
+      path: ctx.path.length > MAX_LOGGED_PATH ? `${ctx.path.slice(0, MAX_LOGGED_PATH)}…` : ctx.path,
+      status,
+      duration_ms: Math.round(ms * 10) / 10,
+      ...(errorCode === undefined ? {} : { error: errorCode }),
+      ...(rejection ? { gate: rejection.gate } : {}),
+    },
+    'request',
+  );
+}
+
+interface RouterState {
+  _matchedRoute?: string | RegExp;
+  /** Layers whose path matched, whatever their method (@koa/router). */
+  matched?: { path: string | RegExp; methods: string[] }[];
+}
+
+/** The matched route's pattern (`/v1/compute/:jobId`); for a 405 the pattern of the path; else `unmatched`. */
+function routePattern(ctx: Context): string {
+  const state = ctx as unknown as RouterState;
+  if (typeof state._matchedRoute === 'string') return state._matchedRoute;
+  const layer = state.matched?.find((l) => l.methods.length > 0 && typeof l.path === 'string');
+  return typeof layer?.path === 'string' ? layer.path : UNMATCHED_ROUTE;
+}

@@ -1,0 +1,39 @@
+/**
+ * Answer bodies of the gateway's small service routes, for the API reference (`/openapi.json`): the error body
+ * every route shares, `/health`, the tool registry. Written from the handlers; tests parse real answers with
+ * them, so they stay true.
+ */
+import { z } from 'zod';
+import { WORKER_TIERS } from '../../core/tiers.js';
+import { TOOL_IDS } from '../../core/tool-registry.js';
+
+/** DESIGN section 3: every error is `{ error, detail? }`; some routes add fields (`job_id`, `accepted` …). */
+export const errorResponseSchema = z
+  .looseObject({
+    error: z.string().describe('The error code (SPEC 7 and core/errors.ts)'),
+    detail: z.string().optional().describe('What went wrong, for people'),
+  })
+  .describe('Error body. Some routes add fields beside `error` and `detail`, each documented with the route.');
+
+export const healthResponseSchema = z.object({
+  status: z.literal('ok'),
+  service: z.literal('geofabric-gateway'),
+  version: z.string(),
+});
+
+export const toolSchema = z.object({
+  object: z.literal('tool'),
+  id: z.enum(TOOL_IDS),
+  name: z.string(),
+  description: z.string(),
+  input_schema: z.record(z.string(), z.unknown()).describe('JSON Schema of the arguments (the OpenAI `parameters`)'),
+  min_trust_tier: z.enum(WORKER_TIERS),
+  executor: z.boolean().describe('Whether Geofabric runs the tool; false: registered only (SPEC 2.7)'),
+});
+
+export const toolListSchema = z.object({ object: z.literal('list'), data: z.array(toolSchema) });
+
+/** The reference itself, loosely: it is described by the OpenAPI 3.1 specification, not here. */
+export const openApiDocumentSchema = z
+  .looseObject({ openapi: z.literal('3.1.0'), info: z.looseObject({}), paths: z.looseObject({}) })
+  .describe('An OpenAPI 3.1 document');
