@@ -12,7 +12,7 @@
  * or re-timed block is named in the result. Nothing here reads a clock: timestamps come from the caller.
  */
 import { z } from 'zod';
-import { canonicalJson } from './canonical-json.js';
+import { CanonicalJsonError, canonicalJson } from './canonical-json.js';
 import { fail, pass, type Check } from './check.js';
 import { cellResolution, isCell } from './h3-cell.js';
 import { sha256Hex } from './hash.js';
@@ -180,7 +180,15 @@ function parseSignedText(data: string): Parsed {
   }
   // A second text for the same content (other whitespace or key order, 1.0 for 1 …) is refused: the
   // signed text must be the one text every verifier would rebuild.
-  if (dataToSign(parsed.data) !== data) {
+  let canonical: string;
+  try {
+    canonical = dataToSign(parsed.data);
+  } catch (error) {
+    // JSON.parse reads 1e400 as Infinity, which JCS cannot write: a tampered block, not a verifier crash.
+    if (!(error instanceof CanonicalJsonError)) throw error;
+    return { ok: false, reason: `data_to_sign is not canonical JSON: ${error.message}` };
+  }
+  if (canonical !== data) {
     return { ok: false, reason: 'data_to_sign is not the canonical JSON (JCS) of its content' };
   }
   return { ok: true, content: parsed.data };
