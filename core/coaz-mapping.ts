@@ -28,7 +28,7 @@ import { fail, pass, type Check, type Failure } from './check.js';
 import type { DelegationCertificate } from './delegation-cert.js';
 import { cellCoveredBy, isCell } from './h3-cell.js';
 import type { IdnTokenClaims } from './idn-token-claims.js';
-import { DEFAULT_ALLOWED_TOOLS, type ChainRights } from './tool-preflight.js';
+import { toolRefusal, type ChainRights } from './tool-preflight.js';
 
 export interface CoazMapping {
   /** CEL expression, evaluating to the acting agent's public key. */
@@ -286,16 +286,9 @@ export function checkCoazRequest(
   }
 
   // The tool rules of core/tool-preflight.ts, applied to the mapped action.
-  const allowed = cert.constraints?.allowed_tools ?? DEFAULT_ALLOWED_TOOLS;
-  const chainAllowed = grant?.allowed_tools ?? null;
-  if (!allowed.includes(mapped.action) || (chainAllowed !== null && !chainAllowed.includes(mapped.action))) {
-    return refuse('facet_violation', `action "${mapped.action}" is not allowed by the delegation certificate`);
-  }
-  if (
-    (cert.constraints?.denied_tools ?? []).includes(mapped.action) ||
-    (grant?.denied_tools ?? []).includes(mapped.action)
-  ) {
-    return refuse('facet_violation', `action "${mapped.action}" is denied by the delegation certificate`);
+  const refusal = toolRefusal(cert, grant, mapped.action);
+  if (refusal !== null) {
+    return refuse('facet_violation', `action "${mapped.action}" is ${refusal} by the delegation certificate`);
   }
 
   if (!isCell(mapped.resource)) {

@@ -89,13 +89,9 @@ export function preflightTool(input: {
     return blocked('facet_violation', 'critical', `facet "${input.facet}" is not delegated`);
   }
 
-  const allowed = cert.constraints?.allowed_tools ?? DEFAULT_ALLOWED_TOOLS;
-  const chainAllowed = grant?.allowed_tools ?? null;
-  if (!allowed.includes(toolName) || (chainAllowed !== null && !chainAllowed.includes(toolName))) {
-    return blocked('facet_violation', 'critical', `tool "${toolName}" is not allowed by the delegation certificate`);
-  }
-  if ((cert.constraints?.denied_tools ?? []).includes(toolName) || (grant?.denied_tools ?? []).includes(toolName)) {
-    return blocked('facet_violation', 'critical', `tool "${toolName}" is denied by the delegation certificate`);
+  const refusal = toolRefusal(cert, grant, toolName);
+  if (refusal !== null) {
+    return blocked('facet_violation', 'critical', `tool "${toolName}" is ${refusal} by the delegation certificate`);
   }
 
   const limits = [cert.constraints?.max_ops_per_hour, grant?.max_ops_per_hour].filter(
@@ -120,4 +116,25 @@ export function preflightTool(input: {
  */
 export function requiresHumanApproval(cert: DelegationCertificate, _toolName: string, grant?: ChainRights): boolean {
   return cert.constraints?.require_human_approval === true || grant?.require_human_approval === true;
+}
+
+/**
+ * Whether the certificate (and the chain's rights, when given) lets `toolName` run: `not allowed` when it is
+ * outside allowed_tools (the SPEC 4.3 whitelist when the certificate names none), `denied` when a link denies
+ * it, null when it may run. Shared by pre-flight and the authorization mappings (core/coaz-mapping.ts).
+ */
+export function toolRefusal(
+  cert: DelegationCertificate,
+  grant: ChainRights | undefined,
+  toolName: string,
+): 'not allowed' | 'denied' | null {
+  const allowed = cert.constraints?.allowed_tools ?? DEFAULT_ALLOWED_TOOLS;
+  const chainAllowed = grant?.allowed_tools ?? null;
+  if (!allowed.includes(toolName) || (chainAllowed !== null && !chainAllowed.includes(toolName))) {
+    return 'not allowed';
+  }
+  if ((cert.constraints?.denied_tools ?? []).includes(toolName) || (grant?.denied_tools ?? []).includes(toolName)) {
+    return 'denied';
+  }
+  return null;
 }

@@ -102,7 +102,7 @@ export function createEpochAnchorer(deps: EpochAnchorerDeps): EpochAnchorer {
   const baseFee = deps.baseFee ?? BASE_FEE;
   const payerLock = deps.payerLock ?? createKeyedLock();
   // One key for all: anchors share the signer's sequence numbers (and, via payerLock, the settlement service's).
-  const withLock = <T>(_what: string, work: () => Promise<T>): Promise<T> => payerLock(deps.signer.publicKey, work);
+  const withLock = <T>(work: () => Promise<T>): Promise<T> => payerLock(deps.signer.publicKey, work);
   const iso = () => new Date(deps.clock()).toISOString();
 
   function build(anchor: EpochAnchor, sequence: string) {
@@ -142,11 +142,9 @@ export function createEpochAnchorer(deps: EpochAnchorerDeps): EpochAnchorer {
     return latest;
   }
 
-  const lockKey = (sealerPk: string, epoch: number) => `${sealerPk}:${epoch}`;
-
   async function anchor(seal: AnchorableSeal): Promise<EpochAnchor> {
     const root = rootOf(seal);
-    return withLock(lockKey(seal.sealer_pk, seal.epoch), async () => {
+    return withLock(async () => {
       const existing = await ledger.anchor(seal.sealer_pk, seal.epoch);
       if (existing !== null) {
         if (existing.root !== root) {
@@ -196,7 +194,7 @@ export function createEpochAnchorer(deps: EpochAnchorerDeps): EpochAnchorer {
     async retryOpen() {
       const out: EpochAnchor[] = [];
       for (const open of await ledger.openAnchors(OPEN_SCAN_LIMIT)) {
-        const driven = await withLock(lockKey(open.sealer_pk, open.epoch), async () => {
+        const driven = await withLock(async () => {
           const latest = await ledger.anchor(open.sealer_pk, open.epoch);
           if (latest === null || latest.status === 'submitted') return latest;
           return drive(latest);

@@ -181,7 +181,7 @@ export function createSettlementService(deps: SettlementServiceDeps): Settlement
   const random = deps.random ?? Math.random;
   const payerLock = deps.payerLock ?? createKeyedLock();
   // One key for all: settlements of one payer share its sequence numbers and its unsettled entries.
-  const withLock = <T>(_what: string, work: () => Promise<T>): Promise<T> => payerLock(payer.publicKey, work);
+  const withLock = <T>(work: () => Promise<T>): Promise<T> => payerLock(payer.publicKey, work);
   const seenAccounts = new Set<string>();
   const nextBalanceIndex = new Map<string, number>();
   const iso = () => new Date(deps.clock()).toISOString();
@@ -281,7 +281,7 @@ export function createSettlementService(deps: SettlementServiceDeps): Settlement
 
   async function settleOneJob(jobId: string): Promise<LedgerSettlement[]> {
     const id = jobSettlementId(jobId);
-    return withLock(id, async () => {
+    return withLock(async () => {
       const existing = await ledger.settlement(id);
       if (existing !== null) return existing.status === 'submitted' ? [existing] : [await drive(existing)];
 
@@ -314,7 +314,7 @@ export function createSettlementService(deps: SettlementServiceDeps): Settlement
 
   async function settleAccount(pk: string): Promise<LedgerSettlement | null> {
     if (pk === payer.publicKey) return null;
-    return withLock(`balance:${pk}`, async () => {
+    return withLock(async () => {
       // Read inside the lock: a payout that just failed still reserves its entries.
       const reserved = await reservedEntryIds();
       const entries = await payableEntries(pk, reserved);
@@ -339,8 +339,7 @@ export function createSettlementService(deps: SettlementServiceDeps): Settlement
     if (!enabled) return [];
     const out: LedgerSettlement[] = [];
     for (const open of await ledger.openSettlements(OPEN_SCAN_LIMIT)) {
-      const lockKey = open.id.startsWith('balance:') ? `balance:${open.id.split(':')[1]}` : open.id;
-      const driven = await withLock(lockKey, async () => {
+      const driven = await withLock(async () => {
         const latest = await ledger.settlement(open.id); // a job hook may have finished it meanwhile
         if (latest === null || latest.status === 'submitted') return latest;
         return drive(latest);
