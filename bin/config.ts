@@ -4,6 +4,7 @@ import type { SwarmConfig } from '../activities/inference/index.js';
 import type { TileConfig, TileTemplates } from '../activities/tiles/index.js';
 import type { WebSearchConfig } from '../activities/tools/web-search.js';
 import { DEFAULT_EPOCH_GENESIS_MS, parseEpochGenesis } from '../core/epoch.js';
+import type { HttpLimits } from '../api/http-limits.js';
 import { SERVICE_VERSION } from '../api/version.js';
 import { isCell, DEFAULT_JOB_CELL } from '../core/h3-cell.js';
 import { WORKER_MODELS } from '../core/models.js';
@@ -53,6 +54,22 @@ const envSchema = z.object({
     .min(1024)
     .max(64 * 1024 * 1024)
     .default(1024 * 1024),
+  // Request abuse bounds (issue 12). Rates are token buckets holding RATE_LIMIT_BURST_SECONDS of their rate;
+  // 0 turns a limit off. Per IP covers every route of every server; per principal (a signed request's key, an
+  // API key, an MCP bearer token) every authenticated one.
+  RATE_LIMIT_IP_PER_MINUTE: z.coerce.number().int().min(0).max(10_000_000).default(6000),
+  RATE_LIMIT_PRINCIPAL_PER_MINUTE: z.coerce.number().int().min(0).max(10_000_000).default(1200),
+  RATE_LIMIT_BURST_SECONDS: z.coerce.number().int().min(1).max(3600).default(10),
+  // Behind a reverse proxy: take the client address from X-Forwarded-For (the per-IP limit, logs). Off, the
+  // header is ignored, so a client cannot pick its own address.
+  TRUST_PROXY: boolean.default(false),
+  // A request (headers and body) must arrive within REQUEST_TIMEOUT_SECONDS, its headers within
+  // HEADERS_TIMEOUT_SECONDS (slowloris); 408 request_timeout otherwise.
+  REQUEST_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
+  HEADERS_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(20),
+  // The embedded SQLite store's size cap (SQLite max_page_count); unset, the disk is the limit. Either way a
+  // full store answers 507 storage_full and keeps every committed record.
+  STORE_MAX_MB: z.coerce.number().int().min(1).max(16 * 1024 * 1024).optional(),
   MONGODB_URI: z.string().optional(),
   MONGODB_DB: z.string().min(1).default('geofabric'),
   NODE_SECRET_KEY: z.string().optional(),
@@ -230,6 +247,10 @@ export interface Config {
   epochGenesisMs: number;
   apiKeys: string[];
   bodyLimitBytes: number;
+  /** Request abuse bounds shared by the gateway and both MCP servers (api/http-limits.ts). */
+  httpLimits: HttpLimits;
+  /** STORE_MAX_MB in bytes: the SQLite store's cap; undefined: none but the disk. */
+  storeMaxBytes: number | undefined;
   mongo: { uri: string; db: string } | null;
   nodeSecretKey: string | undefined;
   /** Seal an epoch this long after it closes; longer than the sync interval so late pushes land first. */
@@ -402,6 +423,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .map((k) => k.trim())
       .filter(Boolean),
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    httpLimits: {
+      ipPerMinute: e.RATE_LIMIT_IP_PER_MINUTE,
+      principalPerMinute: e.RATE_LIMIT_PRINCIPAL_PER_MINUTE,
+      burstSeconds: e.RATE_LIMIT_BURST_SECONDS,
+      trustProxy: e.TRUST_PROXY,
+      requestTimeoutMs: e.REQUEST_TIMEOUT_SECONDS * 1000,
+      headersTimeoutMs: Math.min(e.HEADERS_TIMEOUT_SECONDS, e.REQUEST_TIMEOUT_SECONDS) * 1000,
+    },
+    storeMaxBytes: e.STORE_MAX_MB === undefined ? undefined : e.STORE_MAX_MB * 1024 * 1024,
     mongo: e.MONGODB_URI ? { uri: e.MONGODB_URI, db: e.MONGODB_DB } : null,
     nodeSecretKey: e.NODE_SECRET_KEY,
     sealGraceMs: e.SEAL_GRACE_SECONDS * 1000,

@@ -73,10 +73,14 @@ export const ERROR_STATUS = {
   invalid_json: 400,
   unsupported_media_type: 415,
   payload_too_large: 413,
+  query_too_large: 414,
+  request_timeout: 408,
   headers_too_large: 431,
   not_found: 404,
   method_not_allowed: 405,
   internal_error: 500,
+  // The store refused a write for want of space (disk full, or STORE_MAX_MB): nothing was half-written.
+  storage_full: 507,
   // A request that arrived after shutdown began (on a kept-alive connection): retry on a new connection.
   shutting_down: 503,
 } as const satisfies Record<string, number>;

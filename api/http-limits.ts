@@ -1,0 +1,15 @@
+/** Request abuse bounds of one HTTP server (issue 12): rate limits, trusted proxy, receive timeouts. */
+export interface HttpLimits {
+  /** Requests per minute per client address (IPv6 by /64); 0: no limit. */
+  ipPerMinute: number;
+  /** Requests per minute per principal (signing key, API key, bearer token); 0: no limit. */
+  principalPerMinute: number;
+  /** A bucket holds this many seconds of its rate: the burst a client may send at once. */
+  burstSeconds: number;
+  /** Take the client address from X-Forwarded-For (behind a reverse proxy). */
+  trustProxy: boolean;
+  /** The whole request (headers and body) must arrive within this. */
+  requestTimeoutMs: number;
+  /** Its headers within this. */
+  headersTimeoutMs: number;
+}
