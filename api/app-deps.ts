@@ -5,6 +5,7 @@ import type { TileActivities } from '../activities/tiles/index.js';
 import type { ApiKeyStore } from '../store/api-key-store.js';
 import type { JobStore } from '../store/job-store.js';
 import type { LedgerStore } from '../store/ledger-store.js';
+import type { HttpLimits } from './http-limits.js';
 import type { JobRunner } from './job-runner.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { WorkerRegistry } from '../store/worker-registry.js';
@@ -15,6 +16,8 @@ export interface GatewayConfig {
   /** Gate 3: refuse signed requests that carry no delegation certificate. */
   requireDelegation: boolean;
   bodyLimitBytes: number;
+  /** Rate limits, trusted proxy and receive timeouts (api/http-limits.ts); unset: no rate limits, default timeouts. */
+  httpLimits?: HttpLimits | undefined;
   /** Epoch 0 starts here; hourly windows (epochs, rate limits) align to it. */
   epochGenesisMs: number;
   /** Keys accepted on `api_key` routes (sent as `Authorization: Bearer <key>`). */

@@ -3,11 +3,14 @@ import Koa from 'koa';
 import { createProofIngest } from '../activities/proof/proof-ingest.js';
 import { jobStellarTx } from '../activities/settlement/settlement-service.js';
 import { ServiceError } from '../core/errors.js';
+import type { RateLimiter } from '../core/rate-limiter.js';
 import type { AppDeps } from './app-deps.js';
 import { gateChain } from './gates.js';
 import { errorMiddleware } from './http-errors.js';
+import { queryLimit } from './http-limits.js';
 import { readJsonBody } from './json-body.js';
 import { createMetrics } from './metrics.js';
+import { addressRateLimit, createRequestRateLimits } from './rate-limit.js';
 import { requestContext } from './request-context.js';
 import type { RouteSpec } from './route-spec.js';
 import { chatRoutes } from './routes/chat.js';
@@ -31,7 +34,9 @@ import { toolRoutes } from './routes/tools.js';
  */
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa();
-  app.proxy = false;
+  // Behind a reverse proxy (TRUST_PROXY) the client is the last X-Forwarded-For hop; else the socket's peer.
+  app.proxy = deps.config.httpLimits?.trustProxy ?? false;
+  const rates = createRequestRateLimits(deps.config.httpLimits);
   app.silent = true; // errors are logged by errorMiddleware, once, with the request id
   const metrics = deps.metrics ?? createMetrics({ processMetrics: false });
   metrics.watchTileCache(() => deps.tiles.cacheSize());
@@ -66,10 +71,12 @@ export function createApp(deps: AppDeps): Koa {
   ];
   // The reference documents every route, itself included: it reads the list when first asked.
   routes.push(...openApiRoutes({ routes: () => routes, publicUrl: deps.config.publicUrl }));
-  for (const spec of routes) registerRoute(router, deps, spec);
+  for (const spec of routes) registerRoute(router, deps, spec, rates.principal);
 
   app.use(requestContext({ logger: deps.logger, metrics, draining: deps.draining }));
   app.use(errorMiddleware(deps.logger));
+  app.use(addressRateLimit(rates.ip, deps.clock));
+  app.use(queryLimit());
   app.use(router.routes());
   app.use(
     router.allowedMethods({
@@ -82,7 +89,12 @@ export function createApp(deps: AppDeps): Koa {
 }
 
 /** The one way to add a route: it always gets body parsing (if declared) and all four gates. */
-function registerRoute(router: Router, deps: AppDeps, spec: RouteSpec<unknown>): void {
+function registerRoute(
+  router: Router,
+  deps: AppDeps,
+  spec: RouteSpec<unknown>,
+  principalRate: RateLimiter | undefined,
+): void {
   router.register(
     spec.path,
     [spec.method],
@@ -92,10 +104,13 @@ function registerRoute(router: Router, deps: AppDeps, spec: RouteSpec<unknown>):
           ctx.set('access-control-allow-origin', '*');
           if (spec.cors.expose.length > 0) ctx.set('access-control-expose-headers', spec.cors.expose.join(', '));
         }
-        if (spec.jsonBody) ctx.state.body = await readJsonBody(ctx, deps.config.bodyLimitBytes);
+        if (spec.jsonBody) {
+          const timeoutMs = deps.config.httpLimits?.requestTimeoutMs;
+          ctx.state.body = await readJsonBody(ctx, deps.config.bodyLimitBytes, timeoutMs);
+        }
         await next();
       },
-      ...gateChain(deps, spec),
+      ...gateChain(deps, spec, principalRate),
       async (ctx) => spec.handler(ctx, ctx.state.input, ctx.state.gates),
     ],
   );

@@ -1,33 +1,54 @@
-import type { Server } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 
+const raw = (status: string, body: object) => {
+  const text = JSON.stringify(body);
+  return `HTTP/1.1 ${status}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`;
+};
+
 /**
- * Requests Node's HTTP parser refuses before Koa sees them (headers over the size limit, malformed
- * request lines) still get a JSON error body like every other error, instead of Node's empty default; so
- * does a CONNECT request, which Node would otherwise drop without an answer.
+ * Requests Node's HTTP parser refuses before Koa sees them (headers over the size limit, headers arriving too
+ * slowly, malformed request lines) still get a JSON error body like every other error, instead of Node's
+ * empty default; so does a CONNECT request, which Node would otherwise drop without an answer.
  */
 export function answerClientErrorsWithJson(server: Server): void {
   // Without a listener Node drops a CONNECT request's connection unanswered; this server is no proxy.
   server.on('connect', (_request: unknown, socket: Duplex) => {
-    const body = JSON.stringify({ error: 'method_not_allowed', detail: 'CONNECT is not served here' });
-    socket.end(
-      `HTTP/1.1 405 Method Not Allowed\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-    );
+    socket.end(raw('405 Method Not Allowed', { error: 'method_not_allowed', detail: 'CONNECT is not served here' }));
   });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     if (!socket.writable || (error.code === 'ECONNRESET' && !socket.readable)) {
       socket.destroy();
       return;
     }
-    const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
-    const status = tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request';
-    const body = JSON.stringify(
-      tooLarge
-        ? { error: 'headers_too_large', detail: 'request headers exceed the server limit (16 KiB)' }
-        : { error: 'invalid_request', detail: 'malformed HTTP request' },
-    );
-    socket.end(
-      `HTTP/1.1 ${status}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-    );
+    // The request timed out while its handler was still reading it: answer through the handler's response
+    // (unless it began one), then close.
+    const response = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+    if (response) {
+      if (!response.headersSent) {
+        const body = JSON.stringify({ error: 'request_timeout', detail: 'the request did not arrive in time' });
+        response.writeHead(408, {
+          'content-type': 'application/json; charset=utf-8',
+          'content-length': Buffer.byteLength(body),
+          connection: 'close',
+        });
+        response.end(body);
+      } else socket.end();
+      return;
+    }
+    if (error.code === 'HPE_HEADER_OVERFLOW') {
+      socket.end(
+        raw('431 Request Header Fields Too Large', {
+          error: 'headers_too_large',
+          detail: 'request headers exceed the server limit (16 KiB)',
+        }),
+      );
+    } else if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      socket.end(
+        raw('408 Request Timeout', { error: 'request_timeout', detail: 'the request headers did not arrive in time' }),
+      );
+    } else {
+      socket.end(raw('400 Bad Request', { error: 'invalid_request', detail: 'malformed HTTP request' }));
+    }
   });
 }

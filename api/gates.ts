@@ -7,8 +7,10 @@ import { checkJurisdiction } from '../core/gates/jurisdiction.js';
 import { requestScope, type RequestParts } from '../core/gates/request-scope.js';
 import { checkRequestSignature } from '../core/gates/signature.js';
 import { checkPayloadGeometry } from '../core/geometry.js';
+import type { RateLimiter } from '../core/rate-limiter.js';
 import type { ApiKeyRecord } from '../store/api-key-store.js';
 import type { AppDeps } from './app-deps.js';
+import { enforcePrincipalRate } from './rate-limit.js';
 import type { GateState, RouteSpec } from './route-spec.js';
 
 /**
@@ -16,9 +18,13 @@ import type { GateState, RouteSpec } from './route-spec.js';
  * front of every route: a new route cannot opt out. Each gate is a pure check in core/gates; this file
  * only adapts them to Koa and throws the failure as the JSON error.
  */
-export function gateChain(deps: AppDeps, spec: RouteSpec<unknown>): Middleware[] {
+export function gateChain(
+  deps: AppDeps,
+  spec: RouteSpec<unknown>,
+  principalRate?: RateLimiter | undefined,
+): Middleware[] {
   const chain: [GateName, Gate][] = [
-    [spec.auth === 'api_key' ? 'api_key' : 'signature', authGate(deps, spec)],
+    [spec.auth === 'api_key' ? 'api_key' : 'signature', authGate(deps, spec, principalRate)],
     ['jurisdiction', jurisdictionGate(spec)],
     ['delegation', delegationGate(deps, spec)],
     ['geometry', preflightGate(spec)],
@@ -73,18 +79,22 @@ function parts(ctx: Context): RequestParts {
 
 const gates = (ctx: Context): GateState => ctx.state.gates as GateState;
 
-/** Gate 1 (or the route's other auth policy). */
-function authGate(deps: AppDeps, spec: RouteSpec<unknown>): Gate {
+/**
+ * Gate 1 (or the route's other auth policy), then the principal's request rate: counted only once the
+ * signature or key checked out, so nobody can spend another's budget with forged requests.
+ */
+function authGate(deps: AppDeps, spec: RouteSpec<unknown>, principalRate: RateLimiter | undefined): Gate {
   return (ctx) => {
     const state: GateState = { requester: undefined, place: null, authority: { kind: 'anonymous' } };
     ctx.state.gates = state;
     if (spec.auth === 'signed') {
-      state.requester = unwrap(
-        checkRequestSignature(ctx.state.body, ctx.get('x-idn-signature') || undefined, deps.clock()),
-      );
+      const now = deps.clock();
+      state.requester = unwrap(checkRequestSignature(ctx.state.body, ctx.get('x-idn-signature') || undefined, now));
+      enforcePrincipalRate(ctx, principalRate, `pk:${state.requester.pk}`, now);
     } else if (spec.auth === 'api_key') {
       return checkApiKey(ctx.get('authorization'), deps).then((key) => {
         state.apiKey = key;
+        enforcePrincipalRate(ctx, principalRate, `key:${key.id}`, deps.clock());
       });
     }
   };

@@ -1,28 +1,27 @@
 import type { Context } from 'koa';
 import { ServiceError } from '../core/errors.js';
+import { DEFAULT_RECEIVE_TIMEOUTS } from './http-server.js';
 
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 
 /**
- * Reads a JSON body within a byte limit. Parsing is per route, not global, so a route that needs the raw
- * stream (MCP transports) still gets it. Over the limit → 413 before the rest is read.
+ * Reads a JSON body within a byte limit and a time limit. Parsing is per route, not global, so a route that
+ * needs the raw stream (MCP transports) still gets it. Over the size → 413 before the rest is read; a body
+ * still arriving after `timeoutMs` (a slowloris upload) → 408. Either way the connection is then closed,
+ * dropping whatever else the client sends.
  */
-export async function readJsonBody(ctx: Context, limitBytes: number): Promise<unknown> {
+export async function readJsonBody(
+  ctx: Context,
+  limitBytes: number,
+  timeoutMs: number = DEFAULT_RECEIVE_TIMEOUTS.requestTimeoutMs,
+): Promise<unknown> {
   const declared = Number(ctx.get('content-length') || NaN);
   if (declared > limitBytes) throw tooLarge(limitBytes);
   const type = ctx.get('content-type');
   if (type !== '' && !/^application\/(?:[\w.+-]+\+)?json\b/i.test(type)) {
     throw new ServiceError('unsupported_media_type', 'the body must be application/json');
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    // Stop reading; `connection: close` on the 413 drops the rest of an oversized upload.
-    if (size > limitBytes) throw tooLarge(limitBytes);
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
+  const text = (await readBody(ctx, limitBytes, timeoutMs)).toString('utf8');
   if (text.trim() === '')
     throw new ServiceError('invalid_json', 'the request body is empty; a JSON object is required');
   try {
@@ -30,6 +29,42 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
   } catch (error) {
     throw new ServiceError('invalid_json', `the body is not valid JSON: ${(error as Error).message}`);
   }
+}
+
+function readBody(ctx: Context, limitBytes: number, timeoutMs: number): Promise<Buffer> {
+  const req = ctx.req;
+  if (req.readableEnded) return Promise.resolve(Buffer.alloc(0));
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (error?: unknown) => {
+      clearTimeout(timer);
+      req.off('data', onData).off('end', onEnd).off('error', done).off('aborted', onAborted);
+      if (error === undefined) resolve(Buffer.concat(chunks));
+      else {
+        req.pause(); // stop reading; the error's `connection: close` drops the rest
+        reject(error);
+      }
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limitBytes) done(tooLarge(limitBytes));
+      else chunks.push(chunk);
+    };
+    const onEnd = () => done();
+    const onAborted = () =>
+      done(new ServiceError('invalid_request', 'the client closed the request before its body arrived'));
+    const timer = setTimeout(
+      () =>
+        done(
+          new ServiceError('request_timeout', `the request body did not arrive within ${timeoutMs / 1000} s`, {
+            connection: 'close',
+          }),
+        ),
+      timeoutMs,
+    );
+    req.on('data', onData).on('end', onEnd).on('error', done).on('aborted', onAborted);
+  });
 }
 
 const tooLarge = (limit: number) =>

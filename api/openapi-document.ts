@@ -43,15 +43,21 @@ const SHARED_HEADERS: readonly { key: string; name: string; description: string 
   },
 ];
 
-/** Codes the gates and body parsing answer, by what the route declares (api/gates.ts, api/json-body.ts). */
+/**
+ * Codes the gates, the request limits and body parsing answer, by what the route declares (api/gates.ts,
+ * api/rate-limit.ts, api/http-limits.ts, api/json-body.ts).
+ */
 function gateErrors(spec: RouteSpec<unknown>): ErrorCode[] {
   const codes: ErrorCode[] = ['invalid_cell', 'invalid_jurisdiction', 'invalid_tier', 'delegation_invalid'];
   if (spec.auth === 'signed') {
     codes.push('signature_required', 'invalid_signature', 'stale_request', 'invalid_public_key', 'delegation_required');
   }
   if (spec.auth === 'api_key') codes.push('unauthorized');
-  if (spec.jsonBody) codes.push('invalid_json', 'payload_too_large', 'unsupported_media_type', 'invalid_geometry');
-  codes.push('rate_limit', 'internal_error');
+  if (spec.jsonBody) {
+    codes.push('invalid_json', 'payload_too_large', 'unsupported_media_type', 'invalid_geometry', 'request_timeout');
+    codes.push('storage_full');
+  }
+  codes.push('rate_limit', 'query_too_large', 'internal_error');
   return codes;
 }
 

@@ -12,8 +12,15 @@
  *            instant steps: inference on the fake runtime and tile_render from the warmed tile cache
  *   tiles    GET /v1/tiles/:cell/14/osm-standard.png over 50 warmed tiles: cache hits
  *   chat     POST /v1/chat/completions, non-streaming, `Authorization: Bearer` the bench key (tier pro)
- *   proofs   GET /store/proof/:id over ~1,000 records the run wrote (jobs, inference, tiles); they are in
- *            the current hourly epoch, unsealed, so each answers 200 `{pending: true}` (a full store read)
+ *   proofs   GET /store/proof/:id over ~1,000 records the run wrote (jobs, inference, tiles), in the current
+ *            hourly epoch, unsealed, so each answers 200 `{pending: true}` (a full store read), and ~330 sealed
+ *            records the worker below pushed, each answered with its Merkle inclusion proof
+ *
+ * While the compute scenario runs, a worker node (its own key and SQLite store) pushes BENCH_LOAD_SYNC_RECORDS
+ * (5,000) records of the three hours before this one, sealed by it, through the real sync protocol (the sync
+ * agent: POST /store/sync, then /store/epochs): so the audit afterwards covers sealed epochs and their chain,
+ * delivered under load. The per-IP and per-principal rate limits stay on at a rate no scenario reaches, so
+ * their cost is in the figures.
  *
  * Every scenario expects 200 only: the bench key is `pro` (no daily chat quota) and no delegation certificate
  * is sent (no max_ops_per_hour), so a 429, like any other non-2xx or connection error, fails the run. So do
@@ -34,9 +41,14 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { cellToChildren } from 'h3-js';
 import { signRequestBody } from '../core/gates/signature.js';
-import { DEFAULT_EPOCH_GENESIS_MS } from '../core/epoch.js';
+import { createSyncAgent, type SyncRound } from '../activities/proof/sync-agent.js';
+import { sealDueEpochs } from '../activities/proof/epoch-sealer.js';
+import { DEFAULT_EPOCH_GENESIS_MS, epochAt, epochWindow } from '../core/epoch.js';
 import { DEFAULT_JOB_CELL } from '../core/h3-cell.js';
-import { generateKeyPair } from '../core/identity.js';
+import { generateKeyPair, type KeyPair } from '../core/identity.js';
+import type { NewRecord, ProofStore } from '../store/proof-store.js';
+import { openSqlite } from '../store/sqlite/open-database.js';
+import { createSqliteProofStore } from '../store/sqlite/proof-store.js';
 import { TILE_STYLES } from '../core/tile-styles.js';
 import { startFakeRuntime } from '../test/helpers/fake-openai-runtime.js';
 import {
@@ -56,6 +68,9 @@ import { startTileUpstream } from './load-upstream.js';
 const SECONDS = positiveIntSetting('BENCH_LOAD_SECONDS', process.env.BENCH_LOAD_SECONDS, 10);
 const CONNECTIONS = positiveIntSetting('BENCH_LOAD_CONNECTIONS', process.env.BENCH_LOAD_CONNECTIONS, 16);
 const MIXED = process.env.BENCH_LOAD_MIXED === '1';
+const SYNC_RECORDS = positiveIntSetting('BENCH_LOAD_SYNC_RECORDS', process.env.BENCH_LOAD_SYNC_RECORDS, 5000);
+/** Limits far above any scenario's rate: the limiter runs on every request and never refuses. */
+const UNREACHED_RATE_PER_MINUTE = '10000000';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TILE_ZOOM = 14;
 const TILE_STYLE = 'osm-standard';
@@ -198,12 +213,14 @@ async function main(): Promise<number> {
     PERCEPTION_ENABLED: 'false',
     GOVERNANCE_ENABLED: 'false',
     API_KEYS: apiKey,
+    RATE_LIMIT_IP_PER_MINUTE: UNREACHED_RATE_PER_MINUTE,
+    RATE_LIMIT_PRINCIPAL_PER_MINUTE: UNREACHED_RATE_PER_MINUTE,
     WORKER_RUNTIME_URL: runtime.url,
     WORKER_MODELS: 'tinyllama',
     PREWARM_MODELS: 'tinyllama',
     ...Object.fromEntries(TILE_STYLES.map((s) => [`TILE_URL_${s.toUpperCase().replace('-', '_')}`, template])),
   };
-  const startCommand = `DATA_DIR=${dataDir} PORT=${port} LOG_LEVEL=warn ORCHESTRATOR=embedded PERCEPTION_ENABLED=false GOVERNANCE_ENABLED=false API_KEYS=<bench key> WORKER_RUNTIME_URL=${runtime.url} WORKER_MODELS=tinyllama PREWARM_MODELS=tinyllama TILE_URL_<all five styles>=${template} node --import tsx bin/geofabric.ts start`;
+  const startCommand = `DATA_DIR=${dataDir} PORT=${port} LOG_LEVEL=warn ORCHESTRATOR=embedded PERCEPTION_ENABLED=false GOVERNANCE_ENABLED=false API_KEYS=<bench key> RATE_LIMIT_IP_PER_MINUTE=${UNREACHED_RATE_PER_MINUTE} RATE_LIMIT_PRINCIPAL_PER_MINUTE=${UNREACHED_RATE_PER_MINUTE} WORKER_RUNTIME_URL=${runtime.url} WORKER_MODELS=tinyllama PREWARM_MODELS=tinyllama TILE_URL_<all five styles>=${template} node --import tsx bin/geofabric.ts start`;
   console.log(`service: ${startCommand}`);
 
   const startedAt = performance.now();
@@ -306,7 +323,20 @@ async function main(): Promise<number> {
   const summaries: ScenarioSummary[] = [];
   const problems: string[] = [];
 
+  const worker = await sealedWorkerStore(SYNC_RECORDS, Date.now());
+  const syncing = pushUnderLoad(worker, url);
   summaries.push(await run('compute', [computeRequest]));
+  const synced = await syncing;
+  console.log(
+    `sync (during compute): a worker pushed ${fmt(synced.round.records)} records and ${synced.round.seals} seals ` +
+      `of epochs ${worker.epochs.join(', ')} in ${fmt(synced.ms)} ms, ${synced.round.refused} refused`,
+  );
+  if (synced.round.records !== SYNC_RECORDS || synced.round.seals !== worker.epochs.length || synced.round.refused) {
+    problems.push(
+      `sync: ${JSON.stringify(synced.round)}, expected ${SYNC_RECORDS} records, ${worker.epochs.length} seals`,
+    );
+  }
+  worker.close();
 
   const before = await tileStats();
   summaries.push(await run('tiles', tileRequests));
@@ -326,15 +356,22 @@ async function main(): Promise<number> {
     const page = await getJson<{ records: Array<{ id: string }> }>(
       `${url}/store/query?collection=${collection}&limit=340`,
     );
-    ids.push(...page.body.records.map((r) => r.id));
+    ids.push(...page.body.records.map((r) => r.id).filter((id) => !id.startsWith('bench-sync-')));
   }
-  const sample = await getJson<{ pending?: boolean; record?: { id?: string } }>(
-    `${url}/store/proof/${encodeURIComponent(ids[0]!)}`,
-  );
-  if (sample.status !== 200 || sample.body.record?.id !== ids[0]) {
-    throw new Error(
-      `GET /store/proof/${ids[0]} answered ${sample.status}: ${JSON.stringify(sample.body).slice(0, 300)}`,
+  const own = ids.length;
+  // Besides this run's unsealed records, the worker's sealed ones: each read builds its Merkle proof.
+  ids.push(...worker.sampleIds);
+  for (const [id, sealed] of [
+    [ids[0]!, false],
+    [worker.sampleIds[0]!, true],
+  ] as const) {
+    const sample = await getJson<{ pending?: boolean; verified?: boolean; record?: { id?: string } }>(
+      `${url}/store/proof/${encodeURIComponent(id)}`,
     );
+    const expected = sealed ? sample.body.verified === true : sample.body.pending === true;
+    if (sample.status !== 200 || sample.body.record?.id !== id || !expected) {
+      throw new Error(`GET /store/proof/${id} answered ${sample.status}: ${JSON.stringify(sample.body).slice(0, 300)}`);
+    }
   }
   const proofRequests: autocannon.Request[] = ids.map((id) => ({
     method: 'GET',
@@ -351,8 +388,8 @@ async function main(): Promise<number> {
     `\nnotes: compute = 2-step jobs (inference + tile_render, parallel), each body signed with a new nonce ` +
       `(${fmt(nonce)} signed in all); tiles = ${tileRequests.length} warmed tiles, ${misses} misses during the scenario; ` +
       `chat: ${fmt(runtimeCalls)} runtime calls for ${fmt(summaries[2]!.requests)} completions; ` +
-      `proofs = ${ids.length} records (compute_job, inference, tile), ` +
-      `${sample.body.pending === true ? 'unsealed: each answers 200 {pending: true}' : 'sealed: each answers 200 with its Merkle proof'}`,
+      `proofs = ${own} unsealed records of this run (compute_job, inference, tile: 200 {pending: true}) and ` +
+      `${worker.sampleIds.length} sealed records of the worker (200 with a verified Merkle proof)`,
   );
   for (const s of summaries) problems.push(...scenarioProblems(s));
 
@@ -386,6 +423,52 @@ async function main(): Promise<number> {
   }
   console.log('\nOK: no unexpected status, no connection error, no error log, clean stop, audit without problems');
   return 0;
+}
+
+interface WorkerStore {
+  store: ProofStore;
+  key: KeyPair;
+  epochs: number[];
+  /** Every 15th record's id: sealed, so GET /store/proof answers its Merkle proof. */
+  sampleIds: string[];
+  close(): void;
+}
+
+/**
+ * A worker node's store as it stands after three hours of work: `count` inference records spread over the three
+ * epochs before the current one, each epoch sealed (chained) by the worker's key.
+ */
+async function sealedWorkerStore(count: number, nowMs: number): Promise<WorkerStore> {
+  const db = openSqlite(':memory:');
+  const store = createSqliteProofStore(db);
+  const key = generateKeyPair();
+  const current = epochAt(nowMs, DEFAULT_EPOCH_GENESIS_MS);
+  const epochs = [current - 3, current - 2, current - 1];
+  const records: NewRecord[] = Array.from({ length: count }, (_, i) => {
+    // In epoch order: a writer's records never go back to an epoch it has left.
+    const epoch = epochs[Math.floor((i * epochs.length) / count)]!;
+    return {
+      id: `bench-sync-${randomUUID()}`,
+      h3_cell: DEFAULT_JOB_CELL,
+      epoch,
+      collection_type: 'inference',
+      payload_type: 'hive/inference',
+      payload: { model: 'tinyllama', tokens_in: 12, tokens_out: 6 },
+      written_at: new Date(epochWindow(epoch, DEFAULT_EPOCH_GENESIS_MS).start + i).toISOString(),
+    };
+  });
+  for (let i = 0; i < records.length; i += 1000) await store.appendRecords(key, records.slice(i, i + 1000));
+  await sealDueEpochs({ store, signer: key, now: nowMs, genesisMs: DEFAULT_EPOCH_GENESIS_MS, graceMs: 0 });
+  const sampleIds = records.filter((_, i) => i % 15 === 0).map((r) => r.id);
+  return { store, key, epochs, sampleIds, close: () => db.close() };
+}
+
+/** One sync round of the worker to the service (the sync agent's protocol), timed. */
+async function pushUnderLoad(worker: WorkerStore, url: string): Promise<{ round: SyncRound; ms: number }> {
+  await sleep(1000); // into the compute scenario
+  const started = performance.now();
+  const round = await createSyncAgent({ store: worker.store, centralUrl: url, signer: worker.key }).syncOnce();
+  return { round, ms: performance.now() - started };
 }
 
 /** Keeps the service up until the auto-sealer has sealed `epoch` (it closed during the run; see load-report.ts). */

@@ -80,6 +80,7 @@ export async function startGovernance(
     complianceTimeoutMs: config.governance.complianceTimeoutMs,
     allowedOrigins: config.governance.allowedOrigins,
     allowedHosts: config.governance.allowedHosts,
+    limits: config.httpLimits,
     tokenTtlSeconds: config.governance.tokenTtlSeconds,
     logger,
   });

@@ -55,6 +55,7 @@ export async function startPerception(
     principalLocal: identity.principalLocal,
     allowedOrigins: config.perception.allowedOrigins,
     allowedHosts: config.perception.allowedHosts,
+    limits: config.httpLimits,
     ...(tokenIssuerPk === undefined
       ? {}
       : { tokenVerifier: { issuerPk: tokenIssuerPk, issuer: TOKEN_ISSUER, audience: TOKEN_AUDIENCE } }),

@@ -1,5 +1,3 @@
-import { once } from 'node:events';
-import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { startAutoSealer } from '../activities/proof/epoch-sealer.js';
 import { createSealActivities, type SealActivities } from '../activities/proof/seal-activities.js';
@@ -31,7 +29,7 @@ import { backboneQueue, gatewayQueue, jobQueue } from '../core/task-queues.js';
 import { Client, Connection } from '@temporalio/client';
 import type { Logger } from 'pino';
 import { startTemporalWorkers } from './temporal-workers.js';
-import { answerClientErrorsWithJson } from '../api/client-errors.js';
+import { listenHttp } from '../api/http-server.js';
 import { ConfigError, type Config } from './config.js';
 import { loadNodeKey } from './node-key.js';
 import { loadGovernanceKey } from '../mcp/governance/server-key.js';
@@ -120,6 +118,7 @@ export async function startGateway(config: Config): Promise<void> {
     config: {
       requireDelegation: config.requireDelegation,
       bodyLimitBytes: config.bodyLimitBytes,
+      httpLimits: config.httpLimits,
       epochGenesisMs: config.epochGenesisMs,
       apiKeys: config.apiKeys,
       publicUrl: config.publicUrl,
@@ -172,12 +171,7 @@ export async function startGateway(config: Config): Promise<void> {
     : undefined;
   if (sync) metrics.trackSync();
   sync?.start();
-  const server = app.listen(config.port, config.host);
-  answerClientErrorsWithJson(server);
-  server.requestTimeout = 30_000;
-  server.headersTimeout = 20_000;
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
+  const { server, port } = await listenHttp(app.callback(), config.port, config.host, config.httpLimits);
   logger.info({ url: `http://${config.host}:${port}` }, 'geofabric gateway listening');
   // The perception MCP server (issue 8) beside the gateway, on the same stores; PERCEPTION_ENABLED=false skips it.
   // An identity that does not verify stops the whole process: tools never run unaudited.

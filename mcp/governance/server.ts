@@ -19,6 +19,7 @@ import type { Server } from 'node:http';
 import Router from '@koa/router';
 import type Koa from 'koa';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { HttpLimits } from '../../api/http-limits.js';
 import { readJsonBody } from '../../api/json-body.js';
 import type { DelegationCertificate } from '../../core/delegation-cert.js';
 import type { KeyPair } from '../../core/identity.js';
@@ -57,6 +58,8 @@ export interface GovernanceServerDeps {
   allowedOrigins?: string[];
   /** Host names besides loopback ones a loopback-bound server answers. */
   allowedHosts?: string[];
+  /** Rate limits, trusted proxy and receive timeouts (RATE_LIMIT_*, TRUST_PROXY, *_TIMEOUT_SECONDS). */
+  limits?: HttpLimits | undefined;
   /** TOKEN_TTL_SECONDS: the longest lifetime of an issued token (default 900). */
   tokenTtlSeconds?: number;
   maxBundleBlocks?: number;
@@ -138,7 +141,7 @@ export function createGovernanceServer(deps: GovernanceServerDeps): GovernanceSe
   const tokenOrigin = originGate(allowedOrigins, 'content-type, x-idn-signature');
   router.options('/token', tokenOrigin);
   router.post('/token', tokenOrigin, async (ctx) => {
-    const body = await readJsonBody(ctx, MAX_TOKEN_BODY_BYTES);
+    const body = await readJsonBody(ctx, MAX_TOKEN_BODY_BYTES, deps.limits?.requestTimeoutMs);
     ctx.body = await tokens.issue(body, ctx.get('x-idn-signature') || undefined);
   });
 
@@ -147,6 +150,7 @@ export function createGovernanceServer(deps: GovernanceServerDeps): GovernanceSe
     logger,
     allowedOrigins,
     allowedHosts: deps.allowedHosts ?? [],
+    limits: deps.limits,
     beforeClose: () => transports.close(),
   });
   return {

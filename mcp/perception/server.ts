@@ -32,6 +32,7 @@ import type Koa from 'koa';
 import type { Context } from 'koa';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
+import type { HttpLimits } from '../../api/http-limits.js';
 import { readJsonBody } from '../../api/json-body.js';
 import { approvalSignatureValid } from '../../core/compliance-report.js';
 import { parseStoredBreadcrumb } from '../../core/breadcrumb.js';
@@ -84,6 +85,8 @@ export interface PerceptionServerDeps {
    * public name); the hosts of `allowedOrigins` are allowed too. Not checked when bound to another address.
    */
   allowedHosts?: string[];
+  /** Rate limits, trusted proxy and receive timeouts (RATE_LIMIT_*, TRUST_PROXY, *_TIMEOUT_SECONDS). */
+  limits?: HttpLimits | undefined;
   /** Other agents' chains whose certificates reports may show. */
   knownChains?: DelegationCertificate[][];
   logger?: PerceptionLogger;
@@ -256,7 +259,7 @@ export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionSe
   router.get('/compliance/:agent_pk', (ctx) => compliance(ctx, ctx.params.agent_pk ?? ''));
 
   router.post('/approvals', async (ctx) => {
-    const parsed = approvalBody.safeParse(await readJsonBody(ctx, MAX_JSON_BODY_BYTES));
+    const parsed = approvalBody.safeParse(await readJsonBody(ctx, MAX_JSON_BODY_BYTES, deps.limits?.requestTimeoutMs));
     if (!parsed.success) throw new ServiceError('invalid_request', describeZodIssue(parsed.error, 'approval'));
     // Kept as sent: the signature covers the approved_at text.
     const approval: HumanApproval = parsed.data;
@@ -312,6 +315,7 @@ export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionSe
     logger,
     allowedOrigins: deps.allowedOrigins ?? [],
     allowedHosts: deps.allowedHosts ?? [],
+    limits: deps.limits,
     beforeClose: () => transports.close(),
   });
   return {

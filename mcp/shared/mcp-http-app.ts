@@ -4,11 +4,13 @@
  * bounded request reading. Routes stay the caller's: no global body parsing, so the MCP SDK reads the raw
  * stream.
  */
-import { once } from 'node:events';
+import { createHash } from 'node:crypto';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type Router from '@koa/router';
 import Koa, { type Middleware } from 'koa';
+import { type HttpLimits, queryLimit } from '../../api/http-limits.js';
+import { listenHttp } from '../../api/http-server.js';
+import { addressRateLimit, createRequestRateLimits, enforcePrincipalRate } from '../../api/rate-limit.js';
 import { ServiceError } from '../../core/errors.js';
 import { hostAllowed, isLoopbackAddress, originAllowed } from './origin.js';
 
@@ -84,12 +86,26 @@ export function createMcpHttpApp(options: {
   /** Host names besides loopback ones a loopback-bound server answers; the hosts of allowedOrigins pass too. */
   allowedHosts: readonly string[];
   beforeClose: () => Promise<void>;
+  /** Rate limits, trusted proxy and receive timeouts; unset: no rate limits, default timeouts. */
+  limits?: HttpLimits | undefined;
 }): McpHttpApp {
-  const { router } = options;
+  const { router, limits } = options;
   const app = new Koa();
-  app.proxy = false;
+  app.proxy = limits?.trustProxy ?? false;
   app.silent = true;
+  const rates = createRequestRateLimits(limits);
   app.use(errorMiddleware(options.logger));
+  app.use(addressRateLimit(rates.ip, Date.now));
+  app.use(queryLimit());
+  // The principal of an MCP request is its bearer token (a governance-issued agent token), when it has one.
+  app.use(async (ctx, next) => {
+    const authorization = ctx.get('authorization');
+    if (authorization !== '') {
+      const principal = `bearer:${createHash('sha256').update(authorization).digest('hex').slice(0, 32)}`;
+      enforcePrincipalRate(ctx, rates.principal, principal, Date.now());
+    }
+    await next();
+  });
   let checkHost = false;
   const hosts = [
     ...options.allowedHosts,
@@ -121,12 +137,10 @@ export function createMcpHttpApp(options: {
     app,
     async listen(port, host) {
       checkHost = isLoopbackAddress(host);
-      http = app.listen(port, host);
       // Bounds on receiving a request; responses (SSE streams) may stay open.
-      http.requestTimeout = 30_000;
-      http.headersTimeout = 20_000;
-      await once(http, 'listening');
-      const { port: bound } = http.address() as AddressInfo;
+      const listening = await listenHttp(app.callback(), port, host, limits);
+      http = listening.server;
+      const bound = listening.port;
       return { url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}`, server: http };
     },
     async close() {

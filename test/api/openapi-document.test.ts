@@ -98,11 +98,14 @@ describe('OpenAPI generation (api/openapi-document.ts)', () => {
       '400',
       '401',
       '403',
+      '408',
       '413',
+      '414',
       '415',
       '429',
       '500',
       '503',
+      '507',
       'default',
     ]);
   });

@@ -12,6 +12,39 @@ describe('configuration (bin/config.ts)', () => {
     assert.match(config.tiles.userAgent, /^geofabric\/\d+\.\d+\.\d+/);
   });
 
+  it('bounds requests by default: per-IP and per-principal rates, receive timeouts, no trusted proxy', () => {
+    assert.deepEqual(loadConfig({}).httpLimits, {
+      ipPerMinute: 6000,
+      principalPerMinute: 1200,
+      burstSeconds: 10,
+      trustProxy: false,
+      requestTimeoutMs: 30_000,
+      headersTimeoutMs: 20_000,
+    });
+    const set = loadConfig({
+      RATE_LIMIT_IP_PER_MINUTE: '0',
+      RATE_LIMIT_PRINCIPAL_PER_MINUTE: '60',
+      RATE_LIMIT_BURST_SECONDS: '2',
+      TRUST_PROXY: 'true',
+      REQUEST_TIMEOUT_SECONDS: '5',
+      HEADERS_TIMEOUT_SECONDS: '9',
+      STORE_MAX_MB: '64',
+    });
+    // The headers cannot take longer than the whole request.
+    assert.deepEqual(set.httpLimits, {
+      ipPerMinute: 0,
+      principalPerMinute: 60,
+      burstSeconds: 2,
+      trustProxy: true,
+      requestTimeoutMs: 5000,
+      headersTimeoutMs: 5000,
+    });
+    assert.equal(set.storeMaxBytes, 64 * 1024 * 1024);
+    assert.equal(loadConfig({}).storeMaxBytes, undefined);
+    assert.throws(() => loadConfig({ RATE_LIMIT_IP_PER_MINUTE: '-1' }), /RATE_LIMIT_IP_PER_MINUTE/);
+    assert.throws(() => loadConfig({ REQUEST_TIMEOUT_SECONDS: '0' }), /REQUEST_TIMEOUT_SECONDS/);
+  });
+
   it('the default satellite source orders its path z/y/x', () => {
     assert.match(DEFAULT_TILE_TEMPLATES.satellite, /\{z\}\/\{y\}\/\{x\}$/);
   });

@@ -5,7 +5,7 @@
  * routes read from the app's own router, so a route added to api/app.ts is fuzzed without touching the suite.
  */
 import type Router from '@koa/router';
-import Koa from 'koa';
+import type Koa from 'koa';
 import { issueCertificate } from '../../core/delegation-cert.js';
 import { DEFAULT_PERCEPTION_CELL } from '../../core/h3-cell.js';
 import { TILE_STYLES } from '../../core/tile-styles.js';
@@ -31,24 +31,6 @@ export interface FuzzRoute {
 }
 
 export const FUZZ_API_KEY = 'sk-fuzz-0123456789';
-
-/**
- * Runs `start` and returns the Koa apps it began listening: test/helpers/gateway.ts builds its app inside and
- * hands back only a URL, and the router (the source of truth for the route list) hangs off the app.
- */
-async function capturingKoaApps<T>(start: () => Promise<T>): Promise<{ result: T; apps: Koa[] }> {
-  const apps: Koa[] = [];
-  const original = Koa.prototype.listen;
-  Koa.prototype.listen = function (this: Koa, ...args: Parameters<Koa['listen']>) {
-    apps.push(this);
-    return original.apply(this, args);
-  } as Koa['listen'];
-  try {
-    return { result: await start(), apps };
-  } finally {
-    Koa.prototype.listen = original;
-  }
-}
 
 /** Every (method, pattern) the app's router serves, HEAD aside (it mirrors GET). */
 export function routesOf(app: Koa): FuzzRoute[] {
@@ -134,30 +116,26 @@ export async function startFuzzGateway() {
     close: () => registry.close(),
   };
   const templates = Object.fromEntries(TILE_STYLES.map((s) => [s, xyz.template(s === 'dark' ? 'webp' : 'png')]));
-  const { result: gw, apps } = await capturingKoaApps(() =>
-    startGateway({
-      clock: () => TEST_NOW,
-      node,
-      workers,
-      config: { apiKeys: [FUZZ_API_KEY], perceptionUrl: perception.url },
-      tiles: { templates: templates as never, timeoutMs: 3000 },
-      imagery: { stacUrl: stac.url, timeoutMs: 3000 },
-      swarm: {
-        workerRuntimeUrl: worker.url,
-        workerModels: ['tinyllama', 'lfm2.5-1.2b-instruct'],
-        prewarmModels: [],
-        backboneUrl: backbone.url,
-        backboneApiKey: 'sk-backbone',
-        timeoutMs: 3000,
-      },
-      jobWaitMs: 5000,
-    }),
-  );
-  const app = apps[0];
-  if (app === undefined) throw new Error('the gateway never listened');
+  const gw = await startGateway({
+    clock: () => TEST_NOW,
+    node,
+    workers,
+    config: { apiKeys: [FUZZ_API_KEY], perceptionUrl: perception.url },
+    tiles: { templates: templates as never, timeoutMs: 3000 },
+    imagery: { stacUrl: stac.url, timeoutMs: 3000 },
+    swarm: {
+      workerRuntimeUrl: worker.url,
+      workerModels: ['tinyllama', 'lfm2.5-1.2b-instruct'],
+      prewarmModels: [],
+      backboneUrl: backbone.url,
+      backboneApiKey: 'sk-backbone',
+      timeoutMs: 3000,
+    },
+    jobWaitMs: 5000,
+  });
   return {
     gw,
-    routes: routesOf(app),
+    routes: routesOf(gw.app),
     /** The signer of the fuzz suite's signed requests. */
     key: generateKeyPair(),
     async close() {

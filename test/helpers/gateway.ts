@@ -1,6 +1,5 @@
 import { once } from 'node:events';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type Koa from 'koa';
 import { pino, type Logger } from 'pino';
 import { createApp } from '../../api/app.js';
 import { createEmbeddedJobRunner, type JobRunner } from '../../api/job-runner.js';
@@ -8,7 +7,7 @@ import { createComputeActivities, type ComputeActivities } from '../../activitie
 import { DEFAULT_QUEUE_NAMING, type QueueNaming } from '../../core/task-queues.js';
 import type { JobStore } from '../../store/job-store.js';
 import { createSqliteJobStore } from '../../store/sqlite/job-store.js';
-import { answerClientErrorsWithJson } from '../../api/client-errors.js';
+import { listenHttp } from '../../api/http-server.js';
 import type { AppDeps, GatewayConfig } from '../../api/app-deps.js';
 import type { GatewayMetrics } from '../../api/metrics.js';
 import { createImageryActivities, type ImageryConfig } from '../../activities/imagery/index.js';
@@ -101,6 +100,8 @@ export async function startGateway(
     jobs: JobStore;
     compute: ComputeActivities;
     ledger: LedgerStore;
+    /** The Koa app itself (its router lists the routes). */
+    app: Koa;
   }
 > {
   const db = openSqlite(':memory:');
@@ -212,10 +213,8 @@ export async function startGateway(
     metrics: options.metrics,
     draining: options.draining,
   });
-  const server: Server = app.listen(0, '127.0.0.1');
-  answerClientErrorsWithJson(server);
-  await once(server, 'listening');
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const { server, port } = await listenHttp(app.callback(), 0, '127.0.0.1', config.httpLimits);
+  const url = `http://127.0.0.1:${port}`;
 
   const request: TestGateway['request'] = async (method, path, { body, raw, headers = {} } = {}) => {
     const payload = raw ?? (body === undefined ? undefined : JSON.stringify(body));
@@ -245,6 +244,7 @@ export async function startGateway(
     jobs,
     compute,
     ledger,
+    app,
     request,
     post: (path, body, headers) => request('POST', path, { body, ...(headers ? { headers } : {}) }),
     get: (path, headers) => request('GET', path, headers ? { headers } : {}),

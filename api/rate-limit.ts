@@ -1,0 +1,64 @@
+import type { Context, Middleware } from 'koa';
+import { ServiceError } from '../core/errors.js';
+import { addressKey, createRateLimiter, type RateLimiter } from '../core/rate-limiter.js';
+import type { HttpLimits } from './http-limits.js';
+
+/** The two request limits of one server: per client address and per principal; either may be off. */
+export interface RequestRateLimits {
+  ip: RateLimiter | undefined;
+  principal: RateLimiter | undefined;
+}
+
+export function createRequestRateLimits(limits: HttpLimits | undefined): RequestRateLimits {
+  const make = (perMinute: number | undefined) =>
+    limits !== undefined && perMinute !== undefined && perMinute > 0
+      ? createRateLimiter({ perMinute, burstSeconds: limits.burstSeconds })
+      : undefined;
+  return { ip: make(limits?.ipPerMinute), principal: make(limits?.principalPerMinute) };
+}
+
+/**
+ * Counts every request against its client address (ctx.ip: the socket's peer, or X-Forwarded-For when the
+ * app trusts a proxy) before any route runs: 429 `rate_limit` with `retry-after` past the limit. Answers carry
+ * `ratelimit-limit/-remaining/-reset` (draft-ietf-httpapi-ratelimit-headers, as most APIs send them).
+ */
+export function addressRateLimit(limiter: RateLimiter | undefined, clock: () => number): Middleware {
+  return async (ctx, next) => {
+    if (limiter) enforce(ctx, limiter, addressKey(ctx.ip), clock(), 'this address');
+    await next();
+  };
+}
+
+/**
+ * Counts a request against its principal once it is authenticated (a verified signature, a valid key): a
+ * forged request cannot spend somebody else's budget. `principal` is a stable id such as `pk:<hex>`.
+ */
+export function enforcePrincipalRate(
+  ctx: Context,
+  limiter: RateLimiter | undefined,
+  principal: string,
+  nowMs: number,
+): void {
+  if (limiter) enforce(ctx, limiter, principal, nowMs, 'this principal');
+}
+
+function enforce(ctx: Context, limiter: RateLimiter, key: string, nowMs: number, who: string): void {
+  const decision = limiter.take(key, nowMs);
+  const seconds = (ms: number) => String(Math.max(decision.allowed ? 0 : 1, Math.ceil(ms / 1000)));
+  // The tighter of the two limits is the one a client should see.
+  const shown = Number(ctx.response.get('ratelimit-remaining') || Infinity);
+  if (decision.remaining <= shown) {
+    ctx.set({
+      'ratelimit-limit': String(decision.limit),
+      'ratelimit-remaining': String(decision.remaining),
+      'ratelimit-reset': seconds(decision.resetMs),
+    });
+  }
+  if (!decision.allowed) {
+    throw new ServiceError(
+      'rate_limit',
+      `too many requests from ${who}: at most ${limiter.rule.perMinute} per minute, ${decision.limit} at once; retry in ${seconds(decision.retryAfterMs)} s`,
+      { 'retry-after': seconds(decision.retryAfterMs) },
+    );
+  }
+}

@@ -1,0 +1,175 @@
+import assert from 'node:assert/strict';
+import type { HttpLimits } from '../../api/http-limits.js';
+import { generateKeyPair } from '../../core/identity.js';
+import { startGateway } from '../helpers/gateway.js';
+import { inferenceJob, signJob } from '../helpers/jobs.js';
+import { parseRawResponse, slowRequest } from '../helpers/raw-http.js';
+
+const LIMITS: HttpLimits = {
+  ipPerMinute: 0,
+  principalPerMinute: 0,
+  burstSeconds: 5,
+  trustProxy: false,
+  requestTimeoutMs: 30_000,
+  headersTimeoutMs: 20_000,
+};
+
+/** A gateway with these limits and a clock the test moves. */
+async function gatewayWith(limits: Partial<HttpLimits>, apiKeys: string[] = []) {
+  let now = Date.UTC(2026, 10, 23, 12);
+  const gw = await startGateway({ config: { httpLimits: { ...LIMITS, ...limits }, apiKeys }, clock: () => now });
+  return Object.assign(gw, { advance: (ms: number) => (now += ms) });
+}
+
+type ErrorBody = { error: string; detail?: string };
+
+describe('request limits (issue 12: abuse)', () => {
+  describe('per client address, on every route', () => {
+    it('lets a burst through, then answers 429 rate_limit with retry-after, and refills at the rate', async () => {
+      const gw = await gatewayWith({ ipPerMinute: 60 }); // 1/s, a bucket of 5
+      try {
+        for (let i = 0; i < 5; i++) {
+          const res = await gw.get('/health');
+          assert.equal(res.status, 200);
+          assert.equal(res.headers.get('ratelimit-limit'), '5');
+          assert.equal(res.headers.get('ratelimit-remaining'), String(4 - i));
+        }
+        // Every route counts: unknown paths and other routes spend the same bucket.
+        const refused = await gw.get('/no/such/route');
+        assert.equal(refused.status, 429);
+        assert.equal((refused.body as ErrorBody).error, 'rate_limit');
+        assert.match((refused.body as ErrorBody).detail ?? '', /this address: at most 60 per minute/);
+        assert.equal(refused.headers.get('retry-after'), '1');
+        assert.equal((await gw.get('/v1/tiles/grid?cell=x')).status, 429);
+        gw.advance(1000);
+        assert.equal((await gw.get('/health')).status, 200);
+        assert.equal((await gw.get('/health')).status, 429);
+      } finally {
+        await gw.close();
+      }
+    });
+
+    it('ignores X-Forwarded-For unless told it runs behind a proxy, then limits each forwarded client', async () => {
+      const direct = await gatewayWith({ ipPerMinute: 12, burstSeconds: 5 }); // bucket of 1
+      try {
+        assert.equal((await direct.get('/health', { 'x-forwarded-for': '198.51.100.1' })).status, 200);
+        // A client cannot pose as somebody else to get a fresh bucket.
+        assert.equal((await direct.get('/health', { 'x-forwarded-for': '198.51.100.2' })).status, 429);
+      } finally {
+        await direct.close();
+      }
+      const proxied = await gatewayWith({ ipPerMinute: 12, burstSeconds: 5, trustProxy: true });
+      try {
+        assert.equal((await proxied.get('/health', { 'x-forwarded-for': '198.51.100.1' })).status, 200);
+        assert.equal((await proxied.get('/health', { 'x-forwarded-for': '198.51.100.1' })).status, 429);
+        assert.equal((await proxied.get('/health', { 'x-forwarded-for': '198.51.100.2' })).status, 200);
+        // One IPv6 host holds a /64: rotating inside it does not help.
+        assert.equal((await proxied.get('/health', { 'x-forwarded-for': '2001:db8:1:2::a' })).status, 200);
+        assert.equal((await proxied.get('/health', { 'x-forwarded-for': '2001:db8:1:2::b' })).status, 429);
+        assert.equal((await proxied.get('/health', { 'x-forwarded-for': '2001:db8:1:3::a' })).status, 200);
+      } finally {
+        await proxied.close();
+      }
+    });
+  });
+
+  describe('per principal, once authenticated', () => {
+    it('limits each signing key on its own, and forged requests spend nobody else', async () => {
+      const gw = await gatewayWith({ principalPerMinute: 36, burstSeconds: 5 }); // bucket of 3
+      const [alice, bob, carol] = [generateKeyPair(), generateKeyPair(), generateKeyPair()];
+      const submit = (key = alice, prompt = 'x') => {
+        const { body, headers } = signJob(key, inferenceJob(prompt));
+        return gw.post('/v1/compute', body, headers);
+      };
+      try {
+        // Past all four gates, no worker: 503 no_workers, which is no rate refusal.
+        for (let i = 0; i < 3; i++) {
+          const res = await submit(alice, `a${i}`);
+          assert.equal(res.status, 503, `${i}: ${res.text}`);
+        }
+        const refused = await submit(alice, 'a3');
+        assert.equal(refused.status, 429);
+        assert.match((refused.body as ErrorBody).detail ?? '', /this principal/);
+        assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+        assert.equal((await submit(bob, 'b0')).status, 503);
+        // Ten requests claiming carol's key with a wrong signature: refused at gate 1, counted for nobody.
+        for (let i = 0; i < 10; i++) {
+          const { body } = signJob(carol, inferenceJob(`forged ${i}`));
+          const bobs = signJob(bob, inferenceJob(`forged ${i}`)).headers['x-idn-signature'];
+          const forged = await gw.post('/v1/compute', body, { 'x-idn-signature': bobs });
+          assert.equal(forged.status, 401);
+        }
+        for (let i = 0; i < 3; i++) assert.equal((await submit(carol, `c${i}`)).status, 503);
+      } finally {
+        await gw.close();
+      }
+    });
+
+    it('limits each API key on its own', async () => {
+      const gw = await gatewayWith({ principalPerMinute: 24, burstSeconds: 5 }, ['key-one', 'key-two']); // bucket of 2
+      const models = (key: string) => gw.get('/v1/models', { authorization: `Bearer ${key}` });
+      try {
+        assert.equal((await models('key-one')).status, 200);
+        assert.equal((await models('key-one')).status, 200);
+        assert.equal((await models('key-one')).status, 429);
+        assert.equal((await models('key-two')).status, 200);
+        // A wrong key is 401, not a rate refusal.
+        assert.equal((await models('key-three')).status, 401);
+      } finally {
+        await gw.close();
+      }
+    });
+  });
+
+  describe('sizes and slow clients', () => {
+    it('answers a query string over 4 KiB with 414 query_too_large', async () => {
+      const gw = await gatewayWith({});
+      try {
+        const res = await gw.get(`/v1/compute/recent?limit=5&pad=${'a'.repeat(4100)}`);
+        assert.equal(res.status, 414);
+        assert.equal((res.body as ErrorBody).error, 'query_too_large');
+        assert.equal((await gw.get(`/health?pad=${'a'.repeat(4000)}`)).status, 200);
+      } finally {
+        await gw.close();
+      }
+    });
+
+    it('answers a body trickling in slower than the request timeout with 408 and closes the connection', async () => {
+      const gw = await gatewayWith({ requestTimeoutMs: 1000, headersTimeoutMs: 1000 });
+      try {
+        const exchange = await slowRequest(gw.url, {
+          head: 'POST /v1/compute HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{',
+          drip: ' ',
+          everyMs: 100,
+          giveUpMs: 8000,
+        });
+        const { status, body } = parseRawResponse(exchange.response);
+        assert.equal(status, 408, exchange.response);
+        assert.equal((body as ErrorBody).error, 'request_timeout', exchange.response);
+        assert.ok(exchange.closedAfterMs < 4000, `closed after ${exchange.closedAfterMs} ms`);
+        // The server is fine for everybody else.
+        assert.equal((await gw.get('/health')).status, 200);
+      } finally {
+        await gw.close();
+      }
+    });
+
+    it('answers headers trickling in slower than the headers timeout with 408 JSON and closes the connection', async () => {
+      const gw = await gatewayWith({ requestTimeoutMs: 1000, headersTimeoutMs: 1000 });
+      try {
+        const exchange = await slowRequest(gw.url, {
+          head: 'GET /health HTTP/1.1\r\nhost: x\r\n',
+          drip: 'x-slow: 1\r\n',
+          everyMs: 100,
+          giveUpMs: 8000,
+        });
+        const { status, body } = parseRawResponse(exchange.response);
+        assert.equal(status, 408, exchange.response);
+        assert.equal((body as ErrorBody).error, 'request_timeout', exchange.response);
+        assert.ok(exchange.closedAfterMs < 4000, `closed after ${exchange.closedAfterMs} ms`);
+      } finally {
+        await gw.close();
+      }
+    });
+  });
+});

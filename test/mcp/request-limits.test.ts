@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import type { HttpLimits } from '../../api/http-limits.js';
+import { generateKeyPair } from '../../core/identity.js';
+import { createGovernanceServer, type GovernanceServer } from '../../mcp/governance/server.js';
+import { createSqliteAuditStore } from '../../store/sqlite/audit-store.js';
+import { openSqlite } from '../../store/sqlite/open-database.js';
+import { parseRawResponse, slowRequest } from '../helpers/raw-http.js';
+
+const LIMITS: HttpLimits = {
+  ipPerMinute: 0,
+  principalPerMinute: 0,
+  burstSeconds: 5,
+  trustProxy: false,
+  requestTimeoutMs: 30_000,
+  headersTimeoutMs: 20_000,
+};
+
+type ErrorBody = { error: string; detail?: string };
+
+/** The shared MCP HTTP shell (mcp/shared/mcp-http-app.ts) under the governance server, with these limits. */
+async function governanceWith(limits: Partial<HttpLimits>): Promise<{ url: string; server: GovernanceServer }> {
+  const server = createGovernanceServer({
+    store: createSqliteAuditStore(openSqlite(':memory:')),
+    key: generateKeyPair(),
+    chain: null,
+    limits: { ...LIMITS, ...limits },
+  });
+  const { url } = await server.listen(0, '127.0.0.1');
+  return { url, server };
+}
+
+describe('MCP servers: request limits (issue 12: abuse)', () => {
+  it('limits each client address on every route, /mcp included, with 429 rate_limit and retry-after', async () => {
+    const { url, server } = await governanceWith({ ipPerMinute: 36 }); // bucket of 3
+    try {
+      for (let i = 0; i < 3; i++) assert.equal((await fetch(`${url}/health`)).status, 200);
+      const refused = await fetch(`${url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: '{}',
+      });
+      assert.equal(refused.status, 429);
+      assert.equal(((await refused.json()) as ErrorBody).error, 'rate_limit');
+      assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('limits each bearer token on its own', async () => {
+    const { url, server } = await governanceWith({ principalPerMinute: 24 }); // bucket of 2
+    const health = (token: string) => fetch(`${url}/health`, { headers: { authorization: `Bearer ${token}` } });
+    try {
+      assert.equal((await health('one')).status, 200);
+      assert.equal((await health('one')).status, 200);
+      const refused = await health('one');
+      assert.equal(refused.status, 429);
+      assert.match(((await refused.json()) as ErrorBody).detail ?? '', /this principal/);
+      assert.equal((await health('two')).status, 200);
+      assert.equal((await fetch(`${url}/health`)).status, 200);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('answers an oversized query with 414 and a slow POST /token body with 408', async () => {
+    const { url, server } = await governanceWith({ requestTimeoutMs: 1000, headersTimeoutMs: 1000 });
+    try {
+      const long = await fetch(`${url}/health?pad=${'a'.repeat(5000)}`);
+      assert.equal(long.status, 414);
+      assert.equal(((await long.json()) as ErrorBody).error, 'query_too_large');
+      const exchange = await slowRequest(url, {
+        head: 'POST /token HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 500\r\n\r\n{',
+        drip: ' ',
+        everyMs: 100,
+        giveUpMs: 8000,
+      });
+      const { status, body } = parseRawResponse(exchange.response);
+      assert.equal(status, 408, exchange.response);
+      assert.equal((body as ErrorBody).error, 'request_timeout', exchange.response);
+      assert.ok(exchange.closedAfterMs < 4000, `closed after ${exchange.closedAfterMs} ms`);
+      // /mcp, whose body the MCP SDK reads itself: the server's request timeout bounds it just the same.
+      const mcp = await slowRequest(url, {
+        head: 'POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: 500\r\n\r\n{',
+        drip: ' ',
+        everyMs: 100,
+        giveUpMs: 8000,
+      });
+      assert.equal(parseRawResponse(mcp.response).status, 408, mcp.response);
+      assert.ok(mcp.closedAfterMs < 4000, `closed after ${mcp.closedAfterMs} ms`);
+    } finally {
+      await server.close();
+    }
+  });
+});
