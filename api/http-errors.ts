@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { ServiceError } from '../core/errors.js';
+import { isStorageFull } from '../store/sqlite/open-database.js';
 
 /**
  * Every failure leaves as `{ error, detail? }` JSON with the table's status, and nothing internal (stack,
@@ -15,9 +16,11 @@ export function errorMiddleware(logger: Logger): Middleware {
         throw new ServiceError('not_found', `no route for ${ctx.method} ${ctx.path}`);
       }
     } catch (error) {
-      const failure =
-        error instanceof ServiceError ? error : new ServiceError('internal_error', 'an internal error occurred');
-      if (!(error instanceof ServiceError)) {
+      const failure = asServiceError(error);
+      if (failure.code === 'storage_full') {
+        // The operator's problem, not the client's: loud in the log, a plain 507 on the wire.
+        logger.error({ err: error, request_id: ctx.state.requestId as string | undefined }, 'store is full');
+      } else if (!(error instanceof ServiceError)) {
         logger.error({ err: error, request_id: ctx.state.requestId as string | undefined }, 'unhandled error');
       }
       ctx.state.errorCode = failure.code;
@@ -26,4 +29,20 @@ export function errorMiddleware(logger: Logger): Middleware {
       ctx.body = failure.toBody();
     }
   };
+}
+
+/**
+ * A thrown value as the error the client sees. A full store (SQLITE_FULL: STORE_MAX_MB reached or the disk
+ * full) is 507 `storage_full`: the write was refused whole, what was stored before is intact, reads go on.
+ * Anything else unknown is a 500 that says nothing internal.
+ */
+export function asServiceError(error: unknown): ServiceError {
+  if (error instanceof ServiceError) return error;
+  if (isStorageFull(error)) {
+    return new ServiceError(
+      'storage_full',
+      'the store is full: the write was refused, and what was stored before is intact',
+    );
+  }
+  return new ServiceError('internal_error', 'an internal error occurred');
 }

@@ -67,7 +67,8 @@ export async function openStores(config: Config): Promise<Stores> {
     return closing(stores, () => client.close());
   }
   mkdirSync(config.dataDir, { recursive: true });
-  const db = openSqlite(join(config.dataDir, 'geofabric.db'));
+  // STORE_MAX_MB caps the file: a write past it fails as storage_full (507) and changes nothing.
+  const db = openSqlite(join(config.dataDir, 'geofabric.db'), { maxBytes: config.storeMaxBytes });
   const stores: OpenStores = {
     rateLimits: createSqliteRateLimitStore(db),
     proofs: createSqliteProofStore(db),

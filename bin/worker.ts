@@ -181,7 +181,8 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
   const node = loadNodeKey(dir, config.nodeSecretKey);
   const pk = node.key.publicKey;
   logger.info({ node_pk: pk, source: node.source }, 'worker: node key');
-  const db = openSqlite(join(dir, 'worker.db'));
+  // STORE_MAX_MB bounds an edge worker's disk use too: past it, steps fail with storage_full, nothing half-written.
+  const db = openSqlite(join(dir, 'worker.db'), { maxBytes: config.storeMaxBytes });
   const proofs = createSqliteProofStore(db);
   const localWorkers = createSqliteWorkerRegistry(db);
   const rateLimits = createSqliteRateLimitStore(db);

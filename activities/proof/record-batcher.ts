@@ -7,14 +7,17 @@
  * Contract: `record` never throws and never blocks; `write` resolves once the record is durable (what an
  * activity needs before it reports success). A record that cannot be stored for good (its epoch was sealed
  * meanwhile, or it is invalid) is logged and dropped alone: a batch that fails that way is retried record
- * by record, so one bad entry never takes its neighbours with it. Other failures (the database is busy or
- * gone) keep the queue and retry on the next tick.
+ * by record, so one bad entry never takes its neighbours with it. A full store (disk full, STORE_MAX_MB) fails
+ * awaited writes at once with `storage_full` (an activity must not wait on space that may never come) and keeps
+ * the fire-and-forget records for later. Other failures (the database is busy or gone) keep the queue and retry
+ * on the next tick.
  */
 import { ServiceError } from '../../core/errors.js';
 import { epochAt } from '../../core/epoch.js';
 import type { KeyPair } from '../../core/identity.js';
 import type { ProofRecord } from '../../core/proof-types.js';
 import type { NewRecord, ProofStore } from '../../store/proof-store.js';
+import { isStorageFull } from '../../store/sqlite/open-database.js';
 
 /** What a serving path records; the writer adds the epoch and time. */
 export type RecordEntry = Omit<NewRecord, 'epoch' | 'written_at'>;
@@ -166,6 +169,12 @@ export function createRecordBatcher(deps: RecordBatcherDeps): ProofWriter & { dr
       await append(batch);
       return [];
     } catch (error) {
+      if (isStorageFull(error)) {
+        const full = new ServiceError('storage_full', 'the proof store is full: the record was not stored');
+        for (const p of batch) p.settle?.reject(full);
+        dropped += batch.filter((p) => p.settle).length;
+        return batch.filter((p) => !p.settle);
+      }
       if (!isPermanent(error)) return batch; // transient: keep for the next tick
       if (batch.length === 1) {
         dropped++;

@@ -7,6 +7,13 @@ export interface OpenSqliteOptions {
   /** How long a writer waits for another process's write lock before SQLITE_BUSY (ms). */
   busyTimeoutMs?: number;
   migrations?: readonly SqliteMigration[];
+  /**
+   * Largest size the database may grow to, in bytes (STORE_MAX_MB): `PRAGMA max_page_count` is set to
+   * floor(maxBytes / page_size) once the schema is migrated. A write that would grow it further fails with
+   * SQLITE_FULL ({@link isStorageFull}) and changes nothing. A database already larger keeps its size and
+   * takes no more growth. Undefined: no cap but the disk.
+   */
+  maxBytes?: number | undefined;
 }
 
 /**
@@ -22,11 +29,37 @@ export function openSqlite(path: string, options: OpenSqliteOptions = {}): Sqlit
     db.pragma('synchronous = NORMAL'); // durable with WAL except on power loss, where the last commits may roll back
     db.pragma('foreign_keys = ON');
     migrate(db, options.migrations ?? SQLITE_MIGRATIONS);
+    // After the migrations, so a cap never stops a schema upgrade half-way: it bounds the data, not the schema.
+    if (options.maxBytes !== undefined) capDatabaseSize(db, options.maxBytes);
     return db;
   } catch (error) {
     db.close();
     throw error;
   }
+}
+
+/**
+ * Caps the database at `maxBytes` (per connection: every connection that writes sets it). SQLite never lowers
+ * the limit below the pages in use, so a database already past the cap stays readable and refuses growth.
+ */
+export function capDatabaseSize(db: SqliteDatabase, maxBytes: number): void {
+  if (!Number.isSafeInteger(maxBytes) || maxBytes <= 0) {
+    throw new RangeError(`maxBytes must be a positive integer, got ${maxBytes}`);
+  }
+  const pageSize = db.pragma('page_size', { simple: true }) as number;
+  db.pragma(`max_page_count = ${Math.max(1, Math.floor(maxBytes / pageSize))}`);
+}
+
+/**
+ * Whether `error` is the store running out of space: SQLite's SQLITE_FULL (the max_page_count cap of
+ * STORE_MAX_MB, or the disk itself: SQLite reports ENOSPC as SQLITE_FULL), or a Node system error ENOSPC from a
+ * file written beside it. The write that failed changed nothing (statements and transactions are atomic), so
+ * callers answer 507 `storage_full` and keep serving reads.
+ */
+export function isStorageFull(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code } = error as { code?: unknown };
+  return code === 'SQLITE_FULL' || code === 'ENOSPC';
 }
 
 /** Applies the migrations not yet recorded, each once, in order; the whole run holds the write lock. */

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { ServiceError } from '../../core/errors.js';
 import { sealDueEpochs } from '../../activities/proof/epoch-sealer.js';
 import { createRecordBatcher, type RecordEntry } from '../../activities/proof/record-batcher.js';
 import { DEFAULT_EPOCH_GENESIS_MS, epochWindow } from '../../core/epoch.js';
@@ -147,6 +148,32 @@ describe('record batcher (the proof writer of serving paths)', () => {
     assert.match(String(errors[0]), /retrying/);
     await writer.flush();
     assert.equal((await record).id, 'survives');
+    await writer.close();
+  });
+
+  it('fails awaited writes at once with storage_full when the store is full, and keeps the rest for later', async () => {
+    let full = true;
+    const capped: ProofStore = {
+      ...store,
+      appendRecords: async (signer, entries) => {
+        if (full) throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+        return store.appendRecords(signer, entries);
+      },
+    };
+    const writer = batcher({ store: capped });
+    writer.record(tileEntry('served'));
+    await assert.rejects(writer.write(tileEntry('awaited')), (error: unknown) => {
+      assert.ok(error instanceof ServiceError);
+      assert.equal(error.code, 'storage_full');
+      return true;
+    });
+    assert.equal((await stored()).length, 0);
+    full = false; // space freed
+    await writer.flush();
+    assert.deepEqual(
+      (await stored()).map((r) => r.id),
+      ['served'],
+    );
     await writer.close();
   });
 
