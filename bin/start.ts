@@ -263,7 +263,7 @@ export function startLedger(
     logger,
     metrics,
   }: {
-    stores: Pick<Stores, 'ledger' | 'jobs' | 'workers'>;
+    stores: Pick<Stores, 'ledger' | 'jobs' | 'workers' | 'proofs'>;
     signer: KeyPair;
     logger: Logger;
     /** Counts each settlement drive by its final state (settlements_total). */
@@ -316,6 +316,11 @@ export function startLedger(
     ? startRepeatingTask(
         settings.sweepIntervalMs,
         async () => {
+          // Seals a crash kept from onSealed first (restarted sealers start after them), then open anchors.
+          await anchorer.anchorMissing({
+            latest: () => stores.proofs.latestSeal(signer.publicKey),
+            all: () => stores.proofs.sealsOf(signer.publicKey),
+          });
           await anchorer.retryOpen();
         },
         (error) => logger.error({ err: error }, 'anchor sweep failed'),

@@ -76,7 +76,27 @@ export interface EpochAnchorer {
   onSealed(seals: readonly AnchorableSeal[]): Promise<void>;
   /** Re-drives every pending or failed anchor, oldest first. */
   retryOpen(): Promise<EpochAnchor[]>;
+  /**
+   * Anchors this sealer's newest seals that have no anchor at all: a process killed between storing its seals
+   * and handing them to onSealed left them unanchored, and the restarted sealer starts after them. Cheap when
+   * nothing is missing (one lookup of the newest seal); otherwise it walks back from the newest seal to the
+   * first anchored one, at most CATCH_UP_SEALS, and anchors those oldest first. Never throws (logged).
+   */
+  anchorMissing(seals: SealSource): Promise<number>;
 }
+
+/** Where a sealer's seals are read (the proof store's latestSeal / sealsOf for one sealer). */
+export interface SealSource {
+  latest(): Promise<AnchorableSeal | null>;
+  /** Every seal, in any order. */
+  all(): Promise<readonly AnchorableSeal[]>;
+}
+
+/**
+ * How far back anchorMissing looks: two days of hourly seals. Turning ANCHOR_EPOCHS on for a node that sealed
+ * for a year must not pay for a year of transactions and data-entry reserves at once.
+ */
+export const CATCH_UP_SEALS = 48;
 
 export const anchorDataName = (epoch: number): string => `epoch:${epoch}`;
 
@@ -171,23 +191,45 @@ export function createEpochAnchorer(deps: EpochAnchorerDeps): EpochAnchorer {
     });
   }
 
+  const anchored = async (seal: AnchorableSeal) => (await ledger.anchor(seal.sealer_pk, seal.epoch)) !== null;
+
+  async function onSealed(seals: readonly AnchorableSeal[]): Promise<void> {
+    for (const seal of seals) {
+      try {
+        await anchor(seal);
+      } catch (error) {
+        logger.error(
+          {
+            sealer_pk: seal.sealer_pk,
+            epoch: seal.epoch,
+            err: error instanceof Error ? error.message : String(error),
+          },
+          'epoch anchoring failed',
+        );
+      }
+    }
+  }
+
   return {
     anchor,
+    onSealed,
 
-    async onSealed(seals) {
-      for (const seal of seals) {
-        try {
-          await anchor(seal);
-        } catch (error) {
-          logger.error(
-            {
-              sealer_pk: seal.sealer_pk,
-              epoch: seal.epoch,
-              err: error instanceof Error ? error.message : String(error),
-            },
-            'epoch anchoring failed',
-          );
+    async anchorMissing(source) {
+      try {
+        const newest = await source.latest();
+        if (newest === null || (await anchored(newest))) return 0;
+        const recent = [...(await source.all())].sort((a, b) => b.epoch - a.epoch).slice(0, CATCH_UP_SEALS);
+        const missing: AnchorableSeal[] = [];
+        for (const seal of recent) {
+          if (await anchored(seal)) break;
+          missing.push(seal);
         }
+        logger.warn({ sealer_pk: newest.sealer_pk, seals: missing.length }, 'anchoring seals left unanchored');
+        await onSealed(missing.reverse());
+        return missing.length;
+      } catch (error) {
+        logger.error({ err: error instanceof Error ? error.message : String(error) }, 'anchor catch-up failed');
+        return 0;
       }
     },
 

@@ -22,6 +22,7 @@ import type { Seal } from '../../core/proof-types.js';
 import { openSqlite, type SqliteDatabase } from '../../store/sqlite/open-database.js';
 import { createSqliteJobStore } from '../../store/sqlite/job-store.js';
 import { createSqliteLedgerStore } from '../../store/sqlite/ledger-store.js';
+import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
 import { createSqliteWorkerRegistry } from '../../store/sqlite/worker-registry.js';
 import type { WorkerRegistration } from '../../store/worker-registry.js';
 import { startFakeHorizon, type FakeHorizon } from '../helpers/fake-horizon.js';
@@ -75,6 +76,7 @@ describe('settlement and anchoring on Stellar (LEDGER=stellar, fake Horizon)', f
       ledger: createSqliteLedgerStore(db),
       jobs: createSqliteJobStore(db),
       workers: createSqliteWorkerRegistry(db),
+      proofs: createSqliteProofStore(db),
     };
     const config = loadConfig({
       LEDGER: 'stellar',
@@ -258,5 +260,42 @@ describe('settlement and anchoring on Stellar (LEDGER=stellar, fake Horizon)', f
     assert.equal(await proofVerifyCommand([id, '--url', gw.url], out), 0);
     assert.equal(outputs[1]!.verified, true);
     await assert.rejects(proofVerifyCommand([id, '--url', gw.url, '--horizon', horizon.url], out), /usage/);
+  });
+
+  it('the anchor sweep anchors seals a crash kept from the sealer hook (they were stored, never handed over)', async () => {
+    const { response } = await remoteJob('a fountain');
+    await gw.writer.flush();
+    await sealThrough(gw.proofs, node, response.epoch); // stored, then "killed" before onSealed
+    const path = `/store/proof/${encodeURIComponent(response.proof!.record_id)}`;
+    assert.equal(((await gw.get(path)).body as { anchor: unknown }).anchor, null);
+    // The restarted process: its sweep (every second here) finds the newest seal unanchored.
+    const restarted = startLedger(
+      loadConfig({
+        LEDGER: 'stellar',
+        HORIZON_URL: horizon.url,
+        ANCHOR_EPOCHS: 'true',
+        SETTLEMENT_INTERVAL_SECONDS: '1',
+      }),
+      {
+        stores: { ledger: gw.ledger, jobs: gw.jobs, workers: gw.workers, proofs: gw.proofs },
+        signer: node,
+        logger: pino({ level: 'silent' }),
+      },
+    );
+    try {
+      const anchored = await waitFor('the catch-up anchor', async () => {
+        const body = (await gw.get(path)).body as { anchor: { epoch: number } | null };
+        return body.anchor;
+      });
+      assert.equal(anchored.epoch, response.epoch);
+      const out: Record<string, unknown>[] = [];
+      const verified = await proofVerifyCommand(
+        [response.proof!.record_id, '--url', gw.url, '--anchor', '--horizon', horizon.url],
+        (value) => out.push(value as Record<string, unknown>),
+      );
+      assert.equal(verified, 0, JSON.stringify(out));
+    } finally {
+      await restarted.stop();
+    }
   });
 });

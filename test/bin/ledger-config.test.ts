@@ -113,6 +113,7 @@ describe('startLedger (bin/start.ts) and the sealers hook', () => {
     ledger: createSqliteLedgerStore(db),
     jobs: createSqliteJobStore(db),
     workers: createSqliteWorkerRegistry(db),
+    proofs: createSqliteProofStore(db),
   };
   const logger = pino({ level: 'silent' });
   after(() => db.close());

@@ -6,6 +6,7 @@ import { createSeal } from '../../../core/seal.js';
 import { ServiceError } from '../../../core/errors.js';
 import {
   anchorView,
+  CATCH_UP_SEALS,
   createEpochAnchorer,
   verifyAnchorOnHorizon,
   type EpochAnchorerDeps,
@@ -96,6 +97,47 @@ describe('epoch anchorer (manage_data epoch:<n> on the fake Horizon)', () => {
       ['epoch:1', 'epoch:2'],
     );
     assert.notEqual(txs[0]!.memo, txs[1]!.memo);
+  });
+
+  describe('anchorMissing (seals a crash kept from onSealed)', () => {
+    const chain = (epochs: number[]): Seal[] => {
+      const out: Seal[] = [];
+      for (const epoch of epochs) out.push(sealOf(epoch, [`r${epoch}`], out.at(-1)?.seal_hash ?? GENESIS_PREV_HASH));
+      return out;
+    };
+    const source = (seals: Seal[]) => ({
+      latest: async () => seals.reduce<Seal | null>((a, b) => (a === null || b.epoch > a.epoch ? b : a), null),
+      all: async () => [...seals].reverse(),
+    });
+
+    it('anchors, oldest first, the newest seals back to the first anchored one, then nothing more', async () => {
+      const seals = chain([1, 2, 3, 4, 5]);
+      const a = anchorer();
+      await a.onSealed(seals.slice(0, 2)); // the process handed 1 and 2 over, then died after sealing 3..5
+      assert.equal(await a.anchorMissing(source(seals)), 3);
+      assert.deepEqual(
+        s.fake.transactions().map((t) => t.operations[0]!.name),
+        ['epoch:1', 'epoch:2', 'epoch:3', 'epoch:4', 'epoch:5'],
+      );
+      assert.equal(await a.anchorMissing(source(seals)), 0);
+      assert.equal(s.fake.transactions().length, 5);
+    });
+
+    it('looks back at most CATCH_UP_SEALS seals, and does nothing without seals', async () => {
+      const seals = chain(Array.from({ length: CATCH_UP_SEALS + 5 }, (_, i) => i + 1));
+      const a = anchorer();
+      assert.equal(await a.anchorMissing(source([])), 0);
+      assert.equal(await a.anchorMissing(source(seals)), CATCH_UP_SEALS);
+      assert.equal(s.fake.transactions()[0]!.operations[0]!.name, 'epoch:6');
+    });
+
+    it('never throws: a failing seal source is logged', async () => {
+      const logger = recordingLogger();
+      const a = anchorer({ logger });
+      const broken = { latest: () => Promise.reject(new Error('store gone')), all: async () => [] };
+      assert.equal(await a.anchorMissing(broken), 0);
+      assert.ok(logger.lines.some((l) => l.msg === 'anchor catch-up failed'));
+    });
   });
 
   it('onSealed never throws; a failed anchor is re-driven by retryOpen with the same envelope', async () => {
