@@ -3,9 +3,8 @@ import Koa from 'koa';
 import { createProofIngest } from '../activities/proof/proof-ingest.js';
 import { jobStellarTx } from '../activities/settlement/settlement-service.js';
 import { ServiceError } from '../core/errors.js';
-import type { RateLimiter } from '../core/rate-limiter.js';
 import type { AppDeps } from './app-deps.js';
-import { gateChain } from './gates.js';
+import { gateChain, gateLimits, type GateLimits } from './gates.js';
 import { errorMiddleware } from './http-errors.js';
 import { queryLimit } from './http-limits.js';
 import { readJsonBody } from './json-body.js';
@@ -71,7 +70,8 @@ export function createApp(deps: AppDeps): Koa {
   ];
   // The reference documents every route, itself included: it reads the list when first asked.
   routes.push(...openApiRoutes({ routes: () => routes, publicUrl: deps.config.publicUrl }));
-  for (const spec of routes) registerRoute(router, deps, spec, rates.principal);
+  const limits = gateLimits(rates.principal);
+  for (const spec of routes) registerRoute(router, deps, spec, limits);
 
   app.use(requestContext({ logger: deps.logger, metrics, draining: deps.draining }));
   app.use(errorMiddleware(deps.logger));
@@ -89,12 +89,7 @@ export function createApp(deps: AppDeps): Koa {
 }
 
 /** The one way to add a route: it always gets body parsing (if declared) and all four gates. */
-function registerRoute(
-  router: Router,
-  deps: AppDeps,
-  spec: RouteSpec<unknown>,
-  principalRate: RateLimiter | undefined,
-): void {
+function registerRoute(router: Router, deps: AppDeps, spec: RouteSpec<unknown>, limits: GateLimits): void {
   router.register(
     spec.path,
     [spec.method],
@@ -110,7 +105,7 @@ function registerRoute(
         }
         await next();
       },
-      ...gateChain(deps, spec, principalRate),
+      ...gateChain(deps, spec, limits),
       async (ctx) => spec.handler(ctx, ctx.state.input, ctx.state.gates),
     ],
   );

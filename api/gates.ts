@@ -7,6 +7,7 @@ import { checkJurisdiction } from '../core/gates/jurisdiction.js';
 import { requestScope, type RequestParts } from '../core/gates/request-scope.js';
 import { checkRequestSignature } from '../core/gates/signature.js';
 import { checkPayloadGeometry } from '../core/geometry.js';
+import { BoundedSet } from '../core/bounded-set.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
 import type { ApiKeyRecord } from '../store/api-key-store.js';
 import type { AppDeps } from './app-deps.js';
@@ -18,15 +19,11 @@ import type { GateState, RouteSpec } from './route-spec.js';
  * front of every route: a new route cannot opt out. Each gate is a pure check in core/gates; this file
  * only adapts them to Koa and throws the failure as the JSON error.
  */
-export function gateChain(
-  deps: AppDeps,
-  spec: RouteSpec<unknown>,
-  principalRate?: RateLimiter | undefined,
-): Middleware[] {
+export function gateChain(deps: AppDeps, spec: RouteSpec<unknown>, limits: GateLimits = gateLimits()): Middleware[] {
   const chain: [GateName, Gate][] = [
-    [spec.auth === 'api_key' ? 'api_key' : 'signature', authGate(deps, spec, principalRate)],
+    [spec.auth === 'api_key' ? 'api_key' : 'signature', authGate(deps, spec, limits.principal)],
     ['jurisdiction', jurisdictionGate(spec)],
-    ['delegation', delegationGate(deps, spec)],
+    ['delegation', delegationGate(deps, spec, limits.countedOps)],
     ['geometry', preflightGate(spec)],
   ];
   // One middleware, not four: each Koa layer costs a promise hop on every request, and the gates await only
@@ -50,6 +47,23 @@ export function gateChain(
     },
   ];
 }
+
+/** What the gates count across requests; one per app. */
+export interface GateLimits {
+  /** Requests per principal (api/rate-limit.ts); undefined: no limit. */
+  principal?: RateLimiter | undefined;
+  /**
+   * Signed requests already counted against their agent's `max_ops_per_hour` (by window and signature), so an
+   * exact replay (which returns the same job) is not a second operation. Bounded: past it a very old replay
+   * counts again, which only errs towards the limit.
+   */
+  countedOps: BoundedSet;
+}
+
+export const gateLimits = (principal?: RateLimiter): GateLimits => ({
+  principal,
+  countedOps: new BoundedSet(100_000),
+});
 
 /** The gates by name, 1 to 4; gate 1 is named after the route's auth policy. */
 export type GateName = 'signature' | 'api_key' | 'jurisdiction' | 'delegation' | 'geometry';
@@ -146,8 +160,12 @@ function jurisdictionGate(spec: RouteSpec<unknown>): Gate {
   };
 }
 
-/** Gate 3: the delegation chain traces the requester to a human; its hourly op budget is enforced. */
-function delegationGate(deps: AppDeps, spec: RouteSpec<unknown>): Gate {
+/**
+ * Gate 3: the delegation chain traces the requester to a human; its hourly op budget is enforced. Only a signed
+ * request spends it (its requester is then the chain's agent): a certificate is public, so an unsigned request
+ * carrying somebody's certificate is checked against it but spends nothing, or anyone could exhaust an agent.
+ */
+function delegationGate(deps: AppDeps, spec: RouteSpec<unknown>, countedOps: BoundedSet): Gate {
   return (ctx) => {
     const state = gates(ctx);
     const scope = ctx.state.scope as ReturnType<typeof requestScope>;
@@ -163,12 +181,16 @@ function delegationGate(deps: AppDeps, spec: RouteSpec<unknown>): Gate {
         tools: scope.tools,
       }),
     );
-    if (state.authority.kind === 'delegated' && state.authority.grant.max_ops_per_hour !== null) {
-      const { agent_pk, max_ops_per_hour } = state.authority.grant;
+    const authority = state.authority;
+    if (authority.kind === 'delegated' && authority.grant.max_ops_per_hour !== null && state.requester) {
+      const { agent_pk, max_ops_per_hour } = authority.grant;
       const window = rateWindow(now, deps.config.epochGenesisMs);
+      const op = `${window.start}:${ctx.get('x-idn-signature')}`;
+      if (countedOps.has(op)) return;
       return deps.rateLimits.increment(`agent:${agent_pk}`, window.start, window.end - window.start).then((count) => {
         const limited = checkRateLimit(count, max_ops_per_hour, window.end, now);
         unwrap(limited, { 'retry-after': String(Math.max(1, Math.ceil((window.end - now) / 1000))) });
+        countedOps.add(op);
       });
     }
   };

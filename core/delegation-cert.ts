@@ -108,7 +108,10 @@ function copyConstraints(c: DelegationConstraints | null | undefined): Delegatio
   return out;
 }
 
-/** Signs a certificate with the principal's key; throws TypeError when the fields do not make a valid certificate. */
+/**
+ * Signs a certificate with the principal's key; throws TypeError when the fields do not make a valid certificate
+ * (including an agent_pk that is not a usable Ed25519 key: small-order or non-canonical).
+ */
 export function issueCertificate(
   principalSecretKey: string,
   fields: Omit<UnsignedCertificate, 'version' | 'principal_pk' | 'constraints'> & {
@@ -134,6 +137,10 @@ export function issueCertificate(
   const checked = delegationCertificateSchema.safeParse(cert);
   if (!checked.success)
     throw new TypeError(`cannot issue certificate: ${describeZodIssue(checked.error, 'certificate')}`);
+  // A delegation to a small-order or non-canonical key never verifies, and would hand the rights to anyone
+  // (such a key "signs" any message): refused when issuing, not only when verifying.
+  const agentKey = checkPublicKey(cert.agent_pk);
+  if (!agentKey.ok) throw new TypeError(`cannot issue certificate: agent_pk: ${agentKey.detail}`);
   return cert;
 }
 

@@ -3,6 +3,7 @@
  * models and tools they run. Adapters: `sqlite/worker-registry.ts`, `mongo/worker-registry.ts`; the contract
  * is `test/store/worker-registry.contract.ts`. Signature checks happen before the store (api/routes/svc-workers).
  */
+import { ServiceError } from '../core/errors.js';
 import type { WorkerTier } from '../core/tiers.js';
 
 export interface WorkerHardware {
@@ -30,6 +31,11 @@ export interface WorkerRegistration {
   relay: boolean;
   /** The worker's real software version (SPEC 9.4 notes the original reported a stale one). */
   version: string;
+  /**
+   * When the worker signed this declaration (its `created_at`, ms); absent, the registration time. A declaration
+   * older than the stored one is refused, so a captured earlier registration cannot roll a worker back.
+   */
+  declared_at_ms?: number;
 }
 
 export interface WorkerRecord extends WorkerRegistration {
@@ -47,7 +53,8 @@ export interface WorkerRegistry {
   /**
    * Creates the worker (seedling, heartbeat_seq 0, registered_at and last_seen at `nowMs`), or replaces its
    * declaration; a re-registration keeps trust tier, counters, heartbeat_seq and registered_at, and moves
-   * last_seen_ms forward (never back).
+   * last_seen_ms forward (never back). A declaration older than the stored one (`declared_at_ms`) is a replay:
+   * ServiceError('stale_request'), and nothing changes; one of the same age is accepted again.
    */
   register(registration: WorkerRegistration, nowMs: number): Promise<WorkerRecord>;
   /**
@@ -72,3 +79,10 @@ export interface WorkerRegistry {
   recordOutcome(pk: string, outcome: 'completed' | 'failed', jobId: string): Promise<WorkerRecord | null>;
   close(): Promise<void>;
 }
+
+/** The refusal of a registration older than the stored declaration (both adapters). */
+export const staleDeclaration = (pk: string): ServiceError =>
+  new ServiceError(
+    'stale_request',
+    `worker ${pk} holds a newer registration than this one (created_at is older): a replay?`,
+  );

@@ -6,6 +6,7 @@
 import { fail, pass, type Check } from '../../core/check.js';
 import { fromCreditUnits } from '../../core/credits.js';
 import { isHex } from '../../core/hex.js';
+import { checkPublicKey } from '../../core/identity.js';
 import type { LedgerSettlement } from '../../core/ledger-types.js';
 import { integerParam } from '../../core/query-params.js';
 import type { LedgerStore } from '../../store/ledger-store.js';
@@ -106,11 +107,16 @@ export const ledgerRoutes = (deps: LedgerRouteDeps): RouteSpec<unknown>[] => [
   }),
 ];
 
-/** A path key: 64 lowercase hex. Reads need no curve check; nothing is verified against it. */
+/**
+ * A path key: 64 lowercase hex that is a usable Ed25519 key (core/identity.ts: canonical, not small-order).
+ * No account can hold any other key (every write refuses it), so asking for one is refused too (issue 12).
+ */
 function checkAccount(pk: string | undefined): Check<string> {
-  return typeof pk === 'string' && isHex(pk, 32)
-    ? pass(pk)
-    : fail('invalid_public_key', 'the worker key must be 64 lowercase hex characters');
+  if (typeof pk !== 'string' || !isHex(pk, 32)) {
+    return fail('invalid_public_key', 'the worker key must be 64 lowercase hex characters');
+  }
+  const key = checkPublicKey(pk);
+  return key.ok ? key : fail('invalid_public_key', `the worker key is not a usable Ed25519 key: ${key.detail}`);
 }
 
 /**

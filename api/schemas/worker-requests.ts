@@ -82,6 +82,8 @@ export function checkRegisterRequest(body: unknown): Check<WorkerRegistration> {
     hardware_tier: tier.value,
     relay: r.relay,
     version: r.version,
+    // Signed, and required: a registration older than the one the registry holds is a replay (store/worker-registry.ts).
+    declared_at_ms: Date.parse(r.created_at),
   });
 }
 

@@ -18,7 +18,7 @@ import { checkDelegationChain, verifyJurisdiction } from '../../core/governance-
 import { MAX_CHAIN_LENGTH, type DelegationCertificate } from '../../core/delegation-cert.js';
 import { ServiceError } from '../../core/errors.js';
 import { isCell } from '../../core/h3-cell.js';
-import type { KeyPair } from '../../core/identity.js';
+import { checkPublicKey, type KeyPair } from '../../core/identity.js';
 import type { AuditStore } from '../../store/audit-store.js';
 import { DEFAULT_REPORT_FROM } from '../perception/reports.js';
 import { generateAuditProof } from './audit-proof.js';
@@ -64,12 +64,17 @@ export type AnyGovernanceTool = GovernanceTool<any>;
 const HEX64 = /^[0-9a-f]{64}$/;
 const MAX_CHAIN_TEXT = 65_536;
 
+/** Shape, then core/identity.ts's key policy (canonical, not small-order): no agent can hold any other key. */
+const agentKey = z
+  .string()
+  .regex(HEX64, 'must be an Ed25519 public key (64 lowercase hex)')
+  .superRefine((pk, ctx) => {
+    const key = HEX64.test(pk) ? checkPublicKey(pk) : null;
+    if (key !== null && !key.ok) ctx.addIssue({ code: 'custom', message: `invalid_public_key: ${key.detail}` });
+  });
+
 const subjectArgs = {
-  agent_pk: z
-    .string()
-    .regex(HEX64, 'must be an Ed25519 public key (64 lowercase hex)')
-    .optional()
-    .describe("the agent to answer for (default: the server's configured subject)"),
+  agent_pk: agentKey.optional().describe("the agent to answer for (default: the server's configured subject)"),
   delegation_chain: z
     .union([
       z.string().min(1).max(MAX_CHAIN_TEXT),
@@ -114,6 +119,14 @@ function resolveSubject(
     const parsed = parseChainArgument(args.delegation_chain);
     if (!parsed.ok) throw new GovernanceToolError('invalid_request', `delegation_chain: ${parsed.detail}`);
     const last = parsed.value[parsed.value.length - 1]?.agent_pk as string;
+    // The subject of every answer (and of an evidence bundle) is this agent: it must be a usable key.
+    const key = checkPublicKey(last);
+    if (!key.ok) {
+      throw new GovernanceToolError(
+        'invalid_public_key',
+        `delegation_chain delegates to agent ${last}, which is not a usable Ed25519 key: ${key.detail}`,
+      );
+    }
     if (args.agent_pk !== undefined && args.agent_pk !== last) {
       throw new GovernanceToolError(
         'invalid_request',

@@ -1,7 +1,12 @@
 import { MongoServerError, type Collection, type Db } from 'mongodb';
 import { ServiceError } from '../../core/errors.js';
 import { applyOutcome, INITIAL_TRUST, type JobOutcome, type TrustState } from '../../core/worker-trust.js';
-import type { WorkerRecord, WorkerRegistration, WorkerRegistry } from '../worker-registry.js';
+import {
+  staleDeclaration,
+  type WorkerRecord,
+  type WorkerRegistration,
+  type WorkerRegistry,
+} from '../worker-registry.js';
 import { ensureIndexes } from './ensure-indexes.js';
 
 /**
@@ -13,6 +18,8 @@ interface WorkerDoc extends WorkerRegistration {
   /** The document layout's version, for a future migration to tell old documents from new ones. */
   record_version: number;
   registered_at: string;
+  /** When the stored declaration was signed (absent on documents written before it was kept: any is newer). */
+  declared_at_ms?: number;
 }
 
 /** A worker's liveness (`worker_liveness`): registration creates it, heartbeats move it. */
@@ -154,13 +161,23 @@ export async function createMongoWorkerRegistry(
 
   return {
     async register(r, nowMs) {
-      const declaration = declarationOf(r);
+      const declaration = { ...declarationOf(r), declared_at_ms: r.declared_at_ms ?? nowMs };
       const created = await insertClaimed<WorkerDoc>(workers, {
         ...declaration,
         record_version: 1,
         registered_at: new Date(nowMs).toISOString(),
       });
-      if (!created) await workers.updateOne({ pk: r.pk }, { $set: declaration });
+      if (!created) {
+        // One conditional update: of a registration and an older replay racing, the older never lands.
+        const replaced = await workers.updateOne(
+          {
+            pk: r.pk,
+            $or: [{ declared_at_ms: { $exists: false } }, { declared_at_ms: { $lte: declaration.declared_at_ms } }],
+          },
+          { $set: declaration },
+        );
+        if (replaced.matchedCount === 0) throw staleDeclaration(r.pk);
+      }
       await markSeen(r.pk, 0, nowMs);
       const record = await get(r.pk);
       if (record === null) throw new Error(`worker ${r.pk} vanished while registering`);

@@ -7,7 +7,11 @@ export interface SqliteMigration {
   sql: string;
 }
 
-import { WORKER_OUTCOMES_MIGRATION, WORKER_REGISTRY_MIGRATION } from './worker-registry-schema.js';
+import {
+  WORKER_DECLARED_AT_MIGRATION,
+  WORKER_OUTCOMES_MIGRATION,
+  WORKER_REGISTRY_MIGRATION,
+} from './worker-registry-schema.js';
 import { API_KEYS_MIGRATION } from './api-key-schema.js';
 import { JOB_STORE_MIGRATION } from './job-store-schema.js';
 import { AUDIT_CHAIN_MIGRATION } from './audit-store-schema.js';
@@ -75,4 +79,5 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   WORKER_OUTCOMES_MIGRATION,
   AUDIT_CHAIN_MIGRATION,
   LEDGER_MIGRATION,
+  WORKER_DECLARED_AT_MIGRATION,
 ];

@@ -32,6 +32,15 @@ export const WORKER_REGISTRY_MIGRATION: SqliteMigration = {
 };
 
 /**
+ * When each worker signed the declaration the row holds (ms; 0 for rows registered before this column): a
+ * registration older than it is refused as a replay (store/worker-registry.ts).
+ */
+export const WORKER_DECLARED_AT_MIGRATION: SqliteMigration = {
+  id: '0009-worker-declared-at',
+  sql: `ALTER TABLE workers ADD COLUMN declared_at_ms INTEGER NOT NULL DEFAULT 0;`,
+};
+
+/**
  * The outcomes already counted (store/sqlite/worker-registry.ts `recordOutcome`): one row per (worker, job), so
  * a job's outcome counts once however often it is recorded (a retried final activity, a replayed request).
  * `outcome` is the one that counted. Rows are kept for good: a job may be retried long after it ran.

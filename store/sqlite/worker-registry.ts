@@ -1,7 +1,13 @@
 import { ServiceError } from '../../core/errors.js';
 import type { WorkerTier } from '../../core/tiers.js';
 import { applyOutcome, type TrustState } from '../../core/worker-trust.js';
-import type { HardwareTier, WorkerRecord, WorkerRegistration, WorkerRegistry } from '../worker-registry.js';
+import {
+  staleDeclaration,
+  type HardwareTier,
+  type WorkerRecord,
+  type WorkerRegistration,
+  type WorkerRegistry,
+} from '../worker-registry.js';
 import type { SqliteDatabase } from './open-database.js';
 
 interface WorkerRow {
@@ -22,7 +28,7 @@ interface WorkerRow {
   heartbeat_seq: number;
 }
 
-type DeclarationParams = [string, string, string, string, string, number, number, string, string, number];
+type DeclarationParams = [string, string, string, string, string, number, number, string, string, number, number];
 
 /**
  * SQLite adapter of {@link WorkerRegistry} (tables `workers`, migration 0003, and `worker_outcomes`, 0006).
@@ -32,13 +38,16 @@ type DeclarationParams = [string, string, string, string, string, number, number
  */
 export function createSqliteWorkerRegistry(db: SqliteDatabase): WorkerRegistry {
   // A re-registration replaces the declaration only: trust, counters, heartbeat_seq and registered_at stay.
+  // An older declaration changes nothing and returns no row (a replay).
   const upsert = db.prepare<DeclarationParams, WorkerRow>(`
-    INSERT INTO workers (pk, h3_cell, models, tools, hardware, hardware_tier, relay, version, registered_at, last_seen_ms)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    INSERT INTO workers (pk, h3_cell, models, tools, hardware, hardware_tier, relay, version, registered_at, last_seen_ms,
+                         declared_at_ms)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (pk) DO UPDATE SET
       h3_cell = excluded.h3_cell, models = excluded.models, tools = excluded.tools, hardware = excluded.hardware,
       hardware_tier = excluded.hardware_tier, relay = excluded.relay, version = excluded.version,
-      last_seen_ms = MAX(last_seen_ms, excluded.last_seen_ms)
+      last_seen_ms = MAX(last_seen_ms, excluded.last_seen_ms), declared_at_ms = excluded.declared_at_ms
+    WHERE excluded.declared_at_ms >= workers.declared_at_ms
     RETURNING *
   `);
   const beat = db.prepare<[number, number, string, number], WorkerRow>(`
@@ -87,8 +96,9 @@ export function createSqliteWorkerRegistry(db: SqliteDatabase): WorkerRegistry {
         r.version,
         new Date(nowMs).toISOString(),
         nowMs,
+        r.declared_at_ms ?? nowMs,
       );
-      if (!row) throw new Error('workers upsert returned no row');
+      if (!row) throw staleDeclaration(r.pk);
       return toRecord(row);
     },
     async heartbeat(pk, seq, nowMs) {

@@ -240,6 +240,23 @@ describe('router gates over HTTP', () => {
       assert.ok(retryAfter >= 1 && retryAfter <= 3600, `retry-after ${retryAfter}`);
     });
 
+    it('spends max_ops_per_hour only on signed requests, once per request: replays and borrowed certificates are free', async () => {
+      const carol = generateKeyPair();
+      const cert = certHeader(certFor(human, carol.publicKey, { constraints: { max_ops_per_hour: 2 } }));
+      // Anyone holding carol's (public) certificate sends it on unsigned requests: checked, never counted.
+      for (let i = 0; i < 5; i++) {
+        assert.equal((await gw.get('/v1/tools', { 'x-svc-delegation-cert': cert })).status, 200);
+      }
+      const first = signJob(carol, inferenceJob('one'));
+      const send = (job: ReturnType<typeof signJob>) =>
+        gw.post('/v1/compute', job.body, { ...job.headers, 'x-svc-delegation-cert': cert });
+      assert.equal((await send(first)).status, PASSED_ALL_GATES);
+      // The same signed request three more times (a retry after a lost answer, or a captured replay): one op.
+      for (let i = 0; i < 3; i++) assert.equal((await send(first)).status, PASSED_ALL_GATES);
+      assert.equal((await send(signJob(carol, inferenceJob('two')))).status, PASSED_ALL_GATES);
+      assert.equal((await send(signJob(carol, inferenceJob('three')))).status, 429);
+    });
+
     it('requires a certificate when REQUIRE_DELEGATION is on', async () => {
       const strict = await startGateway({ config: { requireDelegation: true } });
       try {

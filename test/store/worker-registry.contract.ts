@@ -100,6 +100,31 @@ export function describeWorkerRegistryContract(name: string, factory: WorkerRegi
       await rejectsWith(store.heartbeat(r.pk, 7, T0 + 6000), 'stale_request');
     });
 
+    it('refuses a declaration older than the stored one (a replayed registration) and changes nothing', async () => {
+      const r = registration({ version: '0.1.0', declared_at_ms: T0 });
+      await store.register(r, T0);
+      const newer = { ...r, version: '0.2.0', h3_cell: '861f1d48fffffff', declared_at_ms: T0 + 60_000 };
+      await store.register(newer, T0 + 60_000);
+      // The captured first registration, sent again within its 5 minutes.
+      await rejectsWith(store.register(r, T0 + 90_000), 'stale_request');
+      const kept = await store.get(r.pk);
+      assert.equal(kept?.version, '0.2.0');
+      assert.equal(kept?.h3_cell, '861f1d48fffffff');
+      assert.equal(kept?.last_seen_ms, T0 + 60_000, 'a refused replay is not a sign of life');
+      // The same declaration again is fine (an exact retry), and so is a newer one.
+      assert.equal((await store.register(newer, T0 + 91_000)).version, '0.2.0');
+      assert.equal(
+        (await store.register({ ...r, version: '0.3.0', declared_at_ms: T0 + 120_000 }, T0 + 120_000)).version,
+        '0.3.0',
+      );
+      // A registration without a signed time counts as made at the moment it is stored.
+      assert.equal(
+        (await store.register({ ...r, version: '0.4.0', declared_at_ms: undefined }, T0 + 200_000)).version,
+        '0.4.0',
+      );
+      await rejectsWith(store.register({ ...r, declared_at_ms: T0 + 150_000 }, T0 + 210_000), 'stale_request');
+    });
+
     describe('heartbeat', () => {
       it('marks the worker seen and records the seq; seqs may skip', async () => {
         const r = registration();
