@@ -1,5 +1,12 @@
 import { createHash } from 'node:crypto';
 import { BaseClient, BaseResponse } from 'geotiff';
+import { readBoundedBody } from '../bounded-body.js';
+
+/**
+ * One range response holds a few blocks of a band (the window is at most MAX_WINDOW_MEGAPIXELS of 16-bit pixels);
+ * a response larger than this is not an answer to our range request and must not fill memory (issue 12).
+ */
+export const MAX_ASSET_RESPONSE_BYTES = 64 * 1024 * 1024;
 
 /**
  * The HTTP client geotiff reads a Cloud-Optimized GeoTIFF through: every request is a byte range
@@ -40,7 +47,7 @@ export class AssetClient extends BaseClient {
       await response.body?.cancel();
       throw new Error(`${this.url} answered HTTP ${response.status}`);
     }
-    return new AssetResponse(response, (offset, bytes) => this.pieces.push({ offset, bytes }));
+    return new AssetResponse(this.url, response, (offset, bytes) => this.pieces.push({ offset, bytes }));
   }
 
   /** The hash and accounting of everything read so far. */
@@ -64,6 +71,7 @@ export class AssetClient extends BaseClient {
 
 class AssetResponse extends BaseResponse {
   constructor(
+    private readonly url: string,
     private readonly response: Response,
     private readonly keep: (offset: number, bytes: Uint8Array) => void,
   ) {
@@ -79,9 +87,14 @@ class AssetResponse extends BaseResponse {
   }
 
   override async getData(): Promise<ArrayBuffer> {
-    const data = await this.response.arrayBuffer();
+    const body = await readBoundedBody(
+      this.response,
+      MAX_ASSET_RESPONSE_BYTES,
+      () => new Error(`${this.url} sent more than ${MAX_ASSET_RESPONSE_BYTES} bytes in one response`),
+    );
     const range = /^bytes (\d+)-\d+\/(?:\d+|\*)$/.exec(this.response.headers.get('content-range') ?? '');
-    this.keep(range ? Number(range[1]) : 0, new Uint8Array(data.slice(0)));
-    return data;
+    this.keep(range ? Number(range[1]) : 0, body);
+    // geotiff gets an ArrayBuffer of its own (a small Buffer may sit in a shared pool); the hash keeps `body`.
+    return body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer;
   }
 }

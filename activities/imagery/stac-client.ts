@@ -1,7 +1,14 @@
 import { cellToBoundary } from 'h3-js';
 import { ServiceError } from '../../core/errors.js';
+import { readBoundedBody } from '../bounded-body.js';
 import { stacInterval, type DateWindow } from './date-window.js';
 import { byNewest, stacSearchResponseSchema, toScene, type Scene } from './stac-item.js';
+
+/**
+ * A search answer is at most 100 items (the route's `limit`) of ~10 KB each; anything this large is not an answer
+ * to our query and must not fill memory (issue 12).
+ */
+export const MAX_STAC_RESPONSE_BYTES = 16 * 1024 * 1024;
 
 export interface StacClientConfig {
   /** STAC API root without a trailing slash. */
@@ -35,7 +42,7 @@ export function cellPolygon(cell: string): { type: 'Polygon'; coordinates: numbe
 
 /**
  * A STAC API item-search client (POST /search with the query and sort extensions, which Earth Search
- * supports). Each search is one request bounded by `timeoutMs`, body included.
+ * supports). Each search is one request bounded by `timeoutMs`, body included, and by MAX_STAC_RESPONSE_BYTES.
  */
 export function createStacClient(config: StacClientConfig): StacClient {
   const searchBody = (query: SceneSearch): Record<string, unknown> => ({
@@ -71,7 +78,12 @@ export function createStacClient(config: StacClientConfig): StacClient {
         await res.body?.cancel();
         throw new ServiceError('upstream_unavailable', `STAC catalog answered HTTP ${res.status} to POST /search`);
       }
-      const text = await res.text();
+      const bytes = await readBoundedBody(
+        res,
+        MAX_STAC_RESPONSE_BYTES,
+        () => new ServiceError('upstream_unavailable', `STAC catalog sent more than ${MAX_STAC_RESPONSE_BYTES} bytes`),
+      );
+      const text = new TextDecoder().decode(bytes);
       try {
         return JSON.parse(text) as unknown;
       } catch {

@@ -58,10 +58,28 @@ export function createRuntimeClient(config: RuntimeClientConfig): RuntimeClient 
   return {
     provider: config.provider,
     async complete(params, signal) {
+      // The client's own timeout ends once headers arrive: a runtime that stalls mid-body would hold the step
+      // for the HTTP library's 300 s. One deadline over the whole answer bounds it.
+      const deadline = AbortSignal.timeout(config.timeoutMs);
       try {
-        return await client.chat.completions.create({ ...params, stream: false }, signal ? { signal } : {});
+        const completion = await client.chat.completions.create(
+          { ...params, stream: false },
+          { signal: signal ? AbortSignal.any([signal, deadline]) : deadline },
+        );
+        // A 200 that is no chat completion (an HTML page, a proxy's JSON) is the runtime's failure, not ours.
+        const choice =
+          (completion as Partial<ChatCompletion> | string).constructor === Object
+            ? (completion as Partial<ChatCompletion>).choices?.[0]
+            : undefined;
+        if (typeof choice?.message !== 'object' || choice.message === null) {
+          throw new ServiceError(
+            SERVICE_CODES[config.provider],
+            `${NAMES[config.provider]} answered 200 without a chat completion`,
+          );
+        }
+        return completion;
       } catch (error) {
-        throw fail(error);
+        throw fail(deadline.aborted && !signal?.aborted ? new APIConnectionTimeoutError() : error);
       }
     },
     async stream(params, signal) {

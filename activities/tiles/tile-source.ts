@@ -23,7 +23,7 @@ import { TILE_CONTENT_TYPES, type TileFormat } from '../../core/tile-request.js'
 import type { TileStyle } from '../../core/tile-styles.js';
 import type { TileConfig } from './index.js';
 import { createTileCache, type CachedTile } from './tile-cache.js';
-import { convertTile, detectFormat } from './tile-format.js';
+import { convertTile, detectFormat, verifyTile } from './tile-format.js';
 import { fetchUpstreamTile, tileUrl, upstreamHost, type Validators } from './tile-upstream.js';
 
 export interface TileRequest {
@@ -114,6 +114,8 @@ export function createTileSource(deps: { config: TileConfig; logger?: Logger | u
       throw new ServiceError('upstream_unavailable', 'the tile upstream sent bytes that are not a PNG, JPEG or WebP');
     }
     const converted = upstreamFormat !== request.format;
+    // Whole images only: a tile cut short or corrupt would otherwise be cached and served (issue 12).
+    if (!converted) await verifyTile(result.bytes);
     const bytes = converted ? await convertTile(result.bytes, request.format) : result.bytes;
     const sha256 = converted ? sha256Hex(bytes) : sourceSha256;
     const tile: CachedTile = {

@@ -193,6 +193,29 @@ describe('Compound jobs on the Temporal dev server (live)', function () {
       assert.ok(attempts.includes(2), `the step ran again on retry (attempts ${attempts.join(', ')})`);
       assert.equal((await gw.workers.get(b.publicKey))?.jobs_completed, 1);
       assert.equal((await gw.workers.get(a.publicKey))?.jobs_completed, 0);
+
+      // Never half-charged (issue 12): the killed attempt posted nothing; the job has exactly one charge to the
+      // requester, the worker that finished the step earns it, the platform the proof, and the entries sum to 0.
+      const entries = await gw.ledger.jobEntries(job.job_id);
+      assert.deepEqual(
+        entries.map((e) => [e.kind, e.account_pk, e.amount_units]).sort(),
+        [
+          ['job_charge', alice.publicKey, -30_000],
+          ['proof_fee', gw.node.publicKey, 10_000],
+          ['step_earning', b.publicKey, 20_000],
+        ].sort(),
+      );
+      assert.equal(entries.filter((e) => e.kind === 'job_charge').length, 1, 'exactly one charge to the requester');
+      assert.equal(
+        entries.reduce((sum, e) => sum + e.amount_units, 0),
+        0,
+        'the job entries sum to zero',
+      );
+      assert.equal(
+        entries.some((e) => e.account_pk === a.publicKey),
+        false,
+        'the killed worker earned nothing',
+      );
     } finally {
       if (doomed.exitCode === null) doomed.kill('SIGKILL');
       await rescuer?.shutdown();
