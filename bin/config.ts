@@ -69,7 +69,12 @@ const envSchema = z.object({
   HEADERS_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(20),
   // The embedded SQLite store's size cap (SQLite max_page_count); unset, the disk is the limit. Either way a
   // full store answers 507 storage_full and keeps every committed record.
-  STORE_MAX_MB: z.coerce.number().int().min(1).max(16 * 1024 * 1024).optional(),
+  STORE_MAX_MB: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(16 * 1024 * 1024)
+    .optional(),
   MONGODB_URI: z.string().optional(),
   MONGODB_DB: z.string().min(1).default('geofabric'),
   NODE_SECRET_KEY: z.string().optional(),
