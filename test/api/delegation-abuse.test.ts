@@ -12,8 +12,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { issueCertificate, MAX_CHAIN_LENGTH, type DelegationCertificate } from '../../core/delegation-cert.js';
-import { generateKeyPair, type KeyPair } from '../../core/identity.js';
+import { issueCertificate, type DelegationCertificate } from '../../core/delegation-cert.js';
+import type { KeyPair } from '../../core/identity.js';
+import { chainCases, type ChainCase } from '../helpers/abusive-chains.js';
 import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
 import { startGateway } from '../helpers/gateway.js';
 import { certHeader, inferenceJob, signJob } from '../helpers/jobs.js';
@@ -37,109 +38,8 @@ const link = (principal: KeyPair, agent: KeyPair, maxDepth: number): DelegationC
     max_depth: maxDepth,
   });
 
-/** keys[0] → keys[1] → … with the given max_depth per link. */
-const chainThrough = (keys: KeyPair[], depths: number[]): DelegationCertificate[] =>
-  depths.map((depth, i) => link(keys[i]!, keys[i + 1]!, depth));
-
-interface Case {
-  name: string;
-  chain: DelegationCertificate[];
-  /** Who signs the request: the chain's last agent. */
-  requester: KeyPair;
-  detail: RegExp;
-}
-
-const human = generateKeyPair();
-const a = generateKeyPair();
-const b = generateKeyPair();
-const alice = generateKeyPair();
-const many = Array.from({ length: MAX_CHAIN_LENGTH + 2 }, () => generateKeyPair());
-
-/** Chains that verify: one delegation step, and the longest chain accepted (8 links). */
-const controls: Case[] = [
-  { name: 'human → A → alice', chain: chainThrough([human, a, alice], [1, 0]), requester: alice, detail: /./ },
-  {
-    name: `${MAX_CHAIN_LENGTH} links, max_depth ${MAX_CHAIN_LENGTH - 1} down to 0`,
-    chain: chainThrough(
-      many.slice(0, MAX_CHAIN_LENGTH + 1),
-      Array.from({ length: MAX_CHAIN_LENGTH }, (_, i) => MAX_CHAIN_LENGTH - 1 - i),
-    ),
-    requester: many[MAX_CHAIN_LENGTH]!,
-    detail: /./,
-  },
-];
-
-const abuses: Case[] = [
-  {
-    name: 'depth: a link with max_depth 0 delegates further',
-    chain: chainThrough([human, a, alice], [0, 0]),
-    requester: alice,
-    detail: /link 0: max_depth 0 does not allow further delegation/,
-  },
-  {
-    name: "depth: a child keeps its parent's max_depth",
-    chain: chainThrough([human, a, alice], [1, 1]),
-    requester: alice,
-    detail: /link 1: max_depth 1 must be at most 0/,
-  },
-  {
-    name: 'depth: three links under a root max_depth 1',
-    chain: chainThrough([human, a, b, alice], [1, 0, 0]),
-    requester: alice,
-    detail: /link 1: max_depth 0 does not allow further delegation/,
-  },
-  {
-    name: `length: ${MAX_CHAIN_LENGTH + 1} links, every max_depth in order`,
-    chain: chainThrough(
-      many.slice(0, MAX_CHAIN_LENGTH + 2),
-      Array.from({ length: MAX_CHAIN_LENGTH + 1 }, (_, i) => MAX_CHAIN_LENGTH - i),
-    ),
-    requester: many[MAX_CHAIN_LENGTH + 1]!,
-    detail: new RegExp(`delegation chain has ${MAX_CHAIN_LENGTH + 1} links; at most ${MAX_CHAIN_LENGTH}`),
-  },
-  {
-    name: 'loop: human → A → B → A',
-    chain: chainThrough([human, a, b, a], [2, 1, 0]),
-    requester: a,
-    detail: /link 2: agent_pk is link 1's principal_pk \(delegation loop\)/,
-  },
-  {
-    name: 'loop: human → A → A',
-    chain: chainThrough([human, a, a], [1, 0]),
-    requester: a,
-    detail: /link 1: agent_pk is link 1's principal_pk \(delegation loop\)/,
-  },
-  {
-    name: 'loop: back to the human (human → A → human)',
-    chain: chainThrough([human, a, human], [1, 0]),
-    requester: human,
-    detail: /link 1: agent_pk is link 0's principal_pk \(delegation loop\)/,
-  },
-  {
-    name: 'loop: a self-delegation at the root (human → human → alice)',
-    chain: chainThrough([human, human, alice], [1, 0]),
-    requester: alice,
-    detail: /link 0: agent_pk is link 0's principal_pk \(delegation loop\)/,
-  },
-  {
-    name: 'repeated link: the same certificate twice',
-    chain: [link(human, alice, 1), link(human, alice, 1)],
-    requester: alice,
-    detail: /link 1: principal_pk is not link 0's agent_pk \(broken chain\)/,
-  },
-  {
-    name: 'repeated link: the last link twice (human → A → alice, A → alice)',
-    chain: [...chainThrough([human, a, alice], [1, 0]), link(a, alice, 0)],
-    requester: alice,
-    detail: /link 2: principal_pk is not link 1's agent_pk \(broken chain\)/,
-  },
-  {
-    name: `repeated link: one link repeated up to ${MAX_CHAIN_LENGTH + 1} links`,
-    chain: Array.from({ length: MAX_CHAIN_LENGTH + 1 }, () => link(human, alice, 0)),
-    requester: alice,
-    detail: new RegExp(`delegation chain has ${MAX_CHAIN_LENGTH + 1} links`),
-  },
-];
+const { controls, abuses } = chainCases(link);
+type Case = ChainCase;
 
 describe('delegation chain abuse at the gateway (gate 3, issue 12)', function () {
   this.timeout(20_000);

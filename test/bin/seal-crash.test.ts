@@ -10,12 +10,11 @@
  * the first seal, between seals, and while a heavy epoch is read, hashed and stored.
  */
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { lastDueEpoch } from '../../activities/proof/epoch-sealer.js';
 import { createProofIngest } from '../../activities/proof/proof-ingest.js';
@@ -30,6 +29,7 @@ import { loadNodeKey } from '../../bin/node-key.js';
 import type { NewRecord, ProofStore } from '../../store/proof-store.js';
 import { openSqlite, type SqliteDatabase } from '../../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
+import { spawnGeofabric } from '../helpers/geofabric-process.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const GEOFABRIC = join(ROOT, 'bin', 'geofabric.ts');
@@ -92,22 +92,7 @@ describe('geofabric start killed while sealing (issue 12)', function () {
   }
 
   function start(): Started {
-    const child = spawn(process.execPath, ['--import', 'tsx', GEOFABRIC, 'start'], {
-      cwd: ROOT,
-      env: env(),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const lines: Record<string, unknown>[] = [];
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      try {
-        lines.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        // not a log line
-      }
-    });
-    started = { child, lines, stderr: () => stderr };
+    started = spawnGeofabric(['start'], env());
     return started;
   }
 

@@ -4,12 +4,11 @@
  * entries (earnings, /svc/status), and SIGTERM stops it cleanly.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
+import { join } from 'node:path';
 import { stellarAddress } from '../../activities/settlement/stellar-keys.js';
 import { DEFAULT_EPOCH_GENESIS_MS, epochAt } from '../../core/epoch.js';
 import { generateKeyPair } from '../../core/identity.js';
@@ -19,8 +18,7 @@ import { startFakeHorizon, type FakeHorizon } from '../helpers/fake-horizon.js';
 import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
 import { inferenceJob, signJob } from '../helpers/jobs.js';
 import { inferenceEntry } from '../helpers/proofs.js';
-
-const ROOT = resolve(import.meta.dirname, '../..');
+import { spawnGeofabric } from '../helpers/geofabric-process.js';
 
 async function waitFor<T>(what: string, probe: () => Promise<T | null>, ms = 15_000): Promise<T> {
   const until = Date.now() + ms;
@@ -63,41 +61,30 @@ describe('geofabric start with LEDGER=stellar (issue 10)', function () {
     await createSqliteProofStore(db).appendRecords(node, [inferenceEntry('old-answer', epoch)]);
     db.close();
 
-    child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'geofabric.ts'), 'start'], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        DATA_DIR: dataDir,
-        NODE_SECRET_KEY: node.secretKey,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'info',
-        MONGODB_URI: '',
-        ORCHESTRATOR: 'embedded',
-        PERCEPTION_ENABLED: 'false',
-        GOVERNANCE_ENABLED: 'false',
-        WORKER_RUNTIME_URL: runtime.url,
-        PREWARM_MODELS: '',
-        SEAL_CHECK_SECONDS: '1',
-        LEDGER: 'stellar',
-        HORIZON_URL: horizon.url,
-        ANCHOR_EPOCHS: 'true',
-        SETTLEMENT_INTERVAL_SECONDS: '1',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const started = spawnGeofabric(['start'], {
+      ...process.env,
+      DATA_DIR: dataDir,
+      NODE_SECRET_KEY: node.secretKey,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      MONGODB_URI: '',
+      ORCHESTRATOR: 'embedded',
+      PERCEPTION_ENABLED: 'false',
+      GOVERNANCE_ENABLED: 'false',
+      WORKER_RUNTIME_URL: runtime.url,
+      PREWARM_MODELS: '',
+      SEAL_CHECK_SECONDS: '1',
+      LEDGER: 'stellar',
+      HORIZON_URL: horizon.url,
+      ANCHOR_EPOCHS: 'true',
+      SETTLEMENT_INTERVAL_SECONDS: '1',
     });
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const lines: Record<string, unknown>[] = [];
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      try {
-        lines.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        // not a log line
-      }
-    });
+    child = started.child;
+    const { lines } = started;
+    const stderr = started.stderr;
     const url = await waitFor('the gateway', async () => {
-      if (child!.exitCode !== null) throw new Error(`start exited ${child!.exitCode}: ${stderr}`);
+      if (child!.exitCode !== null) throw new Error(`start exited ${child!.exitCode}: ${stderr()}`);
       const listening = lines.find((l) => l.msg === 'geofabric gateway listening');
       return typeof listening?.url === 'string' ? listening.url : null;
     });
@@ -149,7 +136,7 @@ describe('geofabric start with LEDGER=stellar (issue 10)', function () {
 
     child.kill('SIGTERM');
     const [code] = (await once(child, 'exit')) as [number | null];
-    assert.equal(code, 0, stderr);
+    assert.equal(code, 0, stderr());
     assert.equal(horizon.payments().length, 0, 'the node does not pay itself');
   });
 });

@@ -5,18 +5,17 @@
  * The slow request is a tile whose upstream (a local XYZ server) answers after a delay.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, get, type IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
+import { join } from 'node:path';
 import { DEFAULT_JOB_CELL } from '../../core/h3-cell.js';
 import { startXyzServer, type XyzServer } from '../helpers/xyz-server.js';
+import { spawnGeofabric } from '../helpers/geofabric-process.js';
 
-const ROOT = resolve(import.meta.dirname, '../..');
 const TILE = `/v1/tiles/${DEFAULT_JOB_CELL}/12/osm-bright.png`;
 
 async function waitFor<T>(what: string, probe: () => T | null | undefined, ms = 20_000): Promise<T> {
@@ -40,39 +39,25 @@ interface Started {
 async function startGeofabric(dataDir: string, env: Record<string, string>): Promise<Started> {
   const base = { ...process.env };
   for (const name of ['WORKER_RUNTIME_URL', 'BACKBONE_URL', 'CENTRAL_STORE_URL', 'METRICS_TOKEN']) delete base[name];
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'geofabric.ts'), 'start'], {
-    cwd: ROOT,
-    env: {
-      ...base,
-      DATA_DIR: dataDir,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      MONGODB_URI: '',
-      ORCHESTRATOR: 'embedded',
-      PERCEPTION_ENABLED: 'false',
-      GOVERNANCE_ENABLED: 'false',
-      PREWARM_MODELS: '',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const lines: Record<string, unknown>[] = [];
-  createInterface({ input: child.stdout! }).on('line', (line) => {
-    try {
-      lines.push(JSON.parse(line) as Record<string, unknown>);
-    } catch {
-      // not a log line
-    }
+  const { child, lines, stderr } = spawnGeofabric(['start'], {
+    ...base,
+    DATA_DIR: dataDir,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    MONGODB_URI: '',
+    ORCHESTRATOR: 'embedded',
+    PERCEPTION_ENABLED: 'false',
+    GOVERNANCE_ENABLED: 'false',
+    PREWARM_MODELS: '',
+    ...env,
   });
   const url = await waitFor('the gateway', () => {
-    if (child.exitCode !== null) throw new Error(`start exited ${child.exitCode}: ${stderr}`);
+    if (child.exitCode !== null) throw new Error(`start exited ${child.exitCode}: ${stderr()}`);
     const listening = lines.find((l) => l.msg === 'geofabric gateway listening');
     return typeof listening?.url === 'string' ? listening.url : null;
   });
-  return { child, url, port: Number(new URL(url).port), lines, stderr: () => stderr };
+  return { child, url, port: Number(new URL(url).port), lines, stderr };
 }
 
 /** A GET with its own connection; resolves with the answer, or rejects when the connection is cut. */

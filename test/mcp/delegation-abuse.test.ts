@@ -17,40 +17,28 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { issueCertificate, MAX_CHAIN_LENGTH, type DelegationCertificate } from '../../core/delegation-cert.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { issueCertificate, type DelegationCertificate } from '../../core/delegation-cert.js';
 import { requestSigningMessage } from '../../core/gates/signature.js';
 import { DEFAULT_PERCEPTION_CELL } from '../../core/h3-cell.js';
-import { generateKeyPair, signMessage, type KeyPair } from '../../core/identity.js';
+import { generateKeyPair, signMessage } from '../../core/identity.js';
 import { createGovernanceServer, type GovernanceServer } from '../../mcp/governance/server.js';
 import type { AuditStore } from '../../store/audit-store.js';
 import { createSqliteAuditStore } from '../../store/sqlite/audit-store.js';
 import { openSqlite, type SqliteDatabase } from '../../store/sqlite/open-database.js';
+import { chainCases, type ChainCase } from '../helpers/abusive-chains.js';
+import { refusal, textOf } from '../helpers/mcp-refusal.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const T0 = Date.UTC(2026, 2, 1, 12);
 const HOUR = 3_600_000;
 const CELL = DEFAULT_PERCEPTION_CELL;
 
-interface Case {
-  name: string;
-  chain: DelegationCertificate[];
-  /** The chain's last agent: the one that asks. */
-  requester: KeyPair;
-  detail: RegExp;
-  /** Refused before it is judged (too long to read), so the tools answer an error rather than a verdict. */
-  unreadable?: true;
-}
-
-const human = generateKeyPair();
-const a = generateKeyPair();
-const b = generateKeyPair();
-const alice = generateKeyPair();
-const many = Array.from({ length: MAX_CHAIN_LENGTH + 2 }, () => generateKeyPair());
+type Case = ChainCase;
 
 /** The good chains and the abuses, valid around `nowMs` (the spawned perception server reads the real clock). */
-function casesAt(nowMs: number): { controls: Case[]; abuses: Case[] } {
-  const link = (principal: KeyPair, agent: KeyPair, maxDepth: number): DelegationCertificate =>
+const casesAt = (nowMs: number) =>
+  chainCases((principal, agent, maxDepth) =>
     issueCertificate(principal.secretKey, {
       agent_pk: agent.publicKey,
       h3_cells: [CELL],
@@ -58,92 +46,10 @@ function casesAt(nowMs: number): { controls: Case[]; abuses: Case[] } {
       not_before: new Date(nowMs - HOUR).toISOString(),
       not_after: new Date(nowMs + 24 * HOUR).toISOString(),
       max_depth: maxDepth,
-    });
-  const through = (keys: KeyPair[], depths: number[]) => depths.map((depth, i) => link(keys[i]!, keys[i + 1]!, depth));
-  const descending = (n: number) => Array.from({ length: n }, (_, i) => n - 1 - i);
-  return {
-    controls: [
-      { name: 'human → A → alice', chain: through([human, a, alice], [1, 0]), requester: alice, detail: /./ },
-      {
-        name: `${MAX_CHAIN_LENGTH} links`,
-        chain: through(many.slice(0, MAX_CHAIN_LENGTH + 1), descending(MAX_CHAIN_LENGTH)),
-        requester: many[MAX_CHAIN_LENGTH]!,
-        detail: /./,
-      },
-    ],
-    abuses: [
-      {
-        name: 'depth: a link with max_depth 0 delegates further',
-        chain: through([human, a, alice], [0, 0]),
-        requester: alice,
-        detail: /link 0: max_depth 0 does not allow further delegation/,
-      },
-      {
-        name: "depth: a child keeps its parent's max_depth",
-        chain: through([human, a, alice], [1, 1]),
-        requester: alice,
-        detail: /link 1: max_depth 1 must be at most 0/,
-      },
-      {
-        name: `length: ${MAX_CHAIN_LENGTH + 1} links, every max_depth in order`,
-        chain: through(many.slice(0, MAX_CHAIN_LENGTH + 2), descending(MAX_CHAIN_LENGTH + 1)),
-        requester: many[MAX_CHAIN_LENGTH + 1]!,
-        detail: new RegExp(`delegation chain has ${MAX_CHAIN_LENGTH + 1} links; at most ${MAX_CHAIN_LENGTH}`),
-        unreadable: true,
-      },
-      {
-        name: 'loop: human → A → B → A',
-        chain: through([human, a, b, a], [2, 1, 0]),
-        requester: a,
-        detail: /link 2: agent_pk is link 1's principal_pk \(delegation loop\)/,
-      },
-      {
-        name: 'loop: human → A → A',
-        chain: through([human, a, a], [1, 0]),
-        requester: a,
-        detail: /link 1: agent_pk is link 1's principal_pk \(delegation loop\)/,
-      },
-      {
-        name: 'repeated link: the same certificate twice',
-        chain: [link(human, alice, 1), link(human, alice, 1)],
-        requester: alice,
-        detail: /link 1: principal_pk is not link 0's agent_pk \(broken chain\)/,
-      },
-      {
-        name: 'repeated link: the last link twice',
-        chain: [...through([human, a, alice], [1, 0]), link(a, alice, 0)],
-        requester: alice,
-        detail: /link 2: principal_pk is not link 1's agent_pk \(broken chain\)/,
-      },
-    ],
-  };
-}
+    }),
+  );
 
 const base64 = (chain: unknown) => Buffer.from(JSON.stringify(chain)).toString('base64');
-
-function textOf(result: CallToolResult): string {
-  const content = result.content[0];
-  assert.equal(content?.type, 'text');
-  return (content as { text: string }).text;
-}
-
-/**
- * A refused call: a tool error, or a JSON-RPC invalid-params error (-32602); never an internal error (-32603)
- * and never a result. Returns the message.
- */
-async function refusal(call: Promise<unknown>): Promise<string> {
-  let result: CallToolResult;
-  try {
-    result = (await call) as CallToolResult;
-  } catch (error) {
-    assert.ok(error instanceof McpError, `not an MCP error: ${String(error)}`);
-    assert.equal(error.code, ErrorCode.InvalidParams, error.message);
-    return error.message;
-  }
-  assert.equal(result.isError, true, `expected a refusal, got ${textOf(result)}`);
-  assert.doesNotMatch(textOf(result), /internal_error/);
-  return textOf(result);
-}
 
 function verdict(result: unknown): Record<string, unknown> {
   const r = result as CallToolResult;
@@ -233,7 +139,7 @@ describe('delegation chain abuse at the MCP servers (issue 12)', function () {
         for (const tool of TOOLS) {
           for (const chain of [c.chain, base64(c.chain), JSON.stringify(c.chain)]) {
             const { name, args } = judged(tool, { delegation_chain: chain });
-            if (c.unreadable) {
+            if (c.overLong) {
               const message = await refusal(gov.call(name, args));
               assert.match(message, /delegation_chain/, `${tool}: ${message}`);
               if (typeof chain === 'string') assert.match(message, c.detail, `${tool}: ${message}`);
@@ -254,7 +160,7 @@ describe('delegation chain abuse at the MCP servers (issue 12)', function () {
     }
 
     it("a bad chain configured as the server's subject (IDN_DELEGATION_CERT) is judged unauthorized, never trusted", async () => {
-      for (const c of abuses.filter((x) => !x.unreadable)) {
+      for (const c of abuses.filter((x) => !x.overLong)) {
         const gov = await governance(c.chain);
         for (const tool of TOOLS) {
           const { name, args } = judged(tool, {});

@@ -12,17 +12,14 @@
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { createPublicKey, verify } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { ed25519, ED25519_TORSION_SUBGROUP } from '@noble/curves/ed25519.js';
-import { sha512 } from '@noble/hashes/sha2.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { auditVerifyCommand } from '../../bin/audit-verify.js';
 import { auditBundleSigningString, type AuditBundle } from '../../core/audit-bundle.js';
 import { approvalSigningString } from '../../core/compliance-report.js';
@@ -41,58 +38,17 @@ import { createPerceptionServer, type PerceptionServer } from '../../mcp/percept
 import type { AuditStore } from '../../store/audit-store.js';
 import { createSqliteAuditStore } from '../../store/sqlite/audit-store.js';
 import { openSqlite, type SqliteDatabase } from '../../store/sqlite/open-database.js';
+import { forge, SMALL_ORDER } from '../helpers/small-order.js';
+import { refusal, textOf } from '../helpers/mcp-refusal.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const T0 = Date.UTC(2026, 2, 1, 12);
 const HOUR = 3_600_000;
 const CELL = DEFAULT_PERCEPTION_CELL;
-const SMALL_ORDER: readonly string[] = ED25519_TORSION_SUBGROUP;
 const iso = (ms: number) => new Date(ms).toISOString();
 const run = promisify(execFile);
 
-// ---- forging "valid" signatures under small-order keys (as in test/api/small-order-keys.test.ts) ----------
-
-const L = 2n ** 252n + 27742317777372353535851937790883648493n;
-const littleEndian = (bytes: Uint8Array): bigint => {
-  let n = 0n;
-  for (let i = bytes.length - 1; i >= 0; i--) n = (n << 8n) | BigInt(bytes[i]!);
-  return n;
-};
-const fromHex = (hex: string) => new Uint8Array(Buffer.from(hex, 'hex'));
-
-/** R‖S (S = 0) with R + [k]A = 0 for this message, or null when no small-order R fits this message. */
-function forgeOnce(pk: string, message: string): string | null {
-  const A = ed25519.Point.fromHex(pk);
-  const m = new TextEncoder().encode(message);
-  for (const r of ED25519_TORSION_SUBGROUP) {
-    const k = littleEndian(sha512(new Uint8Array([...fromHex(r), ...fromHex(pk), ...m]))) % L;
-    const kA = k === 0n ? ed25519.Point.ZERO : A.multiplyUnsafe(k);
-    if (ed25519.Point.fromHex(r).add(kA).equals(ed25519.Point.ZERO)) return r + '00'.repeat(32);
-  }
-  return null;
-}
-
-const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
-const opensslAccepts = (pk: string, message: string, signature: string): boolean =>
-  verify(
-    null,
-    Buffer.from(message, 'utf8'),
-    createPublicKey({ key: Buffer.concat([SPKI_PREFIX, Buffer.from(pk, 'hex')]), format: 'der', type: 'spki' }),
-    Buffer.from(signature, 'hex'),
-  );
-
-/** Varies the signed thing until a forgery under `pk` exists, and checks OpenSSL alone accepts it. */
-function forge<T>(pk: string, make: (i: number) => T, message: (value: T) => string): { value: T; signature: string } {
-  for (let i = 0; i < 256; i++) {
-    const value = make(i);
-    const signature = forgeOnce(pk, message(value));
-    if (signature !== null) {
-      assert.ok(opensslAccepts(pk, message(value), signature), 'OpenSSL alone accepts the forgery');
-      return { value, signature };
-    }
-  }
-  throw new Error(`no forgery found for ${pk}`);
-}
+// ---- forgeries under small-order keys (test/helpers/small-order.ts) ----
 
 const certFields = (agentPk: string, nowMs: number, maxDepth = 0): Omit<UnsignedCertificate, 'principal_pk'> => ({
   version: 1,
@@ -140,27 +96,6 @@ const smallMiddleChain = (pk: string, human: KeyPair, agent: KeyPair, nowMs: num
 ];
 
 // -----------------------------------------------------------------------------------------------------------
-
-function textOf(result: CallToolResult): string {
-  const content = result.content[0];
-  assert.equal(content?.type, 'text');
-  return (content as { text: string }).text;
-}
-
-/** A refused call: a tool error or -32602, never -32603 and never a result. Returns the message. */
-async function refusal(call: Promise<unknown>): Promise<string> {
-  let result: CallToolResult;
-  try {
-    result = (await call) as CallToolResult;
-  } catch (error) {
-    assert.ok(error instanceof McpError, `not an MCP error: ${String(error)}`);
-    assert.equal(error.code, ErrorCode.InvalidParams, error.message);
-    return error.message;
-  }
-  assert.equal(result.isError, true, `expected a refusal, got ${textOf(result).slice(0, 300)}`);
-  assert.doesNotMatch(textOf(result), /internal_error/);
-  return textOf(result);
-}
 
 describe('small-order public keys are refused everywhere: MCP servers and audit CLI (issue 12)', function () {
   this.timeout(20_000);
