@@ -97,7 +97,9 @@ export function createMcpHttpApp(options: {
   app.use(errorMiddleware(options.logger));
   app.use(addressRateLimit(rates.ip, Date.now));
   app.use(queryLimit());
-  // The principal of an MCP request is its bearer token (a governance-issued agent token), when it has one.
+  // The principal of an MCP request is its bearer token (a governance-issued agent token), when it has one. It is
+  // counted before the route verifies it: only someone holding the token can spend its budget, and made-up
+  // tokens each get a bucket of their own, under the same per-address limit.
   app.use(async (ctx, next) => {
     const authorization = ctx.get('authorization');
     if (authorization !== '') {
