@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { ServiceError } from '../core/errors.js';
-import { isStorageFull } from '../store/sqlite/open-database.js';
+import { isStorageFull, isStoreUnavailable } from '../store/store-errors.js';
 
 /**
  * Every failure leaves as `{ error, detail? }` JSON with the table's status, and nothing internal (stack,
@@ -17,9 +17,10 @@ export function errorMiddleware(logger: Logger): Middleware {
       }
     } catch (error) {
       const failure = asServiceError(error);
-      if (failure.code === 'storage_full') {
-        // The operator's problem, not the client's: loud in the log, a plain 507 on the wire.
-        logger.error({ err: error, request_id: ctx.state.requestId as string | undefined }, 'store is full');
+      if (failure.code === 'storage_full' || failure.code === 'store_unavailable') {
+        // The operator's problem, not the client's: loud in the log, a plain 507 or 503 on the wire.
+        const message = failure.code === 'storage_full' ? 'store is full' : 'store is unavailable';
+        logger.error({ err: error, request_id: ctx.state.requestId as string | undefined }, message);
       } else if (!(error instanceof ServiceError)) {
         logger.error({ err: error, request_id: ctx.state.requestId as string | undefined }, 'unhandled error');
       }
@@ -33,7 +34,8 @@ export function errorMiddleware(logger: Logger): Middleware {
 
 /**
  * A thrown value as the error the client sees. A full store (SQLITE_FULL: STORE_MAX_MB reached or the disk
- * full) is 507 `storage_full`: the write was refused whole, what was stored before is intact, reads go on.
+ * full) is 507 `storage_full`: the write was refused whole, what was stored before is intact, reads go on. A
+ * store out of reach (MongoDB down) is 503 `store_unavailable` with `retry-after`: nothing was half-written.
  * Anything else unknown is a 500 that says nothing internal.
  */
 export function asServiceError(error: unknown): ServiceError {
@@ -43,6 +45,11 @@ export function asServiceError(error: unknown): ServiceError {
       'storage_full',
       'the store is full: the write was refused, and what was stored before is intact',
     );
+  }
+  if (isStoreUnavailable(error)) {
+    return new ServiceError('store_unavailable', 'the store cannot be reached right now; retry shortly', {
+      'retry-after': '5',
+    });
   }
   return new ServiceError('internal_error', 'an internal error occurred');
 }

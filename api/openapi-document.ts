@@ -57,7 +57,7 @@ function gateErrors(spec: RouteSpec<unknown>): ErrorCode[] {
     codes.push('invalid_json', 'payload_too_large', 'unsupported_media_type', 'invalid_geometry', 'request_timeout');
     codes.push('storage_full');
   }
-  codes.push('rate_limit', 'query_too_large', 'internal_error');
+  codes.push('rate_limit', 'query_too_large', 'store_unavailable', 'internal_error');
   return codes;
 }
 

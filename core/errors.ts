@@ -81,6 +81,8 @@ export const ERROR_STATUS = {
   internal_error: 500,
   // The store refused a write for want of space (disk full, or STORE_MAX_MB): nothing was half-written.
   storage_full: 507,
+  // The store cannot be reached right now (MongoDB down, SQLite locked past its busy timeout): retry later.
+  store_unavailable: 503,
   // A request that arrived after shutdown began (on a kept-alive connection): retry on a new connection.
   shutting_down: 503,
 } as const satisfies Record<string, number>;

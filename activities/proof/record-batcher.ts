@@ -17,7 +17,7 @@ import { epochAt } from '../../core/epoch.js';
 import type { KeyPair } from '../../core/identity.js';
 import type { ProofRecord } from '../../core/proof-types.js';
 import type { NewRecord, ProofStore } from '../../store/proof-store.js';
-import { isStorageFull } from '../../store/sqlite/open-database.js';
+import { isStorageFull } from '../../store/store-errors.js';
 
 /** What a serving path records; the writer adds the epoch and time. */
 export type RecordEntry = Omit<NewRecord, 'epoch' | 'written_at'>;

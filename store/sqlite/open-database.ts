@@ -10,7 +10,7 @@ export interface OpenSqliteOptions {
   /**
    * Largest size the database may grow to, in bytes (STORE_MAX_MB): `PRAGMA max_page_count` is set to
    * floor(maxBytes / page_size) once the schema is migrated. A write that would grow it further fails with
-   * SQLITE_FULL ({@link isStorageFull}) and changes nothing. A database already larger keeps its size and
+   * SQLITE_FULL (store/store-errors.ts isStorageFull) and changes nothing. A database already larger keeps its size and
    * takes no more growth. Undefined: no cap but the disk.
    */
   maxBytes?: number | undefined;
@@ -48,18 +48,6 @@ export function capDatabaseSize(db: SqliteDatabase, maxBytes: number): void {
   }
   const pageSize = db.pragma('page_size', { simple: true }) as number;
   db.pragma(`max_page_count = ${Math.max(1, Math.floor(maxBytes / pageSize))}`);
-}
-
-/**
- * Whether `error` is the store running out of space: SQLite's SQLITE_FULL (the max_page_count cap of
- * STORE_MAX_MB, or the disk itself: SQLite reports ENOSPC as SQLITE_FULL), or a Node system error ENOSPC from a
- * file written beside it. The write that failed changed nothing (statements and transactions are atomic), so
- * callers answer 507 `storage_full` and keep serving reads.
- */
-export function isStorageFull(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  const { code } = error as { code?: unknown };
-  return code === 'SQLITE_FULL' || code === 'ENOSPC';
 }
 
 /** Applies the migrations not yet recorded, each once, in order; the whole run holds the write lock. */

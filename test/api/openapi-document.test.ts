@@ -85,7 +85,7 @@ describe('OpenAPI generation (api/openapi-document.ts)', () => {
     ]);
     assert.ok(op.responses['400']['x-error-codes'].includes('invalid_request'));
     assert.ok(op.responses['400']['x-error-codes'].includes('invalid_json'));
-    assert.deepEqual(op.responses['503']['x-error-codes'], ['no_workers']);
+    assert.deepEqual(op.responses['503']['x-error-codes'], ['no_workers', 'store_unavailable']);
     assert.ok(op.responses['503'].headers['Retry-After'], '503 and 429 say when to retry');
     assert.deepEqual(op.responses['500']['x-error-codes'], ['internal_error']);
     assert.deepEqual(op.responses['500'].content['application/json'].schema, {
