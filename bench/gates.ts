@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import autocannon from 'autocannon';
 import { signRequestBody } from '../core/gates/signature.js';
 import { generateKeyPair, signMessage, verifySignature } from '../core/identity.js';
+import { addressKey, createRateLimiter } from '../core/rate-limiter.js';
 
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5);
 
@@ -19,6 +20,23 @@ export function benchVerify(): { perSecond: number } {
     n += 200;
   }
   return { perSecond: n / seconds };
+}
+
+/**
+ * The per-request rate limit's own cost (core/rate-limiter.ts): the client-address key of an IPv6 peer plus
+ * one bucket check, over 100,000 distinct clients (the limiter's bound), so every check is a map lookup in a
+ * full map; and the map's size after a flood of new addresses (bounded, not growing).
+ */
+export function benchRateLimiter(): { nsPerCheck: number; keysAfterFlood: number } {
+  const limiter = createRateLimiter({ perMinute: 6000, burstSeconds: 10 });
+  const addresses = Array.from({ length: 100_000 }, (_, i) => `2001:db8:${(i >> 8) & 0xff}:${i & 0xff}::1`);
+  const checks = 2_000_000;
+  let now = 1.8e12;
+  const started = performance.now();
+  for (let i = 0; i < checks; i++) limiter.take(addressKey(addresses[i % addresses.length]!), (now += 0.01));
+  const ns = ((performance.now() - started) * 1e6) / checks;
+  for (let i = 0; i < 300_000; i++) limiter.take(`198.51.${i >> 8}.${i & 0xff}#${i}`, now);
+  return { nsPerCheck: ns, keysAfterFlood: limiter.size() };
 }
 
 /**

@@ -5,7 +5,7 @@
 import { cpus } from 'node:os';
 import { benchAuditOverhead, benchReport, benchVerifyChain } from './audit.js';
 import { benchChat, describeChatBench } from './chat.js';
-import { benchGateRejects, benchVerify } from './gates.js';
+import { benchGateRejects, benchRateLimiter, benchVerify } from './gates.js';
 import { benchAppend, benchInsert, benchSeal } from './proof-store.js';
 import { benchEmbeddedJobs, benchScheduler } from './jobs.js';
 import { benchNdvi } from './ndvi.js';
@@ -20,6 +20,11 @@ console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${p
 if (wanted('gates')) {
   const verify = benchVerify();
   console.log(`ed25519 verify (node:crypto, cached key, one core): ${fmt(verify.perSecond)} /s`);
+  const limiter = benchRateLimiter();
+  console.log(
+    `rate limit check (IPv6 /64 key + GCRA bucket, 100,000 clients): ${limiter.nsPerCheck.toFixed(0)} ns; ` +
+      `keys held after 300,000 new addresses at once: ${fmt(limiter.keysAfterFlood)} (bound 100,000)`,
+  );
   const gates = await benchGateRejects();
   console.log(
     `gateway: signed requests rejected after gate 4 (HTTP keep-alive, 32 connections, server in its own process): ` +
