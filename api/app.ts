@@ -2,10 +2,9 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import { createProofIngest } from '../activities/proof/proof-ingest.js';
 import { jobStellarTx } from '../activities/settlement/settlement-service.js';
-import { ServiceError } from '../core/errors.js';
 import type { AppDeps } from './app-deps.js';
 import { gateChain, gateLimits, type GateLimits } from './gates.js';
-import { errorMiddleware } from './http-errors.js';
+import { errorMiddleware, jsonAllowedMethods } from './http-errors.js';
 import { queryLimit } from './http-limits.js';
 import { readJsonBody } from './json-body.js';
 import { createMetrics } from './metrics.js';
@@ -78,13 +77,7 @@ export function createApp(deps: AppDeps): Koa {
   app.use(addressRateLimit(rates.ip, deps.clock));
   app.use(queryLimit());
   app.use(router.routes());
-  app.use(
-    router.allowedMethods({
-      throw: true,
-      methodNotAllowed: () => new ServiceError('method_not_allowed', 'this method is not allowed on this path'),
-      notImplemented: () => new ServiceError('method_not_allowed', 'this method is not implemented'),
-    }),
-  );
+  app.use(jsonAllowedMethods(router));
   return app;
 }
 

@@ -1,3 +1,4 @@
+import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { ServiceError } from '../core/errors.js';
@@ -53,3 +54,11 @@ export function asServiceError(error: unknown): ServiceError {
   }
   return new ServiceError('internal_error', 'an internal error occurred');
 }
+
+/** 405 (and 501) for a path served with other methods, as the same JSON error as everything else. */
+export const jsonAllowedMethods = (router: Router) =>
+  router.allowedMethods({
+    throw: true,
+    methodNotAllowed: () => new ServiceError('method_not_allowed', 'this method is not allowed on this path'),
+    notImplemented: () => new ServiceError('method_not_allowed', 'this method is not implemented'),
+  });

@@ -67,10 +67,8 @@ export function createRuntimeClient(config: RuntimeClientConfig): RuntimeClient 
           { signal: signal ? AbortSignal.any([signal, deadline]) : deadline },
         );
         // A 200 that is no chat completion (an HTML page, a proxy's JSON) is the runtime's failure, not ours.
-        const choice =
-          (completion as Partial<ChatCompletion> | string).constructor === Object
-            ? (completion as Partial<ChatCompletion>).choices?.[0]
-            : undefined;
+        // Text (an HTML page) has no `choices` either.
+        const choice = (completion as Partial<ChatCompletion> | null)?.choices?.[0];
         if (typeof choice?.message !== 'object' || choice.message === null) {
           throw new ServiceError(
             SERVICE_CODES[config.provider],

@@ -32,6 +32,7 @@ import {
   createKeyedLock,
   type KeyedLock,
   driveSubmission,
+  newSubmission,
   sleepMs,
   type RetryPolicy,
   type SettlementLogger,
@@ -180,12 +181,7 @@ export function createEpochAnchorer(deps: EpochAnchorerDeps): EpochAnchorer {
         sealer_pk: seal.sealer_pk,
         epoch: seal.epoch,
         root,
-        status: 'pending',
-        tx_hash: null,
-        envelope_xdr: null,
-        ledger: null,
-        attempts: 0,
-        error: null,
+        ...newSubmission(),
         at: iso(),
       });
     });

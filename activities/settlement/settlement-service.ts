@@ -40,6 +40,7 @@ import {
   createKeyedLock,
   type KeyedLock,
   driveSubmission,
+  newSubmission,
   sleepMs,
   type RetryPolicy,
   type SettlementLogger,
@@ -268,13 +269,8 @@ export function createSettlementService(deps: SettlementServiceDeps): Settlement
       id,
       entry_ids: entries.map((e) => e.id),
       payees,
-      status: 'pending',
-      tx_hash: null,
-      envelope_xdr: null,
-      ledger: null,
+      ...newSubmission(),
       memo_hash: memoHex,
-      attempts: 0,
-      error: null,
       at: iso(),
     };
   }

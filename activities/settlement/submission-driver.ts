@@ -44,6 +44,16 @@ export interface SubmissionState {
   error: string | null;
 }
 
+/** Where every payment and anchor starts: nothing built, nothing sent. */
+export const newSubmission = (): SubmissionState => ({
+  status: 'pending',
+  tx_hash: null,
+  envelope_xdr: null,
+  ledger: null,
+  attempts: 0,
+  error: null,
+});
+
 export interface SignedEnvelope {
   tx_hash: string;
   envelope_xdr: string;
@@ -83,14 +93,7 @@ export const sleepMs = (ms: number): Promise<void> => new Promise((resolve) => s
  */
 export async function driveSubmission(initial: SubmissionState | null, deps: DriveDeps): Promise<SubmissionState> {
   const { horizon, retry } = deps;
-  let state: SubmissionState = initial ?? {
-    status: 'pending',
-    tx_hash: null,
-    envelope_xdr: null,
-    ledger: null,
-    attempts: 0,
-    error: null,
-  };
+  let state: SubmissionState = initial ?? newSubmission();
   if (state.status === 'submitted') return state;
 
   const save = async (next: SubmissionState): Promise<SubmissionState> => {
