@@ -9,6 +9,7 @@ import type { Server } from 'node:http';
 import type Router from '@koa/router';
 import Koa, { type Middleware } from 'koa';
 import { type HttpLimits, queryLimit } from '../../api/http-limits.js';
+import { asServiceError, jsonAllowedMethods } from '../../api/http-errors.js';
 import { listenHttp } from '../../api/http-server.js';
 import { addressRateLimit, createRequestRateLimits, enforcePrincipalRate } from '../../api/rate-limit.js';
 import { ServiceError } from '../../core/errors.js';
@@ -25,7 +26,10 @@ export const silentLogger: McpHttpLogger = { info: () => undefined, error: () =>
 export const MCP_REQUEST_HEADERS =
   'content-type, accept, authorization, mcp-session-id, mcp-protocol-version, last-event-id';
 
-/** Errors leave as `{ error, detail? }` (core/errors.ts); anything else is logged and becomes internal_error. */
+/**
+ * Errors leave as `{ error, detail? }` (core/errors.ts), mapped as the gateway maps them (api/http-errors.ts: a
+ * full or unreachable store is 507/503); anything else is logged and becomes internal_error.
+ */
 function errorMiddleware(logger: McpHttpLogger): Middleware {
   return async (ctx, next) => {
     try {
@@ -34,8 +38,7 @@ function errorMiddleware(logger: McpHttpLogger): Middleware {
         throw new ServiceError('not_found', `no route for ${ctx.method} ${ctx.path}`);
       }
     } catch (error) {
-      const failure =
-        error instanceof ServiceError ? error : new ServiceError('internal_error', 'an internal error occurred');
+      const failure = asServiceError(error);
       if (!(error instanceof ServiceError)) logger.error({ err: error, path: ctx.path }, 'unhandled error');
       if (ctx.respond === false || ctx.res.headersSent) {
         // The MCP transport owned the response; end it if it is still open.
@@ -100,14 +103,17 @@ export function createMcpHttpApp(options: {
   // The principal of an MCP request is its bearer token (a governance-issued agent token), when it has one. It is
   // counted before the route verifies it: only someone holding the token can spend its budget, and made-up
   // tokens each get a bucket of their own, under the same per-address limit.
-  app.use(async (ctx, next) => {
-    const authorization = ctx.get('authorization');
-    if (authorization !== '') {
-      const principal = `bearer:${createHash('sha256').update(authorization).digest('hex').slice(0, 32)}`;
-      enforcePrincipalRate(ctx, rates.principal, principal, Date.now());
-    }
-    await next();
-  });
+  const principalRate = rates.principal;
+  if (principalRate) {
+    app.use(async (ctx, next) => {
+      const authorization = ctx.get('authorization');
+      if (authorization !== '') {
+        const principal = `bearer:${createHash('sha256').update(authorization).digest('hex').slice(0, 32)}`;
+        enforcePrincipalRate(ctx, principalRate, principal, Date.now());
+      }
+      await next();
+    });
+  }
   let checkHost = false;
   const hosts = [
     ...options.allowedHosts,
@@ -126,13 +132,7 @@ export function createMcpHttpApp(options: {
     await next();
   });
   app.use(router.routes());
-  app.use(
-    router.allowedMethods({
-      throw: true,
-      methodNotAllowed: () => new ServiceError('method_not_allowed', 'this method is not allowed on this path'),
-      notImplemented: () => new ServiceError('method_not_allowed', 'this method is not implemented'),
-    }),
-  );
+  app.use(jsonAllowedMethods(router));
 
   let http: Server | undefined;
   return {
