@@ -5,10 +5,9 @@ import { jobStellarTx } from '../activities/settlement/settlement-service.js';
 import type { AppDeps } from './app-deps.js';
 import { gateChain, gateLimits, type GateLimits } from './gates.js';
 import { errorMiddleware, jsonAllowedMethods } from './http-errors.js';
-import { queryLimit } from './http-limits.js';
 import { readJsonBody } from './json-body.js';
 import { createMetrics } from './metrics.js';
-import { addressRateLimit, createRequestRateLimits } from './rate-limit.js';
+import { createRequestRateLimits, requestBounds } from './rate-limit.js';
 import { requestContext } from './request-context.js';
 import type { RouteSpec } from './route-spec.js';
 import { chatRoutes } from './routes/chat.js';
@@ -74,8 +73,7 @@ export function createApp(deps: AppDeps): Koa {
 
   app.use(requestContext({ logger: deps.logger, metrics, draining: deps.draining }));
   app.use(errorMiddleware(deps.logger));
-  app.use(addressRateLimit(rates.ip, deps.clock));
-  app.use(queryLimit());
+  app.use(requestBounds(rates.ip, deps.clock));
   app.use(router.routes());
   app.use(jsonAllowedMethods(router));
   return app;

@@ -1,6 +1,3 @@
-import type { Middleware } from 'koa';
-import { ServiceError } from '../core/errors.js';
-
 /** Request abuse bounds of one HTTP server (issue 12): rate limits, trusted proxy, receive timeouts. */
 export interface HttpLimits {
   /** Requests per minute per client address (IPv6 by /64); 0: no limit. */
@@ -19,13 +16,3 @@ export interface HttpLimits {
 
 /** Longest query string accepted (414 beyond): real queries here are a few hundred bytes. */
 export const MAX_QUERY_BYTES = 4096;
-
-/** Refuses an oversized query string before any route parses it. */
-export function queryLimit(maxBytes = MAX_QUERY_BYTES): Middleware {
-  return async (ctx, next) => {
-    if (ctx.querystring.length > maxBytes) {
-      throw new ServiceError('query_too_large', `the query string exceeds ${maxBytes} bytes`);
-    }
-    await next();
-  };
-}

@@ -1,7 +1,7 @@
 import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../core/errors.js';
 import { addressKey, createRateLimiter, type RateLimiter } from '../core/rate-limiter.js';
-import type { HttpLimits } from './http-limits.js';
+import { MAX_QUERY_BYTES, type HttpLimits } from './http-limits.js';
 
 /** The two request limits of one server: per client address and per principal; either may be off. */
 export interface RequestRateLimits {
@@ -18,14 +18,18 @@ export function createRequestRateLimits(limits: HttpLimits | undefined): Request
 }
 
 /**
- * Counts every request against its client address (ctx.ip: the socket's peer, or X-Forwarded-For when the
- * app trusts a proxy) before any route runs: 429 `rate_limit` with `retry-after` past the limit. Answers carry
- * `ratelimit-limit/-remaining/-reset` (draft-ietf-httpapi-ratelimit-headers, as most APIs send them).
+ * The bounds every request meets before any route runs, in one middleware (each Koa layer is a promise hop on
+ * every request): its client address's rate (ctx.ip: the socket's peer, or X-Forwarded-For when the app
+ * trusts a proxy; 429 `rate_limit` with `retry-after` past it; answers carry `ratelimit-limit/-remaining/-reset`
+ * as draft-ietf-httpapi-ratelimit-headers has them), then the query string's size (414 `query_too_large`).
  */
-export function addressRateLimit(limiter: RateLimiter | undefined, clock: () => number): Middleware {
-  return async (ctx, next) => {
+export function requestBounds(limiter: RateLimiter | undefined, clock: () => number): Middleware {
+  return (ctx, next) => {
     if (limiter) enforce(ctx, limiter, addressKey(ctx.ip), clock(), 'this address');
-    await next();
+    if (ctx.querystring.length > MAX_QUERY_BYTES) {
+      throw new ServiceError('query_too_large', `the query string exceeds ${MAX_QUERY_BYTES} bytes`);
+    }
+    return next();
   };
 }
 

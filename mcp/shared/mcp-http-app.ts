@@ -8,10 +8,10 @@ import { createHash } from 'node:crypto';
 import type { Server } from 'node:http';
 import type Router from '@koa/router';
 import Koa, { type Middleware } from 'koa';
-import { type HttpLimits, queryLimit } from '../../api/http-limits.js';
+import type { HttpLimits } from '../../api/http-limits.js';
 import { asServiceError, jsonAllowedMethods } from '../../api/http-errors.js';
 import { listenHttp } from '../../api/http-server.js';
-import { addressRateLimit, createRequestRateLimits, enforcePrincipalRate } from '../../api/rate-limit.js';
+import { createRequestRateLimits, enforcePrincipalRate, requestBounds } from '../../api/rate-limit.js';
 import { ServiceError } from '../../core/errors.js';
 import { hostAllowed, isLoopbackAddress, originAllowed } from './origin.js';
 
@@ -98,8 +98,7 @@ export function createMcpHttpApp(options: {
   app.silent = true;
   const rates = createRequestRateLimits(limits);
   app.use(errorMiddleware(options.logger));
-  app.use(addressRateLimit(rates.ip, Date.now));
-  app.use(queryLimit());
+  app.use(requestBounds(rates.ip, Date.now));
   // The principal of an MCP request is its bearer token (a governance-issued agent token), when it has one. It is
   // counted before the route verifies it: only someone holding the token can spend its budget, and made-up
   // tokens each get a bucket of their own, under the same per-address limit.
