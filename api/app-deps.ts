@@ -44,7 +44,7 @@ export interface AppDeps {
   swarm: Swarm;
   jobs: JobStore;
   jobRunner: JobRunner;
-  /** The credit ledger (issue 10): earnings, job settlements, epoch anchors, proof purchases. */
+  /** The credit ledger: earnings, job settlements, epoch anchors, proof purchases. */
   ledger: LedgerStore;
   /** This node's key: it seals the proofs it serves and earns what they are bought for. */
   nodePk: string;

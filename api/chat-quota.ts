@@ -5,7 +5,7 @@ import type { RateLimitStore } from '../store/types.js';
 const DAY_MS = 86_400_000;
 
 /**
- * The free tier's chat allowance (SPEC 8: 50 messages per day with the chat agent; `FREE_MESSAGES_PER_DAY`).
+ * The free tier's chat allowance (docs/protocol.md §8: 50 messages per day with the chat agent; `FREE_MESSAGES_PER_DAY`).
  * Counts one message for `key` and throws 429 `quota_exceeded` once the UTC day's count passes the limit,
  * with `retry-after` set to the seconds left until 00:00 UTC. Pro and enterprise keys (and configured env
  * keys, which are pro) are unlimited and never counted.

@@ -1,5 +1,5 @@
 /**
- * The dashboard's static files (issue 11 item 3): the `dashboard/` folder of the package, plus a fixed list of
+ * The dashboard's static files: the `dashboard/` folder of the package, plus a fixed list of
  * browser builds from node_modules (MapLibre GL's ESM build, its worker and CSS; h3-js's browser ESM build), so
  * the page loads nothing from a CDN. Only names that pass `assetPath` are ever opened: segments of a
  * conservative alphabet with no leading dot (no `..`, no dotfiles), known extensions only (no `tsconfig.json`,

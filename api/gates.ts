@@ -15,7 +15,7 @@ import { enforcePrincipalRate } from './rate-limit.js';
 import type { GateState, RouteSpec } from './route-spec.js';
 
 /**
- * The four router gates of SPEC 1.7, in order, as one middleware chain that `registerRoute` puts in
+ * The four router gates of docs/protocol.md §1.7, in order, as one middleware chain that `registerRoute` puts in
  * front of every route: a new route cannot opt out. Each gate is a pure check in core/gates; this file
  * only adapts them to Koa and throws the failure as the JSON error.
  */
@@ -124,7 +124,7 @@ const envKeyRecord = (index: number): ApiKeyRecord => ({
 });
 
 /**
- * The `api_key` policy (SPEC 5.3): `Authorization: Bearer <key>` naming a configured key (compared in constant
+ * The `api_key` policy (docs/protocol.md §5.3): `Authorization: Bearer <key>` naming a configured key (compared in constant
  * time) or a live key of the API key store (verified by its hash). Anything else, including a revoked key,
  * is 401 `unauthorized`, with one detail for every case, so a caller learns nothing about which keys exist.
  */

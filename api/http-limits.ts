@@ -1,4 +1,4 @@
-/** Request abuse bounds of one HTTP server (issue 12): rate limits, trusted proxy, receive timeouts. */
+/** Request abuse bounds of one HTTP server: rate limits, trusted proxy, receive timeouts. */
 export interface HttpLimits {
   /** Requests per minute per client address (IPv6 by /64); 0: no limit. */
   ipPerMinute: number;

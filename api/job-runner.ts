@@ -1,5 +1,5 @@
 /**
- * The JobRunner (issue 7; DESIGN section 1): what runs a claimed compound job. `embedded` (the default)
+ * The JobRunner (docs/architecture.md): what runs a claimed compound job. `embedded` (the default)
  * runs the shared scheduler in this process, calling the step activities directly; `temporal`
  * (api/temporal-job-runner.ts) starts the `computeJob` workflow. Both answer with the finished job or,
  * after `waitMs`, ServiceError `job_timeout`: the job keeps running and `GET /v1/compute/:jobId` finds it.

@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics of one gateway (issue 11): a registry of its own per instance, never prom-client's global
+ * Prometheus metrics of one gateway: a registry of its own per instance, never prom-client's global
  * one, so several gateways in one process (tests) do not clash. `GET /metrics` exposes it (api/routes/metrics.ts).
  *
  * The components report through optional hooks whose signatures the methods below match, so wiring is one line

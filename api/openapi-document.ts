@@ -1,5 +1,5 @@
 /**
- * The gateway's API reference as an OpenAPI 3.1 document (issue 11 item 5), generated from the routes: method,
+ * The gateway's API reference as an OpenAPI 3.1 document, generated from the routes: method,
  * path and auth from each RouteSpec, everything else from its `docs`, schemas by zod's own `z.toJSONSchema`
  * (JSON Schema draft 2020-12, the dialect of OpenAPI 3.1; requests as zod's input type, answers as its output).
  * Pure and deterministic: the same routes give the same bytes, so the document can carry a stable ETag.
@@ -12,14 +12,23 @@ import type { ResponseDocs, RouteDocs, RouteSpec } from './route-spec.js';
 type Json = Record<string, unknown>;
 
 export const TAGS: readonly { name: string; description: string }[] = [
-  { name: 'Compute', description: 'Signed compound jobs: inference, tiles, imagery steps in one proof (SPEC 2.1–2.3)' },
-  { name: 'Chat', description: 'OpenAI-compatible chat completions and models, with an API key (SPEC 4.1, 5.3)' },
-  { name: 'Tiles', description: 'Map tiles by H3 cell with proof headers, grids and statistics (SPEC 2.4)' },
-  { name: 'Imagery', description: 'Sentinel-2 scene search, NDVI and processing (SPEC 2.5)' },
-  { name: 'Swarm', description: 'Swarm status, model marketplace and the inference audit (SPEC 4.1)' },
-  { name: 'Workers', description: 'Worker registration, heartbeats and earnings (SPEC 1.4–1.6, 2.7)' },
-  { name: 'Tools', description: 'The tool registry (SPEC 2.7)' },
-  { name: 'Proof store', description: 'Records, sealed epochs and Merkle proofs (SPEC 2.6)' },
+  {
+    name: 'Compute',
+    description: 'Signed compound jobs: inference, tiles, imagery steps in one proof (docs/protocol.md §2.1–2.3)',
+  },
+  {
+    name: 'Chat',
+    description: 'OpenAI-compatible chat completions and models, with an API key (docs/protocol.md §4.1, §5.3)',
+  },
+  {
+    name: 'Tiles',
+    description: 'Map tiles by H3 cell with proof headers, grids and statistics (docs/protocol.md §2.4)',
+  },
+  { name: 'Imagery', description: 'Sentinel-2 scene search, NDVI and processing (docs/protocol.md §2.5)' },
+  { name: 'Swarm', description: 'Swarm status, model marketplace and the inference audit (docs/protocol.md §4.1)' },
+  { name: 'Workers', description: 'Worker registration, heartbeats and earnings (docs/protocol.md §1.4–1.6, 2.7)' },
+  { name: 'Tools', description: 'The tool registry (docs/protocol.md §2.7)' },
+  { name: 'Proof store', description: 'Records, sealed epochs and Merkle proofs (docs/protocol.md §2.6)' },
   { name: 'Dashboard', description: 'The operator dashboard and its data' },
   { name: 'Service', description: 'Health, metrics and this reference' },
 ];
@@ -27,7 +36,7 @@ export const TAGS: readonly { name: string; description: string }[] = [
 const SCHEMA_DIALECT = 'https://json-schema.org/draft/2020-12/schema';
 const ERROR_REF = '#/components/schemas/Error';
 
-/** Headers any request may carry (SPEC 4.1 note 3): they feed gates 2 and 3. */
+/** Headers any request may carry (docs/protocol.md §4.1 note 3): they feed gates 2 and 3. */
 const SHARED_HEADERS: readonly { key: string; name: string; description: string }[] = [
   {
     key: 'Jurisdiction',
@@ -197,7 +206,7 @@ export function buildOpenApiDocument(routes: readonly RouteSpec<unknown>[], opti
           name: 'X-Idn-Signature',
           description:
             'Ed25519 signature (128 lowercase hex) by `requester_pk` over the UTF-8 of the RFC 8785 (JCS) canonical ' +
-            'JSON of the body without `signature`; the same value goes in the body field `signature` (SPEC 5.2).',
+            'JSON of the body without `signature`; the same value goes in the body field `signature` (docs/protocol.md §5.2).',
         },
         apiKey: {
           type: 'http',

@@ -36,7 +36,7 @@ export interface ResponseDocs {
 }
 
 /**
- * The route's API reference (issue 11 item 5): `/openapi.json` is generated from these and the route's own
+ * The route's API reference: `/openapi.json` is generated from these and the route's own
  * method, path and auth. The schemas are the ones the pre-flight parses with, so the reference cannot drift
  * from what the gateway accepts. Every route must have docs (test/api/openapi.test.ts).
  */

@@ -1,5 +1,5 @@
 /**
- * The `temporal` JobRunner (issue 7): one `computeJob` workflow per job, id `job-<job_id>`, on the job
+ * The `temporal` JobRunner: one `computeJob` workflow per job, id `job-<job_id>`, on the job
  * queue. A replayed request while the run is open attaches to it (conflict policy USE_EXISTING); a job the
  * store re-opened after a transient failure starts a new run under the same id (reuse ALLOW_DUPLICATE).
  * Search attributes let an operator find runs in the Temporal UI by cell, requester, epoch, step types and

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
 
-// The real package version (SPEC 9.4 notes the original reported a stale one).
+// The real package version (docs/protocol.md §9.4 notes the original reported a stale one).
 const pkg = createRequire(import.meta.url)('../package.json') as { version: string };
 export const SERVICE_VERSION = pkg.version;

@@ -1,4 +1,4 @@
-// Perception audit figures (issue 8), pure core work with no store: building and verifying a long
+// Perception audit figures, pure core work with no store: building and verifying a long
 // breadcrumb chain, and the per-call audit overhead (pre-flight + next block + sign). Prints nothing itself.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -79,7 +79,7 @@ export function benchVerifyChain(blocks = 100_000): {
   };
 }
 
-/** A certificate from a fresh principal for the bench cell: every tool of SPEC 4.3, no effective rate limit. */
+/** A certificate from a fresh principal for the bench cell: every tool of docs/protocol.md §4.3, no effective rate limit. */
 const benchCertificate = (agent: KeyPair): DelegationCertificate =>
   issueCertificate(generateKeyPair().secretKey, {
     agent_pk: agent.publicKey,

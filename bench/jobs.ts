@@ -1,5 +1,5 @@
 /**
- * Compound jobs (issue 7): the scheduler's own cost per job, and embedded jobs per second end to end.
+ * Compound jobs: the scheduler's own cost per job, and embedded jobs per second end to end.
  * Step activities are instant, so the figures are Geofabric's overhead: gates, planning, the job store,
  * the scheduler, the signed `compute/job` proof record.
  */

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:load` (issue 12 item 4): drives the real service, as `geofabric start` runs it, with autocannon
+ * `npm run bench:load`: drives the real service, as `geofabric start` runs it, with autocannon
  * on loopback for a bounded time, then stops it gracefully and runs `geofabric store audit` over its store.
  *
  * The bench starts, in this process, a fake XYZ tile upstream and an instant fake OpenAI-compatible runtime

@@ -1,6 +1,6 @@
 // The tile bench's server process: a local XYZ upstream, the gateway proxying it (proof records on, SQLite WAL
 // file store as `npm start` uses), and a bare Koa app answering the same response: the same bytes under the same
-// SPEC 2.4 headers (fixed values), so the load generator parses the same answer from both and the difference
+// docs/protocol.md §2.4 headers (fixed values), so the load generator parses the same answer from both and the difference
 // is the gateway's work (gates, cache lookup, proof records). Prints the two ports.
 import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:http';

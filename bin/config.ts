@@ -26,7 +26,7 @@ export const DEFAULT_STAC_URL = 'https://earth-search.aws.element84.com/v1';
 /** The web-search tool's upstreams: Brave when BRAVE_API_KEY is set, DuckDuckGo's keyless HTML otherwise. */
 export const DEFAULT_BRAVE_URL = 'https://api.search.brave.com';
 export const DEFAULT_DUCKDUCKGO_URL = 'https://html.duckduckgo.com';
-/** Stellar's public test network (issue 10): free test lumens from friendbot, nothing of value moves. */
+/** Stellar's public test network: free test lumens from friendbot, nothing of value moves. */
 export const DEFAULT_HORIZON_URL = 'https://horizon-testnet.stellar.org';
 export const TESTNET_PASSPHRASE = 'Test SDF Network ; September 2015';
 /** perception_weather's upstream: Open-Meteo's forecast API (free, no key; mind its fair-use terms). */
@@ -54,7 +54,7 @@ const envSchema = z.object({
     .min(1024)
     .max(64 * 1024 * 1024)
     .default(1024 * 1024),
-  // Request abuse bounds (issue 12). Rates are token buckets holding RATE_LIMIT_BURST_SECONDS of their rate;
+  // Request abuse bounds. Rates are token buckets holding RATE_LIMIT_BURST_SECONDS of their rate;
   // 0 turns a limit off. Per IP covers every route of every server; per principal (a signed request's key, an
   // API key, an MCP bearer token) every authenticated one.
   RATE_LIMIT_IP_PER_MINUTE: z.coerce.number().int().min(0).max(10_000_000).default(6000),
@@ -130,7 +130,7 @@ const envSchema = z.object({
   SHUTDOWN_DRAIN_SECONDS: z.coerce.number().int().min(0).max(3600).default(25),
   GATEWAY_URL: z.url().default('http://127.0.0.1:8080'),
   WORKER_RELAY: boolean.default(false),
-  // The perception and compliance MCP server (mcp/perception, issue 8).
+  // The perception and compliance MCP server (mcp/perception).
   PERCEPTION_ENABLED: boolean.default(true),
   PERCEPTION_PORT: z.coerce.number().int().min(0).max(65_535).default(8100),
   PERCEPTION_HOST: z.string().min(1).default('127.0.0.1'),
@@ -150,11 +150,11 @@ const envSchema = z.object({
     .string()
     .regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex (an Ed25519 public key)')
     .optional(),
-  // The governance tool server (mcp/governance, issue 9).
+  // The governance tool server (mcp/governance).
   GOVERNANCE_ENABLED: boolean.default(true),
   GOVERNANCE_PORT: z.coerce.number().int().min(0).max(65_535).default(8000),
-  // SPEC 4.3 binds 0.0.0.0: the server is reachable from the network and its routes carry no authentication
-  // (SPEC 5.9), so its answers about certificates and audit chains are visible to anyone who can reach the
+  // docs/protocol.md §4.3 binds 0.0.0.0: the server is reachable from the network and its routes carry no authentication
+  // (docs/protocol.md §5.9), so its answers about certificates and audit chains are visible to anyone who can reach the
   // port. Set GOVERNANCE_HOST=127.0.0.1 to keep it local. Browser Origins are still checked on /mcp.
   GOVERNANCE_HOST: z.string().min(1).default('0.0.0.0'),
   GOVERNANCE_ALLOWED_ORIGINS: z.string().default(''),
@@ -164,7 +164,7 @@ const envSchema = z.object({
   COMPLIANCE_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(10_000),
   // At most 3600: verifiers refuse longer-lived tokens (mcp/governance/token.ts MAX_TOKEN_TTL_SECONDS).
   TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).max(3600).default(900),
-  // Settlement and anchoring (issue 10). The credit ledger is always kept (earnings, proof charges); LEDGER=stellar
+  // Settlement and anchoring. The credit ledger is always kept (earnings, proof charges); LEDGER=stellar
   // also pays it out on a Stellar network and, with ANCHOR_EPOCHS, writes sealed epoch roots there.
   LEDGER: z.enum(['none', 'stellar']).default('none'),
   HORIZON_URL: z.url().default(DEFAULT_HORIZON_URL),
@@ -178,7 +178,7 @@ const envSchema = z.object({
   // The sweep also retries settlements and anchors a crash or an unreachable Horizon left open.
   SETTLEMENT_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   ANCHOR_EPOCHS: boolean.default(false),
-  // SPEC 1.4: a mobile relay's share of each step it routed, taken from the worker's earning.
+  // docs/protocol.md §1.4: a mobile relay's share of each step it routed, taken from the worker's earning.
   RELAY_FEE_PERCENT: z.coerce.number().min(0).max(100).default(20),
 });
 
@@ -284,14 +284,14 @@ export interface Config {
   shutdownDrainMs: number;
   /** `geofabric worker`: the gateway it registers with and syncs to. */
   gatewayUrl: string;
-  /** `geofabric worker`: a mobile relay (SPEC 1.4). */
+  /** `geofabric worker`: a mobile relay (docs/protocol.md §1.4). */
   workerRelay: boolean;
   perception: PerceptionConfig;
   governance: GovernanceConfig;
   ledger: LedgerConfig;
 }
 
-/** The credit ledger's settlement and anchoring (issue 10; SPEC 1.10). */
+/** The credit ledger's settlement and anchoring (docs/protocol.md §1.10). */
 export interface LedgerConfig {
   /** LEDGER: `none` keeps the credit ledger only; `stellar` also settles it and may anchor epochs on Stellar. */
   mode: 'none' | 'stellar';
@@ -349,12 +349,12 @@ function ledgerConfig(e: z.infer<typeof envSchema>): LedgerConfig {
   };
 }
 
-/** The governance tool server (`geofabric governance`, and beside the gateway in `start`; SPEC 4.3). */
+/** The governance tool server (`geofabric governance`, and beside the gateway in `start`; docs/protocol.md §4.3). */
 export interface GovernanceConfig {
   /** GOVERNANCE_ENABLED: whether `geofabric start` runs it beside the gateway. */
   enabled: boolean;
   port: number;
-  /** Default 0.0.0.0 (SPEC 4.3); see the security note at GOVERNANCE_HOST. */
+  /** Default 0.0.0.0 (docs/protocol.md §4.3); see the security note at GOVERNANCE_HOST. */
   host: string;
   /** Origins besides loopback ones allowed on /mcp (exact scheme://host[:port]). */
   allowedOrigins: string[];

@@ -42,7 +42,7 @@ export async function startPerception(
       ? 'perception identity: local development principal and certificate (set IDN_DELEGATION_CERT for a real one)'
       : 'perception identity',
   );
-  // Tokens of the governance server (issue 9): its key as given (start.ts), else GOVERNANCE_PK.
+  // Tokens of the governance server: its key as given (start.ts), else GOVERNANCE_PK.
   const tokenIssuerPk = deps.tokenIssuerPk ?? config.perception.tokenIssuerPk;
   if (config.perception.requireToken && tokenIssuerPk === undefined) {
     throw new Error('PERCEPTION_REQUIRE_TOKEN=true needs the token issuer: set GOVERNANCE_PK or GOVERNANCE_SK');

@@ -5,7 +5,7 @@ import { loadConfig } from './config.js';
 
 /**
  * One record's proof, fetched from a gateway and re-verified with core/ only: the server's own `verified` flag
- * is shown but not trusted. With `anchor`, the seal's Merkle root must also be anchored (issue 10): the bundle's
+ * is shown but not trusted. With `anchor`, the seal's Merkle root must also be anchored: the bundle's
  * `anchor` names a transaction, and Horizon must show it writing `epoch:<n>` = that root from the sealer's
  * account. `proof verify` prints this object as is for one record.
  */

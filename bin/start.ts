@@ -50,11 +50,11 @@ export async function startGateway(config: Config): Promise<void> {
   const stores = await openStores(config);
   const node = loadNodeKey(config.dataDir, config.nodeSecretKey);
   logger.info({ node_pk: node.key.publicKey, source: node.source }, 'node key');
-  // Settlement and anchoring (issue 10): before anything runs jobs or seals, so none misses them, and so a bad
+  // Settlement and anchoring: before anything runs jobs or seals, so none misses them, and so a bad
   // SETTLEMENT_ASSET stops the start before anything is registered or listening.
   const ledger = startLedger(config, { stores, signer: node.key, logger, metrics });
   // The governance server's key is loaded before anything listens (a bad GOVERNANCE_SK stops the start), and
-  // before the perception server starts: perception accepts the tokens it signs (issue 9).
+  // before the perception server starts: perception accepts the tokens it signs.
   const governanceKey = config.governance.enabled
     ? loadGovernanceKey({ dataDir: config.dataDir, secretKey: config.governance.secretKey })
     : undefined;
@@ -173,7 +173,7 @@ export async function startGateway(config: Config): Promise<void> {
   sync?.start();
   const { server, port } = await listenHttp(app.callback(), config.port, config.host, config.httpLimits);
   logger.info({ url: `http://${config.host}:${port}` }, 'geofabric gateway listening');
-  // The perception MCP server (issue 8) beside the gateway, on the same stores; PERCEPTION_ENABLED=false skips it.
+  // The perception MCP server beside the gateway, on the same stores; PERCEPTION_ENABLED=false skips it.
   // An identity that does not verify stops the whole process: tools never run unaudited.
   const perception = config.perception.enabled
     ? await startPerception(config, {
@@ -188,7 +188,7 @@ export async function startGateway(config: Config): Promise<void> {
         },
       )
     : undefined;
-  // The governance tool server (issue 9) on the same audit store, read only; GOVERNANCE_ENABLED=false skips it.
+  // The governance tool server on the same audit store, read only; GOVERNANCE_ENABLED=false skips it.
   // Its subject is IDN_DELEGATION_CERT, else the chain the perception server just provisioned (bin/governance.ts).
   const governance =
     governanceKey === undefined
@@ -294,7 +294,7 @@ export function startLedger(
     clock: Date.now,
     logger,
     retry: DEFAULT_RETRY,
-    // SPEC 2.3: the memo of a job's payment is its job hash, so the payment points at the proof.
+    // docs/protocol.md §2.3: the memo of a job's payment is its job hash, so the payment points at the proof.
     jobHashOf: async (jobId) => (await stores.jobs.get(jobId))?.response?.proof?.job_hash ?? null,
     listAccounts: async () => (await stores.workers.list()).map((w) => w.pk),
     ...(metrics ? { onSettlement: metrics.settled } : {}),

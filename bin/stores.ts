@@ -32,7 +32,7 @@ export interface Stores {
   apiKeys: ApiKeyStore;
   jobs: JobStore;
   audit: AuditStore;
-  /** The credit ledger (issue 10): entries, settlements, epoch anchors. */
+  /** The credit ledger: entries, settlements, epoch anchors. */
   ledger: LedgerStore;
   close(): Promise<void>;
 }

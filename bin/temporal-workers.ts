@@ -1,5 +1,5 @@
 /**
- * Temporal Workers of one process (issue 7): one Worker per task queue (a Temporal Worker polls one queue),
+ * Temporal Workers of one process: one Worker per task queue (a Temporal Worker polls one queue),
  * sharing one connection and one workflow bundle. `shutdown()` drains: pollers stop, running activities get
  * `gracefulShutdownMs` to finish, then the connection closes.
  */

@@ -1,5 +1,5 @@
 /**
- * `geofabric worker` (issue 7, SPEC 1.4–1.6, 2.6): a swarm worker process. It registers with its gateway
+ * `geofabric worker` (docs/protocol.md §1.4–1.6, 2.6): a swarm worker process. It registers with its gateway
  * (GATEWAY_URL) and heartbeats every 30 s, polls the Temporal task queues of its cell and tools
  * (core/task-queues.ts `workerQueues`) with the step activities, writes the proof records of the steps it runs
  * to its own local SQLite store (never MONGODB_URI: the central store is the gateway's), seals its own epochs,
@@ -12,7 +12,7 @@
  * called by models), so it takes only tile and imagery steps from its cell's tool-less queue.
  *
  * Relay workers (WORKER_RELAY=true) register with `relay: true` and poll no compute queues: relays route jobs
- * to compute workers, they do not run steps. The relay fee and its accounting are settlement's (issue 10).
+ * to compute workers, they do not run steps. The relay fee and its accounting are settlement's.
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync } from 'node:fs';

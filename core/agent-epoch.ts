@@ -1,8 +1,8 @@
 /**
- * Agent epochs (SPEC 2.8 epoch roll, SPEC 3 "breadcrumbs unrolled → rolled into a new epoch"): every
+ * Agent epochs (docs/protocol.md §2.8 epoch roll, docs/protocol.md §3 "breadcrumbs unrolled → rolled into a new epoch"): every
  * breadcrumb since the agent's last epoch is rolled into one signed epoch over the RFC 9162 tree of the
  * blocks' block_hash values in index order (leaf = SHA-256(0x00 ‖ block_hash bytes), as the proof store
- * seals records; DESIGN section 3). Epochs chain by prev_epoch_hash, 64 zeros before the first.
+ * seals records; docs/protocol.md §10). Epochs chain by prev_epoch_hash, 64 zeros before the first.
  */
 import { z } from 'zod';
 import { canonicalJson } from './canonical-json.js';
@@ -65,7 +65,7 @@ export const nextUnrolledIndex = (previous: AgentEpoch | null): number =>
   previous === null ? 0 : previous.end_block + 1;
 
 /**
- * SPEC 7's 500 message for a roll with nothing to roll. `lastIndex` is the index the next block would
+ * docs/protocol.md §7's 500 message for a roll with nothing to roll. `lastIndex` is the index the next block would
  * have, i.e. nextUnrolledIndex(previous epoch): "no blocks … since block_index 42" reads as "block 42
  * and after do not exist yet", and 0 for an agent that never rolled says the same about the whole chain.
  */

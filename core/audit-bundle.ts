@@ -1,5 +1,5 @@
 /**
- * The evidence bundle of `generate_audit_proof` (SPEC 4.3, issue 9): everything an auditor needs to check,
+ * The evidence bundle of `generate_audit_proof` (docs/protocol.md §4.3): everything an auditor needs to check,
  * offline and without trusting any Geofabric server, what one agent did in a period and under whose
  * authority. Version 1, snake_case, every field always present:
  *
@@ -7,7 +7,7 @@
  *   generated_at      ISO 8601 UTC, when the server assembled the bundle
  *   agent_pk          the agent (64 hex)
  *   period            { from, to }: the period asked for, as ISO 8601 UTC
- *   report            the perception service's compliance report (SPEC 2.8) as fetched, or null
+ *   report            the perception service's compliance report (docs/protocol.md §2.8) as fetched, or null
  *   report_error      why the report is missing (null when present)
  *   blocks            the agent's stored breadcrumbs in the period, ascending, exactly as stored
  *                     (agent_pk, index, timestamp, data_to_sign, signature, block_hash)
@@ -20,7 +20,7 @@
  *   unsealed_blocks   indexes of period blocks not in any epoch yet (ascending)
  *   delegation_chain  the delegation certificates, root (the human) first, or null when unknown
  *   trust             { trust_score, current_tier } or null
- *   violations        the agent's violation records in the period (SPEC 2.8)
+ *   violations        the agent's violation records in the period (docs/protocol.md §2.8)
  *   regulatory_basis  [{ framework, article, title, how }]: how the bundle serves EU AI Act art. 12 and 14
  *   server_pk         the key of the server that assembled the bundle
  *   signature         Ed25519 by server_pk over the UTF-8 of JCS of every field above
@@ -376,7 +376,7 @@ const blocksThat = (indexes: readonly number[], one: string, many: string): stri
  *   bundle_shape          the version 1 shape (zod); nothing else is judged without it
  *   server_signature      server_pk's signature over JCS of the bundle without `signature`; server_pk
  *                         is the expected key when `serverPk` is given
- *   block_chain           SPEC 2.8's five checks per block (verifyChain, joined to the anchor), every block
+ *   block_chain           docs/protocol.md §2.8's five checks per block (verifyChain, joined to the anchor), every block
  *                         the bundle's agent's; the anchor's own signature and block_hash
  *   period                the blocks' timestamps lie within the period; the anchor is not after its start
  *   epochs                each epoch's shape, epoch_hash and agent signature (verifyAgentEpoch), its agent,

@@ -1,11 +1,11 @@
 /**
- * The shapes of the perception server's audit chain (SPEC 1.9, 2.8, 3; DESIGN section 3; issue 8): one
+ * The shapes of the perception server's audit chain (docs/protocol.md §1.9, §2.8, §3; docs/protocol.md §10): one
  * hash-chained, Ed25519-signed breadcrumb block per tool call, rolled into agent epochs, judged by
  * compliance reports. Functions live beside them (core/breadcrumb.ts, core/agent-epoch.ts,
  * core/trust-score.ts, core/compliance-report.ts, core/tool-preflight.ts).
  */
 
-/** What the agent signs: `data_to_sign` = JCS of exactly these eleven fields (DESIGN section 3). */
+/** What the agent signs: `data_to_sign` = JCS of exactly these eleven fields (docs/protocol.md §10). */
 export interface BreadcrumbContent {
   /** 0, 1, 2 … per agent, no gaps. */
   index: number;
@@ -46,7 +46,7 @@ export interface StoredBreadcrumb {
   block_hash: string;
 }
 
-/** One rolled epoch of an agent's chain (SPEC 2.8 epoch roll result, plus what makes it checkable). */
+/** One rolled epoch of an agent's chain (docs/protocol.md §2.8 epoch roll result, plus what makes it checkable). */
 export interface AgentEpoch {
   version: 1;
   agent_pk: string;
@@ -103,6 +103,6 @@ export interface HumanApproval {
   signature: string;
 }
 
-/** SPEC 3's ladder of the agent tier gate; thresholds in core/trust-score.ts. */
+/** docs/protocol.md §3's ladder of the agent tier gate; thresholds in core/trust-score.ts. */
 export const TRUST_TIERS = ['provisioned', 'observed', 'trusted', 'certified', 'sovereign'] as const;
 export type TrustTier = (typeof TRUST_TIERS)[number];

@@ -1,5 +1,5 @@
 /**
- * Audit breadcrumbs of the perception server (SPEC 1.9, 2.8; DESIGN section 3): one Ed25519-signed,
+ * Audit breadcrumbs of the perception server (docs/protocol.md §1.9, §2.8; docs/protocol.md §10): one Ed25519-signed,
  * hash-chained block per tool call.
  *
  *   data_to_sign = JCS of exactly the eleven BreadcrumbContent fields
@@ -73,7 +73,7 @@ export const storedBreadcrumbSchema = z.strictObject({
 const _contentMatchesInterface = (parsed: z.output<typeof breadcrumbContentSchema>): BreadcrumbContent => parsed;
 const _storedMatchesInterface = (parsed: z.output<typeof storedBreadcrumbSchema>): StoredBreadcrumb => parsed;
 
-/** JCS of exactly the eleven signed fields (DESIGN section 3); any other property of `content` is ignored. */
+/** JCS of exactly the eleven signed fields (docs/protocol.md §10); any other property of `content` is ignored. */
 export function dataToSign(content: BreadcrumbContent): string {
   return canonicalJson({
     context: content.context,
@@ -146,7 +146,7 @@ export function signBreadcrumb(
 /**
  * The content of the block after `previous` (the agent's current tip; null before the first block).
  * If the caller's clock went back (fields.timestamp earlier than the tip's), the tip's timestamp is
- * used instead: the chain's timestamps must never decrease (SPEC 2.8 check 5), and a stalled clock is
+ * used instead: the chain's timestamps must never decrease (docs/protocol.md §2.8 check 5), and a stalled clock is
  * more honest in an audit log than a refused tool call. The duration and the real order stay visible
  * through the indices.
  */
@@ -225,7 +225,7 @@ export function parseStoredBreadcrumb(stored: StoredBreadcrumb): Check<Breadcrum
   return pass({ ...parsed.content, signature: shape.data.signature, block_hash: shape.data.block_hash });
 }
 
-/** SPEC 2.8 chain_verification, plus the indices of the blocks that have an issue. */
+/** docs/protocol.md §2.8 chain_verification, plus the indices of the blocks that have an issue. */
 export interface ChainVerification {
   is_valid: boolean;
   block_count: number;
@@ -267,7 +267,7 @@ export interface VerifyChainOptions {
 }
 
 /**
- * Verifies one agent's blocks, in the order given (ascending index expected). Per block, SPEC 2.8's five
+ * Verifies one agent's blocks, in the order given (ascending index expected). Per block, docs/protocol.md §2.8's five
  * checks: (1) the Ed25519 signature by `identity` over data_to_sign, (2) block_hash, (3) prev_hash is the
  * preceding block's block_hash ("genesis" at index 0, the anchor's for the first block of a period),
  * (4) no index gap, (5) no timestamp earlier than the preceding one. Besides: data_to_sign is exactly the

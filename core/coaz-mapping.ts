@@ -1,5 +1,5 @@
 /**
- * Authorization mappings (SPEC 2.9; issue 9 item 4): a tool may declare `coaz: true` and an `x-coaz-mapping`
+ * Authorization mappings (docs/protocol.md §2.9): a tool may declare `coaz: true` and an `x-coaz-mapping`
  * whose CEL expressions map a call to an authorization request (subject, action, resource, context). The
  * mapped request is then checked against the delegation certificate before the tool runs.
  *
@@ -19,7 +19,7 @@
  *   agent (the token's agent when the call runs on behalf of one, else the certificate's agent: a mapping
  *   cannot launder a token call into the server's identity), action = an allowed and not denied tool (the
  *   rules of core/tool-preflight.ts), resource = an H3 cell inside the certificate's cells and, on behalf of
- *   a token, inside the token's cells too. A refusal is `coaz_denied` with the SPEC 2.8 violation it is.
+ *   a token, inside the token's cells too. A refusal is `coaz_denied` with the docs/protocol.md §2.8 violation it is.
  */
 import { Environment, type ParseResult } from '@marcbachmann/cel-js';
 import { z } from 'zod';
@@ -41,7 +41,7 @@ export interface CoazMapping {
   context?: Record<string, string>;
 }
 
-/** SPEC 2.9's authorization context: what the executing server attests for a call. */
+/** docs/protocol.md §2.9's authorization context: what the executing server attests for a call. */
 export interface CoazContext {
   /** The executing agent's public key. */
   agent_identity: string;
@@ -247,7 +247,7 @@ export function evaluateCoazMapping(
   });
 }
 
-/** A refused mapped request: `coaz_denied`, with the SPEC 2.8 violation it amounts to. */
+/** A refused mapped request: `coaz_denied`, with the docs/protocol.md §2.8 violation it amounts to. */
 export type CoazRefusal = Failure & { violation: ViolationType; severity: Severity };
 /** A Check<void> whose failure also says which violation it is. */
 export type CoazDecision = { ok: true; value: undefined } | CoazRefusal;

@@ -1,9 +1,9 @@
 /**
- * The compliance report, version 1 (SPEC 2.8, 4.2): what an agent did in a period under its delegation,
+ * The compliance report, version 1 (docs/protocol.md §2.8, §4.2): what an agent did in a period under its delegation,
  * whether its audit chain holds, and what that earns it. Pure: the caller loads the period's blocks, the
  * anchor-based chain verification, epochs, violations and approvals, and passes the clock in.
  *
- * Counting rules (SPEC leaves them open):
+ * Counting rules (the protocol leaves them open):
  * - An operation is a block whose outcome is `ok` or `error`: the tool ran. A `blocked` call never ran; it
  *   is a violation, listed under `violations`, and earns nothing in the trust score.
  * - jurisdiction_cells are the cells of operations only, so a jurisdiction breach never counts as territory.

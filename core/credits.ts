@@ -1,5 +1,5 @@
 /**
- * Credit arithmetic (SPEC 8): binary floating point cannot represent 0.00001, so sums of credits drift
+ * Credit arithmetic (docs/protocol.md §8): binary floating point cannot represent 0.00001, so sums of credits drift
  * (10 000 × 0.00001 ≠ 0.1). Amounts are added as integer units of 1e-8 credits and appear as credits only at
  * the edges, rounded to 8 decimals. No dependencies: workflows use it.
  */

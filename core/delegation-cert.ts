@@ -1,5 +1,5 @@
 /**
- * GEIANT v1 delegation certificates (DESIGN section 3 "Delegation certificate", SPEC 2.9 and 5).
+ * GEIANT v1 delegation certificates (docs/protocol.md §10 "Delegation certificate", docs/protocol.md §2.9 and 5).
  *
  * A certificate lets `principal_pk` hand a subset of its rights to `agent_pk`. A chain is root first:
  * the root principal is the human, every link is signed by the previous link's agent, rights only

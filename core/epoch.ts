@@ -1,6 +1,6 @@
 /**
- * Proof-store epochs (SPEC 1.8, SPEC 8): one-hour windows numbered from a genesis instant, by default
- * 2026-01-01T00:00:00Z = epoch 0 (DESIGN 3). Time is always passed in; this module never reads a clock.
+ * Proof-store epochs (docs/protocol.md §1.8, docs/protocol.md §8): one-hour windows numbered from a genesis instant, by default
+ * 2026-01-01T00:00:00Z = epoch 0 (docs/protocol.md §10). Time is always passed in; this module never reads a clock.
  */
 export const EPOCH_MS = 3_600_000;
 export const DEFAULT_EPOCH_GENESIS_MS: number = Date.UTC(2026, 0, 1);

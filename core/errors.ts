@@ -1,9 +1,9 @@
 /**
- * The one table of error codes and their HTTP statuses (SPEC section 7, plus the codes Geofabric adds).
+ * The one table of error codes and their HTTP statuses (docs/protocol.md §7, plus the codes Geofabric adds).
  * Every error body is `{ error: code, detail?: text }`; nothing else reaches a client.
  */
 export const ERROR_STATUS = {
-  // SPEC 7
+  // docs/protocol.md §7
   invalid_model: 400,
   invalid_cell: 400,
   'cell parameter required': 400,
@@ -32,13 +32,13 @@ export const ERROR_STATUS = {
   invalid_record: 400,
   invalid_seal: 400,
   record_not_found: 404,
-  // Compute jobs (issue 7)
+  // Compute jobs
   job_not_found: 404,
   step_failed: 502,
   record_conflict: 409,
   epoch_sealed: 409,
   seal_mismatch: 409,
-  // Tiles and imagery (issue 5)
+  // Tiles and imagery
   invalid_zoom: 400,
   invalid_style: 400,
   invalid_format: 400,
@@ -52,19 +52,19 @@ export const ERROR_STATUS = {
   no_scenes: 404,
   upstream_unavailable: 502,
   upstream_timeout: 504,
-  // Swarm, inference and tools (issue 6)
+  // Swarm, inference and tools
   quota_exceeded: 429,
   worker_not_found: 404,
   invalid_worker: 400,
   tool_not_found: 404,
   backbone_unavailable: 502,
   runtime_unavailable: 502,
-  // Perception and compliance service (issue 8)
+  // Perception and compliance service
   agent_not_found: 404,
   approval_not_required: 400,
   origin_not_allowed: 403,
   host_not_allowed: 403,
-  // Agent tokens and authorization mappings (issue 9)
+  // Agent tokens and authorization mappings
   token_invalid: 401,
   token_agent_mismatch: 403,
   coaz_error: 400,

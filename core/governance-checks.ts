@@ -1,7 +1,7 @@
 /**
- * The answers of the governance tool server (SPEC 4.3, issue 9): "may this agent act here, for this facet,
+ * The answers of the governance tool server (docs/protocol.md §4.3): "may this agent act here, for this facet,
  * now?" (verify_jurisdiction) and "may it call this tool?" (check_delegation_chain), judged from the agent's
- * delegation chain (DESIGN section 3 "Delegation certificate") with core/delegation-cert.ts's rules.
+ * delegation chain (docs/protocol.md §10 "Delegation certificate") with core/delegation-cert.ts's rules.
  *
  * Unlike verifyDelegationChain, which stops at the first failure, every aspect is judged on its own, so a
  * caller sees all reasons at once: a forged chain whose cells do cover the cell still says
@@ -72,7 +72,7 @@ export interface DelegationChainCheck {
   /** In allowed_tools (which already excludes every denied tool). */
   tool_allowed: boolean;
   /**
-   * The effective list: the chain's narrowed allowed_tools, or the SPEC 4.3 whitelist when no link
+   * The effective list: the chain's narrowed allowed_tools, or the docs/protocol.md §4.3 whitelist when no link
    * restricts tools, minus every tool some link denies. [] when the chain is empty or malformed.
    */
   allowed_tools: string[];
@@ -145,7 +145,7 @@ function jurisdictionOf(cell: string): JurisdictionInfo | null {
 }
 
 /**
- * verify_jurisdiction (SPEC 4.3): may the chain's agent act in `h3Cell` for `facet` at `nowMs`? A child
+ * verify_jurisdiction (docs/protocol.md §4.3): may the chain's agent act in `h3Cell` for `facet` at `nowMs`? A child
  * cell of a delegated cell is inside it; a coarser cell is not (it covers ground outside the grant).
  */
 export function verifyJurisdiction(input: {
@@ -206,7 +206,7 @@ export function verifyJurisdiction(input: {
 }
 
 /**
- * check_delegation_chain (SPEC 4.3): may the chain's agent call `toolName` at `nowMs`? Unlike the original
+ * check_delegation_chain (docs/protocol.md §4.3): may the chain's agent call `toolName` at `nowMs`? Unlike the original
  * product, which approved every tool, the tool must be in the effective allowed list and denied by no link.
  */
 export function checkDelegationChain(input: {

@@ -2,7 +2,7 @@ import { cellToLatLng, cellToParent, getResolution, isValidCell } from 'h3-js';
 import { fail, pass, type Check } from './check.js';
 import { shownValue } from './shown-value.js';
 
-/** Default job cell: resolution 6 over Rome (SPEC 2.1 "a cell over Rome"). */
+/** Default job cell: resolution 6 over Rome (docs/protocol.md §2.1 "a cell over Rome"). */
 export const DEFAULT_JOB_CELL = '861e8050fffffff';
 /** Default perception cell: resolution 5 over Rome. */
 export const DEFAULT_PERCEPTION_CELL = '851e8053fffffff';

@@ -1,7 +1,7 @@
 import { fail, pass, type Check } from './check.js';
 
 /**
- * SPEC 1.6 worker tiers from declared hardware. A worker declares both its hardware and its tier; the
+ * docs/protocol.md §1.6 worker tiers from declared hardware. A worker declares both its hardware and its tier; the
  * registry refuses a tier the hardware cannot support. This is a consistency check on a self-report, not
  * attestation: a worker that lies about its GPU is found out by its jobs (failures demote it, see
  * core/worker-trust.ts), not here.
@@ -10,7 +10,7 @@ import { fail, pass, type Check } from './check.js';
  * - tier 3 "professional GPU": a datacenter or workstation GPU by name (PROFESSIONAL_GPU) with at least
  *   16 GB of VRAM (T4, A2 and better), or any GPU with at least 40 GB (no gaming card has that much, so an
  *   unknown name with that much memory is workstation class: large Apple unified memory counts here).
- *   Gaming cards stay tier 2 even with 24–32 GB (RTX 3090, 4090, 5090): SPEC names tier 3 by class.
+ *   Gaming cards stay tier 2 even with 24–32 GB (RTX 3090, 4090, 5090): the protocol names tier 3 by class (docs/protocol.md §1.6).
  * - tier 2 "gaming PC (RTX 3060 or better)": any GPU with at least 8 GB of VRAM. The RTX 3060 ships with
  *   8 or 12 GB, and VRAM is what decides which models and scenes fit; compute speed past that is the
  *   trust ladder's business.
@@ -47,7 +47,7 @@ const PROFESSIONAL_GPU = new RegExp(
 
 export const isProfessionalGpu = (gpu: string): boolean => PROFESSIONAL_GPU.test(gpu);
 
-/** The highest SPEC 1.6 tier the hardware supports. */
+/** The highest docs/protocol.md §1.6 tier the hardware supports. */
 export function supportedHardwareTier(hardware: DeclaredHardware): HardwareTier {
   const { gpu, vram_gb: vram } = hardware;
   if (gpu === null) return 1;

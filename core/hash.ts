@@ -12,5 +12,5 @@ const bytes = (data: Data): Uint8Array => (typeof data === 'string' ? utf8ToByte
 export const sha256Hex = (data: Data): string => createHash('sha256').update(data).digest('hex');
 export const sha256Bytes = (data: Data): Uint8Array => new Uint8Array(createHash('sha256').update(data).digest());
 
-/** Blake3-256 as 64 lowercase hex (the `idn_delegation_cert` token claim, SPEC 2.9). */
+/** Blake3-256 as 64 lowercase hex (the `idn_delegation_cert` token claim, docs/protocol.md §2.9). */
 export const blake3Hex = (data: Data): string => bytesToHex(blake3(bytes(data)));

@@ -1,5 +1,5 @@
 /**
- * Ed25519 identity: key pairs, signing and verification (DESIGN section 3 "Keys and signatures").
+ * Ed25519 identity: key pairs, signing and verification (docs/protocol.md §10 "Keys and signatures").
  *
  * Wire forms: public key 64 lowercase hex, signature 128 lowercase hex, secret key a 64-hex seed
  * (a 128-hex seed‖pk is also accepted on input, as GEIANT tools and libsodium emit it).

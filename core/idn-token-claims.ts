@@ -1,5 +1,5 @@
 /**
- * The claims of an agent token (SPEC 2.9; issue 9): what the governance server vouches for about an agent
+ * The claims of an agent token (docs/protocol.md §2.9): what the governance server vouches for about an agent
  * when it issues a short-lived JWT, and what the perception server reads back from a verified one.
  *
  * Decisions the spec leaves open:
@@ -12,9 +12,9 @@
  * - `idn_chain_tip` is the block_hash of the agent's newest breadcrumb; an agent without a block has
  *   GENESIS_CHAIN_TIP, 64 zeros, as agent epochs use 64 zeros before the first (the claim stays "64 hex";
  *   the breadcrumb's own "genesis" prev_hash is not hex).
- * - `idn_trust_tier` is one of SPEC 2.9's four tiers. Our ladder (core/trust-score.ts) has `sovereign` above
+ * - `idn_trust_tier` is one of docs/protocol.md §2.9's four tiers. Our ladder (core/trust-score.ts) has `sovereign` above
  *   `certified`; it is claimed as `certified` (tokenTrustTier): the claim under-states, never over-states,
- *   and readers that follow SPEC 2.9 keep working.
+ *   and readers that follow docs/protocol.md §2.9 keep working.
  */
 import { z } from 'zod';
 import type { TrustTier } from './breadcrumb-types.js';
@@ -22,7 +22,7 @@ import { certificateBlake3, type DelegationCertificate } from './delegation-cert
 import { isCell } from './h3-cell.js';
 import { isHex } from './hex.js';
 
-/** SPEC 2.9's trust tiers, lowest first. */
+/** docs/protocol.md §2.9's trust tiers, lowest first. */
 export const TOKEN_TRUST_TIERS = ['provisioned', 'observed', 'trusted', 'certified'] as const;
 export type TokenTrustTier = (typeof TOKEN_TRUST_TIERS)[number];
 

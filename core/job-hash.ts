@@ -1,5 +1,5 @@
 /**
- * Job identity and the job hash (SPEC 2.3 `job_id`, `proof.job_hash`; DESIGN section 3, gate 1).
+ * Job identity and the job hash (docs/protocol.md §2.3 `job_id`, `proof.job_hash`; docs/protocol.md §10, gate 1).
  *
  * - `job_id` is a UUID derived from the request's signature: Ed25519 signatures are deterministic, so the
  *   same signed body always names the same job, and a replayed request finds it instead of running again.

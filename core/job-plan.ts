@@ -1,7 +1,7 @@
 import { fail, pass, type Check } from './check.js';
 
 /**
- * Job plans (SPEC 2.2 rule 1): a request's steps resolved into a topological order and into levels
+ * Job plans (docs/protocol.md §2.2 rule 1): a request's steps resolved into a topological order and into levels
  * of steps that may run in parallel. The plan is computed once, at request entry, before any
  * compute is dispatched; workflows replay it, so it must be deterministic (no Map iteration order
  * surprises, no randomness): ties always keep request order.
@@ -12,7 +12,7 @@ export type StepType = (typeof STEP_TYPES)[number];
 export interface PlanStep {
   id: string;
   type: StepType;
-  /** SPEC 2.2 allows one dependency; the planner works over edge lists so more would not change it. */
+  /** docs/protocol.md §2.2 allows one dependency; the planner works over edge lists so more would not change it. */
   depends_on?: string;
 }
 

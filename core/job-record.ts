@@ -1,6 +1,6 @@
 /**
- * Compute jobs as they are stored and answered (SPEC 2.3, 3; issue 7). A job is claimed `running` before
- * any step is dispatched and ends `complete` or `failed`; a finished job never changes again. SPEC 3 shows
+ * Compute jobs as they are stored and answered (docs/protocol.md §2.3, §3). A job is claimed `running` before
+ * any step is dispatched and ends `complete` or `failed`; a finished job never changes again. docs/protocol.md §3 shows
  * only the step status `complete`; Geofabric adds `failed` (the step that stopped the job) and `skipped`
  * (steps never started because an earlier step failed or the budget ran out).
  */
@@ -9,7 +9,7 @@ import type { StepType } from './job-plan.js';
 export type JobStatus = 'running' | 'complete' | 'failed';
 export type StepStatus = 'complete' | 'failed' | 'skipped';
 
-/** SPEC 2.3 step result, plus who ran it, what it cost and its proof record. */
+/** docs/protocol.md §2.3 step result, plus who ran it, what it cost and its proof record. */
 export interface StepResult {
   id: string;
   type: StepType;
@@ -21,19 +21,19 @@ export interface StepResult {
   cost: number;
   /** The step's proof record (null when the step did not complete). */
   record_id: string | null;
-  /** The relay worker that routed the step to its worker (SPEC 1.4), when one did. */
+  /** The relay worker that routed the step to its worker (docs/protocol.md §1.4), when one did. */
   relay_pk?: string;
   /** For a failed or skipped step: the error code and why. */
   error?: { code: string; detail: string };
 }
 
 export interface Settlement {
-  /** Ledger transaction id; null until settlement on a ledger is built (issue 10). */
+  /** Ledger transaction id; null until settlement on a ledger is built. */
   stellar_tx: string | null;
   total_credits: number;
   /** Step id → credits charged. */
   breakdown: Record<string, number>;
-  /** The job's Merkle proof (SPEC 8), charged once a step completed: total = sum(breakdown) + proof_credits. */
+  /** The job's Merkle proof (docs/protocol.md §8), charged once a step completed: total = sum(breakdown) + proof_credits. */
   proof_credits: number;
   /**
    * Relay pk → its fee: RELAY_FEE_SHARE of the steps it routed, a share of those steps' cost (paid out of the
@@ -42,7 +42,7 @@ export interface Settlement {
   relay_fees?: Record<string, number>;
 }
 
-/** SPEC 2.3, plus `status` and, for a failed job, `error`. */
+/** docs/protocol.md §2.3, plus `status` and, for a failed job, `error`. */
 export interface ComputeResponse {
   job_id: string;
   status: JobStatus;

@@ -1,10 +1,10 @@
 /**
- * The compound-job scheduler (SPEC 2.2; issue 7): runs a validated plan level by level, the steps of one
+ * The compound-job scheduler (docs/protocol.md §2.2): runs a validated plan level by level, the steps of one
  * level in parallel, each fed its dependency's output. Pure apart from the injected `runStep`, so the
  * Temporal workflow (where `runStep` is an activity on a task queue) and the embedded runner (where it is
  * a function call) share it; it must stay deterministic (no clock, no randomness, request order for ties).
  *
- * Budget (SPEC 2.2 rule 3, 2.1 `budget_credits`): the job's proof is reserved first; a step starts only
+ * Budget (docs/protocol.md §2.2 rule 3, 2.1 `budget_credits`): the job's proof is reserved first; a step starts only
  * when its worst-case estimate fits what is left, so a step that would exceed the budget is not started and
  * the job fails with `budget_exceeded`, charging only what ran. Estimates can fall short of actual costs (a
  * runtime's real token count, tool rounds), so a completed step is charged at most what was left: the

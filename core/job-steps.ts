@@ -1,5 +1,5 @@
 /**
- * From a compound job to its steps' activity inputs (SPEC 2.2; issue 7). Pure and deterministic: the
+ * From a compound job to its steps' activity inputs (docs/protocol.md §2.2). Pure and deterministic: the
  * workflow builds these while it replays. The types here are the activities' inputs (activities validate
  * them again with their zod schemas), so the gateway, the workflow and every worker agree on them.
  */
@@ -30,7 +30,7 @@ export interface ComputeJobInput {
   /** The epoch the job was accepted in. */
   epoch: number;
   budget_credits: number;
-  /** The job's Merkle proof (SPEC 8), reserved from the budget first. */
+  /** The job's Merkle proof (docs/protocol.md §8), reserved from the budget first. */
   proof_credits: number;
   /**
    * Request order, each with its worst-case estimate; on a re-run, the steps that completed in the failed
@@ -90,7 +90,7 @@ export type StepActivityInput =
   | { type: 'tile_render'; input: TileStepInput }
   | { type: 'image_process'; input: ImageStepInput };
 
-/** Hardware tier a step type needs of its worker (SPEC 1.6: tier 1 runs tiles and small inference, tier 2 everything). */
+/** Hardware tier a step type needs of its worker (docs/protocol.md §1.6: tier 1 runs tiles and small inference, tier 2 everything). */
 export const STEP_MIN_HARDWARE_TIER = { inference: 1, tile_render: 1, image_process: 2, sensor_fusion: 2 } as const;
 
 /** The step activity of each step type (activities/compute/step-activities.ts). */
@@ -108,11 +108,11 @@ export const toScheduledStep = (step: ComputeJobInput['steps'][number]): Schedul
   ...(step.done ? { done: step.done } : {}),
 });
 
-/** Tools a step requires of its worker (SPEC 1.4); only inference steps call tools. */
+/** Tools a step requires of its worker (docs/protocol.md §1.4); only inference steps call tools. */
 export const requiredTools = (step: JobStepSpec): string[] => (step.type === 'inference' ? (step.tools ?? []) : []);
 
 /**
- * The activity input of `step`, fed its dependency's output (SPEC 2.2 rules 1, 2):
+ * The activity input of `step`, fed its dependency's output (docs/protocol.md §2.2 rules 1, 2):
  * - inference: the dependency's output reaches the model as a system message (JSON, cut at
  *   MAX_CONTEXT_CHARS, images left out); locations are asked for when a `tile_render` step depends on it;
  * - tile_render: the tile of `center_cell` (else the job cell), annotated with the dependency's `locations`;

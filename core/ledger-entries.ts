@@ -1,5 +1,5 @@
 /**
- * The ledger entries a finished job or a bought Merkle proof posts (issue 10; SPEC 1.4, 1.10, 8). Pure: the
+ * The ledger entries a finished job or a bought Merkle proof posts (docs/protocol.md §1.4, §1.10, §8). Pure: the
  * caller passes the stored answer, the keys and the time, and posts what comes back (store/ledger-store.ts).
  *
  * A job's entries are balanced: they sum to exactly 0 in integer credit units.
@@ -9,7 +9,7 @@
  *   The gateway's own steps (worker_pk = the platform key) earn the platform like any worker's.
  * - `relay_fee`, one per relay: the fee `settlement.relay_fees` recorded for it.
  * - `proof_fee`: the platform earns `settlement.proof_credits` (it seals the proof).
- * - What nobody else earns goes to the platform's `step_earning`: backbone steps (SPEC 8 prices them at 0;
+ * - What nobody else earns goes to the platform's `step_earning`: backbone steps (docs/protocol.md §8 prices them at 0;
  *   should one ever cost something, the platform serves it and pays the backbone) and steps without a worker.
  *   So the entries balance whatever the rounding; with today's arithmetic (finishJob) that remainder is 0.
  * Zero amounts post nothing: a job that ran no step (failed before dispatch) has no entries at all.
@@ -186,7 +186,7 @@ export interface ProofPurchaseInput {
   nowMs: number;
 }
 
-/** A Merkle proof bought outside a job (SPEC 8: 0.0001 credits): the requester pays the platform. */
+/** A Merkle proof bought outside a job (docs/protocol.md §8: 0.0001 credits): the requester pays the platform. */
 export function proofPurchaseEntries(input: ProofPurchaseInput): LedgerEntry[] {
   const units = toCreditUnits(PRICES.merkleProof);
   const base = {

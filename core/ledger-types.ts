@@ -1,5 +1,5 @@
 /**
- * The credit ledger's records (issue 10; SPEC 1.4, 1.10, 2.3 `settlement`, 8). Append-only: balances are
+ * The credit ledger's records (docs/protocol.md §1.4, §1.10, §2.3 `settlement`, 8). Append-only: balances are
  * sums of entries, never stored alone. Every entry references the proof record that accounts for it (a
  * job's `compute/job` record, or the record whose Merkle proof was bought).
  *
@@ -32,7 +32,7 @@ export interface LedgerEntry {
 }
 
 /**
- * A payment on the external ledger that settles entries (issue 10 item 2). Append-only like entries:
+ * A payment on the external ledger that settles entries. Append-only like entries:
  * a settlement is first recorded `pending` with the signed transaction envelope (so a crash between submit
  * and record can look the transaction up by its hash instead of paying twice), then `submitted` with the
  * ledger's answer; a later record of the same id supersedes an earlier one.
@@ -60,7 +60,7 @@ export interface LedgerSettlement {
   at: string;
 }
 
-/** The anchor of a sealed epoch root on the external ledger (issue 10 item 3). */
+/** The anchor of a sealed epoch root on the external ledger. */
 export interface EpochAnchor {
   version: 1;
   sealer_pk: string;

@@ -1,17 +1,17 @@
 /**
- * The model registry (SPEC 1.2, 1.3, 8; issue 6): what each inference model is, what hardware it needs and
+ * The model registry (docs/protocol.md §1.2, §1.3, §8): what each inference model is, what hardware it needs and
  * what a token of it costs. Swappable: the deployment enables a subset by id (`MODELS`); a model that is
  * not enabled is `invalid_model` everywhere. The backbone model is always known: it is what answers when no
- * worker can (SPEC 1.5), and it runs on the backbone provider, never on a worker.
+ * worker can (docs/protocol.md §1.5), and it runs on the backbone provider, never on a worker.
  *
- * Prices: SPEC 8 states 0.00001 credits per token for the default model on a worker and 0 on the backbone;
+ * Prices: docs/protocol.md §8 states 0.00001 credits per token for the default model on a worker and 0 on the backbone;
  * it names no other model's price, so the other small models inherit the default's.
  */
 import { fail, pass, type Check } from './check.js';
 import { BACKBONE_MODEL, DEFAULT_WORKER_MODEL, WORKER_MODELS } from './models.js';
 import { fromCreditUnits, PRICES, toCreditUnits } from './pricing.js';
 
-/** SPEC 1.6 hardware tiers: 1 any laptop (CPU), 2 gaming PC, 3 professional GPU. */
+/** docs/protocol.md §1.6 hardware tiers: 1 any laptop (CPU), 2 gaming PC, 3 professional GPU. */
 export type ModelHardwareTier = 1 | 2 | 3;
 
 export interface ModelInfo {
@@ -92,7 +92,7 @@ export interface ModelRegistry {
   /** Enabled worker models in catalog order, then the backbone model. */
   readonly models: readonly ModelInfo[];
   readonly workerModels: readonly ModelInfo[];
-  /** The model a request without `model` gets: the SPEC default when enabled, else the first enabled. */
+  /** The model a request without `model` gets: the protocol's default (docs/protocol.md §1.3) when enabled, else the first enabled. */
   readonly defaultModel: string;
   get(id: string): ModelInfo | undefined;
   /** `invalid_model` unless the id is an enabled model or the backbone model. */

@@ -1,5 +1,5 @@
 /**
- * Inference models the service knows (SPEC 1.3). The swarm's default runs on workers; the backbone
+ * Inference models the service knows (docs/protocol.md §1.3). The swarm's default runs on workers; the backbone
  * model answers when no worker is online. The full registry (hardware tiers, prices, warm state) builds
  * on this list.
  */

@@ -1,5 +1,5 @@
 /**
- * NDVI arithmetic for Sentinel-2 L2A (SPEC 2.5): health classes, the processing-baseline offset, the
+ * NDVI arithmetic for Sentinel-2 L2A (docs/protocol.md §2.5): health classes, the processing-baseline offset, the
  * per-pixel statistics over masked rasters and the scene-metadata estimate. Pure: callers bring the pixels.
  */
 
@@ -7,7 +7,7 @@ export const HEALTH_STATUSES = ['healthy', 'moderate', 'stressed', 'bare'] as co
 export type HealthStatus = (typeof HEALTH_STATUSES)[number];
 
 /**
- * SPEC 2.5's table. It leaves the owners of 0.4 and 0.2 open; each boundary belongs to the class above it
+ * docs/protocol.md §2.5's table. It leaves the owners of 0.4 and 0.2 open; each boundary belongs to the class above it
  * (0.6 → healthy, 0.4 → moderate, 0.2 → stressed), the same reading as "0.6 and above".
  */
 export function classifyHealth(ndvi: number): HealthStatus {

@@ -4,7 +4,7 @@ import { isCell } from './h3-cell.js';
 import type { StepType } from './job-plan.js';
 
 /**
- * SPEC 8 prices and the cost arithmetic behind budgets and settlement. Binary floating point cannot
+ * docs/protocol.md §8 prices and the cost arithmetic behind budgets and settlement. Binary floating point cannot
  * represent 0.00001, so summing credits directly drifts (10 000 × 0.00001 ≠ 0.1). All arithmetic here
  * is in integer credit units of 1e-8 credits; credits appear only at the edges (inputs and results),
  * rounded to 8 decimals.
@@ -31,7 +31,7 @@ const UNIT_PRICES = {
   proof: toCreditUnits(PRICES.merkleProof),
 };
 
-/** The relay's share of a step it routed (SPEC 1.4 relay fee; issue 10 makes it configurable). */
+/** The relay's share of a step it routed (docs/protocol.md §1.4 relay fee, configurable). */
 export const RELAY_FEE_SHARE = 0.2;
 
 /**
@@ -45,7 +45,7 @@ export function relayFee(credits: number, share: number = RELAY_FEE_SHARE): numb
 
 /** Output tokens assumed for an inference step that does not state `max_tokens`. */
 export const DEFAULT_MAX_TOKENS = 512;
-/** Sentinel-2 L2A ground resolution (SPEC 2.5): one pixel covers 10 m × 10 m. */
+/** Sentinel-2 L2A ground resolution (docs/protocol.md §2.5): one pixel covers 10 m × 10 m. */
 const SENTINEL2_PIXEL_M2 = 100;
 
 export interface StepEstimateInput {
@@ -60,7 +60,7 @@ export interface StepEstimateInput {
 export interface CostEstimate {
   /** Sum of the step estimates plus the job's one Merkle proof. */
   total_credits: number;
-  /** Step id → estimated credits (the shape of the settlement breakdown, SPEC 2.3). */
+  /** Step id → estimated credits (the shape of the settlement breakdown, docs/protocol.md §2.3). */
   breakdown: Record<string, number>;
   proof_credits: number;
 }
@@ -102,7 +102,7 @@ export function estimateStepCost(step: StepEstimateInput, jobCell: string): numb
   return fromCreditUnits(stepUnits(step, jobCell));
 }
 
-/** SPEC 2.2 rule 3: a compound job costs the sum of its steps, and one proof covers all of them. */
+/** docs/protocol.md §2.2 rule 3: a compound job costs the sum of its steps, and one proof covers all of them. */
 export function estimateJobCost(steps: readonly (StepEstimateInput & { id: string })[], jobCell: string): CostEstimate {
   // A Map, then fromEntries: step ids are client text, and "__proto__" must stay an ordinary key.
   const byStep = new Map<string, number>();

@@ -1,5 +1,5 @@
 /**
- * Proof records (SPEC 1.8, 2.6; DESIGN section 3): what every computation leaves behind, addressed by
+ * Proof records (docs/protocol.md §1.8, §2.6; docs/protocol.md §10): what every computation leaves behind, addressed by
  * (H3 cell, epoch, writer key). `record_hash` binds every other field (JCS, RFC 8785) and the writer's
  * Ed25519 signature over it binds the writer, so a record read back from any store is checked with
  * `checkRecord` alone: callers must never trust a stored record_hash without it.
@@ -122,7 +122,7 @@ const ID_PART = /^[A-Za-z0-9_.-]+$/;
 
 /**
  * The record id of a compound-job step (`tile:<job>:<step>`, `imagery:<job>:<step>` …): derived from job and
- * step, so a retried activity finds its record instead of writing a second one (DESIGN 4). Readable when both
+ * step, so a retried activity finds its record instead of writing a second one (docs/architecture.md). Readable when both
  * parts fit the id alphabet, else `<kind>:` + SHA-256 of the pair.
  */
 export function stepRecordId(kind: string, jobId: string, stepId: string): string {

@@ -1,14 +1,14 @@
 /**
- * The shapes of the proof layer (SPEC 1.8, 2.6): records addressed by (H3 cell, epoch, writer key),
+ * The shapes of the proof layer (docs/protocol.md §1.8, §2.6): records addressed by (H3 cell, epoch, writer key),
  * sealed per (sealer key, epoch) into RFC 9162 Merkle trees chained seal to seal.
  */
 
-/** SPEC 2.6 collections and the payload types each may carry. */
+/** docs/protocol.md §2.6 collections and the payload types each may carry. */
 export const COLLECTION_PAYLOAD_TYPES = {
   inference: ['hive/inference'],
   tile: ['tile/vector', 'tile/raster'],
   compute_job: ['compute/job'],
-  // SPEC names only `imagery/ndvi`; the other image_process operations record under matching types.
+  // The protocol names only `imagery/ndvi`; the other image_process operations record under matching types.
   imagery: ['imagery/ndvi', 'imagery/cloud_mask', 'imagery/scene_search', 'imagery/atmospheric_correction'],
   breadcrumb: ['gns/breadcrumb'],
   telemetry: ['iot/telemetry'],

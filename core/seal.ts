@@ -1,5 +1,5 @@
 /**
- * Epoch seals (SPEC 1.8, 3; DESIGN section 3): one per (sealer key, epoch), empty epochs included, over
+ * Epoch seals (docs/protocol.md §1.8, §3; docs/protocol.md §10): one per (sealer key, epoch), empty epochs included, over
  * the RFC 9162 tree of the sealer's records in seq order, signed by the sealer and chained to its
  * previous seal. Three separate checks, because a store must run all of them:
  *   checkSeal              — the seal itself (shape, seal_hash, signature);

@@ -1,5 +1,5 @@
 /**
- * A failed step as the job reports it (issue 7): the spec's error code when the failure carries one. Step
+ * A failed step as the job reports it: the spec's error code when the failure carries one. Step
  * activities throw Temporal ApplicationFailures typed by the code (activities/*); under Temporal they arrive
  * wrapped in an ActivityFailure, in process as they were thrown; gateway code may throw a ServiceError.
  */

@@ -1,5 +1,5 @@
 /**
- * Temporal task queue names (issue 7, SPEC 1.4). A step runs on the queue of its job's cell at the routing
+ * Temporal task queue names (docs/protocol.md §1.4). A step runs on the queue of its job's cell at the routing
  * resolution and its required tool set, e.g. `geofabric/851e8053fffffff/web-search`. A worker polls the
  * queue of its cell for every subset of its advertised tools that the tool registry knows, so Temporal's
  * atomic task hand-off is the claim rule: one worker per task, and only a worker whose tools contain the
@@ -30,7 +30,7 @@ export const DEFAULT_QUEUE_NAMING: QueueNaming = {
 export const jobQueue = (naming: QueueNaming): string => `${naming.prefix}/jobs`;
 /** Gateway activities: routing, the final job record, and steps no swarm worker in the cell can take. */
 export const gatewayQueue = (naming: QueueNaming): string => `${naming.prefix}/gateway`;
-/** Inference on the fast-inference backbone, served by the gateway (SPEC 1.5). */
+/** Inference on the fast-inference backbone, served by the gateway (docs/protocol.md §1.5). */
 export const backboneQueue = (naming: QueueNaming): string => `${naming.prefix}/backbone`;
 
 /** The routing cell of a job cell: its parent at the routing resolution, or itself when coarser. */

@@ -1,11 +1,11 @@
 /**
- * The two trust ladders of SPEC 3. Agents (delegated AI agents) climb the score-based ladder; swarm
+ * The two trust ladders of docs/protocol.md §3. Agents (delegated AI agents) climb the score-based ladder; swarm
  * workers climb their own, starting at `seedling` (promotion rules live with the worker registry).
  */
 export const AGENT_TIERS = ['provisioned', 'observed', 'trusted', 'certified', 'sovereign'] as const;
 export type AgentTier = (typeof AGENT_TIERS)[number];
 
-/** Minimum trust score (0..100) for each agent tier (SPEC 3). */
+/** Minimum trust score (0..100) for each agent tier (docs/protocol.md §3). */
 export const AGENT_TIER_THRESHOLDS: Record<AgentTier, number> = {
   provisioned: 0,
   observed: 25,

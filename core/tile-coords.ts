@@ -43,7 +43,7 @@ export function tileAt(lat: number, lng: number, zoom: number): TileXY {
   return { x: clamp(Math.floor(x), 0, n - 1), y: clamp(Math.floor(y), 0, n - 1) };
 }
 
-/** The tile at `zoom` that contains the cell's centroid (SPEC 2.4: the tile of a cell). */
+/** The tile at `zoom` that contains the cell's centroid (docs/protocol.md §2.4: the tile of a cell). */
 export function cellTile(cell: string, zoom: number): TileXY {
   const { lat, lng } = cellCentroid(cell);
   return tileAt(lat, lng, zoom);

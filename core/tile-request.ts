@@ -1,5 +1,5 @@
 /**
- * The parameters of the tile endpoints (SPEC 4.1, 2.4, 8) as pure checks: path and query text in, a typed
+ * The parameters of the tile endpoints (docs/protocol.md §4.1, §2.4, §8) as pure checks: path and query text in, a typed
  * value or the error code out. The H3 cell itself is checked by gate 2 (path params `h3_cell` / `cell`).
  */
 import { fail, pass, type Check } from './check.js';

@@ -1,7 +1,7 @@
 /**
- * The delegation pre-flight of a perception tool call (SPEC 3, 5.7, 7 rule 2; issue 8): decides, before
+ * The delegation pre-flight of a perception tool call (docs/protocol.md §3, §5.7, §7 rule 2): decides, before
  * the tool runs, whether the agent's certificate lets it run this tool, for this facet, in this cell,
- * now. A failure blocks the call and becomes a violation (SPEC 2.8 types and severities).
+ * now. A failure blocks the call and becomes a violation (docs/protocol.md §2.8 types and severities).
  *
  * The certificate's signature and its chain up to the human are NOT checked here: the caller verifies
  * the chain (verifyDelegationChain) once at startup and refuses to serve without it. Pass that grant as
@@ -12,7 +12,7 @@ import type { Severity, ViolationType } from './breadcrumb-types.js';
 import type { DelegationCertificate, DelegationGrant } from './delegation-cert.js';
 import { cellCoveredBy, isCell } from './h3-cell.js';
 
-/** SPEC 4.3 allowed-tools whitelist: the tools a certificate without `allowed_tools` may use. */
+/** docs/protocol.md §4.3 allowed-tools whitelist: the tools a certificate without `allowed_tools` may use. */
 export const DEFAULT_ALLOWED_TOOLS: readonly string[] = Object.freeze([
   'perception_fetch_tile',
   'perception_classify',
@@ -49,7 +49,7 @@ const blocked = (violation: ViolationType, severity: Severity, detail: string): 
  * Checks, in this order, each failure ending the check: (1) certificate active at `nowMs`
  * (not_before ≤ now ≤ not_after, no skew) else `cert_expired`; (2) `cell` inside one of the certificate's
  * h3_cells by H3 containment (a finer or equal cell; a coarser one is outside) else `jurisdiction_breach`;
- * (3) `facet` granted else `facet_violation`; (4) the tool allowed (constraints.allowed_tools, or the SPEC
+ * (3) `facet` granted else `facet_violation`; (4) the tool allowed (constraints.allowed_tools, or the protocol's
  * 4.3 whitelist when absent) and not denied, else `facet_violation`; all critical. Then (5)
  * `opsInLastHour` below max_ops_per_hour, else `rate_limit` (warning).
  */
@@ -120,7 +120,7 @@ export function requiresHumanApproval(cert: DelegationCertificate, _toolName: st
 
 /**
  * Whether the certificate (and the chain's rights, when given) lets `toolName` run: `not allowed` when it is
- * outside allowed_tools (the SPEC 4.3 whitelist when the certificate names none), `denied` when a link denies
+ * outside allowed_tools (the docs/protocol.md §4.3 whitelist when the certificate names none), `denied` when a link denies
  * it, null when it may run. Shared by pre-flight and the authorization mappings (core/coaz-mapping.ts).
  */
 export function toolRefusal(

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { WorkerTier } from './tiers.js';
 
 /**
- * The tool registry (SPEC 2.7): five seeded tools a model may call during an inference step and a job may
+ * The tool registry (docs/protocol.md §2.7): five seeded tools a model may call during an inference step and a job may
  * require of its worker. Each has a `min_trust_tier`: a job needing the tool is only dispatched to workers
  * at or above it (core/worker-selection.ts). The gates rise with what the tool can do on the worker:
  *
@@ -13,7 +13,7 @@ import type { WorkerTier } from './tiers.js';
  * - `browser-automation` trailblazer: drives a real browser on the open web (forms, logins, downloads),
  *   the most abuse-prone capability, so only long-trusted workers get it.
  *
- * Only `web-search` has an executor (activities/tools/); the others are registered only (SPEC 2.7), so a
+ * Only `web-search` has an executor (activities/tools/); the others are registered only (docs/protocol.md §2.7), so a
  * call to them returns an error the model can read. Input schemas are written once, in zod, and published
  * as JSON Schema (`input_schema`, the OpenAI `parameters`); the executor validates with the same zod schema.
  */
@@ -30,7 +30,7 @@ export interface Tool {
   description: string;
   input_schema: JsonSchema;
   min_trust_tier: WorkerTier;
-  /** Whether Geofabric runs this tool; false: registered only (SPEC 2.7). */
+  /** Whether Geofabric runs this tool; false: registered only (docs/protocol.md §2.7). */
   executor: boolean;
 }
 

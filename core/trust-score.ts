@@ -1,5 +1,5 @@
 /**
- * The agent trust score (SPEC 2.8) and the tier ladder of the agent tier gate (SPEC 3).
+ * The agent trust score (docs/protocol.md §2.8) and the tier ladder of the agent tier gate (docs/protocol.md §3).
  *
  *   operations      40 × min(operations / 5000, 1)
  *   territory       30 × min(unique H3 cells / 20, 1)
@@ -17,7 +17,7 @@ export const CELLS_FOR_FULL_CREDIT = 20;
 export const DAYS_FOR_FULL_CREDIT = 365;
 const DAY_MS = 86_400_000;
 
-/** Lowest score of each tier (SPEC 3, percent of the 0..100 score). */
+/** Lowest score of each tier (docs/protocol.md §3, percent of the 0..100 score). */
 export const TIER_THRESHOLDS: Readonly<Record<TrustTier, number>> = {
   provisioned: 0,
   observed: 25,

@@ -5,7 +5,7 @@ import { workerTierRank, type WorkerTier } from './tiers.js';
 import { meetsWorkerTier } from './worker-trust.js';
 
 /**
- * Which registered workers may take a job, best first (SPEC 1.4: a worker receives only jobs whose
+ * Which registered workers may take a job, best first (docs/protocol.md §1.4: a worker receives only jobs whose
  * required tools it all advertises; 2.7: each tool's `min_trust_tier`; 7: 503 `no_workers`).
  */
 
@@ -101,7 +101,7 @@ export function cellDistance(a: string, b: string): number {
 }
 
 /**
- * The 503 `no_workers` detail: what was asked for, then (SPEC 7) to retry or drop the jurisdiction
+ * The 503 `no_workers` detail: what was asked for, then (docs/protocol.md §7) to retry or drop the jurisdiction
  * constraint. The only `;` is the one before the advice, so a caller may cut the advice off there.
  */
 export function describeNoWorker(need: WorkerNeed): string {

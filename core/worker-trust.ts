@@ -1,7 +1,7 @@
 import { WORKER_TIERS, workerTierRank, type WorkerTier } from './tiers.js';
 
 /**
- * The swarm worker trust ladder (SPEC 3: new workers register as `seedling`; the other rungs and the
+ * The swarm worker trust ladder (docs/protocol.md §3: new workers register as `seedling`; the other rungs and the
  * transitions are Geofabric's). Trust gates which tools a worker may run (each tool's `min_trust_tier`) and
  * which jobs ask for it (`x-svc-min-tier`), so it must be slow to earn and quick to lose.
  *

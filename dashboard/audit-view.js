@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * The inference audit (SPEC 2.6): `/svc/inference/recent` as a table of provider, model, tokens, latency,
+ * The inference audit (docs/protocol.md §2.6): `/svc/inference/recent` as a table of provider, model, tokens, latency,
  * epoch and job hash per job, filtered in the page by text, model and provider; `/svc/inference/stats` above it.
  */
 import { describeError, getJson } from './api.js';

@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * Compliance: an agent's report (SPEC 2.8) from the perception service, read through this gateway's proxy
+ * Compliance: an agent's report (docs/protocol.md §2.8) from the perception service, read through this gateway's proxy
  * (`/dashboard/api/compliance[/:agent_pk]`): score, tier, chain status, operations by tool, violations.
  */
 import { describeError, getJson } from './api.js';

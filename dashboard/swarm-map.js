@@ -4,7 +4,7 @@
  * The swarm map: MapLibre GL (vendored, no CDN) over a raster basemap from this gateway's own tile endpoint,
  * with each online worker's H3 cell drawn as a polygon (h3-js cellToBoundary) coloured by hardware tier.
  *
- * The tile endpoint is addressed by H3 cell (`/v1/tiles/{cell}/{z}/{style}.png`, SPEC 4.1): the tile served is
+ * The tile endpoint is addressed by H3 cell (`/v1/tiles/{cell}/{z}/{style}.png`, docs/protocol.md §4.1): the tile served is
  * the one holding the cell's centroid. MapLibre asks for z/x/y, so `transformRequest` names, for each tile, the
  * resolution-15 cell at the tile's centre: its centroid lies within a metre of that centre, far inside any tile
  * up to zoom 20, so the gateway answers exactly the tile MapLibre asked for.
@@ -93,7 +93,7 @@ export function createSwarmMap(container, options) {
           tiles: [`${location.origin}/v1/tiles/xyz/${style}/{z}/{x}/{y}`],
           tileSize: 256,
           maxzoom: Math.min(options.maxZoom, 19),
-          attribution: 'Tiles via this gateway (SPEC 2.4) · © OpenStreetMap contributors',
+          attribution: 'Tiles via this gateway (docs/protocol.md §2.4) · © OpenStreetMap contributors',
         },
         cells: { type: 'geojson', data: { type: 'FeatureCollection', features: [] } },
         centroids: { type: 'geojson', data: { type: 'FeatureCollection', features: [] } },

@@ -161,5 +161,5 @@ function earningsLine(status, tier) {
   const perDay = status.earnings?.per_day_by_tier?.[tier];
   const reference = status.earnings?.spec_reference?.[tier];
   if (perDay === undefined) return '';
-  return `${credits(perDay)} credits/day per worker${reference === undefined ? '' : ` (SPEC ≈ ${reference})`}`;
+  return `${credits(perDay)} credits/day per worker${reference === undefined ? '' : ` (reference ≈ ${reference})`}`;
 }

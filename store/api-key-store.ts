@@ -1,5 +1,5 @@
 /**
- * API keys of the OpenAI-compatible endpoints (SPEC 5.3; issue 6), created with `geofabric apikey create`
+ * API keys of the OpenAI-compatible endpoints (docs/protocol.md §5.3), created with `geofabric apikey create`
  * and stored hashed: the store never holds a key, only SHA-256 of it. Key format, hashing and the stored
  * record's schema: `api-key-format.ts` (`gf_` + 32 random bytes base64url; ids `key_` + 16 hex). Adapters:
  * `sqlite/api-key-store.ts`, `mongo/api-key-store.ts`; the contract is `test/store/api-key-store.contract.ts`.

@@ -1,5 +1,5 @@
 /**
- * The audit store port (issue 8): perception breadcrumb chains, agent epochs, violations and human
+ * The audit store port: perception breadcrumb chains, agent epochs, violations and human
  * approvals, per agent. Adapters: `sqlite/audit-store.ts`, `mongo/audit-store.ts`; the contract is
  * `test/store/audit-store.contract.ts`. Records are checked by their writers (core/breadcrumb.ts); the store
  * keeps the exact signed text of every block and never rewrites one.

@@ -1,5 +1,5 @@
 /**
- * The job store port (issue 7): one record per compute job, claimed before any step runs, finished once.
+ * The job store port: one record per compute job, claimed before any step runs, finished once.
  * Adapters: `sqlite/job-store.ts`, `mongo/job-store.ts`; the contract is `test/store/job-store.contract.ts`.
  * Records are checked against store/job-record-schema.ts on the way in: a record that is not a valid JobRecord,
  * or has the wrong status for the operation, is a caller bug and throws RangeError (nothing is stored).

@@ -1,5 +1,5 @@
 /**
- * The ledger store port (issue 10): the append-only credit ledger, the settlements that pay it out on an
+ * The ledger store port: the append-only credit ledger, the settlements that pay it out on an
  * external ledger, and the anchors of epoch roots. Adapters: `sqlite/ledger-store.ts`, `mongo/ledger-store.ts`;
  * the contract is `test/store/ledger-store.contract.ts`. Records are checked against
  * store/ledger-record-schema.ts on the way in: an invalid record is a caller bug and throws RangeError.

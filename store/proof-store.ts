@@ -1,5 +1,5 @@
 /**
- * The proof store port (SPEC 1.8, 2.6; issue 4): records addressed by (H3 cell, epoch, writer key), sealed
+ * The proof store port (docs/protocol.md §1.8, §2.6): records addressed by (H3 cell, epoch, writer key), sealed
  * per (sealer key, epoch) into RFC 9162 trees whose levels are kept for O(log n) inclusion proofs.
  *
  * Adapters: `sqlite/proof-store.ts` (the embedded default and every worker's local store) and

@@ -1,5 +1,5 @@
 /**
- * The worker registry port (SPEC 1.4–1.6, 2.7; issue 6): community devices in H3 cells that declare the
+ * The worker registry port (docs/protocol.md §1.4–1.6, 2.7): community devices in H3 cells that declare the
  * models and tools they run. Adapters: `sqlite/worker-registry.ts`, `mongo/worker-registry.ts`; the contract
  * is `test/store/worker-registry.contract.ts`. Signature checks happen before the store (api/routes/svc-workers).
  */
@@ -27,9 +27,9 @@ export interface WorkerRegistration {
   tools: string[];
   hardware: WorkerHardware;
   hardware_tier: HardwareTier;
-  /** A mobile relay: routes jobs to compute workers and earns relay fees (SPEC 1.4). */
+  /** A mobile relay: routes jobs to compute workers and earns relay fees (docs/protocol.md §1.4). */
   relay: boolean;
-  /** The worker's real software version (SPEC 9.4 notes the original reported a stale one). */
+  /** The worker's real software version (docs/protocol.md §9.4 notes the original reported a stale one). */
   version: string;
   /**
    * When the worker signed this declaration (its `created_at`, ms); absent, the registration time. A declaration

@@ -1,5 +1,5 @@
 /**
- * The compound-job workflow (issue 7): one run per job, workflow id `job-<job_id>`. It routes the steps
+ * The compound-job workflow: one run per job, workflow id `job-<job_id>`. It routes the steps
  * (a gateway activity reads the worker registry), runs the shared scheduler (core/job-scheduler.ts) with
  * each step as an activity on its task queue, then has the gateway write the `compute/job` proof record,
  * the settlement entry and the stored job. Deterministic: it imports `core/` and activity types only.

@@ -20,7 +20,7 @@ const { sealDueEpochs } = proxyActivities<SealActivities>({
 });
 
 /**
- * Seals every due epoch of the central store's key (issue 7; the Temporal form of the embedded auto-sealer),
+ * Seals every due epoch of the central store's key (the Temporal form of the embedded auto-sealer),
  * started every hour by the seal Schedule (activities/proof/seal-schedule.ts). One activity call per run: the
  * activity seals all due epochs, so a run after downtime catches up in that one call, and a run with nothing
  * due returns an empty list.

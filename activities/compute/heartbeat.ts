@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 
 /**
- * Wraps activities so each attempt heartbeats every `intervalMs` while it runs (issue 7): a step whose
+ * Wraps activities so each attempt heartbeats every `intervalMs` while it runs: a step whose
  * worker dies stops heartbeating, and after the workflow's heartbeat timeout Temporal retries it, on any
  * worker polling the queue, instead of waiting out the whole step timeout. Only for Temporal Workers (the
  * embedded runner calls the activities directly, outside an activity context).

@@ -1,5 +1,5 @@
 /**
- * Compound jobs' activities (issue 7), built from their dependencies: the step activities every process
+ * Compound jobs' activities, built from their dependencies: the step activities every process
  * that takes steps registers, and the gateway's job activities (routing, the final record).
  */
 import type { QueueNaming } from '../../core/task-queues.js';
@@ -27,7 +27,7 @@ export interface ComputeActivityDeps {
   clock: () => number;
   /** The relay's share of each step it routed; RELAY_FEE_SHARE (core/pricing.ts) by default. */
   relayFeeShare?: number;
-  /** The credit ledger finishJob posts each finished job to (issue 10); none: nothing is posted. */
+  /** The credit ledger finishJob posts each finished job to; none: nothing is posted. */
   ledger?: LedgerStore;
   /** Called after a job's entries are posted; not awaited, catches its own errors (JobActivityDeps). */
   onJobPosted?: (jobId: string) => void;

@@ -1,7 +1,7 @@
 /**
- * The gateway's activities of a compound job (issue 7): `routeJob` picks each step's task queue before any
+ * The gateway's activities of a compound job: `routeJob` picks each step's task queue before any
  * step runs; `finishJob` writes the job's `compute/job` proof record and its settlement entry, stores the
- * finished job, posts its ledger entries (issue 10) and counts each worker's outcome once. Both are idempotent:
+ * finished job, posts its ledger entries and counts each worker's outcome once. Both are idempotent:
  * routing only reads, and every write is keyed by the job id, so a retried activity changes nothing twice.
  */
 import { ApplicationFailure } from '@temporalio/common';
@@ -45,7 +45,7 @@ export interface JobActivityDeps {
   clock: () => number;
   /** The relay's share of each step it routed (RELAY_FEE_PERCENT / 100); RELAY_FEE_SHARE by default. */
   relayFeeShare?: number;
-  /** The credit ledger: when set, finishJob posts each finished job's entries (issue 10). */
+  /** The credit ledger: when set, finishJob posts each finished job's entries. */
   ledger?: LedgerStore;
   /**
    * Called after a job's entries are posted (the settlement service's cue). Not awaited, so payment never holds
@@ -62,7 +62,7 @@ export interface JobActivityDeps {
 export function createJobActivities(deps: JobActivityDeps) {
   return {
     /**
-     * The queue of every step. A step stays in its job's cell (SPEC 1.4): it goes to the cell's queue for its
+     * The queue of every step. A step stays in its job's cell (docs/protocol.md §1.4): it goes to the cell's queue for its
      * tools when an eligible online worker of that cell polls it. Inference otherwise goes to the backbone
      * queue, served by the gateway, whose dispatcher prefers the gateway's own local worker: there when that
      * worker is eligible, or when the backbone may serve (no worker constraints) and is configured; else the
@@ -76,7 +76,7 @@ export function createJobActivities(deps: JobActivityDeps) {
       const inCell = registered.filter((w) => w.pk !== deps.nodePk && routingCell(w.h3_cell, deps.naming) === cell);
       // The gateway's own local worker (WORKER_RUNTIME_URL) is reached through the backbone queue's dispatcher.
       const own = registered.filter((w) => w.pk === deps.nodePk);
-      // SPEC 1.4: a mobile relay online in the cell routes the job's swarm steps and earns the relay fee.
+      // docs/protocol.md §1.4: a mobile relay online in the cell routes the job's swarm steps and earns the relay fee.
       const relay = inCell
         .filter((w) => w.relay && isOnline(w, now))
         .sort((a, b) => b.last_seen_ms - a.last_seen_ms || (a.pk < b.pk ? -1 : 1))[0];

@@ -1,5 +1,5 @@
 /**
- * The step activities of compound jobs (issue 7): one per step type, each the activity of an earlier issue
+ * The step activities of compound jobs: one per step type, each wrapping the single-step activity
  * (`runInference`, `renderTile`, `processImage`) reporting in the scheduler's shape (core/job-scheduler.ts
  * `StepRun`). Registered by every process that takes steps: the gateway (embedded mode, and the gateway and
  * backbone queues under Temporal) and `geofabric worker` (its cell's queues).

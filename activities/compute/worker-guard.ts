@@ -1,7 +1,7 @@
 /**
- * The swarm worker's own eligibility check of each step it takes from a task queue (issue 7, SPEC 1.4).
+ * The swarm worker's own eligibility check of each step it takes from a task queue (docs/protocol.md §1.4).
  *
- * Trade-off: task queues are keyed by routing cell and tool set only (core/task-queues.ts), as the issue
+ * Trade-off: task queues are keyed by routing cell and tool set only (core/task-queues.ts), as decided
  * asks, so Temporal's hand-off already guarantees the cell and the tools. A queue does not say which model,
  * trust tier, jurisdiction or hardware a step needs: keying queues by those too would multiply them
  * (models × tiers × jurisdictions × tool subsets) for every worker. Instead the gateway checks them when it

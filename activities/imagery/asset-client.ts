@@ -4,7 +4,7 @@ import { readBoundedBody } from '../bounded-body.js';
 
 /**
  * One range response holds a few blocks of a band (the window is at most MAX_WINDOW_MEGAPIXELS of 16-bit pixels);
- * a response larger than this is not an answer to our range request and must not fill memory (issue 12).
+ * a response larger than this is not an answer to our range request and must not fill memory.
  */
 export const MAX_ASSET_RESPONSE_BYTES = 64 * 1024 * 1024;
 

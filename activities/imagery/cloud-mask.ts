@@ -9,7 +9,7 @@ export interface CloudMaskResult {
   sceneId: string;
   datetime: string;
   h3Cell: string;
-  /** Scene-wide `eo:cloud_cover`, percent (SPEC 2.5's cloud_mask). */
+  /** Scene-wide `eo:cloud_cover`, percent (docs/protocol.md §2.5's cloud_mask). */
   cloudCover: number | null;
   /** Percent of the cell's classified pixels that are cloud (SCL 8, 9, 10); null when SCL was not read. */
   cellCloudCover: number | null;

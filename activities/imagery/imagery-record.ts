@@ -1,5 +1,5 @@
 /**
- * The payload of `imagery` proof records (SPEC 2.6: written after every satellite image processing),
+ * The payload of `imagery` proof records (docs/protocol.md §2.6: written after every satellite image processing),
  * version 1, one payload type per operation (`imagery/ndvi`, `imagery/cloud_mask`, `imagery/scene_search`,
  * `imagery/atmospheric_correction`). It names what was asked (catalog, search), which STAC item answered,
  * how the value was made (method, baseline, offset) and the bytes it was made from: each asset read is

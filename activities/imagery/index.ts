@@ -1,5 +1,5 @@
 /**
- * Satellite imagery (SPEC 1.2, 2.5): Sentinel-2 L2A scenes from a STAC catalog, NDVI from the scenes'
+ * Satellite imagery (docs/protocol.md §1.2, §2.5): Sentinel-2 L2A scenes from a STAC catalog, NDVI from the scenes'
  * Cloud-Optimized GeoTIFFs (or their metadata), cloud cover, and the L2A correction statement. Every
  * processing writes an `imagery` proof record: HTTP serves queue it (`record`, batched, random id), the
  * `processImage` activity awaits it (`write`, id from job and step, so a retry never writes twice).

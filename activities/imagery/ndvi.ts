@@ -13,7 +13,7 @@ import type { CogOptions } from './cog-reader.js';
 import { pixelAssets, readNdviPixels, type PixelNdvi } from './ndvi-pixels.js';
 import type { Scene } from './stac-item.js';
 
-/** SPEC 2.5's NDVI result plus how it was made (method, baseline, offset, pixels read and their price). */
+/** docs/protocol.md §2.5's NDVI result plus how it was made (method, baseline, offset, pixels read and their price). */
 export interface NdviResult {
   sceneId: string;
   datetime: string;

@@ -168,7 +168,7 @@ export async function runOperation(deps: OperationDeps, input: OperationInput): 
 }
 
 /**
- * SPEC 2.5: atmospheric_correction returns the L2A scene, which ESA's Sen2Cor already corrected to
+ * docs/protocol.md §2.5: atmospheric_correction returns the L2A scene, which ESA's Sen2Cor already corrected to
  * bottom-of-atmosphere reflectance. Nothing is recomputed; the answer says so and gives the arithmetic a
  * client needs to turn the scene's digital numbers into reflectance.
  */

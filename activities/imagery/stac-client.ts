@@ -6,7 +6,7 @@ import { byNewest, stacSearchResponseSchema, toScene, type Scene } from './stac-
 
 /**
  * A search answer is at most 100 items (the route's `limit`) of ~10 KB each; anything this large is not an answer
- * to our query and must not fill memory (issue 12).
+ * to our query and must not fill memory.
  */
 export const MAX_STAC_RESPONSE_BYTES = 16 * 1024 * 1024;
 

@@ -42,7 +42,7 @@ export interface ChatJob {
   serverTools: ChatCompletionFunctionTool[];
   toolChoice?: ChatCompletionToolChoiceOption;
   responseFormat?: ResponseFormat;
-  /** Ask the model for `{text, locations}` JSON (SPEC 2.3 locations). */
+  /** Ask the model for `{text, locations}` JSON (docs/protocol.md §2.3 locations). */
   wantLocations: boolean;
   /** Job cell (gate 2): the record's address; nearer workers are preferred. */
   cell: string;

@@ -1,10 +1,10 @@
 /**
- * Which upstream answers an inference (SPEC 1.4, 1.5, 7): an eligible swarm worker when one is online, else
+ * Which upstream answers an inference (docs/protocol.md §1.4, §1.5, §7): an eligible swarm worker when one is online, else
  * the backbone, else 503 `no_workers`.
  *
  * What this process can reach today: its own worker (this node, when WORKER_RUNTIME_URL is set). Remote
  * workers are in the registry and are asked for by `eligibleWorkers`, but jobs reach them through Temporal
- * task queues (issue 7), which do not exist yet. So the first eligible worker that is this node serves; when
+ * task queues, which do not exist yet. So the first eligible worker that is this node serves; when
  * only remote workers are eligible the backbone answers and the answer says why (`fallback_reason`).
  *
  * The backbone is not a swarm worker: it has no cell, no trust tier and runs no worker tools. A request that
@@ -74,7 +74,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     const remoteOnly =
       eligible.length > 0
         ? `${eligible.length} eligible worker(s) are registered elsewhere, and this gateway cannot dispatch to remote ` +
-          'workers yet (Temporal task queues, issue 7)'
+          'workers yet (Temporal task queues)'
         : null;
     const constraints = [
       ...(need.tools.length > 0 ? [`tools ${need.tools.join(', ')} run only on swarm workers`] : []),

@@ -1,5 +1,5 @@
 /**
- * Inference (SPEC 1.2–1.5, 2.3, 2.6; issue 6): the swarm as this process sees it. Requests go to an
+ * Inference (docs/protocol.md §1.2–1.5, 2.3, 2.6): the swarm as this process sees it. Requests go to an
  * eligible swarm worker when one is online (today: this node's own runtime, see dispatcher.ts), else to the
  * fast-inference backbone, transparently marked; every inference leaves a `hive/inference` proof record.
  *
@@ -34,14 +34,14 @@ export interface SwarmConfig {
   workerRuntimeUrl: string | undefined;
   /** Models the local worker serves (must be registry models). */
   workerModels: string[];
-  /** Models to pre-warm at start (SPEC 1.12: tinyllama). */
+  /** Models to pre-warm at start (docs/protocol.md §1.12: tinyllama). */
   prewarmModels: string[];
   /** OpenAI-compatible base URL of the fast-inference backbone; unset: no backbone. */
   backboneUrl: string | undefined;
   backboneApiKey: string | undefined;
   /** Per runtime / backbone request. */
   timeoutMs: number;
-  /** Chat messages per day per free-tier API key (SPEC 8: 50). */
+  /** Chat messages per day per free-tier API key (docs/protocol.md §8: 50). */
   freeMessagesPerDay: number;
   /** Enabled registry models (`MODELS`); default: all five. */
   models?: string[];
@@ -71,7 +71,7 @@ export interface SwarmDeps {
   rateLimits: RateLimitStore;
 }
 
-/** A compound-job `inference` step (SPEC 2.2) as the job engine schedules it. */
+/** A compound-job `inference` step (docs/protocol.md §2.2) as the job engine schedules it. */
 export const inferenceStepSchema = z.object({
   job_id: z.string().min(1).max(128),
   step_id: z.string().min(1).max(128),
@@ -86,7 +86,7 @@ export const inferenceStepSchema = z.object({
 });
 export type InferenceStep = z.input<typeof inferenceStepSchema>;
 
-/** SPEC 2.3 inference step output, plus who served, what it cost and the record's epoch. */
+/** docs/protocol.md §2.3 inference step output, plus who served, what it cost and the record's epoch. */
 export interface InferenceOutput {
   text: string;
   locations: Location[];

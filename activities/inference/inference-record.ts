@@ -1,17 +1,17 @@
 /**
- * The payload of `hive/inference` proof records (SPEC 2.6: one after every inference), version 1. The
- * inference audit (SPEC 2.6: provider, model, tokens, latency, epoch, job hash) reads from it.
+ * The payload of `hive/inference` proof records (docs/protocol.md §2.6: one after every inference), version 1. The
+ * inference audit (docs/protocol.md §2.6: provider, model, tokens, latency, epoch, job hash) reads from it.
  *
  * Prompts and answers are customer data and proof records are public to anyone who can query the store, so
  * they appear only as SHA-256 hashes: whoever holds the text can prove it was this inference, nobody else can
  * read it. `job_hash` binds the normalized request (model asked for, messages, sampling, tools, locations).
- * A backbone answer says so: `provider: backbone`, `worker_pk: backbone` (SPEC 1.5, transparent).
+ * A backbone answer says so: `provider: backbone`, `worker_pk: backbone` (docs/protocol.md §1.5, transparent).
  */
 import { z } from 'zod';
 import { canonicalJson } from '../../core/canonical-json.js';
 import { sha256Hex } from '../../core/hash.js';
 
-/** The fixed worker marker of backbone answers (SPEC 2.3 `worker_pk`); defined in core for the ledger. */
+/** The fixed worker marker of backbone answers (docs/protocol.md §2.3 `worker_pk`); defined in core for the ledger. */
 export { BACKBONE_WORKER } from '../../core/backbone-worker.js';
 
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/);

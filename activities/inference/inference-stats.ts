@@ -1,5 +1,5 @@
 /**
- * The inference audit views (`GET /svc/inference/recent`, `GET /svc/inference/stats`, SPEC 4.1; shapes are
+ * The inference audit views (`GET /svc/inference/recent`, `GET /svc/inference/stats`, docs/protocol.md §4.1; shapes are
  * ours) and the "jobs in the last hour" of `/svc/status`.
  *
  * Per process, in memory, since `since` (its start): the last 100 inferences, hourly buckets for 168 hours,
@@ -23,7 +23,7 @@ import type { InferencePayload } from './inference-record.js';
 export const MAX_RECENT = 100;
 const MAX_SAMPLES = 10_000;
 
-/** One row of `/svc/inference/recent`: the audit fields of SPEC 2.6 and where to find the record. */
+/** One row of `/svc/inference/recent`: the audit fields of docs/protocol.md §2.6 and where to find the record. */
 export type RecentInference = Pick<
   InferencePayload,
   | 'job_id'

@@ -2,10 +2,10 @@
  * This node as a swarm worker (the embedded default's one built-in worker): when WORKER_RUNTIME_URL names a
  * local OpenAI-compatible runtime, the node registers itself in the worker registry under its own key,
  * heartbeats every 30 s (the registry marks it offline after 90 s without one), and pre-warms the configured
- * models (SPEC 1.12: only tinyllama by default) with a one-token completion each.
+ * models (docs/protocol.md §1.12: only tinyllama by default) with a one-token completion each.
  *
  * Warm state is what this process has seen: a model is warm once the runtime answered for it. The first
- * request to a cold model is a cold start (SPEC 1.12: about 126 s for lfm2.5-1.2b-instruct): it is logged,
+ * request to a cold model is a cold start (docs/protocol.md §1.12: about 126 s for lfm2.5-1.2b-instruct): it is logged,
  * reported in the answer and the audit record, and the model is warm afterwards. A runtime that unloads an
  * idle model is not noticed; the next request is then slower than "warm" suggests.
  */
@@ -38,7 +38,7 @@ export interface LocalWorkerDeps {
   logger?: Logger | undefined;
 }
 
-/** This machine's hardware as node:os sees it; no GPU detection, so tier 1 (SPEC 1.6 "any laptop"). */
+/** This machine's hardware as node:os sees it; no GPU detection, so tier 1 (docs/protocol.md §1.6 "any laptop"). */
 export function localHardware(): WorkerHardware {
   return {
     platform: `${platform()}-${arch()}`,

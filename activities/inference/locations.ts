@@ -1,5 +1,5 @@
 /**
- * Places named by an answer (SPEC 2.3 `locations`, read by a dependent `tile_render` step, SPEC 2.2 rule 2).
+ * Places named by an answer (docs/protocol.md §2.3 `locations`, read by a dependent `tile_render` step, docs/protocol.md §2.2 rule 2).
  * They come only from the model: when asked for, the model is told to answer as JSON
  * `{ "text", "locations": [{ "name", "address" }] }`, and that answer is parsed leniently. Nothing is ever
  * made up here: an answer that does not parse gives its raw text and no locations.

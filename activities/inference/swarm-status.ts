@@ -1,5 +1,5 @@
 /**
- * The public swarm views (SPEC 4.1; shapes are ours): `GET /svc/status` (workers online by tier and cell,
+ * The public swarm views (docs/protocol.md §4.1; shapes are ours): `GET /svc/status` (workers online by tier and cell,
  * models, jobs in the last hour, backbone reachability, current epoch; the route adds the version) and `GET /svc/models` (the
  * marketplace: per model, workers online, their cells, warm or cold, price).
  *

@@ -1,5 +1,5 @@
 /**
- * Server-side tool calling (issue 6): the model may call registry tools (web-search …) while answering. Each
+ * Server-side tool calling: the model may call registry tools (web-search …) while answering. Each
  * round the model's `tool_calls` run through the tool executor and their results go back as `tool`
  * messages; after `maxRounds` rounds the model must answer (`tool_choice: none`). Bounded, so a model that
  * keeps calling tools cannot hold a worker or spend without end.

@@ -1,5 +1,5 @@
 /**
- * The auto-sealer (SPEC 3 "epoch open → epoch sealed"; issue 4): seals each of a node's epochs once the
+ * The auto-sealer (docs/protocol.md §3 "epoch open → epoch sealed"): seals each of a node's epochs once the
  * window has closed plus a grace period, empty epochs included, catching up on every epoch missed while the
  * node was down. `sealDueEpochs` is the whole logic with time passed in; `startAutoSealer` only runs it on a
  * timer (the embedded default; a Temporal Schedule can call `sealDueEpochs` the same way).
@@ -15,7 +15,7 @@ import { startRepeatingTask, type RepeatingTask } from '../repeating-task.js';
 
 /**
  * Grace after an epoch's window ends before it is sealed. It exceeds the 30 s worker-to-central sync interval
- * (SPEC 8) so a record finished at the end of the hour is written and pushed before its epoch closes for good.
+ * (docs/protocol.md §8) so a record finished at the end of the hour is written and pushed before its epoch closes for good.
  */
 export const DEFAULT_SEAL_GRACE_MS = 60_000;
 /** How often the timer looks for due epochs; sealing lags the grace by at most this. */
@@ -119,7 +119,7 @@ export interface AutoSealerDeps {
   intervalMs?: number;
   onError: (error: unknown) => void;
   /**
-   * Called with the seals a run made, when it made any (issue 10: the epoch anchorer). Awaited before the next
+   * Called with the seals a run made, when it made any (the epoch anchorer). Awaited before the next
    * run, so anchors follow the seal chain's order; a rejection goes to `onError` and the seals stand.
    */
   onSealed?: (seals: Seal[]) => Promise<void>;

@@ -1,5 +1,5 @@
 /**
- * The proof writer of serving paths (issue 5): every tile serve and imagery run writes a record, and
+ * The proof writer of serving paths: every tile serve and imagery run writes a record, and
  * signing plus a transaction per record would put ~100 µs of work on each request. Records are queued with
  * the epoch and time of the moment they were served, then appended in batches (one transaction each) off
  * the request path.

@@ -1,5 +1,5 @@
 /**
- * Epoch sealing as a Temporal activity (issue 7): the `sealEpoch` workflow, started every hour by the seal
+ * Epoch sealing as a Temporal activity: the `sealEpoch` workflow, started every hour by the seal
  * Schedule (seal-schedule.ts), calls `sealDueEpochs` of the process that owns the central store. It is the
  * embedded auto-sealer's logic (epoch-sealer.ts) with the clock read at each attempt, so it catches up on
  * every epoch missed while nothing sealed, and it is idempotent: sealing resumes after the signer's latest
@@ -27,7 +27,7 @@ export interface SealActivityDeps {
   /** Grace after an epoch closes before it is sealed; DEFAULT_SEAL_GRACE_MS when absent. */
   graceMs?: number;
   /**
-   * Called with the seals this call made, when it made any (issue 10: the epoch anchorer). Its failure never
+   * Called with the seals this call made, when it made any (the epoch anchorer). Its failure never
    * fails the seal: a retried activity would find nothing left to seal, so the hook keeps and retries its own work.
    */
   onSealed?: (seals: Seal[]) => Promise<void>;

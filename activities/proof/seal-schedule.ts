@@ -1,5 +1,5 @@
 /**
- * The Temporal Schedule that seals the central store's epochs (issue 7): every hour, a few minutes after the
+ * The Temporal Schedule that seals the central store's epochs: every hour, a few minutes after the
  * epoch boundary (so the seal grace has passed), it starts a `sealEpoch` workflow (workflows/seal-epoch.ts) on
  * the task queue of the process that registered the seal activities (seal-activities.ts).
  *

@@ -11,7 +11,7 @@ export interface SyncAgentDeps {
   centralUrl: string;
   /** The node key that signs each push (gate 1 of the central gateway). */
   signer: KeyPair;
-  /** SPEC 2.6: every 30 s. */
+  /** docs/protocol.md §2.6: every 30 s. */
   intervalMs?: number;
   batchSize?: number;
   /** Backoff after a failed round: initial, doubled per consecutive failure, capped. */

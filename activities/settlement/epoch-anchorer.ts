@@ -1,5 +1,5 @@
 /**
- * External anchoring of sealed epoch roots (issue 10 item 3; SPEC 1.12 lists it as planned). After a central
+ * External anchoring of sealed epoch roots (docs/protocol.md §1.12 lists it as planned). After a central
  * epoch seal, one Stellar transaction from the signer's account carries a manage_data operation named
  * `epoch:<n>` whose value is the 32 raw bytes of the seal's Merkle root; its memo is a hash of
  * (sealer, epoch, root), so a lost response can be found again. Anchors follow the same pending →

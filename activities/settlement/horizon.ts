@@ -1,5 +1,5 @@
 /**
- * The few Horizon endpoints settlement and anchoring need (issue 10), over plain fetch: load an account's
+ * The few Horizon endpoints settlement and anchoring need, over plain fetch: load an account's
  * sequence, submit a signed envelope, look a transaction up by hash, page an account's transactions (to
  * find one by memo) and read a transaction's operations. Envelopes are built and signed elsewhere with the
  * SDK; this client only moves base64 XDR and parses Horizon's JSON with zod.

@@ -1,8 +1,8 @@
 /**
- * Settlement of the credit ledger on Stellar (SPEC 1.10, 2.3 `settlement.stellar_tx`; issue 10 item 2).
+ * Settlement of the credit ledger on Stellar (docs/protocol.md §1.10, §2.3 `settlement.stellar_tx`).
  *
  * Port `none` (the default) records nothing: entries only, `stellar_tx` stays null. Port `stellar` pays
- * payees from the payer account (the gateway node's key, SPEC 5.1) in one of two modes:
+ * payees from the payer account (the gateway node's key, docs/protocol.md §5.1) in one of two modes:
  *   - `job`: once a job's payee entries (worker earnings and relay fees; never the platform's own proof
  *     fee, never the payer itself) total ≥ the threshold, ONE transaction with one payment per payee,
  *     memo = the job hash (Memo.hash, 32 bytes). Settlement id `job:<job_id>`.
@@ -50,7 +50,7 @@ import {
 
 /** Credit units per stroop (1e-7 asset units) when 1 credit = 1 asset unit. */
 export const CREDIT_UNITS_PER_STROOP = 10;
-/** Default threshold: 0.01 credits (issue 10 SETTLEMENT_THRESHOLD). */
+/** Default threshold: 0.01 credits (SETTLEMENT_THRESHOLD). */
 export const DEFAULT_SETTLEMENT_THRESHOLD_UNITS = 1_000_000;
 /** Default sweep interval of `start()`. */
 export const DEFAULT_SETTLEMENT_SWEEP_MS = 60_000;
@@ -141,7 +141,7 @@ export const balanceMemo = (settlementId: string): string => sha256Hex(`geofabri
 export const fallbackJobMemo = (jobId: string): string => sha256Hex(`geofabric/job-settlement\n${jobId}`);
 
 /**
- * The Stellar transaction that settled a job, for `settlement.stellar_tx` (SPEC 2.3): the submitted
+ * The Stellar transaction that settled a job, for `settlement.stellar_tx` (docs/protocol.md §2.3): the submitted
  * `job:<job_id>` settlement; null with port none, before it is paid, and in balance mode (a balance payout
  * settles many jobs and no job alone).
  */

@@ -1,5 +1,5 @@
 /**
- * Geofabric keys as Stellar accounts (SPEC 5.1: the same Ed25519 key is identity, ledger wallet and worker
+ * Geofabric keys as Stellar accounts (docs/protocol.md §5.1: the same Ed25519 key is identity, ledger wallet and worker
  * key). A Stellar account id (`G…`) is the StrKey encoding of the raw 32-byte Ed25519 public key, and a
  * Stellar signing key is the same 32-byte seed, so no second key is ever generated or stored.
  */

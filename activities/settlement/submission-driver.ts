@@ -1,5 +1,5 @@
 /**
- * The pending → submitted protocol shared by payments and epoch anchors (issue 10: never pay twice).
+ * The pending → submitted protocol shared by payments and epoch anchors (never pay twice).
  *
  *   1. Build and sign the envelope, record it `pending` (envelope + hash) BEFORE submitting.
  *   2. Submit; on success record `submitted` with the ledger.

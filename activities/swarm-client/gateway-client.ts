@@ -1,5 +1,5 @@
 /**
- * A swarm worker's client of its gateway's worker registry (issue 7; the server is
+ * A swarm worker's client of its gateway's worker registry (the server is
  * api/routes/svc-workers.ts): `POST /svc/workers/register` and `POST /svc/workers/heartbeat`, both signed by
  * the worker key (gate 1: Ed25519 over JCS of the body, the signature also in `X-Idn-Signature`).
  *
@@ -50,7 +50,7 @@ export interface HeartbeatAnswer {
 }
 
 /**
- * A refusal or failure of the gateway. `code` is the server's `error` (SPEC 7 codes such as
+ * A refusal or failure of the gateway. `code` is the server's `error` (docs/protocol.md §7 codes such as
  * `invalid_signature`, `stale_request`, `worker_not_found`), or `gateway_unreachable` (no answer; status 0)
  * or `invalid_response` (an answer that is not the expected JSON).
  */

@@ -1,5 +1,5 @@
 /**
- * Tile rendering (SPEC 1.2, 2.4; issue 5): a caching proxy of five public raster styles, and the
+ * Tile rendering (docs/protocol.md §1.2, §2.4): a caching proxy of five public raster styles, and the
  * `tile_render` activity that annotates a tile with an inference step's places. Every serve — HTTP hit,
  * miss or 304, and every activity run — leaves a `tile/raster` proof record.
  *
@@ -115,7 +115,7 @@ export function createTileActivities(deps: TileDeps) {
   return {
     lookupTile,
     recordServe,
-    /** The `tile_render` activity (SPEC 2.2 rule 2). */
+    /** The `tile_render` activity (docs/protocol.md §2.2 rule 2). */
     renderTile: createTileRenderer({ source, proofs: deps.proofs, count }),
     /** Hourly serving statistics of this process (see tile-stats.ts for the shape). */
     stats: (hours: number) => stats.report(hours, deps.proofs.epochNow(), deps.clock()),

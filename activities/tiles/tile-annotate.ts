@@ -1,8 +1,8 @@
 /**
- * Annotation of a tile with an inference step's places (SPEC 2.2 rule 2): which places can be put on the
+ * Annotation of a tile with an inference step's places (docs/protocol.md §2.2 rule 2): which places can be put on the
  * tile and where, then markers and labels drawn as an SVG overlay composited by sharp.
  *
- * Positions are never invented: SPEC's inference locations carry only name and address, and a place
+ * Positions are never invented: the protocol's inference locations (docs/protocol.md §2.3) carry only name and address, and a place
  * without coordinates or a valid cell is reported unplaced (`cell: null, pixel: null`). A place outside
  * the tile is reported with its cell but not drawn.
  */

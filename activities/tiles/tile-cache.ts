@@ -2,7 +2,7 @@
  * The in-memory tile cache: least-recently-used entries within a byte budget, and one in-flight load per
  * key so that concurrent misses (or revalidations) of one tile cost one upstream request.
  *
- * Per process and lost on restart by design: SPEC 2.4 serves hits "from memory", and a tile is cheap to
+ * Per process and lost on restart by design: docs/protocol.md §2.4 serves hits "from memory", and a tile is cheap to
  * fetch again. Entries hold the bytes already in the client's format, hashed once when stored, so a hit
  * neither converts nor hashes.
  */

@@ -1,14 +1,14 @@
 /**
- * The bytes a client is sent are always in the format it asked for (issue 5, decided):
+ * The bytes a client is sent are always in the format it asked for (decided):
  *
  * - The upstream's format is read from the bytes' magic numbers, never from its `content-type`: public
- *   servers mislabel (SPEC 2.4 observed `image/jpeg` under a `.png` path) and an error page served with
+ *   servers mislabel (docs/protocol.md §2.4 observed `image/jpeg` under a `.png` path) and an error page served with
  *   200 must not reach a client as an image.
  * - When the upstream format differs from the requested one, sharp converts once, on the miss path; the
  *   converted bytes are what the cache keeps, so a hit never converts.
  * - `content-type` always names the true format of the bytes sent.
  * - Every upstream tile is decoded once on the miss path, converted or not: a PNG or JPEG cut short or corrupt
- *   in its body still starts with its magic number, and must not be cached and served as the tile (issue 12).
+ *   in its body still starts with its magic number, and must not be cached and served as the tile.
  */
 import sharp, { type Sharp } from 'sharp';
 import { ServiceError } from '../../core/errors.js';

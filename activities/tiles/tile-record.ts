@@ -1,5 +1,5 @@
 /**
- * The payload of `tile/raster` proof records (SPEC 2.6: written after every tile render or cache serve),
+ * The payload of `tile/raster` proof records (docs/protocol.md §2.6: written after every tile render or cache serve),
  * version 1. `serves`: the HTTP answers (200 or 304) of one tile to one cell within one flush of the proof
  * writer, each listed with its request id, cache outcome and cost (one signature per tile and flush, not per
  * hit: see activities/proof/record-batcher.ts). `render`: one `tile_render` activity, carrying what was drawn. `sha256` is always the hash of the bytes handed out (X-Svc-Proof), so a client holding a tile

@@ -1,5 +1,5 @@
 /**
- * The `tile_render` activity (SPEC 2.2): the tile of the step's centre cell, annotated with the places an
+ * The `tile_render` activity (docs/protocol.md §2.2): the tile of the step's centre cell, annotated with the places an
  * inference step found, plus the annotation metadata. It shares the HTTP path's cache (so it is priced as
  * a HIT or MISS alike) and writes one `tile/raster` record, awaited: an activity must not report success
  * before its record is durable. The record id comes from job and step, so a retry returns the stored

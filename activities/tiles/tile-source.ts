@@ -2,7 +2,7 @@
  * Where a tile's bytes come from: the cache when the entry was validated in this epoch (a HIT, answered
  * synchronously: no await, no hashing, no conversion), else the upstream.
  *
- * Refresh (SPEC 2.4 "tiles refresh when the epoch advances and source data changed"; issue 5, decided):
+ * Refresh (docs/protocol.md §2.4 "tiles refresh when the epoch advances and source data changed"; decided here):
  * one entry per (cell, style, zoom, format) remembers the epoch it was last validated in and the
  * upstream's ETag / Last-Modified. The first request of a newer epoch asks the upstream conditionally:
  * 304 (or, from an upstream without validators, the same bytes again) → the entry is re-stamped with the
@@ -114,7 +114,7 @@ export function createTileSource(deps: { config: TileConfig; logger?: Logger | u
       throw new ServiceError('upstream_unavailable', 'the tile upstream sent bytes that are not a PNG, JPEG or WebP');
     }
     const converted = upstreamFormat !== request.format;
-    // Whole images only: a tile cut short or corrupt would otherwise be cached and served (issue 12).
+    // Whole images only: a tile cut short or corrupt would otherwise be cached and served.
     if (!converted) await verifyTile(result.bytes);
     const bytes = converted ? await convertTile(result.bytes, request.format) : result.bytes;
     const sha256 = converted ? sha256Hex(bytes) : sourceSha256;

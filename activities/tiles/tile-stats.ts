@@ -1,5 +1,5 @@
 /**
- * Hourly tile-serving statistics (`GET /v1/tiles/stats`, SPEC 4.1; its shape is ours):
+ * Hourly tile-serving statistics (`GET /v1/tiles/stats`, docs/protocol.md §4.1; its shape is ours):
  *
  * ```
  * { hours, since, buckets: [{ epoch, start, styles: { <style>: counts }, totals: counts }], totals: counts }

@@ -31,7 +31,8 @@ export function createToolExecutor(deps: { webSearch: WebSearch }): ToolExecutor
     async execute(toolId, args) {
       const tool = toolById(toolId);
       if (!tool) return { ok: false, error: `unknown tool ${JSON.stringify(toolId)}` };
-      if (!tool.executor) return { ok: false, error: `tool ${tool.id} has no executor (registered only, SPEC 2.7)` };
+      if (!tool.executor)
+        return { ok: false, error: `tool ${tool.id} has no executor (registered only, docs/protocol.md §2.7)` };
       const parsed = TOOL_INPUT_SCHEMAS[tool.id].safeParse(args);
       if (!parsed.success) {
         return { ok: false, error: `invalid arguments for ${tool.id}: ${describeZodIssue(parsed.error, 'arguments')}` };

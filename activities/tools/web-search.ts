@@ -7,7 +7,7 @@ import { htmlFragmentText } from './html-text.js';
 export type { SearchResult } from './duckduckgo-html.js';
 
 /**
- * The `web-search` tool's upstream (SPEC 2.7: the one tool with an executor). With `braveApiKey` it asks the
+ * The `web-search` tool's upstream (docs/protocol.md §2.7: the one tool with an executor). With `braveApiKey` it asks the
  * Brave Search API; without, DuckDuckGo's keyless HTML endpoint, which rate-limits bots with a challenge page,
  * so production deployments set BRAVE_API_KEY. There is no silent fallback from Brave to DuckDuckGo: a caller
  * always knows which engine answered (`provider`), and a broken key shows up as errors, not as worse results.

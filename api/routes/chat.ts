@@ -15,7 +15,7 @@ import { completionBody } from './chat-response.js';
 import { streamChat } from './chat-stream.js';
 
 /**
- * `POST /v1/chat/completions` (SPEC 4.1, 5.3): OpenAI-compatible, with an API key (`Authorization: Bearer`),
+ * `POST /v1/chat/completions` (docs/protocol.md §4.1, §5.3): OpenAI-compatible, with an API key (`Authorization: Bearer`),
  * streaming as SSE when `stream: true`. The same routes are the public `{app_url}/v1` base: APP_URL is this
  * gateway (or a proxy in front of it) and needs nothing else.
  *

@@ -41,7 +41,7 @@ export interface ComputeDeps {
   /** Absolute base of `verify_url`; default: the request's own origin. */
   publicUrl?: string | undefined;
   /**
-   * The ledger transaction that settled a job (issue 10), or null. The stored job never changes: its
+   * The ledger transaction that settled a job, or null. The stored job never changes: its
    * `settlement.stellar_tx` is filled from this when the job is read.
    */
   stellarTx?: (jobId: string) => Promise<string | null>;
@@ -51,14 +51,14 @@ export const DEFAULT_RECENT_JOBS = 20;
 export const MAX_RECENT_JOBS = 100;
 
 /**
- * Compound jobs (SPEC 2.1–2.3, 4.1; issue 7). `POST /v1/compute` passes the four gates, validates and plans
+ * Compound jobs (docs/protocol.md §2.1–2.3, 4.1). `POST /v1/compute` passes the four gates, validates and plans
  * the steps, checks the worst-case cost against `budget_credits`, claims the job in the job store and runs
  * it (JobRunner). The job id derives from the signature, so a replayed request returns the stored job and
  * never runs or charges twice; a job that failed for a transient reason (a 5xx code: no worker, upstream
  * down) runs again on replay: its completed steps keep their stored results instead of running again, and the
  * new run writes its own `compute/job` record (`compute:<job_id>:run-<n>`, see jobRecordId).
  *
- * A finished job answers 200 with SPEC 2.3's body plus `status`; a failed one answers its error's status
+ * A finished job answers 200 with docs/protocol.md §2.3's body plus `status`; a failed one answers its error's status
  * (402 `budget_exceeded`, 503 `no_workers`, a step's own code, else 502 `step_failed`) with
  * `{ error, detail, job_id, step_id, job }`, `job` being the same body. Waiting longer than the job timeout
  * answers 504 `job_timeout` with the job id; the job goes on and `GET /v1/compute/:jobId` returns it.
@@ -105,7 +105,7 @@ export const computeRoutes = (deps: ComputeDeps) => [
       tags: ['Compute'],
       body: computeRequestSchema,
       responses: {
-        200: { description: 'The finished job (SPEC 2.3, plus `status`)', schema: computeResponseSchema },
+        200: { description: 'The finished job (docs/protocol.md §2.3, plus `status`)', schema: computeResponseSchema },
         502: { description: 'A step failed (`step_failed` or the step’s own code)', schema: computeFailureSchema },
       },
       errors: [
@@ -265,7 +265,7 @@ function absolute(path: string, ctx: Context, publicUrl: string | undefined): st
   return `${publicUrl ?? serviceOrigin(ctx)}${path}`;
 }
 
-/** SPEC 2.3 `settlement.stellar_tx` from the ledger, once the job's settlement was submitted. */
+/** docs/protocol.md §2.3 `settlement.stellar_tx` from the ledger, once the job's settlement was submitted. */
 async function withStellarTx(response: ComputeResponse, deps: ComputeDeps): Promise<ComputeResponse> {
   if (!deps.stellarTx || response.settlement.stellar_tx !== null) return response;
   const tx = await deps.stellarTx(response.job_id);

@@ -1,5 +1,5 @@
 /**
- * The operator dashboard (issue 11 item 3), public like the views it reads: `GET /dashboard` (the page),
+ * The operator dashboard, public like the views it reads: `GET /dashboard` (the page),
  * `/dashboard/assets/*` (its files and the vendored MapLibre GL and h3-js builds, see dashboard-assets.ts),
  * `/dashboard/config.json`, and `/dashboard/api/compliance[/:agent_pk]`, a server-side proxy to the perception
  * service's compliance report, so the browser talks to one origin only and the perception service needs no
@@ -88,7 +88,7 @@ const isoDateDoc = z.string().describe('YYYY-MM-DD or an ISO 8601 date-time').op
 const complianceQueryDoc = z.object({ from: isoDateDoc, to: isoDateDoc });
 const complianceReportDoc = z
   .looseObject({ version: z.literal(1), agent_pk: z.string(), trust_score: z.number(), current_tier: z.string() })
-  .describe('The compliance report of SPEC 2.8, as the perception service computed it');
+  .describe('The compliance report of docs/protocol.md §2.8, as the perception service computed it');
 const dashboardConfigDoc = z.object({
   version: z.string(),
   perception_url: z.string().describe('The perception service the compliance proxy asks'),

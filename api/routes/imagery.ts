@@ -6,7 +6,7 @@ import { ndviQuery, processBody, scenesQuery, type ProcessInput } from '../schem
 import { ndviQueryDocs, processBodyDocs, scenesQueryDocs } from '../schemas/param-docs.js';
 
 /**
- * Satellite imagery over HTTP (SPEC 4.1): public (SPEC 5.4: no key or signature for imagery), yet behind
+ * Satellite imagery over HTTP (docs/protocol.md §4.1): public (docs/protocol.md §5.4: no key or signature for imagery), yet behind
  * all four gates like every route; a delegated caller needs the `image_process` facet. Gate 2 validates
  * the cell (`cell` query parameter, `h3_cell` body field) and resolves its jurisdiction.
  */
@@ -55,7 +55,9 @@ export const imageryRoutes = (imagery: ImageryActivities) => [
         'scene-metadata estimate (`method` says which). Recorded as an `imagery/ndvi` proof.',
       tags: ['Imagery'],
       query: ndviQueryDocs,
-      responses: { 200: { description: 'SPEC 2.5 NDVI result and how it was made', schema: ndviResultSchema } },
+      responses: {
+        200: { description: 'docs/protocol.md §2.5 NDVI result and how it was made', schema: ndviResultSchema },
+      },
       errors: [...IMAGERY_QUERY_ERRORS, 'no_scenes'],
     },
   }),

@@ -1,5 +1,5 @@
 /**
- * The credit ledger over HTTP (issue 10; SPEC 1.4, 1.6, 1.10): a worker's earnings, and the swarm's earnings per
+ * The credit ledger over HTTP (docs/protocol.md §1.4, §1.6, §1.10): a worker's earnings, and the swarm's earnings per
  * hardware tier for `GET /svc/status`. Public reads: a payee's earnings are as visible as its payments on the
  * external ledger. Amounts are exact integer credit units in the store and credits only here, at the edge.
  */
@@ -19,7 +19,7 @@ export const DEFAULT_EARNINGS_DAYS = 7;
 export const MAX_EARNINGS_DAYS = 90;
 /** The most settlements one earnings answer lists (newest first). */
 export const MAX_LISTED_SETTLEMENTS = 100;
-/** SPEC 1.6's approximate earnings per day of one worker of each tier, for comparison with what the ledger shows. */
+/** docs/protocol.md §1.6's approximate earnings per day of one worker of each tier, for comparison with what the ledger shows. */
 export const SPEC_EARNINGS_PER_DAY = Object.freeze({ '1': 0.35, '2': 8.7, '3': 25 });
 /** `/svc/status` averages the last week. */
 export const STATUS_EARNINGS_DAYS = 7;
@@ -109,7 +109,7 @@ export const ledgerRoutes = (deps: LedgerRouteDeps): RouteSpec<unknown>[] => [
 
 /**
  * A path key: 64 lowercase hex that is a usable Ed25519 key (core/identity.ts: canonical, not small-order).
- * No account can hold any other key (every write refuses it), so asking for one is refused too (issue 12).
+ * No account can hold any other key (every write refuses it), so asking for one is refused too.
  */
 function checkAccount(pk: string | undefined): Check<string> {
   if (typeof pk !== 'string' || !isHex(pk, 32)) {
@@ -154,7 +154,7 @@ const settlementsPaying =
 
 /**
  * What `/svc/status` adds: the swarm's earnings per hardware tier per day over the last week (every account's
- * step earnings and relay fees of that tier, divided by 7), beside SPEC 1.6's per-worker reference figures.
+ * step earnings and relay fees of that tier, divided by 7), beside docs/protocol.md §1.6's per-worker reference figures.
  * `unknown` gathers entries whose earner's tier was not known when they were posted.
  */
 export async function statusEarnings(ledger: LedgerStore, nowMs: number) {

@@ -4,7 +4,7 @@ import { route } from '../route-spec.js';
 import { modelListSchema } from '../schemas/swarm-responses.js';
 
 /**
- * `GET /v1/models` in the OpenAI list format (an OpenAI-compatible endpoint, so API-key auth, SPEC 5.3):
+ * `GET /v1/models` in the OpenAI list format (an OpenAI-compatible endpoint, so API-key auth, docs/protocol.md §5.3):
  * the deployment's enabled registry models (`MODELS`) and the backbone model, each with the registry's
  * facts beside OpenAI's four fields (clients ignore fields they do not know). Whether a worker serving each
  * is online is the marketplace's business (`GET /svc/models`).

@@ -17,7 +17,7 @@ export interface OpenApiRouteDeps {
 const MAX_AGE_S = 300;
 
 /**
- * `GET /openapi.json` (issue 11 item 5): the API reference, generated once from the routes' docs (the document
+ * `GET /openapi.json`: the API reference, generated once from the routes' docs (the document
  * is deterministic, so its ETag holds for the process). Public and readable from any origin, like the other
  * public reads; the dashboard renders it under `/dashboard/assets/reference/index.html`.
  */

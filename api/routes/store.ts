@@ -38,22 +38,22 @@ type ProofPurchase = z.infer<typeof proofPurchaseSchema>;
 export interface StoreRouteDeps {
   proofs: ProofStore;
   ingest: ProofIngest;
-  /** The credit ledger (issue 10): epoch anchors, and the charges of bought proofs. */
+  /** The credit ledger: epoch anchors, and the charges of bought proofs. */
   ledger: LedgerStore;
-  /** This node: it seals the proofs it serves, so a bought proof pays it (SPEC 8 Merkle proof). */
+  /** This node: it seals the proofs it serves, so a bought proof pays it (docs/protocol.md §8 Merkle proof). */
   platformPk: string;
   /** The Stellar network anchors are written to, shown with each anchor so a verifier asks the right one. */
   networkPassphrase?: string | undefined;
 }
 
 /**
- * The proof store over HTTP (SPEC 4.1 `/store/*`): public reads, signed writes. A batch is processed
+ * The proof store over HTTP (docs/protocol.md §4.1 `/store/*`): public reads, signed writes. A batch is processed
  * record by record (each is idempotent by id), so the answer lists every item's outcome; when any item
  * was rejected the status is that rejection's (409 `record_conflict` …) and the lists are still there.
  *
  * A proof (`/store/proof/:record_id`) carries `anchor`: where its epoch's Merkle root was written on the
- * external ledger (issue 10), null until that transaction was submitted. Reading a proof is free; a signed
- * `POST` of the same path buys it (SPEC 8: 0.0001 credits, charged to the signer, once per signed request).
+ * external ledger, null until that transaction was submitted. Reading a proof is free; a signed
+ * `POST` of the same path buys it (docs/protocol.md §8: 0.0001 credits, charged to the signer, once per signed request).
  */
 export const storeRoutes = (deps: StoreRouteDeps) => [
   signedBatchRoute('/store/sync', syncRequestSchema, (input) => deps.ingest.ingestRecords(input.records), {
@@ -163,7 +163,7 @@ export const storeRoutes = (deps: StoreRouteDeps) => [
     docs: {
       summary: 'Buy a Merkle proof (signed)',
       description:
-        'The same bundle, charged 0.0001 credits (SPEC 8) to the signer once per signed request; `created_at` is ' +
+        'The same bundle, charged 0.0001 credits (docs/protocol.md §8) to the signer once per signed request; `created_at` is ' +
         'required and the body names the same record as the path. A pending record is not charged.',
       tags: ['Proof store'],
       params: recordIdParams,

@@ -16,7 +16,7 @@ import {
 export const HEARTBEAT_INTERVAL_S = 30;
 
 /**
- * The swarm's worker registry over HTTP (SPEC 1.4–1.6, 2.7). Registration and heartbeats are signed by the
+ * The swarm's worker registry over HTTP (docs/protocol.md §1.4–1.6, 2.7). Registration and heartbeats are signed by the
  * worker key (gate 1: Ed25519 over JCS of the body; malformed and small-order keys fail there with 400
  * `invalid_public_key`); they exercise no delegation facet. A replayed heartbeat (seq not above the last
  * accepted one) is 401 `stale_request`, like gate 1's stale `created_at`: both mean "this signed message is

@@ -12,7 +12,7 @@ import {
 import { SERVICE_VERSION } from '../version.js';
 
 /**
- * The swarm's public views (SPEC 4.1; shapes in activities/inference/swarm-status.ts and inference-stats.ts):
+ * The swarm's public views (docs/protocol.md §4.1; shapes in activities/inference/swarm-status.ts and inference-stats.ts):
  * `GET /svc/status`, `GET /svc/models` (the model marketplace), `GET /svc/inference/recent?limit` (1–100,
  * default 20, newest first) and `GET /svc/inference/stats?hours` (1–168, default 24). No key: they show
  * counts, models, public keys and hashes, never prompts, answers or API key ids. The inference views are
@@ -24,7 +24,7 @@ export const MAX_RECENT_LIMIT = 100;
 const cors = { expose: [] };
 
 /**
- * `earnings` (issue 10): the ledger's earnings per hardware tier, added to `/svc/status` here rather than in the
+ * `earnings`: the ledger's earnings per hardware tier, added to `/svc/status` here rather than in the
  * swarm, which knows workers, not credits.
  */
 export const svcRoutes = (swarm: Swarm, views: { earnings?: () => Promise<unknown> } = {}) => [

@@ -13,12 +13,12 @@ import { tileGridSchema, tileStatsSchema } from '../schemas/geo-responses.js';
 import { gridParams, hoursQuery, ringsQuery, tileParams } from '../schemas/param-docs.js';
 
 /**
- * The tile endpoints (SPEC 4.1, 2.4): public, no key (SPEC 5.4), all four gates as every route. Gate 2
+ * The tile endpoints (docs/protocol.md §4.1, §2.4): public, no key (docs/protocol.md §5.4), all four gates as every route. Gate 2
  * checks the cell: the path params are named `h3_cell` / `cell` for that. Routes do not collide: a tile
  * is 3 segments after /v1/tiles, a grid 4 (under `grid/`), stats 1.
  *
  * Browsers load tiles cross-origin, so every tile answer, errors included, allows any origin and exposes
- * the X-Svc-* headers (SPEC 2.4).
+ * the X-Svc-* headers (docs/protocol.md §2.4).
  */
 const TILE_HEADERS = [
   'X-Svc-Worker',
@@ -125,7 +125,7 @@ export const tileRoutes = (tiles: TileActivities) => [
       summary: 'Map tile of an H3 cell',
       description:
         'The slippy-map tile holding the cell centroid, always in the format asked for; every serve is listed in a ' +
-        '`tile/raster` proof record. Headers are exposed through CORS, errors included (SPEC 2.4).',
+        '`tile/raster` proof record. Headers are exposed through CORS, errors included (docs/protocol.md §2.4).',
       tags: ['Tiles'],
       params: tileParams,
       responses: {

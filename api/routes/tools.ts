@@ -5,10 +5,10 @@ import { toolIdParams } from '../schemas/param-docs.js';
 import { toolListSchema, toolSchema } from '../schemas/service-responses.js';
 
 /**
- * The tool registry (SPEC 2.7, 4.1): `GET /v1/tools` (public) and `GET /v1/tools/:tool_id`. The shape is ours
- * (SPEC: not shown), in the OpenAI list style of /v1/models: `{ object: 'list', data: [tool …] }`, each tool
+ * The tool registry (docs/protocol.md §2.7, §4.1): `GET /v1/tools` (public) and `GET /v1/tools/:tool_id`. The shape is ours
+ * (the protocol leaves its shape open), in the OpenAI list style of /v1/models: `{ object: 'list', data: [tool …] }`, each tool
  * `{ object: 'tool', id, name, description, input_schema, min_trust_tier, executor }`. `executor` says
- * whether Geofabric runs the tool (only web-search; SPEC 2.7); `input_schema` is JSON Schema and is the
+ * whether Geofabric runs the tool (only web-search; docs/protocol.md §2.7); `input_schema` is JSON Schema and is the
  * `parameters` of the tool's OpenAI function definition.
  */
 const toolBody = (tool: Tool) => ({ object: 'tool' as const, ...tool });

@@ -1,10 +1,10 @@
 /**
- * `POST /v1/chat/completions` bodies (SPEC 4.1): the OpenAI chat completions request, text only, n = 1.
+ * `POST /v1/chat/completions` bodies (docs/protocol.md §4.1): the OpenAI chat completions request, text only, n = 1.
  * Unknown OpenAI fields are ignored rather than refused, as clients send many (logprobs, metadata …).
  *
  * Geofabric extensions: `h3_cell` (the job cell, like the x-svc-h3-cell header) and
  * `svc: { locations?: boolean, tools?: string[] }`: `locations` asks for the places the answer names
- * (SPEC 2.3, returned in `svc.locations`), `tools` names registry tools the model may call (the same as
+ * (docs/protocol.md §2.3, returned in `svc.locations`), `tools` names registry tools the model may call (the same as
  * listing them in `tools` as function tools named by their registry id).
  */
 import { z } from 'zod';

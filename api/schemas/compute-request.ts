@@ -11,7 +11,7 @@ const message = z.strictObject({
   content: z.string().max(100_000),
 });
 
-/** SPEC 2.2. `tools` and `max_tokens` are Geofabric additions (a job declares its required tools, SPEC 2.7). */
+/** docs/protocol.md §2.2. `tools` and `max_tokens` are Geofabric additions (a job declares its required tools, docs/protocol.md §2.7). */
 export const stepSchema = z.strictObject({
   id: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'step ids are 1-64 characters of A-Z a-z 0-9 _ . -'),
   type: z.enum(STEP_TYPES),
@@ -35,7 +35,7 @@ export const stepSchema = z.strictObject({
   tools: z.array(z.string().min(1).max(64)).max(16).optional(),
 });
 
-/** SPEC 2.1, plus the optional `created_at` and `nonce` of DESIGN.md section 3 (gate 1). */
+/** docs/protocol.md §2.1, plus the optional `created_at` and `nonce` of docs/protocol.md §10 (gate 1). */
 export const computeRequestSchema = z.strictObject({
   requester_pk: z.string(),
   h3_cell: z.string().optional(),

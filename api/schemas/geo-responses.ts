@@ -1,5 +1,5 @@
 /**
- * Answers of the tile and imagery routes (SPEC 2.4, 2.5) for the API reference, from
+ * Answers of the tile and imagery routes (docs/protocol.md §2.4, §2.5) for the API reference, from
  * activities/tiles/tile-stats.ts and activities/imagery (`ScenesResult`, `NdviResult`, `ProcessResponse`).
  */
 import { z } from 'zod';
@@ -56,7 +56,7 @@ export const scenesResultSchema = z.object({
   recordId: z.string(),
 });
 
-/** SPEC 2.5's NDVI result plus how it was made. */
+/** docs/protocol.md §2.5's NDVI result plus how it was made. */
 export const ndviResultSchema = z.looseObject({
   sceneId: z.string(),
   datetime: z.string(),

@@ -8,7 +8,7 @@ import { MAX_LIMIT, checkOperation } from '../../activities/imagery/run-operatio
 import { zodCheck } from './zod-check.js';
 
 /**
- * Requests of `/v1/imagery/*` (SPEC 4.1). Gate 2 has already refused a malformed `cell` (query) or
+ * Requests of `/v1/imagery/*` (docs/protocol.md §4.1). Gate 2 has already refused a malformed `cell` (query) or
  * `h3_cell` (body); these checks add presence, dates (`invalid_date`), `cloud` (`invalid_cloud`, 0–100)
  * and `limit` (`invalid_limit`, integer 1–100). A repeated query parameter is refused, not guessed at.
  */

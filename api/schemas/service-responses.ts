@@ -7,10 +7,10 @@ import { z } from 'zod';
 import { WORKER_TIERS } from '../../core/tiers.js';
 import { TOOL_IDS } from '../../core/tool-registry.js';
 
-/** DESIGN section 3: every error is `{ error, detail? }`; some routes add fields (`job_id`, `accepted` …). */
+/** docs/protocol.md §10: every error is `{ error, detail? }`; some routes add fields (`job_id`, `accepted` …). */
 export const errorResponseSchema = z
   .looseObject({
-    error: z.string().describe('The error code (SPEC 7 and core/errors.ts)'),
+    error: z.string().describe('The error code (docs/protocol.md §7 and core/errors.ts)'),
     detail: z.string().optional().describe('What went wrong, for people'),
   })
   .describe('Error body. Some routes add fields beside `error` and `detail`, each documented with the route.');
@@ -28,7 +28,7 @@ export const toolSchema = z.object({
   description: z.string(),
   input_schema: z.record(z.string(), z.unknown()).describe('JSON Schema of the arguments (the OpenAI `parameters`)'),
   min_trust_tier: z.enum(WORKER_TIERS),
-  executor: z.boolean().describe('Whether Geofabric runs the tool; false: registered only (SPEC 2.7)'),
+  executor: z.boolean().describe('Whether Geofabric runs the tool; false: registered only (docs/protocol.md §2.7)'),
 });
 
 export const toolListSchema = z.object({ object: z.literal('list'), data: z.array(toolSchema) });

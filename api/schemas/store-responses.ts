@@ -1,5 +1,5 @@
 /**
- * Answers of `/store/*` (SPEC 2.6, 4.1) for the API reference, built on the record and seal schemas the store
+ * Answers of `/store/*` (docs/protocol.md §2.6, §4.1) for the API reference, built on the record and seal schemas the store
  * checks with (core/proof-record.ts, core/seal.ts).
  */
 import { z } from 'zod';

@@ -27,7 +27,7 @@ export const registerRequestSchema = z.strictObject({
   requester_pk: z.string(),
   h3_cell: z.string(),
   models: z.array(z.string().min(1).max(64)).max(32),
-  // Only tools the registry knows (SPEC 2.7's five), so jobs that require them can match.
+  // Only tools the registry knows (docs/protocol.md §2.7's five), so jobs that require them can match.
   tools: z.array(z.enum(TOOL_IDS)).max(TOOL_IDS.length * 2),
   hardware: hardwareSchema,
   hardware_tier: z.union([z.literal(1), z.literal(2), z.literal(3)]),

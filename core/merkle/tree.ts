@@ -1,5 +1,5 @@
 /**
- * RFC 9162 (Certificate Transparency v2) Merkle tree hashing, DESIGN section 3:
+ * RFC 9162 (Certificate Transparency v2) Merkle tree hashing, docs/protocol.md §10:
  * leaf = SHA-256(0x00 ‖ record_hash), node = SHA-256(0x01 ‖ left ‖ right), and a tree of n > 1 leaves
  * splits at the largest power of two below n, so an odd node is never duplicated (duplication would let
  * two different leaf lists share a root, CVE-2012-2459).

@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * The API reference page's view model (issue 11 item 5): the gateway's OpenAPI 3.1 document (`/openapi.json`)
+ * The API reference page's view model: the gateway's OpenAPI 3.1 document (`/openapi.json`)
  * turned into tags → operations → readable schema trees. Pure: no DOM, no fetch, so it is tested in Node
  * (test/dashboard/reference-model.test.ts) and reference.js only draws what this returns.
  */

@@ -1,5 +1,5 @@
 /**
- * generate_audit_proof's evidence (issue 9): everything a regulator needs to check what an agent did in a
+ * generate_audit_proof's evidence: everything a regulator needs to check what an agent did in a
  * period without trusting this server or the perception service, gathered from the audit store and signed
  * by the governance server (core/audit-bundle.ts builds and verifies the bundle):
  *

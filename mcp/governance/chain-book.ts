@@ -1,5 +1,5 @@
 /**
- * Which delegation chain a governance tool judges (issue 9): the one the caller passes (`delegation_chain`:
+ * Which delegation chain a governance tool judges: the one the caller passes (`delegation_chain`:
  * a certificate or chain, as JSON or as the base64 of the `x-svc-delegation-cert` header), else the one the
  * server knows for `agent_pk` (its configured subject, IDN_DELEGATION_CERT, and any chains it was given at
  * construction), else none — the caller is told no certificate is known for that agent.

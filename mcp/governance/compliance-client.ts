@@ -1,5 +1,5 @@
 /**
- * The governance server's client of the perception service's compliance reports (SPEC 4.2
+ * The governance server's client of the perception service's compliance reports (docs/protocol.md §4.2
  * `GET /compliance/:agent_pk?from=&to=`), bounded by a timeout and a body size. It never throws: an audit
  * bundle records a report it could not get as `report: null` plus `report_error`, and the rest of the
  * evidence (blocks, seals, certificates) stands on its own.

@@ -1,5 +1,5 @@
 /**
- * The governance server's own identity (issue 9): the Ed25519 key that signs its audit bundles and the
+ * The governance server's own identity: the Ed25519 key that signs its audit bundles and the
  * tokens it issues. It is not an agent and holds no delegation: verifiers trust it by its public key
  * (`/health` shows it as `server_pk`; the perception server is given it as the token issuer key).
  *

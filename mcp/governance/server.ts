@@ -1,15 +1,15 @@
 /**
- * The governance tool server (SPEC 4.3; issue 9) as a Koa app:
+ * The governance tool server (docs/protocol.md §4.3) as a Koa app:
  *
  *   POST|GET|DELETE /mcp   MCP Streamable HTTP (stateful sessions): verify_jurisdiction,
  *                          generate_audit_proof, check_delegation_chain                           Origin-checked
  *   GET  /health           {status, service, version 0.1.0, tools, cert_loaded} plus server_pk, agent_pk
  *   POST /token            a short-lived JWT for an agent (body signed by it, X-Idn-Signature)     Origin-checked
  *
- * SPEC 4.3 binds 0.0.0.0:8000. No global body parsing: the MCP SDK reads the raw stream, and /token reads its
+ * docs/protocol.md §4.3 binds 0.0.0.0:8000. No global body parsing: the MCP SDK reads the raw stream, and /token reads its
  * own bounded JSON body. DNS rebinding: a browser Origin on /mcp and /token must be loopback or configured
  * (origin.ts); while bound to loopback, Host must be a loopback or configured name too. The routes carry no
- * authentication (SPEC 5.9 leaves it open): the tools answer about certificates the caller passes or the
+ * authentication (docs/protocol.md §5.9 leaves it open): the tools answer about certificates the caller passes or the
  * server holds, and reveal audit chains of the shared store, so exposing the port is a deployment decision.
  * Errors leave as `{ error, detail? }` (core/errors.ts); bad input is never a 500.
  *
@@ -32,7 +32,7 @@ import { DEFAULT_TOKEN_TTL_SECONDS, TOKEN_AUDIENCE, TOKEN_ISSUER } from './token
 import { createTokenService, type TokenService } from './token-service.js';
 import { createGovernanceTools, GOVERNANCE_TOOL_NAMES, registerGovernanceTools } from './tools.js';
 
-/** SPEC 9.2: the governance server reports version 0.1.0. */
+/** docs/protocol.md §9.2: the governance server reports version 0.1.0. */
 export const GOVERNANCE_VERSION = '0.1.0';
 export const GOVERNANCE_SERVICE = 'geofabric-governance';
 /** The `iss` of issued tokens and the `aud` the perception server expects. */

@@ -1,5 +1,5 @@
 /**
- * POST /token of the governance server (SPEC 2.9, 5.6; issue 9, item 3): an agent that signs its request and
+ * POST /token of the governance server (docs/protocol.md §2.9, §5.6): an agent that signs its request and
  * shows a delegation chain that verifies now gets a short-lived EdDSA JWT carrying the idn_* claims, signed by
  * this server's key. token.ts checks the request and signs; this module fills the claims from the audit store:
  *

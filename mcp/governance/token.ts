@@ -1,5 +1,5 @@
 /**
- * Agent tokens (SPEC 2.9, 5.6; issue 9 item 3): the governance server issues a short-lived JWT carrying the
+ * Agent tokens (docs/protocol.md §2.9, §5.6): the governance server issues a short-lived JWT carrying the
  * idn_* claims to an agent that proves its key and its delegation chain; the perception server accepts it as
  * a bearer token.
  *

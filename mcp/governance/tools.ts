@@ -1,5 +1,5 @@
 /**
- * The three tools of the governance server (SPEC 4.3; issue 9, item 2), thin adapters over pure checks:
+ * The three tools of the governance server (docs/protocol.md §4.3), thin adapters over pure checks:
  *
  *   verify_jurisdiction     {h3_cell, facet}       core/governance-checks.ts verifyJurisdiction
  *   check_delegation_chain  {tool_name}            core/governance-checks.ts checkDelegationChain
@@ -191,7 +191,7 @@ export function createGovernanceTools(deps: GovernanceToolDeps): AnyGovernanceTo
     title: 'Check an agent may call a tool',
     description:
       "Verifies an agent's delegation chain up to its human principal (every signature, link and narrowing, " +
-      'temporal bounds) and whether tool_name is allowed (in allowed_tools, by default the SPEC 4.3 whitelist, and ' +
+      'temporal bounds) and whether tool_name is allowed (in allowed_tools, by default the docs/protocol.md §4.3 whitelist, and ' +
       'not in denied_tools). Answers authorized, human_principal_pk, agent_pk, signature_valid, tool_allowed, ' +
       'allowed_tools, depth and cert_hash.',
     inputSchema: delegationArgs,

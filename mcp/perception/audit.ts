@@ -1,5 +1,5 @@
 /**
- * The audit wrapper (issue 8, items 4 and 5): the only way a perception tool reaches an MCP server.
+ * The audit wrapper (items 4 and 5): the only way a perception tool reaches an MCP server.
  *
  * Per call:
  *   1. pre-flight (core/tool-preflight.ts) against the agent's certificate and its chain's rights: active,
@@ -20,7 +20,7 @@
  * Calls whose arguments fail the tool's zod schema are refused by the MCP SDK before this wrapper runs
  * (the error text names the field): nothing ran and nothing acted in a cell, so they leave no breadcrumb.
  *
- * Bearer tokens (issue 9): a call arriving in an MCP session bound to a token's agent (server.ts verifies the
+ * Bearer tokens: a call arriving in an MCP session bound to a token's agent (server.ts verifies the
  * token on every request; the SDK hands it to the tool handler as `extra.authInfo`) runs ON BEHALF of that
  * agent. The server still acts under its own certificate and signs its own chain (this is the server's audit
  * record of what it did and for whom), so pre-flight is the same plus: a tool that names a cell must name one
@@ -30,7 +30,7 @@
  * and `meta.jti` (the token); the tool's context keeps the server's agent as `agentPk` (the idn_* tools' "own
  * agent" is the chain they report on) and gets the token agent as `onBehalfOf`.
  *
- * Authorization mappings (issue 9, core/coaz-mapping.ts): after pre-flight passes, a tool declaring `coaz`
+ * Authorization mappings (core/coaz-mapping.ts): after pre-flight passes, a tool declaring `coaz`
  * has its mapping evaluated with the call's params, the token's claims (null without one) and a CoazContext
  * describing the executing server: its agent key, the jurisdiction of the call's cell, its root principal,
  * cert_hash and trust tier (tier_at_close of its last epoch, `provisioned` before one; sovereign is claimed as
@@ -158,7 +158,7 @@ function describeFailure(error: unknown): { code: string; message: string; expec
   return { code: 'internal_error', message: 'the tool failed with an internal error', expected: false };
 }
 
-/** The tool's MCP `_meta`: its own, plus `coaz: true` and `x-coaz-mapping` when it declares a mapping (SPEC 2.9). */
+/** The tool's MCP `_meta`: its own, plus `coaz: true` and `x-coaz-mapping` when it declares a mapping (docs/protocol.md §2.9). */
 export function toolMeta(tool: Pick<PerceptionTool, 'meta' | 'coaz'>): Record<string, unknown> {
   return { ...tool.meta, ...(tool.coaz ? { coaz: true, 'x-coaz-mapping': tool.coaz } : {}) };
 }

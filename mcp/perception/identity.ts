@@ -1,5 +1,5 @@
 /**
- * The perception server's identity (issue 8, item 2): the agent key that signs every breadcrumb and the
+ * The perception server's identity (item 2): the agent key that signs every breadcrumb and the
  * delegation certificate (or chain) that traces the agent to a human principal.
  *
  * Sources, in order:
@@ -10,7 +10,7 @@
  *                run unaudited or under a certificate nobody can check.
  *                Without one, a local development principal (`principal-key.json`) issues the agent a
  *                certificate (`delegation-cert.json`) for the default perception cell, the facets the tools
- *                use and the SPEC 4.3 tool whitelist, 30 days, max_depth 0. It is reused while it verifies
+ *                use and the docs/protocol.md §4.3 tool whitelist, 30 days, max_depth 0. It is reused while it verifies
  *                with more than a day left, and re-issued otherwise (expired, expiring, or the agent key
  *                changed). Reports mark that principal local.
  * Files live under `<dataDir>/perception/` and must never be committed (`data/` is ignored).

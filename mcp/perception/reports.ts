@@ -1,10 +1,10 @@
 /**
- * The audit views of the perception server, computed live from the store (SPEC 4.2 "reports are computed
+ * The audit views of the perception server, computed live from the store (docs/protocol.md §4.2 "reports are computed
  * live, not cached"), shared by the HTTP routes and the idn_* tools: the compliance report of a period, the
  * trust score, the chain verification, and the epoch roll of the server's own agent.
  *
  * A report loads the agent's blocks with timestamps in the period plus the block just before it (the anchor,
- * so a period that starts after genesis still checks its first link), runs the five SPEC 2.8 checks, and
+ * so a period that starts after genesis still checks its first link), runs the five docs/protocol.md §2.8 checks, and
  * hands blocks, epochs (rolled in the period), violations and approvals (in the period) to
  * core/compliance-report.ts. Blocks that fail verification are named in chain_verification and count for
  * nothing else (no operations, cells or approvals from an edited block). The trust score and an epoch's
@@ -27,7 +27,7 @@ import { requiresHumanApproval } from '../../core/tool-preflight.js';
 import { TIER_THRESHOLDS, tierFor, trustScore, type TrustScore } from '../../core/trust-score.js';
 import type { AuditStore } from '../../store/audit-store.js';
 
-/** SPEC 4.2 default start of a report period. */
+/** docs/protocol.md §4.2 default start of a report period. */
 export const DEFAULT_REPORT_FROM = '2020-01-01T00:00:00.000Z';
 
 /** A certificate the server cannot show: only what the agent's blocks say about it. */
@@ -73,7 +73,7 @@ export interface ReportService {
   trust(agentPk: string): Promise<TrustView>;
   /** The agent's whole chain, block by block. */
   verifyChain(agentPk: string): Promise<ChainVerification>;
-  /** Rolls every block of the server's agent since its last epoch; `ok: false` with SPEC 7's message when none. */
+  /** Rolls every block of the server's agent since its last epoch; `ok: false` with docs/protocol.md §7's message when none. */
   rollEpoch(): Promise<EpochRoll>;
 }
 

@@ -1,22 +1,22 @@
 /**
- * The perception and compliance service (SPEC 4.2; issue 8) as a Koa app:
+ * The perception and compliance service (docs/protocol.md §4.2) as a Koa app:
  *
  *   POST|GET|DELETE /mcp        MCP Streamable HTTP, stateful sessions          Origin-checked
  *   GET /sse, POST /message     MCP over the older SSE transport                 Origin-checked
- *   GET  /health                SPEC 2.8 health; chain_tip = the next block index
- *   POST /epoch/roll            rolls every block since the last epoch; none → 500 with SPEC 7's message
+ *   GET  /health                docs/protocol.md §2.8 health; chain_tip = the next block index
+ *   POST /epoch/roll            rolls every block since the last epoch; none → 500 with docs/protocol.md §7's message
  *   GET  /compliance[/:agent_pk] compliance report (query from, to: ISO 8601)
  *   POST /approvals             a human principal's signed approval of one call
  *   GET  /test/weather          perception_weather for a fixed city, through the auditor
  *
  * Every MCP session gets its own McpServer whose tools are registered only through the auditor, so every
  * call is pre-flighted and leaves a breadcrumb. Errors leave as `{ error, detail? }` (core/errors.ts), except
- * the empty epoch roll, whose body SPEC 7 fixes. No body parsing happens on the MCP routes: the SDK reads
+ * the empty epoch roll, whose body docs/protocol.md §7 fixes. No body parsing happens on the MCP routes: the SDK reads
  * the raw stream. The service binds 127.0.0.1 unless told otherwise, and then answers loopback Host names
- * only (DNS rebinding, origin.ts). Its HTTP endpoints carry no authentication (SPEC 5.9 leaves it open), so
+ * only (DNS rebinding, origin.ts). Its HTTP endpoints carry no authentication (docs/protocol.md §5.9 leaves it open), so
  * exposing it beyond loopback is a deployment decision.
  *
- * Agent tokens (issue 9, SPEC 2.9 and 5.6): with `tokenVerifier`, the MCP routes (/mcp, /sse, /message) accept
+ * Agent tokens (docs/protocol.md §2.9 and 5.6): with `tokenVerifier`, the MCP routes (/mcp, /sse, /message) accept
  * `Authorization: Bearer <jwt>` issued by the governance server (mcp/governance/token.ts). Every request's token
  * is verified (EdDSA by the configured issuer key, iss, aud, exp, claims); an invalid one is 401 token_invalid
  * with a `WWW-Authenticate: Bearer` challenge, never a 500. With `requireToken`, a request without one is 401 as
@@ -54,7 +54,7 @@ import { createReportService, DEFAULT_REPORT_FROM, type ReportService } from './
 import { createComplianceTools, registerReportUi } from './tools/compliance-tools.js';
 import { WEATHER_TEST_CELL } from './tools/weather.js';
 
-/** SPEC 9.2: the perception service reports version 0.3.1. */
+/** docs/protocol.md §9.2: the perception service reports version 0.3.1. */
 export const PERCEPTION_VERSION = '0.3.1';
 export const PERCEPTION_SERVICE = 'geofabric-perception';
 const MAX_JSON_BODY_BYTES = 64 * 1024;
@@ -76,7 +76,7 @@ export interface PerceptionServerDeps {
   /** The perception tools (weather, fetch_tile, classify, embed); the idn_* tools are added here. */
   tools: AnyPerceptionTool[];
   clock?: () => number;
-  /** Where calls without a cell act (the idn_* tools); default the SPEC default perception cell. */
+  /** Where calls without a cell act (the idn_* tools); default the protocol's default perception cell (docs/protocol.md §4.2). */
   defaultCell?: string;
   /** Origins besides loopback ones that may use the MCP routes (exact `scheme://host[:port]`). */
   allowedOrigins?: string[];
@@ -91,7 +91,7 @@ export interface PerceptionServerDeps {
   knownChains?: DelegationCertificate[][];
   logger?: PerceptionLogger;
   /**
-   * Accept agent tokens (SPEC 2.9) from this issuer on the MCP routes: the governance server's Ed25519 public
+   * Accept agent tokens (docs/protocol.md §2.9) from this issuer on the MCP routes: the governance server's Ed25519 public
    * key (64 hex) and the exact `iss` and `aud` its tokens carry. Without it a bearer token is refused.
    */
   tokenVerifier?: { issuerPk: string; issuer: string; audience: string };
@@ -244,7 +244,7 @@ export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionSe
       ctx.body = rolled.value;
       return;
     }
-    // SPEC 7 fixes this body: the message is the error.
+    // docs/protocol.md §7 fixes this body: the message is the error.
     ctx.status = 500;
     ctx.body = { error: rolled.message };
   });

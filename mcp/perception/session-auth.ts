@@ -1,5 +1,5 @@
 /**
- * Bearer tokens of the governance server on the perception MCP routes (issue 9): a verified token travels to
+ * Bearer tokens of the governance server on the perception MCP routes: a verified token travels to
  * the tool handlers in the SDK's AuthInfo (`req.auth` → `extra.authInfo`), and a call made with one runs on
  * behalf of the token's agent (mcp-transports.ts binds the session to that agent; audit.ts narrows the
  * call to the token's cells and records the agent and the token id in the breadcrumb).

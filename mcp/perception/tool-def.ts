@@ -1,7 +1,7 @@
 /**
- * A perception tool as the audit wrapper registers it (issue 8): nothing reaches the MCP server except
+ * A perception tool as the audit wrapper registers it: nothing reaches the MCP server except
  * through `mcp/perception/audit.ts`, which runs the pre-flight before `run` and writes the breadcrumb after.
- * A tool may declare an authorization mapping (`coaz`, issue 9): tools/list publishes it in the tool's `_meta`
+ * A tool may declare an authorization mapping (`coaz`): tools/list publishes it in the tool's `_meta`
  * as `{ coaz: true, 'x-coaz-mapping': … }`, and the auditor evaluates and checks it before `run`.
  */
 import type { z } from 'zod';

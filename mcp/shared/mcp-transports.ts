@@ -1,11 +1,11 @@
 /**
- * The perception server's two MCP transports in Koa (DESIGN section 5): Streamable HTTP at `/mcp` (stateful
+ * The perception server's two MCP transports in Koa (docs/architecture.md): Streamable HTTP at `/mcp` (stateful
  * sessions, one McpServer per session) and the older SSE transport at `GET /sse` + `POST /message?sessionId=`.
  * The routes read no body themselves: the SDK reads the raw request stream (`ctx.respond = false`), with its
  * own size bound. Every session gets a fresh McpServer from `buildServer`, which registers the tools through
  * the auditor, so no transport can reach an unaudited tool.
  *
- * Session binding (issue 9): the caller (server.ts) verifies a request's bearer token and passes it here. A
+ * Session binding: the caller (server.ts) verifies a request's bearer token and passes it here. A
  * session created with a token is bound to that token's agent for its whole life: every later request of the
  * session (POST, GET, DELETE on /mcp; POST /message) must carry a valid token of the same agent, refreshed
  * tokens included (401 without one, 403 with another agent's). A session created without a token never

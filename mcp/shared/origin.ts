@@ -1,5 +1,5 @@
 /**
- * DNS-rebinding protection (issue 8, item 1). A web page on a foreign origin can make a browser reach a
+ * DNS-rebinding protection (item 1). A web page on a foreign origin can make a browser reach a
  * server bound to 127.0.0.1, directly or by rebinding its own name to it.
  *
  * Origin (MCP routes): a browser says where a cross-origin page came from in `Origin`. No Origin (a

@@ -25,9 +25,9 @@ const inActivity = <P extends unknown[], R>(env: MockActivityEnvironment, fn: (.
 
 const sum = (entries: readonly LedgerEntry[]) => entries.reduce((total, e) => total + e.amount_units, 0);
 
-// finishJob posts each finished job's ledger entries (issue 10): once, from the stored job, failing the activity
+// finishJob posts each finished job's ledger entries: once, from the stored job, failing the activity
 // when the post fails so that Temporal retries it.
-describe('finishJob posting the ledger (issue 10)', () => {
+describe('finishJob posting the ledger', () => {
   const T0 = Date.UTC(2026, 10, 22, 9, 30);
   const requester = generateKeyPair().publicKey;
   const job: ComputeJobInput = {

@@ -1,5 +1,5 @@
 /**
- * Compound jobs end to end over HTTP, embedded runner (issue 7 "Must show"; SPEC 2.1–2.3, 4.1 note 4, 7, 8):
+ * Compound jobs end to end over HTTP, embedded runner (docs/protocol.md §2.1–2.3, 4.1 note 4, 7, 8):
  * POST /v1/compute against local fake upstreams speaking the real protocols (an OpenAI-compatible runtime
  * as backbone or local worker, a STAC API with COGs, an XYZ tile server). Each test starts its own gateway.
  */
@@ -83,7 +83,7 @@ const WORKER_MODEL = 'lfm2.5-1.2b-instruct';
 const CELL = '861e8050fffffff';
 const alice = generateKeyPair();
 
-// Independent arithmetic: SHA-256 and JCS straight, credits in integer units of 1e-8 (SPEC 8 prices).
+// Independent arithmetic: SHA-256 and JCS straight, credits in integer units of 1e-8 (docs/protocol.md §8 prices).
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 const units = (credits: number) => Math.round(credits * 1e8);
 const credits = (...amounts: number[]) => amounts.reduce((sum, c) => sum + units(c), 0) / 1e8;
@@ -92,7 +92,7 @@ const TILE_MISS = 0.0001;
 const PROOF = 0.0001;
 const PER_MEGAPIXEL = 0.001;
 
-/** SPEC 2.3 `job_id`: UUIDv8 from the first 122 bits of SHA-256("geofabric/job\n" + signature). */
+/** docs/protocol.md §2.3 `job_id`: UUIDv8 from the first 122 bits of SHA-256("geofabric/job\n" + signature). */
 function expectedJobId(signature: string): string {
   const h = sha256(`geofabric/job\n${signature}`);
   const variant = ((parseInt(h[16]!, 16) & 3) | 8).toString(16);
@@ -181,7 +181,7 @@ describe('compound jobs over HTTP (embedded runner, fake upstreams)', function (
   const submit = (gw: Gateway, signed: ReturnType<typeof signJob>) =>
     gw.post('/v1/compute', signed.body, signed.headers);
 
-  /** The satellite → AI → map chain of SPEC 4.1 note 4. */
+  /** The satellite → AI → map chain of docs/protocol.md §4.1 note 4. */
   const chainJob = (extra: Record<string, unknown> = {}) => ({
     h3_cell: CELL,
     steps: [
@@ -214,8 +214,8 @@ describe('compound jobs over HTTP (embedded runner, fake upstreams)', function (
     usage: { prompt_tokens: 200, completion_tokens: 40 },
   });
 
-  describe('the inference-only job (SPEC 4.1 note 4)', () => {
-    it('on the backbone: every field of SPEC 2.3, job_hash recomputed, backbone tokens free, total = proof', async () => {
+  describe('the inference-only job (docs/protocol.md §4.1 note 4)', () => {
+    it('on the backbone: every field of docs/protocol.md §2.3, job_hash recomputed, backbone tokens free, total = proof', async () => {
       const backbone = await runtime('backbone', () => ({
         content: 'Villa Borghese, Villa Ada and Villa Pamphili.',
         usage: { prompt_tokens: 31, completion_tokens: 9 },
@@ -395,7 +395,7 @@ describe('compound jobs over HTTP (embedded runner, fake upstreams)', function (
     });
   });
 
-  describe('the satellite → AI → map chain (SPEC 4.1 note 4)', () => {
+  describe('the satellite → AI → map chain (docs/protocol.md §4.1 note 4)', () => {
     it('runs ndvi → inference → tile in order, feeding each step, with per-step costs and one proof', async () => {
       const worker = await runtime(WORKER_MODEL, locatedReply);
       const gw = await gateway({ worker });
@@ -468,7 +468,7 @@ describe('compound jobs over HTTP (embedded runner, fake upstreams)', function (
     });
   });
 
-  describe('budget (SPEC 2.1 budget_credits, 2.2 rule 3)', () => {
+  describe('budget (docs/protocol.md §2.1 budget_credits, 2.2 rule 3)', () => {
     it('answers 402 budget_exceeded before anything runs when the worst-case estimate exceeds the budget', async () => {
       const worker = await runtime(WORKER_MODEL);
       const gw = await gateway({ worker });

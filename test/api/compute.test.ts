@@ -33,7 +33,7 @@ describe('POST /v1/compute after the gates (no upstreams configured)', () => {
     assert.equal(((await gw.get(`/v1/compute/${body.job_id}`)).body as { status: string }).status, 'failed');
   });
 
-  it('runs the satellite → AI → map chain of SPEC 4.1 note 4 until its first step fails (catalog unreachable)', async () => {
+  it('runs the satellite → AI → map chain of docs/protocol.md §4.1 note 4 until its first step fails (catalog unreachable)', async () => {
     const res = await post({
       h3_cell: '861e8050fffffff',
       steps: [

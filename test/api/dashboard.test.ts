@@ -1,5 +1,5 @@
 /**
- * The dashboard's HTTP side (issue 11 item 3): the page and its assets with their types, caching and CSP, strict
+ * The dashboard's HTTP side: the page and its assets with their types, caching and CSP, strict
  * path handling, the vendored builds (no CDN), `config.json`, and the compliance proxy to the perception service.
  * The page itself is exercised in a real browser by test/browser/dashboard.test.ts.
  */

@@ -41,7 +41,7 @@ const link = (principal: KeyPair, agent: KeyPair, maxDepth: number): DelegationC
 const { controls, abuses } = chainCases(link);
 type Case = ChainCase;
 
-describe('delegation chain abuse at the gateway (gate 3, issue 12)', function () {
+describe('delegation chain abuse at the gateway (gate 3)', function () {
   this.timeout(20_000);
   let gw: Gateway;
   let runtime: FakeRuntime;

@@ -1,5 +1,5 @@
 /**
- * Faults (issue 12): a worker killed mid-job, embedded runner. The gateway's own worker runtime
+ * Faults: a worker killed mid-job, embedded runner. The gateway's own worker runtime
  * (WORKER_RUNTIME_URL) is a local OpenAI-compatible server that these tests kill at chosen moments: the
  * connection dropped as the request arrives, the answer cut after its headers (socket destroyed half-way
  * through the body, or closed short of its content-length), the whole server closed while the step runs.
@@ -167,7 +167,7 @@ type Message = { role: string; content: string };
 
 const sum = (entries: readonly LedgerEntry[]) => entries.reduce((total, e) => total + e.amount_units, 0);
 
-describe('faults: a worker killed mid-job (embedded runner, issue 12)', function () {
+describe('faults: a worker killed mid-job (embedded runner)', function () {
   this.timeout(20_000);
   const gateways: Gateway[] = [];
   const runtimes: DyingRuntime[] = [];

@@ -1,5 +1,5 @@
 /**
- * Settlement and anchoring on a Stellar network (issue 10; SPEC 1.10, 2.3 `settlement.stellar_tx`), wired as
+ * Settlement and anchoring on a Stellar network (docs/protocol.md §1.10, §2.3 `settlement.stellar_tx`), wired as
  * `geofabric start` wires them (bin/start.ts startLedger, LEDGER=stellar) against a local Horizon that checks
  * every envelope (test/helpers/fake-horizon.ts): a finished job's payment shows in GET /v1/compute/:id, a sealed
  * epoch's anchor in GET /store/proof/:id, and `proof verify --anchor` checks it on Horizon.

@@ -1,5 +1,5 @@
 /**
- * The credit ledger over HTTP (issue 10; SPEC 1.4, 1.6, 1.10, 2.3, 8): earnings after real jobs, the swarm's
+ * The credit ledger over HTTP (docs/protocol.md §1.4, §1.6, §1.10, §2.3, §8): earnings after real jobs, the swarm's
  * earnings in /svc/status, proof purchases, and bad query parameters. Settlement on Stellar and anchoring are
  * in ledger-stellar.test.ts.
  */
@@ -96,7 +96,7 @@ async function finishRemoteJob(gw: Gateway, job: ComputeJobInput, result: Schedu
   return gw.compute.jobs.finishJob(job, result);
 }
 
-describe('the credit ledger over HTTP (issue 10)', function () {
+describe('the credit ledger over HTTP', function () {
   this.timeout(20_000);
   const gateways: Gateway[] = [];
   const runtimes: FakeRuntime[] = [];
@@ -225,7 +225,7 @@ describe('the credit ledger over HTTP (issue 10)', function () {
   });
 
   describe('GET /svc/status earnings', () => {
-    it('shows the last week per hardware tier per day beside SPEC 1.6 figures, keeping the swarm fields', async () => {
+    it('shows the last week per hardware tier per day beside docs/protocol.md §1.6 figures, keeping the swarm fields', async () => {
       const gw = await gateway();
       const empty = (await gw.get('/svc/status')).body as Record<string, unknown>;
       assert.deepEqual(empty.earnings, {
@@ -258,7 +258,7 @@ describe('the credit ledger over HTTP (issue 10)', function () {
     });
   });
 
-  describe('buying a Merkle proof (SPEC 8: 0.0001 credits)', () => {
+  describe('buying a Merkle proof (docs/protocol.md §8: 0.0001 credits)', () => {
     /** A gateway with one job whose compute/job record is sealed. */
     async function withSealedJob() {
       const gw = await gatewayWithWorker([[10, 2]]);

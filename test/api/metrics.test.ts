@@ -53,7 +53,7 @@ async function lineOf(lines: LogLine[], requestId: string): Promise<LogLine> {
   throw new Error(`no request line for ${requestId}`);
 }
 
-describe('metrics, request ids and request logs (issue 11)', () => {
+describe('metrics, request ids and request logs', () => {
   let xyz: XyzServer;
   before(async () => {
     xyz = await startXyzServer();

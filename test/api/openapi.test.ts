@@ -169,7 +169,7 @@ describe('GET /openapi.json', () => {
     assert.equal(doc.components.securitySchemes.apiKey.scheme, 'bearer');
   });
 
-  it('describes the compute request with the SPEC 2.1 fields and SPEC 2.2 steps', () => {
+  it('describes the compute request with the docs/protocol.md §2.1 fields and docs/protocol.md §2.2 steps', () => {
     const body = doc.paths['/v1/compute'].post.requestBody.content['application/json'].schema;
     const request = resolve(doc, body.$ref as string) as Json;
     for (const field of ['requester_pk', 'h3_cell', 'steps', 'budget_credits', 'signature']) {
@@ -195,7 +195,7 @@ describe('GET /openapi.json', () => {
     assert.deepEqual([step.properties.zoom.minimum, step.properties.zoom.maximum], [0, 20]);
   });
 
-  it('lists the SPEC 7 error codes where routes produce them, on the shared Error schema', () => {
+  it('lists the docs/protocol.md §7 error codes where routes produce them, on the shared Error schema', () => {
     const codes = (path: string, method: string, status: string) =>
       (doc.paths as Json)[path][method].responses[status]?.['x-error-codes'] as string[] | undefined;
     assert.ok(codes('/v1/compute', 'post', '401')?.includes('signature_required'));

@@ -23,7 +23,7 @@ async function gatewayWith(limits: Partial<HttpLimits>, apiKeys: string[] = []) 
 
 type ErrorBody = { error: string; detail?: string };
 
-describe('request limits (issue 12: abuse)', () => {
+describe('request limits (abuse)', () => {
   describe('per client address, on every route', () => {
     it('lets a burst through, then answers 429 rate_limit with retry-after, and refills at the rate', async () => {
       const gw = await gatewayWith({ ipPerMinute: 60 }); // 1/s, a bucket of 5

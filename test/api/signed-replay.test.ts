@@ -136,7 +136,7 @@ interface SignedRoute {
   accepted: number;
 }
 
-describe('signed requests: tampering, key swaps and replays (issue 12)', function () {
+describe('signed requests: tampering, key swaps and replays', function () {
   this.timeout(20_000);
   let now: number;
   let gw: Gateway;
@@ -497,7 +497,7 @@ describe('signed requests: tampering, key swaps and replays (issue 12)', functio
   });
 });
 
-describe('governance POST /token (signed by the agent): tampering, key swaps and replays (issue 12)', () => {
+describe('governance POST /token (signed by the agent): tampering, key swaps and replays', () => {
   let now: number;
   let db: SqliteDatabase;
   let store: AuditStore;

@@ -46,7 +46,7 @@ import { certHeader, inferenceJob, signJob } from '../helpers/jobs.js';
 import { inferenceEntry, sealThrough } from '../helpers/proofs.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const VECTORS = resolve(import.meta.dirname, '../../../shared/vectors/ed25519');
+const VECTORS = resolve(import.meta.dirname, '../fixtures/vectors/ed25519');
 const T0 = Date.UTC(2026, 2, 1, 12);
 const HOUR = 3_600_000;
 const EPOCH = 8000;
@@ -144,7 +144,7 @@ const fieldsFor = (agentPk: string, maxDepth = 0): Omit<UnsignedCertificate, 'pr
 const errorOf = (res: TestResponse) => (res.body as { error?: string } | undefined)?.error;
 const detailOf = (res: TestResponse) => String((res.body as { detail?: string } | undefined)?.detail);
 
-describe('small-order public keys are refused everywhere: gateway and CLI (issue 12)', function () {
+describe('small-order public keys are refused everywhere: gateway and CLI', function () {
   this.timeout(20_000);
   let gw: Gateway;
   let now: number;

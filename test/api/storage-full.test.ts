@@ -1,5 +1,5 @@
 /**
- * A full store over HTTP (issue 12 "Faults": disk full): the gateway's proof store is a SQLite file capped as
+ * A full store over HTTP (disk full): the gateway's proof store is a SQLite file capped as
  * STORE_MAX_MB caps it (openSqlite maxBytes). Signed pushes go in until the file is full; then the write that
  * does not fit answers 507 `storage_full` JSON, never a 500, nothing of it is stored (neither a record batch nor
  * a seal's tree), everything accepted before reads back, the operator's log says the store is full, and once

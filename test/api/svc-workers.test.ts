@@ -7,7 +7,7 @@ import { eligibleWorkers } from '../../core/worker-selection.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { signJob } from '../helpers/jobs.js';
 
-const VECTORS = resolve(import.meta.dirname, '../../../shared/vectors/ed25519');
+const VECTORS = resolve(import.meta.dirname, '../fixtures/vectors/ed25519');
 /** speccheck case 0: a small-order public key, with a signature that satisfies the cofactorless equation. */
 const smallOrder = (
   JSON.parse(readFileSync(resolve(VECTORS, 'speccheck-cases.json'), 'utf8')) as {

@@ -37,7 +37,7 @@ describe('tiles over HTTP (/v1/tiles)', () => {
   });
 
   describe('a tile', () => {
-    it('is the upstream tile holding the cell centroid, with every SPEC 2.4 header, exposed to browsers', async () => {
+    it('is the upstream tile holding the cell centroid, with every docs/protocol.md §2.4 header, exposed to browsers', async () => {
       const { x, y } = cellTile(ROME, 10);
       assert.deepEqual({ x, y }, { x: 547, y: 380 });
       const res = await t.tile(`/v1/tiles/${ROME}/10/osm-bright.png`);
@@ -73,7 +73,7 @@ describe('tiles over HTTP (/v1/tiles)', () => {
     });
 
     it('is converted to the format asked for, judged by its bytes, not the upstream content-type', async () => {
-      xyz.contentType = 'image/png'; // the upstream lies, as SPEC 2.4 observed
+      xyz.contentType = 'image/png'; // the upstream lies, as docs/protocol.md §2.4 observed
       const png = await t.tile(`/v1/tiles/${ROME}/10/satellite.png`);
       assert.equal(png.headers.get('content-type'), 'image/png');
       assert.ok(startsWith(png.bytes, PNG_MAGIC));

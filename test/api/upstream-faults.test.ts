@@ -1,5 +1,5 @@
 /**
- * Faults (issue 12): an upstream tile server or STAC API that is slow or answers garbage. What must hold:
+ * Faults: an upstream tile server or STAC API that is slow or answers garbage. What must hold:
  * the client gets 504 upstream_timeout within the configured timeout (never a hang) or 502
  * upstream_unavailable, as JSON, never a 500; nothing bad is cached, so once the upstream recovers the next
  * request gets the right answer (tiles: a MISS with the upstream's bytes, then a HIT with the same bytes).
@@ -93,7 +93,7 @@ async function stream(res: ServerResponse, headers: Record<string, string>, tota
   res.end(tail);
 }
 
-describe('faults: a slow or garbage-answering upstream (issue 12)', function () {
+describe('faults: a slow or garbage-answering upstream', function () {
   this.timeout(20_000);
 
   describe('the tile upstream', () => {

@@ -1,5 +1,5 @@
 /**
- * Settlement and anchoring settings (issue 10): bin/config.ts's LEDGER … RELAY_FEE_PERCENT, bin/start.ts's
+ * Settlement and anchoring settings: bin/config.ts's LEDGER … RELAY_FEE_PERCENT, bin/start.ts's
  * startLedger, and the sealers' anchoring hook (the embedded auto-sealer and the Temporal seal activity).
  */
 import assert from 'node:assert/strict';
@@ -36,7 +36,7 @@ const refuses = (env: Record<string, string>, variable: string, detail?: RegExp)
     },
   );
 
-describe('settlement configuration (issue 10)', () => {
+describe('settlement configuration', () => {
   it('defaults: ledger kept, nothing settled on any network, job mode, 20 % relay fee', () => {
     assert.deepEqual(loadConfig({}).ledger, {
       mode: 'none',

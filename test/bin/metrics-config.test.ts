@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { ConfigError, loadConfig } from '../../bin/config.js';
 
-describe('configuration of metrics and shutdown (issue 11)', () => {
+describe('configuration of metrics and shutdown', () => {
   it('defaults: /metrics is public, the drain lasts 25 s', () => {
     const config = loadConfig({});
     assert.equal(config.metricsToken, undefined);

@@ -1,5 +1,5 @@
 /**
- * The process killed during sealing (issue 12 "Faults"): `geofabric start` is SIGKILLed again and again while
+ * The process killed during sealing (a fault test): `geofabric start` is SIGKILLed again and again while
  * its auto-sealer catches up on a long run of closed epochs, and restarted each time; once it is let finish,
  * every epoch has exactly one seal, each root is the one computed here from the seeded records, the chain links
  * from genesis with no epoch missing, proofs verify over HTTP, and `geofabric store audit` finds nothing wrong.
@@ -56,7 +56,7 @@ async function waitFor<T>(what: string, probe: () => T | null | undefined, ms = 
   }
 }
 
-describe('geofabric start killed while sealing (issue 12)', function () {
+describe('geofabric start killed while sealing', function () {
   this.timeout(120_000);
   let dataDir: string;
   let genesisIso: string;

@@ -1,5 +1,5 @@
 /**
- * `geofabric start` with LEDGER=stellar and ANCHOR_EPOCHS=true (issue 10), as an operator runs it, against a
+ * `geofabric start` with LEDGER=stellar and ANCHOR_EPOCHS=true, as an operator runs it, against a
  * local Horizon: the auto-sealer's seals are anchored and shown by GET /store/proof, jobs post their ledger
  * entries (earnings, /svc/status), and SIGTERM stops it cleanly.
  */
@@ -30,7 +30,7 @@ async function waitFor<T>(what: string, probe: () => Promise<T | null>, ms = 15_
   }
 }
 
-describe('geofabric start with LEDGER=stellar (issue 10)', function () {
+describe('geofabric start with LEDGER=stellar', function () {
   this.timeout(60_000);
   let horizon: FakeHorizon;
   let runtime: FakeRuntime;

@@ -1,5 +1,5 @@
 /**
- * `geofabric start` stops gracefully (issue 11): on SIGTERM the listener closes (a new connection is refused),
+ * `geofabric start` stops gracefully: on SIGTERM the listener closes (a new connection is refused),
  * idle keep-alive connections close at once, a request in flight finishes with its answer, and the process
  * exits 0; a request still running when SHUTDOWN_DRAIN_SECONDS is up is cut and the process still exits 0.
  * The slow request is a tile whose upstream (a local XYZ server) answers after a delay.
@@ -84,7 +84,7 @@ function tryConnect(port: number): Promise<string> {
   });
 }
 
-describe('geofabric start: graceful shutdown (issue 11)', function () {
+describe('geofabric start: graceful shutdown', function () {
   this.timeout(90_000);
   let xyz: XyzServer;
   let dataDir: string;

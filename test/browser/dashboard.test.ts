@@ -1,5 +1,5 @@
 /**
- * The dashboard in a real browser (issue 11 item 3 "Must show"): Debian's Chromium driven by playwright-core
+ * The dashboard in a real browser : Debian's Chromium driven by playwright-core
  * against a gateway seeded with workers, jobs, inferences and a sealed epoch (test/helpers/dashboard-seed.ts).
  * It sees the worker map drawn over tiles from our own tile endpoint, the audit table and its filters, the jobs,
  * a proof verified in the page (and a tampered, an unknown and a pending one not), the tile stats and a

@@ -103,7 +103,7 @@ describe('core/agent-epoch', () => {
       assert.equal(second.merkle_root, referenceRoot(SECOND.map((b) => b.block_hash)));
     });
 
-    it('throws RangeError with the SPEC 7 message when there is nothing to roll', () => {
+    it('throws RangeError with the docs/protocol.md §7 message when there is nothing to roll', () => {
       assert.throws(() => roll([]), { name: 'RangeError', message: 'EPOCH: no blocks to roll since block_index 0' });
       assert.throws(() => roll([], roll(FIRST)), {
         name: 'RangeError',
@@ -122,7 +122,7 @@ describe('core/agent-epoch', () => {
   });
 
   describe('noBlocksToRollMessage and nextUnrolledIndex', () => {
-    it('formats the SPEC 7 message with the next unrolled index', () => {
+    it('formats the docs/protocol.md §7 message with the next unrolled index', () => {
       assert.equal(noBlocksToRollMessage(0), 'EPOCH: no blocks to roll since block_index 0');
       assert.equal(nextUnrolledIndex(null), 0);
       assert.equal(nextUnrolledIndex(roll(FIRST)), 10);

@@ -75,7 +75,7 @@ const vars = (overrides: Partial<Parameters<typeof evaluateCoazMapping>[1]> = {}
   ...overrides,
 });
 
-describe('authorization mappings (CEL, SPEC 2.9)', () => {
+describe('authorization mappings (CEL, docs/protocol.md §2.9)', () => {
   describe('evaluateCoazMapping', () => {
     it('maps subject, action and resource, and merges the mapping context into the base context', () => {
       const mapped = evaluateCoazMapping(mapping, vars());

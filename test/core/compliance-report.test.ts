@@ -133,7 +133,7 @@ const input = (over: Partial<ComplianceReportInput> = {}): ComplianceReportInput
 });
 
 describe('core/compliance-report', () => {
-  it('has exactly the SPEC 2.8 fields, version 1', () => {
+  it('has exactly the docs/protocol.md §2.8 fields, version 1', () => {
     const report = buildComplianceReport(input());
     assert.deepEqual(Object.keys(report).sort(), [
       'agent_handle',
@@ -206,7 +206,7 @@ describe('core/compliance-report', () => {
     assert.equal(report.epochs[0]?.merkle_root, EPOCH_0.merkle_root);
   });
 
-  it('scores by the SPEC 2.8 table, and loses the chain part when the chain is broken', () => {
+  it('scores by the docs/protocol.md §2.8 table, and loses the chain part when the chain is broken', () => {
     // 4 operations → 0.03, 2 cells → 3, 73 days → 4, valid chain → 10.
     const report = buildComplianceReport(input());
     assert.equal(report.trust_score, 17.03);

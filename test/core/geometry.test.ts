@@ -371,7 +371,7 @@ describe('GeoJSON in a request payload', () => {
       [12.5, 41.9],
     ],
   };
-  // A compute request (SPEC 2.1) whose steps carry GeoJSON in their context.
+  // A compute request (docs/protocol.md §2.1) whose steps carry GeoJSON in their context.
   const computeRequest = (stepArea: object, stepRoute: object) => ({
     requester_pk: 'ab'.repeat(32),
     h3_cell: '861e8050fffffff',

@@ -3,7 +3,7 @@ import { checkHardwareTier, isProfessionalGpu, supportedHardwareTier } from '../
 
 const device = (gpu: string | null, vram_gb: number) => ({ gpu, vram_gb, ram_gb: 32, cores: 8 });
 
-describe('hardware tiers (SPEC 1.6)', () => {
+describe('hardware tiers (docs/protocol.md §1.6)', () => {
   it('puts CPU-only devices and small GPUs in tier 1', () => {
     assert.equal(supportedHardwareTier(device(null, 0)), 1);
     assert.equal(supportedHardwareTier(device('Intel Iris Xe Graphics', 2)), 1);

@@ -10,7 +10,7 @@ import {
   verifySignature,
 } from '../../core/identity.js';
 
-const VECTORS = resolve(import.meta.dirname, '../../../shared/vectors/ed25519');
+const VECTORS = resolve(import.meta.dirname, '../fixtures/vectors/ed25519');
 const readVectors = (name: string): unknown => JSON.parse(readFileSync(resolve(VECTORS, name), 'utf8'));
 const fromHex = (hex: string): Uint8Array => new Uint8Array(Buffer.from(hex, 'hex'));
 

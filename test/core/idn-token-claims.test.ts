@@ -37,7 +37,7 @@ function twoLinkChain(): { human: KeyPair; middle: KeyPair; agent: KeyPair; chai
   return { human, middle, agent, chain: [root, leaf] };
 }
 
-describe('agent token claims (SPEC 2.9)', () => {
+describe('agent token claims (docs/protocol.md §2.9)', () => {
   it('takes the agent, cells and Blake3 hash of the last link and the principal of the root', () => {
     const { human, agent, chain } = twoLinkChain();
     const claims = buildIdnTokenClaims({ chain, trustTier: 'trusted', epochIndex: 4, chainTipHash: TIP });
@@ -72,7 +72,7 @@ describe('agent token claims (SPEC 2.9)', () => {
     assert.equal(fresh.idn_chain_tip, GENESIS_CHAIN_TIP);
   });
 
-  it('claims the sovereign tier as certified, the four SPEC tiers as they are', () => {
+  it('claims the sovereign tier as certified, the four protocol tiers as they are', () => {
     assert.equal(tokenTrustTier('sovereign'), 'certified');
     for (const tier of ['provisioned', 'observed', 'trusted', 'certified'] as const)
       assert.equal(tokenTrustTier(tier), tier);

@@ -14,7 +14,7 @@ const REQUEST_HASH = sha256('the signed request');
 
 type HashedStep = Pick<StepResult, 'id' | 'status' | 'output'>;
 
-describe('job hash (SPEC 2.3)', () => {
+describe('job hash (docs/protocol.md §2.3)', () => {
   describe('job id', () => {
     it('is an RFC 9562 version-8 UUID', () => {
       const id = jobIdFromSignature(SIGNATURE);

@@ -14,11 +14,11 @@ function rejected(steps: PlanStep[]): { error: string; detail: string } {
 }
 
 describe('job plans', () => {
-  it('plans a single inference step (SPEC 4.1 note 4, inference-only job)', () => {
+  it('plans a single inference step (docs/protocol.md §4.1 note 4, inference-only job)', () => {
     assert.deepEqual(planned([{ id: 'ask', type: 'inference' }]), { order: ['ask'], levels: [['ask']] });
   });
 
-  it('runs the satellite, AI and map chain in three levels (SPEC 4.1 note 4)', () => {
+  it('runs the satellite, AI and map chain in three levels (docs/protocol.md §4.1 note 4)', () => {
     const plan = planned([
       { id: 'map', type: 'tile_render', depends_on: 'ai' },
       { id: 'ai', type: 'inference', depends_on: 'ndvi' },

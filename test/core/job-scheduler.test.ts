@@ -102,7 +102,7 @@ const byId = (result: ScheduleResult, id: string): StepResult => {
 
 const failure = (name: string, message: string): Error => Object.assign(new Error(message), { name });
 
-describe('job scheduler (SPEC 2.2)', () => {
+describe('job scheduler (docs/protocol.md §2.2)', () => {
   describe('levels and dependencies', () => {
     it('starts the second step of a level while the first is still running', async () => {
       const runner = new ManualRunner();

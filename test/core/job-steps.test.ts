@@ -63,7 +63,7 @@ function stepOf(j: ComputeJobInput, id: string): JobStep {
 
 const CONTEXT_PREFIX = `Output of the job's step "ndvi" (JSON), for use in your answer:\n`;
 
-describe('job steps: activity inputs (SPEC 2.2 rules 1, 2)', () => {
+describe('job steps: activity inputs (docs/protocol.md §2.2 rules 1, 2)', () => {
   describe('inference', () => {
     it('passes the messages, the job cell and the worker constraints through, without a dependency', () => {
       const j = job(

@@ -68,7 +68,7 @@ const input = (response: ComputeResponse, overrides: Partial<JobLedgerInput> = {
 const sum = (entries: readonly LedgerEntry[]) => entries.reduce((total, e) => total + e.amount_units, 0);
 const amounts = (entries: readonly LedgerEntry[]) => Object.fromEntries(entries.map((e) => [e.id, e.amount_units]));
 
-describe('ledger entries of a job (issue 10)', () => {
+describe('ledger entries of a job', () => {
   const mixed = answer([
     step('ask', { cost: 0.0015, relay_pk: RELAY }),
     step('tile', { type: 'tile_render', worker_pk: TILER, cost: 0.0001 }),
@@ -288,7 +288,7 @@ describe('ledger entries of a job (issue 10)', () => {
 });
 
 describe('ledger entries of a bought Merkle proof', () => {
-  it('charges the requester the SPEC 8 price and pays it to the platform, with ids from the request', () => {
+  it('charges the requester the docs/protocol.md §8 price and pays it to the platform, with ids from the request', () => {
     const entries = proofPurchaseEntries({
       requesterPk: REQUESTER,
       platformPk: PLATFORM,

@@ -11,9 +11,8 @@ import {
 } from '../../core/merkle/inclusion.js';
 import { EMPTY_ROOT, HASH_BYTES, leafHash, merkleLevels, merkleRoot, nodeHash } from '../../core/merkle/tree.js';
 
-// The shared folder sits beside the repository; GEOFABRIC_SHARED_DIR points elsewhere (e.g. in CI).
-const SHARED = process.env.GEOFABRIC_SHARED_DIR ?? resolve(import.meta.dirname, '../../../shared');
-const VECTORS = join(SHARED, 'vectors/merkle/inclusion');
+// transparency-dev/merkle's inclusion vectors, copied in with their licence (test/fixtures/vectors/README.md).
+const VECTORS = resolve(import.meta.dirname, '../fixtures/vectors/merkle/inclusion');
 
 interface Vector {
   file: string;
@@ -101,7 +100,7 @@ function rejection(fn: () => unknown): MerkleError {
 }
 
 describe('core/merkle', () => {
-  describe('RFC 9162 inclusion vectors (shared/vectors/merkle/inclusion)', () => {
+  describe('RFC 9162 inclusion vectors (test/fixtures/vectors/merkle/inclusion)', () => {
     const vectors = loadVectors();
 
     it('finds the vector files', () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createModelRegistry, MODEL_CATALOG, modelCost } from '../../core/model-registry.js';
 
 describe('model registry', () => {
-  it('knows the five swarm models and the backbone model, the SPEC default first', () => {
+  it('knows the five swarm models and the backbone model, the protocol default first', () => {
     const registry = createModelRegistry();
     assert.deepEqual(
       registry.models.map((m) => m.id),

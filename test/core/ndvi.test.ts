@@ -11,7 +11,7 @@ import {
 } from '../../core/ndvi.js';
 
 describe('core/ndvi', () => {
-  describe('classifyHealth (SPEC 2.5; each boundary belongs to the class above it)', () => {
+  describe('classifyHealth (docs/protocol.md §2.5; each boundary belongs to the class above it)', () => {
     const cases: [number, string][] = [
       [0.9, 'healthy'],
       [0.6, 'healthy'],

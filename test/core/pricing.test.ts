@@ -16,8 +16,8 @@ import {
   withinBudget,
 } from '../../core/pricing.js';
 
-describe('pricing (SPEC 8)', () => {
-  it('lists the SPEC 8 prices', () => {
+describe('pricing (docs/protocol.md §8)', () => {
+  it('lists the docs/protocol.md §8 prices', () => {
     assert.deepEqual(PRICES, {
       inferenceWorkerPerToken: 0.00001,
       inferenceBackbonePerToken: 0,
@@ -39,7 +39,7 @@ describe('pricing (SPEC 8)', () => {
     assert.throws(() => tokensCost(1.5, 'worker'), RangeError);
   });
 
-  it('prices a tile at 0.00001 on a hit and 0.0001 on a miss (SPEC 2.4)', () => {
+  it('prices a tile at 0.00001 on a hit and 0.0001 on a miss (docs/protocol.md §2.4)', () => {
     assert.equal(tileCost(true), 0.00001);
     assert.equal(tileCost(false), 0.0001);
   });
@@ -91,7 +91,7 @@ describe('pricing (SPEC 8)', () => {
     assert.throws(() => estimateStepCost({ type: 'image_process' }, 'not-a-cell'), RangeError);
   });
 
-  it('estimates the SPEC 4.1 note 4 chain as the sum of its steps plus one proof', () => {
+  it('estimates the docs/protocol.md §4.1 note 4 chain as the sum of its steps plus one proof', () => {
     const steps = [
       { id: 'ndvi', type: 'image_process' as const },
       {

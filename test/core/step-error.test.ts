@@ -3,7 +3,7 @@ import { ActivityFailure, ApplicationFailure, RetryState } from '@temporalio/com
 import { ServiceError } from '../../core/errors.js';
 import { describeStepError } from '../../core/step-error.js';
 
-describe('step errors (issue 7)', () => {
+describe('step errors', () => {
   it('reports a ServiceError by its code and detail', () => {
     assert.deepEqual(describeStepError(new ServiceError('no_workers', 'no worker in 851e8053fffffff')), {
       code: 'no_workers',

@@ -25,7 +25,7 @@ function subsets<T>(items: readonly T[]): T[][] {
   return all;
 }
 
-describe('task queues (issue 7, SPEC 1.4)', () => {
+describe('task queues (docs/protocol.md §1.4)', () => {
   it('routes by resolution 5 under the geofabric prefix by default', () => {
     assert.equal(DEFAULT_QUEUE_PREFIX, 'geofabric');
     assert.equal(DEFAULT_ROUTING_RESOLUTION, 5);

@@ -46,7 +46,7 @@ function rejected(result: ReturnType<typeof preflightTool>, violation: string, s
 }
 
 describe('core/tool-preflight', () => {
-  it('exports the SPEC 4.3 whitelist of eleven tools', () => {
+  it('exports the docs/protocol.md §4.3 whitelist of eleven tools', () => {
     assert.deepEqual([...DEFAULT_ALLOWED_TOOLS].sort(), [
       'compliance_report',
       'idn_get_compliance_report',
@@ -109,7 +109,7 @@ describe('core/tool-preflight', () => {
   });
 
   describe('tools (facet_violation, critical)', () => {
-    it('without allowed_tools, allows the SPEC 4.3 whitelist only', () => {
+    it('without allowed_tools, allows the docs/protocol.md §4.3 whitelist only', () => {
       for (const tool of DEFAULT_ALLOWED_TOOLS) assert.deepEqual(call({ toolName: tool }), { ok: true }, tool);
       assert.equal(
         rejected(call({ toolName: 'web-search' }), 'facet_violation', 'critical'),

@@ -10,7 +10,7 @@ import {
 } from '../../core/tool-registry.js';
 
 describe('tool registry', () => {
-  it('seeds the five tools of SPEC 2.7, in order', () => {
+  it('seeds the five tools of docs/protocol.md §2.7, in order', () => {
     assert.deepEqual(
       TOOLS.map((t) => t.id),
       ['web-search', 'file-ops', 'python-repl', 'browser-automation', 'code-execution'],

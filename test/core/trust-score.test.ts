@@ -9,7 +9,7 @@ const score = (over: Partial<Parameters<typeof trustScore>[0]> = {}) =>
   trustScore({ operations: 0, uniqueCells: 0, firstBlockAt: null, nowMs: NOW, chainValid: false, ...over });
 
 describe('core/trust-score', () => {
-  describe('trustScore (SPEC 2.8 table)', () => {
+  describe('trustScore (docs/protocol.md §2.8 table)', () => {
     it('is 0 for nothing and 10 for a valid empty chain', () => {
       assert.deepEqual(score(), {
         score: 0,
@@ -63,8 +63,8 @@ describe('core/trust-score', () => {
     });
   });
 
-  describe('tiers (SPEC 3)', () => {
-    it('has the SPEC thresholds for the five tiers, ascending', () => {
+  describe('tiers (docs/protocol.md §3)', () => {
+    it('has the protocol thresholds for the five tiers, ascending', () => {
       assert.deepEqual(TIER_THRESHOLDS, { provisioned: 0, observed: 25, trusted: 60, certified: 85, sovereign: 99 });
       assert.deepEqual(Object.keys(TIER_THRESHOLDS), [...TRUST_TIERS]);
     });

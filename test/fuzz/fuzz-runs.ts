@@ -43,7 +43,7 @@ export class CaseTally {
     private readonly suite: string,
   ) {}
 
-  /** `expected5xx`: a 5xx the route documents for a valid request (SPEC 7's 503 no_workers), not counted as one. */
+  /** `expected5xx`: a 5xx the route documents for a valid request (docs/protocol.md §7's 503 no_workers), not counted as one. */
   add(property: string, family: string, status?: number, expected5xx = false): void {
     const key = `${property}\u0000${family}`;
     const entry = this.counts.get(key) ?? { cases: 0, fivexx: 0, http: false, statuses: new Map<number, number>() };

@@ -137,7 +137,7 @@ const LEAK =
   /\n\s+at\s|\(\/[^)]*:\d+:\d+\)|node:internal|node_modules|\/work\/|\b(?:TypeError|ReferenceError|RangeError)\b|Cannot read propert|is not a function|Maximum call stack/;
 
 export interface AnswerRules {
-  /** Answers a route may legitimately give with a 5xx status (e.g. SPEC 7's epoch-roll message). */
+  /** Answers a route may legitimately give with a 5xx status (e.g. docs/protocol.md §7's epoch-roll message). */
   allow5xx?: (res: FuzzResponse) => boolean;
   /** Bodies besides `{ error: code }` a 4xx may carry (e.g. JSON-RPC errors from the MCP transport). */
   otherErrorBody?: (body: unknown, res: FuzzResponse) => boolean;

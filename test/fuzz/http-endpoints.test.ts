@@ -1,5 +1,5 @@
 /**
- * Fuzz (issue 12): every gateway route, read from the app's router, gets fast-check generated hostile
+ * Fuzz: every gateway route, read from the app's router, gets fast-check generated hostile
  * requests — raw bodies, signed bodies, query strings, path parameters, headers, methods and malformed
  * HTTP — and every answer must be a 4xx JSON error with a code of core/errors.ts whose table status it
  * carries (or a success), never a 5xx, a stack, a hang, a crash or a polluted Object.prototype.
@@ -216,7 +216,7 @@ const queryString: fc.Arbitrary<string> = fc
 const base64 = (value: string | Buffer) => Buffer.from(value).toString('base64');
 
 /**
- * SPEC 7's 503 no_workers: the answer to a VALID job no worker can take (a tool or x-svc-jurisdiction no
+ * docs/protocol.md §7's 503 no_workers: the answer to a VALID job no worker can take (a tool or x-svc-jurisdiction no
  * worker offers). It is about capacity, not input, so it is allowed, and counted apart from 5xx.
  */
 function isNoWorkers(res: FuzzResponse): boolean {

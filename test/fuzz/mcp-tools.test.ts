@@ -1,5 +1,5 @@
 /**
- * Fuzz (issue 12): every MCP tool of the perception and governance servers, called through the official SDK
+ * Fuzz: every MCP tool of the perception and governance servers, called through the official SDK
  * client with fast-check generated arguments (wrong types, missing and extra fields, huge strings, invalid
  * cells, bad dates, prototype keys, hostile delegation chains), must answer a tool error (`isError`) or a
  * JSON-RPC invalid-params error — never an internal error, a hang or a crash — and both servers keep
@@ -69,7 +69,7 @@ const CALL_DEADLINE_MS = 10_000;
  */
 const CALLS_PER_CLIENT = 1000;
 
-/** SPEC 7's body for an epoch roll with nothing to roll: the one 500 a route may answer on purpose. */
+/** docs/protocol.md §7's body for an epoch roll with nothing to roll: the one 500 a route may answer on purpose. */
 const EPOCH_ROLL_EMPTY = /^EPOCH: no blocks to roll since block_index \d+$/;
 
 const base64 = (value: string | Buffer) => Buffer.from(value).toString('base64');

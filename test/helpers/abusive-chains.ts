@@ -1,5 +1,5 @@
 /**
- * Delegation chains for issue 12's abuse tests, shared by every entry point (gateway gate 3, the governance
+ * Delegation chains for the abuse tests, shared by every entry point (gateway gate 3, the governance
  * tools and POST /token, the perception server's IDN_DELEGATION_CERT): two chains that verify, and eleven that
  * must not, each with the reason core/delegation-cert.ts gives: a link delegating past its max_depth, a chain
  * over MAX_CHAIN_LENGTH links, loops, and repeated links.

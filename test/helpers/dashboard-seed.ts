@@ -1,5 +1,5 @@
 /**
- * A gateway with something to show (issue 11 item 3): signed workers in several cells and hardware tiers,
+ * A gateway with something to show: signed workers in several cells and hardware tiers,
  * completed compound jobs on a fake backbone and a fake local worker runtime (so the inference audit holds
  * both providers), a sealed epoch whose records have proofs, a pending record in the open epoch, tiles from a
  * local XYZ server, and a real perception server whose agent has audited calls (for the compliance view).

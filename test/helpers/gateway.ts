@@ -72,7 +72,7 @@ export async function startGateway(
     jobRunner?: (compute: ComputeActivities) => JobRunner;
     /** How long POST /v1/compute waits before job_timeout (embedded default 10 s). */
     jobWaitMs?: number;
-    /** The credit ledger (issue 10); default: SQLite in the gateway's in-memory database. */
+    /** The credit ledger; default: SQLite in the gateway's in-memory database. */
     ledger?: LedgerStore;
     /** The relay's share of a routed step (RELAY_FEE_PERCENT / 100); default core/pricing.ts RELAY_FEE_SHARE. */
     relayFeeShare?: number;

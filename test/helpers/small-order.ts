@@ -1,5 +1,5 @@
 /**
- * Forging Ed25519 "signatures" under small-order public keys (issue 12: small-order keys fail everywhere).
+ * Forging Ed25519 "signatures" under small-order public keys (small-order keys fail everywhere).
  * For a small-order A, a signature R‖0 with R + [k]A = 0 satisfies the cofactorless equation [S]B = R + [k]A,
  * so a verifier without a key policy (OpenSSL on its own) accepts it; core/identity.ts must refuse the key.
  */

@@ -52,7 +52,7 @@ async function cuttableProxy(target: { host: string; port: number }) {
   };
 }
 
-describe('central store unavailable during sync (live MongoDB, issue 12)', function () {
+describe('central store unavailable during sync (live MongoDB)', function () {
   this.timeout(60_000);
   const target = new URL(requireEnv('MONGODB_URI'));
   const worker = generateKeyPair();

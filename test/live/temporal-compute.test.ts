@@ -194,7 +194,7 @@ describe('Compound jobs on the Temporal dev server (live)', function () {
       assert.equal((await gw.workers.get(b.publicKey))?.jobs_completed, 1);
       assert.equal((await gw.workers.get(a.publicKey))?.jobs_completed, 0);
 
-      // Never half-charged (issue 12): the killed attempt posted nothing; the job has exactly one charge to the
+      // Never half-charged: the killed attempt posted nothing; the job has exactly one charge to the
       // requester, the worker that finished the step earns it, the platform the proof, and the entries sum to 0.
       const entries = await gw.ledger.jobEntries(job.job_id);
       assert.deepEqual(
@@ -239,7 +239,7 @@ describe('Compound jobs on the Temporal dev server (live)', function () {
   });
 });
 
-// SPEC 4.1 note 4's satellite → AI → map chain as one workflow: no swarm worker in the cell, so the gateway's
+// docs/protocol.md §4.1 note 4's satellite → AI → map chain as one workflow: no swarm worker in the cell, so the gateway's
 // own queues take every step (imagery and tiles on the gateway queue, inference on the backbone queue, where
 // the gateway's dispatcher prefers its local runtime).
 describe('The satellite → AI → map chain on the Temporal dev server (live)', function () {

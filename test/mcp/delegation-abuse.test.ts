@@ -57,7 +57,7 @@ function verdict(result: unknown): Record<string, unknown> {
   return JSON.parse(textOf(r)) as Record<string, unknown>;
 }
 
-describe('delegation chain abuse at the MCP servers (issue 12)', function () {
+describe('delegation chain abuse at the MCP servers', function () {
   this.timeout(20_000);
   const { controls, abuses } = casesAt(T0);
 

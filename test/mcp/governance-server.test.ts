@@ -522,7 +522,7 @@ describe('governance server (MCP)', function () {
       assert.equal(answer.cert_hash, certificateHash(chain[0]!));
     });
 
-    it('refuses a tool outside allowed_tools, and the SPEC 4.3 whitelist is the default universe', async () => {
+    it('refuses a tool outside allowed_tools, and the docs/protocol.md §4.3 whitelist is the default universe', async () => {
       const gov = await governance();
       const outside = await gov.call('check_delegation_chain', { tool_name: 'web-search' });
       assert.equal(outside.authorized, false);

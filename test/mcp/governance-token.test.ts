@@ -66,7 +66,7 @@ describe('agent tokens (mcp/governance/token.ts)', () => {
     });
 
   describe('issueIdnToken and verifyIdnToken', () => {
-    it('issues an EdDSA JWT with the SPEC 2.9 claims that verifies', async () => {
+    it('issues an EdDSA JWT with the docs/protocol.md §2.9 claims that verifies', async () => {
       const issued = await issue({ jti: 'call-1' });
       assert.equal(issued.jti, 'call-1');
       assert.equal(issued.expires_at, '2026-03-01T12:10:00.000Z');

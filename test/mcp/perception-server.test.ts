@@ -366,7 +366,7 @@ describe('perception server (MCP)', function () {
       assert.equal(second.start_block, 5);
     });
 
-    it('an empty idn_roll_epoch is a tool error with the SPEC message', async () => {
+    it('an empty idn_roll_epoch is a tool error with the protocol message', async () => {
       const h = await start();
       // The roll runs before its own breadcrumb (block 0) is written: there is nothing to roll.
       const client = await h.client();
@@ -618,7 +618,7 @@ describe('perception server (MCP)', function () {
   });
 
   describe('HTTP', () => {
-    it('GET /health has the SPEC 2.8 fields, chain_tip the next block index', async () => {
+    it('GET /health has the docs/protocol.md §2.8 fields, chain_tip the next block index', async () => {
       const h = await start();
       const health = await h.get('/health');
       assert.equal(health.status, 200);

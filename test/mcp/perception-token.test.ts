@@ -58,7 +58,7 @@ function agentChain(agent: KeyPair, cells: string[]): DelegationCertificate[] {
   ];
 }
 
-describe('perception server with agent tokens (issue 9)', function () {
+describe('perception server with agent tokens', function () {
   let meteo: OpenMeteoServer;
   let db: SqliteDatabase;
   let store: AuditStore;

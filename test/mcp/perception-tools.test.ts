@@ -95,7 +95,7 @@ describe('perception tools', () => {
       assert.equal(headers['user-agent'], 'geofabric-test/1');
     });
 
-    it('returns the SPEC fields, the centroid, the host and the spatial-memory note', async () => {
+    it('returns the protocol fields, the centroid, the host and the spatial-memory note', async () => {
       meteo.setCurrent({
         time: '2026-03-01T11:45',
         temperature_2m: 17.5,

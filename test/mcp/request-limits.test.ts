@@ -29,7 +29,7 @@ async function governanceWith(limits: Partial<HttpLimits>): Promise<{ url: strin
   return { url, server };
 }
 
-describe('MCP servers: request limits (issue 12: abuse)', () => {
+describe('MCP servers: request limits (abuse)', () => {
   it('limits each client address on every route, /mcp included, with 429 rate_limit and retry-after', async () => {
     const { url, server } = await governanceWith({ ipPerMinute: 36 }); // bucket of 3
     try {

@@ -97,7 +97,7 @@ const smallMiddleChain = (pk: string, human: KeyPair, agent: KeyPair, nowMs: num
 
 // -----------------------------------------------------------------------------------------------------------
 
-describe('small-order public keys are refused everywhere: MCP servers and audit CLI (issue 12)', function () {
+describe('small-order public keys are refused everywhere: MCP servers and audit CLI', function () {
   this.timeout(20_000);
   let db: SqliteDatabase;
   let store: AuditStore;

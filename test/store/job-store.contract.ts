@@ -27,7 +27,7 @@ export const runningJob = (overrides: Partial<JobRecord> = {}): JobRecord => ({
   ...overrides,
 });
 
-/** The job finished: a full SPEC 2.3 answer, with outputs whose keys and values a store must keep exactly. */
+/** The job finished: a full docs/protocol.md §2.3 answer, with outputs whose keys and values a store must keep exactly. */
 export function finishedJob(job: JobRecord, status: 'complete' | 'failed', at = T0 + 5000): JobRecord {
   const response: ComputeResponse = {
     job_id: job.job_id,

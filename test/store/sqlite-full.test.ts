@@ -1,5 +1,5 @@
 /**
- * A full SQLite store (issue 12 "Faults": disk full): with STORE_MAX_MB the database is capped by
+ * A full SQLite store (disk full): with STORE_MAX_MB the database is capped by
  * `PRAGMA max_page_count`, and a write past the cap fails with SQLITE_FULL, which is exactly what SQLite
  * reports when the disk itself is full (ENOSPC). Through the store interfaces: the failed write changed nothing
  * (a batch, a seal, a job, a ledger post are each all-or-nothing), the file passes `integrity_check`, every

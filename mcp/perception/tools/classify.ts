@@ -1,5 +1,5 @@
 /**
- * `perception_classify` (SPEC 4.2): model inference over an H3 cell on a GPU inference endpoint
+ * `perception_classify` (docs/protocol.md §4.2): model inference over an H3 cell on a GPU inference endpoint
  * (`CLASSIFY_URL`). Without an endpoint the tool is still listed and answers `not_configured`.
  *
  * The endpoint protocol (Geofabric classify v1), small enough to put in front of any model server:

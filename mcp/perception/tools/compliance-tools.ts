@@ -1,5 +1,5 @@
 /**
- * The idn_* tools of the perception server (SPEC 4.2): the agent's compliance report, trust score, chain
+ * The idn_* tools of the perception server (docs/protocol.md §4.2): the agent's compliance report, trust score, chain
  * verification and epoch roll, computed live by the report service. They exercise the `compliance` facet at
  * the server's default cell and pass the same pre-flight and leave the same breadcrumbs as every other tool.
  * `agent_pk` is optional and means the server's own agent when omitted.

@@ -1,5 +1,5 @@
 /**
- * `perception_embed` (SPEC 4.2): listed so agents can discover it, not available yet (planned). It still
+ * `perception_embed` (docs/protocol.md §4.2): listed so agents can discover it, not available yet (planned). It still
  * validates its cell, so the pre-flight and the breadcrumb see the call like any other.
  */
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 /**
- * `perception_fetch_tile` (SPEC 4.2): the best Sentinel-2 L2A scene over an H3 cell (least cloudy, ties →
+ * `perception_fetch_tile` (docs/protocol.md §4.2): the best Sentinel-2 L2A scene over an H3 cell (least cloudy, ties →
  * newest) from the imagery issue's STAC catalog, with its metadata and the URLs of the requested bands.
  *
  * The search is the imagery client's (`createStacClient(...).searchBody`: cell polygon, 30-day window before

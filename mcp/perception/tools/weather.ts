@@ -1,5 +1,5 @@
 /**
- * `perception_weather` (SPEC 4.2): the weather at an H3 cell's centroid from an Open-Meteo-compatible API.
+ * `perception_weather` (docs/protocol.md §4.2): the weather at an H3 cell's centroid from an Open-Meteo-compatible API.
  *
  * Now (no timestamp, or one within 30 minutes of the call) asks for the `current` block. Any other instant
  * asks for the one `hourly` value of its UTC hour (`start_hour` = `end_hour`), which the forecast API serves

@@ -78,7 +78,7 @@ describe('runInference (the compound-job inference step)', () => {
   });
   after(() => runtime.close());
 
-  it('returns SPEC 2.3 output with the places the model named, recorded under job and step', async () => {
+  it('returns docs/protocol.md §2.3 output with the places the model named, recorded under job and step', async () => {
     const s = await swarmWith({ workerRuntimeUrl: runtime.url, workerModels: ['tinyllama'] });
     try {
       reply = {

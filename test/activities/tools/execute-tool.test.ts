@@ -61,7 +61,7 @@ describe('tool executor', () => {
     for (const id of ['file-ops', 'python-repl', 'browser-automation', 'code-execution']) {
       assert.deepEqual(await executor.execute(id, { code: 'print(1)' }), {
         ok: false,
-        error: `tool ${id} has no executor (registered only, SPEC 2.7)`,
+        error: `tool ${id} has no executor (registered only, docs/protocol.md §2.7)`,
       });
     }
   });
