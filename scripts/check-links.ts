@@ -7,7 +7,7 @@
  *   tsx scripts/check-links.ts [files…]     default: every tracked *.md outside test/fixtures
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -110,15 +110,29 @@ export function checkFile(file: string, root = ROOT): BrokenLink[] {
   return broken;
 }
 
+/** The tracked Markdown files (every *.md on disk when this is not a git checkout). */
 function trackedMarkdown(): string[] {
-  const out = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '*.md'], {
-    cwd: ROOT,
-    encoding: 'utf8',
-  });
-  return out
-    .split('\n')
+  let files: string[];
+  try {
+    files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '*.md'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).split('\n');
+  } catch {
+    files = walk('');
+  }
+  return files
     .filter((f) => f !== '' && !f.startsWith('test/fixtures/') && !f.startsWith('node_modules/'))
     .filter((f) => existsSync(join(ROOT, f)));
+}
+
+function walk(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
+    const path = dir === '' ? entry.name : `${dir}/${entry.name}`;
+    if (entry.isDirectory()) return ['node_modules', '.git', 'data'].includes(entry.name) ? [] : walk(path);
+    return entry.name.endsWith('.md') ? [path] : [];
+  });
 }
 
 function main(argv: string[]): number {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The repository stands on its own: no tracked source, script, page or document cites the product contract or
-# tracker by number ("SPEC 2.4", "issue 12": cite docs/protocol.md §2.4 or say the reason), and no relative path
+# tracker by number (the word SPEC or issue followed by a number: cite docs/protocol.md §x.y, or say the reason), and no relative path
 # leaves the checkout for the documents that sat beside it (`../shared/…`). A `../shared` that stays inside the
 # repository (mcp/shared/) is fine. test/fixtures holds third-party material verbatim and is not checked.
 # Exit 1 listing each offending line.
