@@ -189,7 +189,7 @@ export function buildOpenApiDocument(routes: readonly RouteSpec<unknown>[], opti
       schemas,
       responses: {
         Error: {
-          description: 'Any other error: the code says which (see the error table of the README)',
+          description: 'Any other error: the code says which (see the error table, docs/protocol.md §7)',
           content: { 'application/json': { schema: { $ref: ERROR_REF } } },
         },
       },

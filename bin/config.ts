@@ -33,14 +33,14 @@ export const TESTNET_PASSPHRASE = 'Test SDF Network ; September 2015';
 export const DEFAULT_WEATHER_URL = 'https://api.open-meteo.com';
 
 /**
- * Every environment variable the service reads, with its default. The README's configuration table is
- * this list; keep them together.
+ * Every environment variable the service reads, with its default. docs/configuration.md is generated from
+ * this schema and ENV_DOCS below (`npm run docs:config`); a variable added here needs its entry there.
  */
 const boolean = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 
-const envSchema = z.object({
+export const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65_535).default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
   DATA_DIR: z.string().min(1).default('./data'),
@@ -181,6 +181,355 @@ const envSchema = z.object({
   // docs/protocol.md §1.4: a mobile relay's share of each step it routed, taken from the worker's earning.
   RELAY_FEE_PERCENT: z.coerce.number().min(0).max(100).default(20),
 });
+
+/** Where a variable is listed in docs/configuration.md, in this order. */
+export const ENV_SECTIONS = [
+  'Gateway',
+  'Abuse bounds',
+  'Stores',
+  'Proof sealing and sync',
+  'Tiles',
+  'Imagery',
+  'Inference and swarm',
+  'Web search tool',
+  'Compound jobs and Temporal',
+  'Worker (`geofabric worker`)',
+  'Perception MCP server',
+  'Governance tool server',
+  'Settlement and anchoring',
+  'Operations',
+] as const;
+
+export interface EnvDoc {
+  section: (typeof ENV_SECTIONS)[number];
+  description: string;
+  /** The default as shown, when loadConfig (not the schema) supplies it or it is not a plain value. */
+  shownDefault?: string;
+}
+
+/**
+ * The documentation of each variable of envSchema (the schema supplies type, bounds and default). Data, not
+ * behaviour: loadConfig never reads it. test/bin/config-doc.test.ts checks that the two list the same names.
+ */
+export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
+  PORT: { section: 'Gateway', description: 'gateway port' },
+  HOST: {
+    section: 'Gateway',
+    description: 'gateway bind address (`0.0.0.0` to serve other machines, e.g. in a container)',
+  },
+  DATA_DIR: {
+    section: 'Stores',
+    description:
+      'the embedded SQLite store (`geofabric.db`), node key, perception and governance keys; a worker keeps its own under `DATA_DIR/worker/`',
+  },
+  LOG_LEVEL: { section: 'Operations', description: 'pino level: `fatal` … `trace`, `silent`' },
+  REQUIRE_DELEGATION: {
+    section: 'Gateway',
+    description: 'gate 3 refuses signed requests that carry no delegation certificate',
+  },
+  EPOCH_GENESIS: {
+    section: 'Proof sealing and sync',
+    description: 'start of epoch 0 (ISO 8601, on the hour); hourly epochs and rate windows align to it',
+    shownDefault: new Date(DEFAULT_EPOCH_GENESIS_MS).toISOString().replace('.000Z', 'Z'),
+  },
+  API_KEYS: {
+    section: 'Gateway',
+    description:
+      'comma-separated keys accepted on `api_key` routes as `Authorization: Bearer <key>` (tier `pro`), besides keys made with `geofabric apikey create`',
+  },
+  BODY_LIMIT_BYTES: {
+    section: 'Abuse bounds',
+    description: 'largest JSON body accepted (413 `payload_too_large` above)',
+  },
+  RATE_LIMIT_IP_PER_MINUTE: {
+    section: 'Abuse bounds',
+    description:
+      'requests per minute per client address (IPv6 per /64) on every route of the gateway and both MCP servers; `0` turns it off',
+  },
+  RATE_LIMIT_PRINCIPAL_PER_MINUTE: {
+    section: 'Abuse bounds',
+    description:
+      'requests per minute per principal (a verified signing key, an API key, an MCP bearer token); `0` turns it off',
+  },
+  RATE_LIMIT_BURST_SECONDS: {
+    section: 'Abuse bounds',
+    description: 'a rate bucket holds this many seconds of its rate: the burst allowed at once (then 429 `rate_limit`)',
+  },
+  TRUST_PROXY: {
+    section: 'Abuse bounds',
+    description:
+      'behind a reverse proxy: the client address is the last `X-Forwarded-For` hop; off, the header is ignored',
+  },
+  REQUEST_TIMEOUT_SECONDS: {
+    section: 'Abuse bounds',
+    description: 'a request (headers and body) must arrive within this (408 `request_timeout`, connection closed)',
+  },
+  HEADERS_TIMEOUT_SECONDS: {
+    section: 'Abuse bounds',
+    description: 'request headers must arrive within this (capped at `REQUEST_TIMEOUT_SECONDS`; 408)',
+  },
+  STORE_MAX_MB: {
+    section: 'Stores',
+    description:
+      'cap on each SQLite store file (`max_page_count`); when full (or the disk is): 507 `storage_full`, nothing half-written',
+    shownDefault: 'unset (the disk)',
+  },
+  MONGODB_URI: {
+    section: 'Stores',
+    description: 'use MongoDB (any MongoDB, or FerretDB) as the store instead of the embedded SQLite file',
+  },
+  MONGODB_DB: { section: 'Stores', description: 'database name on `MONGODB_URI`' },
+  NODE_SECRET_KEY: {
+    section: 'Proof sealing and sync',
+    description:
+      "this node's Ed25519 secret key (hex), which signs its proof records and seals; else `DATA_DIR/node-key.json`, created on first start",
+    shownDefault: 'generated',
+  },
+  SEAL_GRACE_SECONDS: {
+    section: 'Proof sealing and sync',
+    description:
+      'an epoch is sealed this long after it closes (longer than the sync interval, so late pushes land first)',
+  },
+  SEAL_CHECK_SECONDS: {
+    section: 'Proof sealing and sync',
+    description: 'how often the auto-sealer looks for due epochs',
+  },
+  CENTRAL_STORE_URL: {
+    section: 'Proof sealing and sync',
+    description:
+      "push this node's records and seals to that gateway's `/store/sync` and `/store/epochs` (a worker defaults to `GATEWAY_URL`)",
+  },
+  SYNC_INTERVAL_SECONDS: { section: 'Proof sealing and sync', description: 'interval between sync rounds' },
+  TILE_URL_OSM_BRIGHT: {
+    section: 'Tiles',
+    description: 'upstream XYZ template of style `osm-bright` (`{z}`, `{x}`, `{y}`)',
+    shownDefault: DEFAULT_TILE_TEMPLATES['osm-bright'],
+  },
+  TILE_URL_OSM_STANDARD: {
+    section: 'Tiles',
+    description: 'style `osm-standard`',
+    shownDefault: DEFAULT_TILE_TEMPLATES['osm-standard'],
+  },
+  TILE_URL_DARK: { section: 'Tiles', description: 'style `dark`', shownDefault: DEFAULT_TILE_TEMPLATES.dark },
+  TILE_URL_TERRAIN: { section: 'Tiles', description: 'style `terrain`', shownDefault: DEFAULT_TILE_TEMPLATES.terrain },
+  TILE_URL_SATELLITE: {
+    section: 'Tiles',
+    description: 'style `satellite` (Esri orders its path `{z}/{y}/{x}` and answers JPEG)',
+    shownDefault: DEFAULT_TILE_TEMPLATES.satellite,
+  },
+  TILE_CACHE_MB: { section: 'Tiles', description: 'byte budget of the in-memory tile cache (LRU)' },
+  TILE_TIMEOUT_MS: { section: 'Tiles', description: 'per upstream tile request (504 `upstream_timeout` beyond)' },
+  STAC_URL: { section: 'Imagery', description: 'STAC API of the imagery endpoints and `perception_fetch_tile`' },
+  STAC_COLLECTION: { section: 'Imagery', description: 'STAC collection searched' },
+  STAC_TIMEOUT_MS: { section: 'Imagery', description: 'per STAC request and per COG range read' },
+  BRAVE_API_KEY: {
+    section: 'Web search tool',
+    description:
+      'Brave Search API token; when set, `web-search` uses Brave instead of DuckDuckGo (set it in production)',
+  },
+  BRAVE_URL: { section: 'Web search tool', description: 'Brave Search API root' },
+  DUCKDUCKGO_URL: { section: 'Web search tool', description: 'DuckDuckGo HTML root (keyless fallback)' },
+  WEB_SEARCH_TIMEOUT_MS: { section: 'Web search tool', description: 'per search (504 `upstream_timeout` beyond)' },
+  WORKER_RUNTIME_URL: {
+    section: 'Inference and swarm',
+    description:
+      "OpenAI-compatible base URL of this node's model runtime (e.g. Ollama `http://127.0.0.1:11434/v1`); unset: no local worker",
+  },
+  WORKER_MODELS: { section: 'Inference and swarm', description: 'models the local worker serves (each in `MODELS`)' },
+  PREWARM_MODELS: {
+    section: 'Inference and swarm',
+    description: 'models warmed at start with a one-token completion (each in `MODELS`)',
+  },
+  BACKBONE_URL: {
+    section: 'Inference and swarm',
+    description:
+      'OpenAI-compatible fast-inference backbone (`llama-3.3-70b-versatile`), used when no worker is eligible',
+  },
+  BACKBONE_API_KEY: { section: 'Inference and swarm', description: 'bearer key of `BACKBONE_URL`' },
+  INFERENCE_TIMEOUT_MS: {
+    section: 'Inference and swarm',
+    description: 'per runtime or backbone call (while streaming: between chunks)',
+  },
+  FREE_MESSAGES_PER_DAY: {
+    section: 'Inference and swarm',
+    description: 'chat messages per free-tier API key per UTC day (429 `quota_exceeded` beyond)',
+  },
+  MODELS: {
+    section: 'Inference and swarm',
+    description: 'comma-separated enabled registry models (others are 400 `invalid_model`)',
+  },
+  WORKER_CELL: {
+    section: 'Inference and swarm',
+    description: 'H3 cell the local worker (or `geofabric worker`) registers in',
+  },
+  WORKER_TOOLS: {
+    section: 'Inference and swarm',
+    description: 'comma-separated registry tools the worker advertises',
+    shownDefault: '`web-search`',
+  },
+  WORKER_MODEL_NAMES: {
+    section: 'Inference and swarm',
+    description:
+      '`id=runtime-name,…` when the runtime names a model differently, e.g. `phi-3-mini=phi3:mini` for Ollama',
+  },
+  ORCHESTRATOR: {
+    section: 'Compound jobs and Temporal',
+    description: 'who runs compound jobs: `embedded` (in the gateway process) or `temporal` (workflows on a cluster)',
+  },
+  TEMPORAL_ADDRESS: {
+    section: 'Compound jobs and Temporal',
+    description: 'Temporal frontend (the gateway with `ORCHESTRATOR=temporal`, and `geofabric worker`)',
+  },
+  TEMPORAL_NAMESPACE: { section: 'Compound jobs and Temporal', description: 'Temporal namespace' },
+  TASK_QUEUE_PREFIX: {
+    section: 'Compound jobs and Temporal',
+    description: 'first part of every task queue name and of the seal Schedule id (deployments sharing a namespace)',
+  },
+  ROUTING_RESOLUTION: {
+    section: 'Compound jobs and Temporal',
+    description: 'H3 resolution of the routing cell in task queue names',
+  },
+  JOB_WAIT_SECONDS: {
+    section: 'Compound jobs and Temporal',
+    description: 'how long `POST /v1/compute` waits before 504 `job_timeout` (the job goes on)',
+  },
+  JOB_RUN_TIMEOUT_SECONDS: {
+    section: 'Compound jobs and Temporal',
+    description: 'job-level timeout of a Temporal `computeJob` run',
+  },
+  PUBLIC_URL: {
+    section: 'Gateway',
+    description: 'absolute base URL of this gateway as clients reach it (`verify_url`)',
+    shownDefault: 'the request origin',
+  },
+  METRICS_TOKEN: {
+    section: 'Operations',
+    description: 'when set, `GET /metrics` needs `Authorization: Bearer <token>`; unset, it is public',
+  },
+  SHUTDOWN_DRAIN_SECONDS: {
+    section: 'Operations',
+    description: "how long in-flight requests get on SIGTERM/SIGINT (keep it below the orchestrator's kill delay)",
+  },
+  GATEWAY_URL: {
+    section: 'Worker (`geofabric worker`)',
+    description: 'the gateway the worker registers with (and syncs to, unless `CENTRAL_STORE_URL`)',
+  },
+  WORKER_RELAY: {
+    section: 'Worker (`geofabric worker`)',
+    description: 'register as a mobile relay: polls no compute queue, earns `RELAY_FEE_PERCENT` of the steps it routes',
+  },
+  PERCEPTION_ENABLED: {
+    section: 'Perception MCP server',
+    description: '`geofabric start` runs the perception MCP server beside the gateway',
+  },
+  PERCEPTION_PORT: { section: 'Perception MCP server', description: 'perception server port' },
+  PERCEPTION_HOST: { section: 'Perception MCP server', description: 'perception server bind address' },
+  PERCEPTION_ALLOWED_ORIGINS: {
+    section: 'Perception MCP server',
+    description: 'comma-separated origins (`scheme://host[:port]`) besides loopback ones allowed on the MCP routes',
+  },
+  PERCEPTION_ALLOWED_HOSTS: {
+    section: 'Perception MCP server',
+    description: "Host names besides loopback ones a loopback-bound perception server answers (e.g. a local proxy's)",
+  },
+  IDN_AGENT_SK: {
+    section: 'Perception MCP server',
+    description: "the perception agent's secret key (hex); else `DATA_DIR/perception/agent-key.json`",
+    shownDefault: 'generated',
+  },
+  IDN_DELEGATION_CERT: {
+    section: 'Perception MCP server',
+    description:
+      "the agent's delegation certificate or chain (JSON, or base64 of it); else a local development one (also the governance server's default subject)",
+    shownDefault: 'provisioned locally',
+  },
+  WEATHER_URL: { section: 'Perception MCP server', description: 'Open-Meteo-compatible API of `perception_weather`' },
+  WEATHER_TIMEOUT_MS: { section: 'Perception MCP server', description: 'per weather request' },
+  CLASSIFY_URL: {
+    section: 'Perception MCP server',
+    description:
+      'GPU inference endpoint of `perception_classify` (classify v1); unset: the tool answers `not_configured`',
+  },
+  CLASSIFY_TIMEOUT_MS: { section: 'Perception MCP server', description: 'per classify request' },
+  PERCEPTION_REQUIRE_TOKEN: {
+    section: 'Perception MCP server',
+    description: 'perception MCP calls need a governance bearer token (`POST /token`)',
+  },
+  GOVERNANCE_PK: {
+    section: 'Perception MCP server',
+    description: 'public key whose tokens a perception server running apart from its governance server accepts',
+    shownDefault: 'the local governance key',
+  },
+  GOVERNANCE_ENABLED: {
+    section: 'Governance tool server',
+    description: '`geofabric start` runs the governance tool server beside the gateway',
+  },
+  GOVERNANCE_PORT: { section: 'Governance tool server', description: 'governance server port' },
+  GOVERNANCE_HOST: {
+    section: 'Governance tool server',
+    description:
+      'governance bind address; its routes carry no authentication, so `127.0.0.1` keeps it local (see docs/security.md)',
+  },
+  GOVERNANCE_ALLOWED_ORIGINS: {
+    section: 'Governance tool server',
+    description: 'browser origins besides loopback ones allowed on `/mcp` and `/token`',
+  },
+  GOVERNANCE_ALLOWED_HOSTS: {
+    section: 'Governance tool server',
+    description: 'Host names besides loopback ones a loopback-bound governance server answers',
+  },
+  GOVERNANCE_SK: {
+    section: 'Governance tool server',
+    description: "the governance server's signing key (hex); else `DATA_DIR/governance/server-key.json`",
+    shownDefault: 'generated',
+  },
+  COMPLIANCE_URL: {
+    section: 'Governance tool server',
+    description: 'perception service whose `/compliance` reports go into audit bundles (and the dashboard)',
+    shownDefault: 'http://127.0.0.1:<PERCEPTION_PORT>',
+  },
+  COMPLIANCE_TIMEOUT_MS: { section: 'Governance tool server', description: 'per compliance report request' },
+  TOKEN_TTL_SECONDS: {
+    section: 'Governance tool server',
+    description: 'longest lifetime of an issued token (verifiers refuse more than an hour)',
+  },
+  LEDGER: {
+    section: 'Settlement and anchoring',
+    description: '`none`: the credit ledger only; `stellar`: also pay out on Stellar',
+  },
+  HORIZON_URL: {
+    section: 'Settlement and anchoring',
+    description: 'Horizon API for payments, anchors and `proof verify --anchor`',
+  },
+  STELLAR_NETWORK_PASSPHRASE: {
+    section: 'Settlement and anchoring',
+    description: 'network the transactions are signed for (default: the public testnet)',
+  },
+  SETTLEMENT_ASSET: {
+    section: 'Settlement and anchoring',
+    description: '`native` (XLM) or `CODE:ISSUER`; 1 credit = 1 unit',
+  },
+  SETTLEMENT_THRESHOLD: {
+    section: 'Settlement and anchoring',
+    description: "credits: a job (mode `job`) or an account's unsettled earnings reaching it is paid",
+  },
+  SETTLEMENT_MODE: {
+    section: 'Settlement and anchoring',
+    description: '`job`: pay each finished job at once; `balance`: pay accounts on the sweep',
+  },
+  SETTLEMENT_INTERVAL_SECONDS: {
+    section: 'Settlement and anchoring',
+    description: 'the sweep: balance payouts, retries of open settlements and anchors',
+  },
+  ANCHOR_EPOCHS: {
+    section: 'Settlement and anchoring',
+    description: 'write each sealed epoch root to the ledger (`epoch:<n>`); needs `LEDGER=stellar`',
+  },
+  RELAY_FEE_PERCENT: {
+    section: 'Settlement and anchoring',
+    description: "a relay's share of the steps it routed, taken from the worker's earning",
+  },
+};
 
 const list = (value: string) =>
   value

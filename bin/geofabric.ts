@@ -21,7 +21,7 @@ import { runWorkerCli, workerCheck } from './worker.js';
 
 const USAGE = `geofabric <command>
 
-  start                          run the gateway (PORT, default 8080; see README for configuration) and, unless
+  start                          run the gateway (PORT, default 8080; docs/configuration.md) and, unless
                                  PERCEPTION_ENABLED=false, the perception MCP server (PERCEPTION_PORT, default 8100)
                                  and, unless GOVERNANCE_ENABLED=false, the governance tool server (GOVERNANCE_PORT,
                                  default 8000)

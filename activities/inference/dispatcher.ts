@@ -2,10 +2,11 @@
  * Which upstream answers an inference (docs/protocol.md §1.4, §1.5, §7): an eligible swarm worker when one is online, else
  * the backbone, else 503 `no_workers`.
  *
- * What this process can reach today: its own worker (this node, when WORKER_RUNTIME_URL is set). Remote
- * workers are in the registry and are asked for by `eligibleWorkers`, but jobs reach them through Temporal
- * task queues, which do not exist yet. So the first eligible worker that is this node serves; when
- * only remote workers are eligible the backbone answers and the answer says why (`fallback_reason`).
+ * What this process can reach: its own worker (this node, when WORKER_RUNTIME_URL is set). Remote workers
+ * are in the registry and are asked for by `eligibleWorkers`, but only compute steps on Temporal reach them
+ * (through their cell's task queues); this dispatcher serves chat completions, embedded jobs and the gateway's
+ * backbone queue. So the first eligible worker that is this node serves; when only remote workers are
+ * eligible the backbone answers and the answer says why (`fallback_reason`).
  *
  * The backbone is not a swarm worker: it has no cell, no trust tier and runs no worker tools. A request that
  * constrains workers (x-svc-jurisdiction, x-svc-min-tier, required tools) is never sent to it; without an

@@ -1,7 +1,7 @@
 /**
  * Answers of `/v1/compute*` (docs/protocol.md §2.3) for the API reference: core/job-record.ts `ComputeResponse` and the job
  * summary of api/routes/compute.ts. Step outputs are open objects: their fields depend on the step type (docs/protocol.md
- * 2.3 lists the inference output; tile_render and image_process outputs are described in the README).
+ * 2.3 lists the inference output; tile_render and image_process outputs are described in docs/guide.md).
  */
 import { z } from 'zod';
 import { STEP_TYPES } from '../../core/job-plan.js';

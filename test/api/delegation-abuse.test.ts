@@ -1,5 +1,5 @@
 /**
- * Issue 12 "Abuse", item 2, at the gateway: a certificate chain deeper than a link's max_depth, longer than the
+ * Abuse bounds (docs/operations.md), at the gateway: a certificate chain deeper than a link's max_depth, longer than the
  * global maximum (8 links), with a loop (A→B→A, A→A, back to the human) or with a link repeated fails gate 3
  * (`x-svc-delegation-cert`) with 403 `delegation_invalid` naming the problem, and nothing runs: no job, no
  * model call, no ledger entry. Checked on a signed compute request (the chain must end at the requester) and on

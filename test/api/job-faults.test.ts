@@ -7,7 +7,7 @@
  * What must hold: the job completes on a retry or fails with a clean JSON error (the spec's code), and the
  * credit ledger is never half-charged: a completed job has exactly one charge to the requester and entries that
  * sum to 0; a job whose only step failed posts nothing at all; a job that failed after a step completed charges
- * exactly what ran (that step and the proof, README "Compound jobs": "charging only what ran"), balanced.
+ * exactly what ran (that step and the proof, docs/guide.md "Compound jobs": "charging only what ran"), balanced.
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';

@@ -1,5 +1,5 @@
 /**
- * Issue 12 "Abuse", item 1: signed requests replayed under another key or with another body fail.
+ * Abuse bounds (docs/operations.md): signed requests replayed under another key or with another body fail.
  *
  * For every signed route of the gateway (every `auth: 'signed'` route of api/routes/*.ts, asserted against
  * /openapi.json so a new one cannot be missed) a valid signed request is taken and

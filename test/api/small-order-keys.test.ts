@@ -1,5 +1,5 @@
 /**
- * Issue 12 "Abuse", item 3, at the gateway and its CLI: the eight small-order Ed25519 points (the torsion
+ * Abuse bounds (docs/operations.md), at the gateway and its CLI: the eight small-order Ed25519 points (the torsion
  * subgroup; speccheck case 0 of vectors/ed25519 is one) are refused wherever a public key enters:
  *   gate 1 `requester_pk` on every signed route (compute, worker registration and heartbeat, record and seal
  *   pushes, proof purchase), a delegation certificate's principal or agent (gate 3, signed and public routes),

@@ -1,5 +1,5 @@
 /**
- * Issue 12 "Faults": the central store unavailable during sync, against a real MongoDB-protocol server. The
+ * Fault bounds (docs/operations.md): the central store unavailable during sync, against a real MongoDB-protocol server. The
  * central gateway's MongoDB is reached through a TCP proxy the test can cut: while it is cut, pushes are
  * answered 503 `store_unavailable` (never a 500), the worker keeps every record and seal unsynced, and once
  * MongoDB is back one more round delivers them, each exactly once, including a batch cut off mid-sync.

@@ -1,5 +1,5 @@
 /**
- * Issue 12 "Abuse", item 2, at the MCP entry points: a certificate chain deeper than a link's max_depth, longer
+ * Abuse bounds (docs/operations.md), at the MCP entry points: a certificate chain deeper than a link's max_depth, longer
  * than the global maximum (8 links), with a loop (A→B→A) or with a link repeated fails
  *   - governance `check_delegation_chain` and `verify_jurisdiction`, passed as `delegation_chain` (JSON or the
  *     base64 of the header) or configured as the server's subject: `authorized: false`, `signature_valid: false`

@@ -1,5 +1,5 @@
 /**
- * Issue 12 "Abuse", item 3, at the MCP servers and the audit CLI: the eight small-order Ed25519 points are
+ * Abuse bounds (docs/operations.md), at the MCP servers and the audit CLI: the eight small-order Ed25519 points are
  * refused wherever a public key enters:
  *   governance POST /token (`agent_pk`, and the principal or an agent of its delegation chain), the governance
  *   tools' `agent_pk` argument and the agent a passed `delegation_chain` ends at, the perception server's
