@@ -4,6 +4,7 @@ import type { SwarmConfig } from '../activities/inference/index.js';
 import type { TileConfig, TileTemplates } from '../activities/tiles/index.js';
 import type { WebSearchConfig } from '../activities/tools/web-search.js';
 import { DEFAULT_EPOCH_GENESIS_MS, parseEpochGenesis } from '../core/epoch.js';
+import { PROXY_HEADERS } from '../core/forwarded.js';
 import type { HttpLimits } from '../api/http-limits.js';
 import { SERVICE_VERSION } from '../api/version.js';
 import { isCell, DEFAULT_JOB_CELL } from '../core/h3-cell.js';
@@ -60,9 +61,12 @@ const envSchema = z.object({
   RATE_LIMIT_IP_PER_MINUTE: z.coerce.number().int().min(0).max(10_000_000).default(6000),
   RATE_LIMIT_PRINCIPAL_PER_MINUTE: z.coerce.number().int().min(0).max(10_000_000).default(1200),
   RATE_LIMIT_BURST_SECONDS: z.coerce.number().int().min(1).max(3600).default(10),
-  // Behind a reverse proxy: take the client address from X-Forwarded-For (the per-IP limit, logs). Off, the
-  // header is ignored, so a client cannot pick its own address.
+  // Behind reverse proxies: take the client address (the per-IP limit), host and scheme (absolute URLs) from
+  // what the proxies forwarded, at the position the outermost of TRUST_PROXY_HOPS proxies wrote; only the one
+  // header family TRUST_PROXY_HEADER names is read. Off, both are ignored: a client cannot pick its address.
   TRUST_PROXY: boolean.default(false),
+  TRUST_PROXY_HOPS: z.coerce.number().int().min(1).max(16).default(1),
+  TRUST_PROXY_HEADER: z.enum(PROXY_HEADERS).default('x-forwarded-for'),
   // A request (headers and body) must arrive within REQUEST_TIMEOUT_SECONDS, its headers within
   // HEADERS_TIMEOUT_SECONDS (slowloris); 408 request_timeout otherwise.
   REQUEST_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
@@ -433,6 +437,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       principalPerMinute: e.RATE_LIMIT_PRINCIPAL_PER_MINUTE,
       burstSeconds: e.RATE_LIMIT_BURST_SECONDS,
       trustProxy: e.TRUST_PROXY,
+      trustProxyHops: e.TRUST_PROXY_HOPS,
+      trustProxyHeader: e.TRUST_PROXY_HEADER,
       requestTimeoutMs: e.REQUEST_TIMEOUT_SECONDS * 1000,
       headersTimeoutMs: Math.min(e.HEADERS_TIMEOUT_SECONDS, e.REQUEST_TIMEOUT_SECONDS) * 1000,
     },

@@ -18,6 +18,8 @@ describe('configuration (bin/config.ts)', () => {
       principalPerMinute: 1200,
       burstSeconds: 10,
       trustProxy: false,
+      trustProxyHops: 1,
+      trustProxyHeader: 'x-forwarded-for',
       requestTimeoutMs: 30_000,
       headersTimeoutMs: 20_000,
     });
@@ -26,6 +28,8 @@ describe('configuration (bin/config.ts)', () => {
       RATE_LIMIT_PRINCIPAL_PER_MINUTE: '60',
       RATE_LIMIT_BURST_SECONDS: '2',
       TRUST_PROXY: 'true',
+      TRUST_PROXY_HOPS: '2',
+      TRUST_PROXY_HEADER: 'forwarded',
       REQUEST_TIMEOUT_SECONDS: '5',
       HEADERS_TIMEOUT_SECONDS: '9',
       STORE_MAX_MB: '64',
@@ -36,6 +40,8 @@ describe('configuration (bin/config.ts)', () => {
       principalPerMinute: 60,
       burstSeconds: 2,
       trustProxy: true,
+      trustProxyHops: 2,
+      trustProxyHeader: 'forwarded',
       requestTimeoutMs: 5000,
       headersTimeoutMs: 5000,
     });
@@ -43,6 +49,8 @@ describe('configuration (bin/config.ts)', () => {
     assert.equal(loadConfig({}).storeMaxBytes, undefined);
     assert.throws(() => loadConfig({ RATE_LIMIT_IP_PER_MINUTE: '-1' }), /RATE_LIMIT_IP_PER_MINUTE/);
     assert.throws(() => loadConfig({ REQUEST_TIMEOUT_SECONDS: '0' }), /REQUEST_TIMEOUT_SECONDS/);
+    assert.throws(() => loadConfig({ TRUST_PROXY_HOPS: '0' }), /TRUST_PROXY_HOPS/);
+    assert.throws(() => loadConfig({ TRUST_PROXY_HEADER: 'x-real-ip' }), /TRUST_PROXY_HEADER/);
   });
 
   it('the default satellite source orders its path z/y/x', () => {
