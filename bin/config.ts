@@ -24,6 +24,8 @@ export const DEFAULT_TILE_TEMPLATES: TileTemplates = {
   satellite: 'https://server.arcgisonline.com/ArcGIS/rest/services/World_Imagery/MapServer/tile/{z}/{y}/{x}',
 };
 export const DEFAULT_STAC_URL = 'https://earth-search.aws.element84.com/v1';
+/** Where Earth Search's Sentinel-2 L2A items keep their Cloud-Optimized GeoTIFFs (and thumbnails). */
+export const EARTH_SEARCH_ASSET_ORIGINS = ['https://sentinel-cogs.s3.us-west-2.amazonaws.com'];
 /** The web-search tool's upstreams: Brave when BRAVE_API_KEY is set, DuckDuckGo's keyless HTML otherwise. */
 export const DEFAULT_BRAVE_URL = 'https://api.search.brave.com';
 export const DEFAULT_DUCKDUCKGO_URL = 'https://html.duckduckgo.com';
@@ -96,6 +98,9 @@ const envSchema = z.object({
   STAC_URL: z.url().default(DEFAULT_STAC_URL),
   STAC_COLLECTION: z.string().min(1).default('sentinel-2-l2a'),
   STAC_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(30_000),
+  // Origins band assets may be read from besides the catalog's own (comma-separated); the default catalog's
+  // asset host is added for it. Redirects are followed only among them.
+  IMAGERY_ASSET_ORIGINS: z.string().default(''),
   BRAVE_API_KEY: z.string().optional(),
   BRAVE_URL: z.url().default(DEFAULT_BRAVE_URL),
   DUCKDUCKGO_URL: z.url().default(DEFAULT_DUCKDUCKGO_URL),
@@ -232,6 +237,28 @@ function swarmConfig(e: z.infer<typeof envSchema>): SwarmConfig {
 }
 
 /** A template must be an http(s) URL naming {z}, {x} and {y}. */
+/** The catalog's documented asset host when it is the default catalog, plus IMAGERY_ASSET_ORIGINS. */
+function assetOrigins(stacUrl: string, configured: string): string[] {
+  const extra = configured
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((value) => {
+      let url: URL | undefined;
+      try {
+        url = new URL(value);
+      } catch {
+        url = undefined;
+      }
+      if (!url || !/^https?:$/.test(url.protocol) || (url.pathname !== '/' && url.pathname !== '')) {
+        throw new ConfigError(`configuration: IMAGERY_ASSET_ORIGINS: ${value} is not an http(s) origin`);
+      }
+      return url.origin;
+    });
+  const builtIn = new URL(stacUrl).origin === new URL(DEFAULT_STAC_URL).origin ? EARTH_SEARCH_ASSET_ORIGINS : [];
+  return [...new Set([...builtIn, ...extra])];
+}
+
 function tileTemplate(name: string, value: string | undefined, fallback: string): string {
   if (value === undefined || value === '') return fallback;
   let url: URL | undefined;
@@ -471,6 +498,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       collection: e.STAC_COLLECTION,
       timeoutMs: e.STAC_TIMEOUT_MS,
       userAgent: USER_AGENT,
+      assetOrigins: assetOrigins(e.STAC_URL, e.IMAGERY_ASSET_ORIGINS),
     },
     orchestrator: e.ORCHESTRATOR,
     temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE },

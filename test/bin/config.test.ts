@@ -67,6 +67,19 @@ describe('configuration (bin/config.ts)', () => {
     assert.equal(config.tiles.templates.terrain, DEFAULT_TILE_TEMPLATES.terrain);
     assert.equal(config.tiles.cacheBytes, 64 * 1024 * 1024);
     assert.equal(config.imagery.stacUrl, 'http://stac.internal/v1');
+    // Another catalog: its own origin only (the activities add it), plus what the operator lists.
+    assert.deepEqual(config.imagery.assetOrigins, []);
+  });
+
+  it("reads band assets from the default catalog's asset host and IMAGERY_ASSET_ORIGINS only", () => {
+    assert.deepEqual(loadConfig({}).imagery.assetOrigins, ['https://sentinel-cogs.s3.us-west-2.amazonaws.com']);
+    const set = loadConfig({
+      STAC_URL: 'https://stac.example/v1',
+      IMAGERY_ASSET_ORIGINS: 'https://COGS.example, http://mirror.internal:8080/',
+    });
+    assert.deepEqual(set.imagery.assetOrigins, ['https://cogs.example', 'http://mirror.internal:8080']);
+    assert.throws(() => loadConfig({ IMAGERY_ASSET_ORIGINS: 'https://cogs.example/path' }), /IMAGERY_ASSET_ORIGINS/);
+    assert.throws(() => loadConfig({ IMAGERY_ASSET_ORIGINS: 'file:///etc' }), /IMAGERY_ASSET_ORIGINS/);
   });
 
   for (const [value, why] of [
