@@ -8,6 +8,7 @@ import { errorMiddleware, jsonAllowedMethods } from './http-errors.js';
 import { readJsonBody } from './json-body.js';
 import { createMetrics } from './metrics.js';
 import { createRequestRateLimits, requestBounds } from './rate-limit.js';
+import { proxyTrustOf, trustedProxy } from './proxy-trust.js';
 import { requestContext } from './request-context.js';
 import type { RouteSpec } from './route-spec.js';
 import { chatRoutes } from './routes/chat.js';
@@ -26,13 +27,13 @@ import { tileRoutes } from './routes/tiles.js';
 import { toolRoutes } from './routes/tools.js';
 
 /**
- * The gateway as a Koa app: request context (id, log line, metrics, drain) → errors → (per route) body
+ * The gateway as a Koa app: client address and origin (api/proxy-trust.ts) → request context (id, log line, metrics, drain) → errors → (per route) body
  * → gate 1 → gate 2 → gate 3 → gate 4 → handler. It never listens; `bin/` and tests do.
  */
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa();
-  // Behind a reverse proxy (TRUST_PROXY) the client is the last X-Forwarded-For hop; else the socket's peer.
-  app.proxy = deps.config.httpLimits?.trustProxy ?? false;
+  // Koa's own proxy support takes the client-written leftmost X-Forwarded-For entry: trustedProxy decides instead.
+  app.proxy = false;
   const rates = createRequestRateLimits(deps.config.httpLimits);
   app.silent = true; // errors are logged by errorMiddleware, once, with the request id
   const metrics = deps.metrics ?? createMetrics({ processMetrics: false });
@@ -71,6 +72,7 @@ export function createApp(deps: AppDeps): Koa {
   const limits = gateLimits(rates.principal);
   for (const spec of routes) registerRoute(router, deps, spec, limits);
 
+  app.use(trustedProxy({ trust: proxyTrustOf(deps.config.httpLimits), publicUrl: deps.config.publicUrl }));
   app.use(requestContext({ logger: deps.logger, metrics, draining: deps.draining }));
   app.use(errorMiddleware(deps.logger));
   app.use(requestBounds(rates.ip, deps.clock));

@@ -1,3 +1,5 @@
+import type { ProxyHeader } from '../core/forwarded.js';
+
 /** Request abuse bounds of one HTTP server: rate limits, trusted proxy, receive timeouts. */
 export interface HttpLimits {
   /** Requests per minute per client address (IPv6 by /64); 0: no limit. */
@@ -6,8 +8,12 @@ export interface HttpLimits {
   principalPerMinute: number;
   /** A bucket holds this many seconds of its rate: the burst a client may send at once. */
   burstSeconds: number;
-  /** Take the client address from X-Forwarded-For (behind a reverse proxy). */
+  /** Behind reverse proxies: take the client address, host and scheme from what they forwarded (api/proxy-trust.ts). */
   trustProxy: boolean;
+  /** Proxies in front that append to the forwarding header (TRUST_PROXY_HOPS); default 1. */
+  trustProxyHops?: number | undefined;
+  /** The one header family read (TRUST_PROXY_HEADER); default `x-forwarded-for`. */
+  trustProxyHeader?: ProxyHeader | undefined;
   /** The whole request (headers and body) must arrive within this. */
   requestTimeoutMs: number;
   /** Its headers within this. */

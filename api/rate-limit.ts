@@ -19,8 +19,8 @@ export function createRequestRateLimits(limits: HttpLimits | undefined): Request
 
 /**
  * The bounds every request meets before any route runs, in one middleware (each Koa layer is a promise hop on
- * every request): its client address's rate (ctx.ip: the socket's peer, or X-Forwarded-For when the app
- * trusts a proxy; 429 `rate_limit` with `retry-after` past it; answers carry `ratelimit-limit/-remaining/-reset`
+ * every request): its client address's rate (ctx.ip: the socket's peer, or what the outermost trusted proxy
+ * saw, api/proxy-trust.ts; 429 `rate_limit` with `retry-after` past it; answers carry `ratelimit-limit/-remaining/-reset`
  * as draft-ietf-httpapi-ratelimit-headers has them), then the query string's size (414 `query_too_large`).
  */
 export function requestBounds(limiter: RateLimiter | undefined, clock: () => number): Middleware {

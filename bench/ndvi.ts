@@ -1,4 +1,5 @@
 import { readNdviPixels } from '../activities/imagery/ndvi-pixels.js';
+import { originSet } from '../activities/safe-fetch.js';
 import { BOA_ADD_OFFSET } from '../core/ndvi.js';
 import { ROME_CELL, romeScene } from '../test/helpers/cog-fixture.js';
 import { startStacServer } from '../test/helpers/stac-server.js';
@@ -16,7 +17,7 @@ export async function benchNdvi(): Promise<{ ms: number; megapixels: number }> {
     server.files.set('nir.tif', scene.nir);
     server.files.set('scl.tif', scene.scl);
     const assets = { red: server.fileUrl('red.tif'), nir: server.fileUrl('nir.tif'), scl: server.fileUrl('scl.tif') };
-    const options = { timeoutMs: 30_000, userAgent: 'geofabric-bench' };
+    const options = { timeoutMs: 30_000, userAgent: 'geofabric-bench', origins: originSet([server.url]) };
     const run = () => readNdviPixels(ROME_CELL, assets, BOA_ADD_OFFSET, options);
     const { grid } = await run(); // warm-up: JIT, sockets
     const times: number[] = [];

@@ -4,6 +4,7 @@ import type { SwarmConfig } from '../activities/inference/index.js';
 import type { TileConfig, TileTemplates } from '../activities/tiles/index.js';
 import type { WebSearchConfig } from '../activities/tools/web-search.js';
 import { DEFAULT_EPOCH_GENESIS_MS, parseEpochGenesis } from '../core/epoch.js';
+import { PROXY_HEADERS } from '../core/forwarded.js';
 import type { HttpLimits } from '../api/http-limits.js';
 import { SERVICE_VERSION } from '../api/version.js';
 import { isCell, DEFAULT_JOB_CELL } from '../core/h3-cell.js';
@@ -23,6 +24,8 @@ export const DEFAULT_TILE_TEMPLATES: TileTemplates = {
   satellite: 'https://server.arcgisonline.com/ArcGIS/rest/services/World_Imagery/MapServer/tile/{z}/{y}/{x}',
 };
 export const DEFAULT_STAC_URL = 'https://earth-search.aws.element84.com/v1';
+/** Where Earth Search's Sentinel-2 L2A items keep their Cloud-Optimized GeoTIFFs (and thumbnails). */
+export const EARTH_SEARCH_ASSET_ORIGINS = ['https://sentinel-cogs.s3.us-west-2.amazonaws.com'];
 /** The web-search tool's upstreams: Brave when BRAVE_API_KEY is set, DuckDuckGo's keyless HTML otherwise. */
 export const DEFAULT_BRAVE_URL = 'https://api.search.brave.com';
 export const DEFAULT_DUCKDUCKGO_URL = 'https://html.duckduckgo.com';
@@ -60,9 +63,12 @@ export const envSchema = z.object({
   RATE_LIMIT_IP_PER_MINUTE: z.coerce.number().int().min(0).max(10_000_000).default(6000),
   RATE_LIMIT_PRINCIPAL_PER_MINUTE: z.coerce.number().int().min(0).max(10_000_000).default(1200),
   RATE_LIMIT_BURST_SECONDS: z.coerce.number().int().min(1).max(3600).default(10),
-  // Behind a reverse proxy: take the client address from X-Forwarded-For (the per-IP limit, logs). Off, the
-  // header is ignored, so a client cannot pick its own address.
+  // Behind reverse proxies: take the client address (the per-IP limit), host and scheme (absolute URLs) from
+  // what the proxies forwarded, at the position the outermost of TRUST_PROXY_HOPS proxies wrote; only the one
+  // header family TRUST_PROXY_HEADER names is read. Off, both are ignored: a client cannot pick its address.
   TRUST_PROXY: boolean.default(false),
+  TRUST_PROXY_HOPS: z.coerce.number().int().min(1).max(16).default(1),
+  TRUST_PROXY_HEADER: z.enum(PROXY_HEADERS).default('x-forwarded-for'),
   // A request (headers and body) must arrive within REQUEST_TIMEOUT_SECONDS, its headers within
   // HEADERS_TIMEOUT_SECONDS (slowloris); 408 request_timeout otherwise.
   REQUEST_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
@@ -92,6 +98,9 @@ export const envSchema = z.object({
   STAC_URL: z.url().default(DEFAULT_STAC_URL),
   STAC_COLLECTION: z.string().min(1).default('sentinel-2-l2a'),
   STAC_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(30_000),
+  // Origins band assets may be read from besides the catalog's own (comma-separated); the default catalog's
+  // asset host is added for it. Redirects are followed only among them.
+  IMAGERY_ASSET_ORIGINS: z.string().default(''),
   BRAVE_API_KEY: z.string().optional(),
   BRAVE_URL: z.url().default(DEFAULT_BRAVE_URL),
   DUCKDUCKGO_URL: z.url().default(DEFAULT_DUCKDUCKGO_URL),
@@ -577,6 +586,28 @@ function swarmConfig(e: z.infer<typeof envSchema>): SwarmConfig {
 }
 
 /** A template must be an http(s) URL naming {z}, {x} and {y}. */
+/** The catalog's documented asset host when it is the default catalog, plus IMAGERY_ASSET_ORIGINS. */
+function assetOrigins(stacUrl: string, configured: string): string[] {
+  const extra = configured
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((value) => {
+      let url: URL | undefined;
+      try {
+        url = new URL(value);
+      } catch {
+        url = undefined;
+      }
+      if (!url || !/^https?:$/.test(url.protocol) || (url.pathname !== '/' && url.pathname !== '')) {
+        throw new ConfigError(`configuration: IMAGERY_ASSET_ORIGINS: ${value} is not an http(s) origin`);
+      }
+      return url.origin;
+    });
+  const builtIn = new URL(stacUrl).origin === new URL(DEFAULT_STAC_URL).origin ? EARTH_SEARCH_ASSET_ORIGINS : [];
+  return [...new Set([...builtIn, ...extra])];
+}
+
 function tileTemplate(name: string, value: string | undefined, fallback: string): string {
   if (value === undefined || value === '') return fallback;
   let url: URL | undefined;
@@ -782,6 +813,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       principalPerMinute: e.RATE_LIMIT_PRINCIPAL_PER_MINUTE,
       burstSeconds: e.RATE_LIMIT_BURST_SECONDS,
       trustProxy: e.TRUST_PROXY,
+      trustProxyHops: e.TRUST_PROXY_HOPS,
+      trustProxyHeader: e.TRUST_PROXY_HEADER,
       requestTimeoutMs: e.REQUEST_TIMEOUT_SECONDS * 1000,
       headersTimeoutMs: Math.min(e.HEADERS_TIMEOUT_SECONDS, e.REQUEST_TIMEOUT_SECONDS) * 1000,
     },
@@ -814,6 +847,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       collection: e.STAC_COLLECTION,
       timeoutMs: e.STAC_TIMEOUT_MS,
       userAgent: USER_AGENT,
+      assetOrigins: assetOrigins(e.STAC_URL, e.IMAGERY_ASSET_ORIGINS),
     },
     orchestrator: e.ORCHESTRATOR,
     temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE },

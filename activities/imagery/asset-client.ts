@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { BaseClient, BaseResponse } from 'geotiff';
 import { readBoundedBody } from '../bounded-body.js';
+import { safeFetch } from '../safe-fetch.js';
 
 /**
  * One range response holds a few blocks of a band (the window is at most MAX_WINDOW_MEGAPIXELS of 16-bit pixels);
@@ -11,7 +12,8 @@ export const MAX_ASSET_RESPONSE_BYTES = 64 * 1024 * 1024;
 /**
  * The HTTP client geotiff reads a Cloud-Optimized GeoTIFF through: every request is a byte range
  * (geotiff asks for ranges; a server that answers 200 with the whole file is refused by geotiff), carries
- * our User-Agent and is bounded by `timeoutMs`, and every byte received is kept for the asset's hash.
+ * our User-Agent, goes only to `origins` and is bounded by `timeoutMs`, and every byte received is kept for
+ * the asset's hash.
  *
  * What the hash covers: SHA-256 over the bytes of every range response for the asset, concatenated in
  * order of their start offset (then length). Requests run concurrently, so arrival order is not stable;
@@ -32,7 +34,7 @@ export class AssetClient extends BaseClient {
 
   constructor(
     url: string,
-    private readonly options: { timeoutMs: number; userAgent: string },
+    private readonly options: { timeoutMs: number; userAgent: string; origins: ReadonlySet<string> },
   ) {
     super(url);
   }
@@ -42,7 +44,12 @@ export class AssetClient extends BaseClient {
     if (init.signal) signals.push(init.signal);
     const headers = new Headers(init.headers);
     headers.set('user-agent', this.options.userAgent);
-    const response = await fetch(this.url, { headers, signal: AbortSignal.any(signals) });
+    // Only allowed origins, redirects included (activities/safe-fetch.ts): a catalog cannot point us at others.
+    const response = await safeFetch(
+      this.url,
+      { headers, signal: AbortSignal.any(signals) },
+      { origins: this.options.origins },
+    );
     if (!response.ok) {
       await response.body?.cancel();
       throw new Error(`${this.url} answered HTTP ${response.status}`);

@@ -1,8 +1,8 @@
 import { SCL_CLOUD, SCL_CLOUD_SHADOW } from '../../core/ndvi.js';
 import { imageCost } from '../../core/pricing.js';
 import { windowHeight, windowWidth } from './cell-raster.js';
-import { cellWindow, openCog, type CogOptions } from './cog-reader.js';
-import { MAX_WINDOW_MEGAPIXELS } from './ndvi-pixels.js';
+import { cellWindow, ImageDataError, openCog, publicReadFailure, type CogOptions } from './cog-reader.js';
+import { MAX_WINDOW_MEGAPIXELS, schemeOf } from './ndvi-pixels.js';
 import type { Scene } from './stac-item.js';
 
 export interface CloudMaskResult {
@@ -32,7 +32,7 @@ const round2 = (value: number) => Math.round(value * 100) / 100;
 export async function computeCloudMask(
   scene: Scene,
   cell: string,
-  deps: { cog: CogOptions; clock: () => number },
+  deps: { cog: CogOptions; clock: () => number; onReadFailure?: (detail: string) => void },
 ): Promise<{ result: CloudMaskResult; payload: Record<string, unknown> }> {
   const started = deps.clock();
   const href = scene.bands.scl;
@@ -41,15 +41,14 @@ export async function computeCloudMask(
   let read: Record<string, unknown> | null = null;
   let megapixels = 0;
   if (!href) reason = 'the scene lists no scene classification (scl) asset';
-  else if (!/^https?:\/\//i.test(href))
-    reason = `the scl asset is not reachable over HTTP(S) (${href.split(':')[0]}://)`;
+  else if (!/^https?:\/\//i.test(href)) reason = `the scl asset is not reachable over HTTP(S) (${schemeOf(href)})`;
   else {
     try {
       const scl = await openCog(href, deps.cog);
       const area = cellWindow(cell, scl.grid);
-      if (!area) throw new Error('the cell lies outside the scene image');
+      if (!area) throw new ImageDataError('the cell lies outside the scene image');
       const mp = (windowWidth(area.window) * windowHeight(area.window)) / 1e6;
-      if (mp > MAX_WINDOW_MEGAPIXELS) throw new Error(`the cell needs a ${mp.toFixed(1)} MP window`);
+      if (mp > MAX_WINDOW_MEGAPIXELS) throw new ImageDataError(`the cell needs a ${mp.toFixed(1)} MP window`);
       const data = await scl.read(area.window);
       megapixels = mp;
       const counts = { cloud: 0, shadow: 0, classified: 0, inside: 0 };
@@ -76,7 +75,9 @@ export async function computeCloudMask(
         window: area.window,
       };
     } catch (error) {
-      reason = `reading the scl band failed: ${(error as Error).message}`;
+      // What failed and where goes to the logs only: the public answer must not describe the upstream.
+      deps.onReadFailure?.((error as Error).message);
+      reason = `reading the scl band failed: ${publicReadFailure(error)}`;
     }
   }
   const usable = tally !== null && tally.classified > 0;

@@ -20,7 +20,22 @@ import {
 export interface CogOptions {
   timeoutMs: number;
   userAgent: string;
+  /** Origins asset requests and their redirects may reach (IMAGERY_ASSET_ORIGINS and the catalog's). */
+  origins: ReadonlySet<string>;
 }
+
+/**
+ * A read refused for what the image is (outside the cell, too large, mismatched grids), decided here from
+ * data an allowed origin served: its message may reach the public answer. Any other failure (network,
+ * status, a malformed file) reaches it only as "band data unavailable" (activities/imagery/ndvi.ts).
+ */
+export class ImageDataError extends Error {
+  override name = 'ImageDataError';
+}
+
+/** The reason a failed read gives in the public answer and record: ImageDataError's, else a generic one. */
+export const publicReadFailure = (error: unknown): string =>
+  error instanceof ImageDataError ? error.message : 'band data unavailable';
 
 export interface OpenCog {
   href: string;

@@ -13,6 +13,7 @@ import { ServiceError } from '../../core/errors.js';
 import { checkCell } from '../../core/h3-cell.js';
 import type { ImageOperation } from '../../core/imagery-operations.js';
 import type { ProofWriter } from '../proof/record-batcher.js';
+import { originSet } from '../safe-fetch.js';
 import { parseDateParam, resolveWindow } from './date-window.js';
 import { imageryPayloadSchema } from './imagery-record.js';
 import { stepRecordId } from '../../core/proof-record.js';
@@ -27,6 +28,11 @@ export interface ImageryConfig {
   collection: string;
   /** Per upstream request (STAC search, each COG range read). */
   timeoutMs: number;
+  /**
+   * Origins band assets may be fetched from besides the catalog's own (IMAGERY_ASSET_ORIGINS plus, for the
+   * default catalog, its documented asset host); redirects must stay among them too.
+   */
+  assetOrigins?: readonly string[] | undefined;
   userAgent: string;
 }
 
@@ -88,10 +94,14 @@ export function createImageryActivities(deps: ImageryDeps) {
   const operationDeps = {
     stac,
     catalog: { url: config.stacUrl, collection: config.collection },
-    cog: { timeoutMs: config.timeoutMs, userAgent: config.userAgent },
+    cog: {
+      timeoutMs: config.timeoutMs,
+      userAgent: config.userAgent,
+      origins: originSet([config.stacUrl, ...(config.assetOrigins ?? [])]),
+    },
     clock: deps.clock,
     onFallback: (reason: string, context: { cell: string; sceneId: string }) =>
-      deps.logger?.info({ ...context, reason }, 'imagery: NDVI from scene metadata'),
+      deps.logger?.info({ ...context, reason }, 'imagery: pixels not used, answered from scene metadata'),
   };
 
   const run = (operation: ImageOperation, query: ImageryQuery): Promise<Outcome> => {

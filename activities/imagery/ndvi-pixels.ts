@@ -1,7 +1,7 @@
 import { isSclMasked, ndviStats, type NdviStats } from '../../core/ndvi.js';
 import type { AssetRead } from './asset-client.js';
 import { coveringWindow, resampleIndex, windowHeight, windowIn, windowWidth, type PixelWindow } from './cell-raster.js';
-import { cellWindow, openCog, sameGrid, type CogOptions } from './cog-reader.js';
+import { cellWindow, ImageDataError, openCog, sameGrid, type CogOptions } from './cog-reader.js';
 import type { Scene } from './stac-item.js';
 
 /** Largest 10 m window read for one request (a resolution-4 cell is ~18 MP): bounds memory and time. */
@@ -16,12 +16,16 @@ export interface PixelAssets {
 
 const isHttp = (href: string | undefined): href is string => href !== undefined && /^https?:\/\//i.test(href);
 
+/** `s3://` → `s3://`; anything without a plain scheme is not echoed. */
+export const schemeOf = (href: string): string =>
+  /^([a-z][a-z0-9+.-]{0,15}):/i.exec(href)?.[1]?.concat('://') ?? 'non-URL';
+
 /** The band URLs a pixel read needs, or why the scene has none we can fetch (e.g. s3:// hrefs). */
 export function pixelAssets(scene: Scene): PixelAssets | string {
   const { red, nir, scl } = scene.bands;
   if (!red || !nir) return 'the scene lists no red and nir band assets';
   if (!isHttp(red) || !isHttp(nir)) {
-    return `the band assets are not reachable over HTTP(S) (${red.split(':')[0]}:// URLs)`;
+    return `the band assets are not reachable over HTTP(S) (${schemeOf(isHttp(red) ? nir : red)} URLs)`;
   }
   return { red, nir, scl: isHttp(scl) ? scl : null };
 }
@@ -78,14 +82,18 @@ async function readAll(
     openCog(assets.nir, options, signal),
     assets.scl === null ? null : openCog(assets.scl, options, signal),
   ]);
-  if (!sameGrid(red.grid, nir.grid)) throw new Error('the red and nir bands are not on the same pixel grid');
-  if (scl && scl.grid.epsg !== red.grid.epsg) throw new Error('the scene classification band is in another CRS');
+  if (!sameGrid(red.grid, nir.grid)) throw new ImageDataError('the red and nir bands are not on the same pixel grid');
+  if (scl && scl.grid.epsg !== red.grid.epsg) {
+    throw new ImageDataError('the scene classification band is in another CRS');
+  }
   const area = cellWindow(cell, red.grid);
-  if (!area) throw new Error('the cell lies outside the scene image');
+  if (!area) throw new ImageDataError('the cell lies outside the scene image');
   const { window, inside } = area;
   const megapixels = (windowWidth(window) * windowHeight(window)) / 1e6;
   if (megapixels > MAX_WINDOW_MEGAPIXELS) {
-    throw new Error(`the cell needs a ${megapixels.toFixed(1)} MP window, above the ${MAX_WINDOW_MEGAPIXELS} MP limit`);
+    throw new ImageDataError(
+      `the cell needs a ${megapixels.toFixed(1)} MP window, above the ${MAX_WINDOW_MEGAPIXELS} MP limit`,
+    );
   }
 
   const sclWindow = scl && coveringWindow(scl.grid, windowIn(red.grid, window, scl.grid));

@@ -9,7 +9,7 @@ import {
 } from '../../core/ndvi.js';
 import { imageCost } from '../../core/pricing.js';
 import type { AssetRead } from './asset-client.js';
-import type { CogOptions } from './cog-reader.js';
+import { publicReadFailure, type CogOptions } from './cog-reader.js';
 import { pixelAssets, readNdviPixels, type PixelNdvi } from './ndvi-pixels.js';
 import type { Scene } from './stac-item.js';
 
@@ -68,13 +68,14 @@ const assetEntry = (band: string, read: AssetRead) => ({
 export async function computeNdvi(
   scene: Scene,
   cell: string,
-  deps: { cog: CogOptions; clock: () => number; onFallback?: (reason: string) => void },
+  deps: { cog: CogOptions; clock: () => number; onFallback?: (reason: string, detail?: string) => void },
 ): Promise<NdviOutcome> {
   const started = deps.clock();
   const offset = baselineOffset(scene.processingBaseline, scene.offsetAppliedByCatalog);
   const assets = pixelAssets(scene);
   let pixels: PixelNdvi | null = null;
   let fallback: string | null = typeof assets === 'string' ? assets : null;
+  let detail: string | undefined;
   if (typeof assets !== 'string') {
     try {
       pixels = await readNdviPixels(cell, assets, offset.offset, deps.cog);
@@ -85,10 +86,12 @@ export async function computeNdvi(
             : `every one of the cell's ${pixels.cellPixels} pixels is masked (cloud, shadow, cirrus or no-data)`;
       }
     } catch (error) {
-      fallback = `reading the band pixels failed: ${(error as Error).message}`;
+      // The answer and the record are public: what failed and where (a status, a refused origin) is logged only.
+      detail = (error as Error).message;
+      fallback = `reading the band pixels failed: ${publicReadFailure(error)}`;
     }
   }
-  if (fallback !== null) deps.onFallback?.(fallback);
+  if (fallback !== null) deps.onFallback?.(fallback, detail);
 
   const megapixels = pixels?.grid.megapixels ?? 0;
   const cost = imageCost(megapixels);

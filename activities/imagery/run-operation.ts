@@ -8,7 +8,7 @@ import type { CogOptions } from './cog-reader.js';
 import { stacInterval, type DateWindow } from './date-window.js';
 import { computeNdvi } from './ndvi.js';
 import type { SceneSearch, StacClient } from './stac-client.js';
-import { leastCloudy, sceneSummary, type Scene } from './stac-item.js';
+import { httpLinks, leastCloudy, sceneSummary, type Scene } from './stac-item.js';
 
 /** Scene search defaults: every scene (cloud ≤ 100 %), ten of them. */
 export const DEFAULT_CLOUD = 100;
@@ -56,7 +56,8 @@ export interface OperationDeps {
   catalog: { url: string; collection: string };
   cog: CogOptions;
   clock: () => number;
-  onFallback?: (reason: string, context: { cell: string; sceneId: string }) => void;
+  /** A metadata fallback; `detail` (logs only) says what failed when a read did. */
+  onFallback?: (reason: string, context: { cell: string; sceneId: string; detail?: string | undefined }) => void;
 }
 
 /**
@@ -127,7 +128,8 @@ export async function runOperation(deps: OperationDeps, input: OperationInput): 
   const cog = { cog: deps.cog, clock: deps.clock };
 
   if (input.operation === 'ndvi') {
-    const onFallback = (reason: string) => deps.onFallback?.(reason, { cell: input.cell, sceneId: scene.id });
+    const onFallback = (reason: string, detail?: string) =>
+      deps.onFallback?.(reason, { cell: input.cell, sceneId: scene.id, detail });
     const { result, payload } = await computeNdvi(scene, input.cell, { ...cog, onFallback });
     const full = { ...result, processingMs: Math.max(0, deps.clock() - started) };
     return {
@@ -138,7 +140,9 @@ export async function runOperation(deps: OperationDeps, input: OperationInput): 
     };
   }
   if (input.operation === 'cloud_mask') {
-    const { result, payload } = await computeCloudMask(scene, input.cell, cog);
+    const onReadFailure = (detail: string) =>
+      deps.onFallback?.('reading the scl band failed', { cell: input.cell, sceneId: scene.id, detail });
+    const { result, payload } = await computeCloudMask(scene, input.cell, { ...cog, onReadFailure });
     const full = { ...result, processingMs: Math.max(0, deps.clock() - started) };
     return {
       payloadType: 'imagery/cloud_mask',
@@ -183,7 +187,7 @@ function atmosphericCorrection(scene: Scene, cell: string, processingMs: number)
     alreadyCorrected: true,
     processingBaseline: scene.processingBaseline,
     boaOffset: offset.offset,
-    bands: scene.bands,
+    bands: httpLinks(scene.bands),
     description:
       'Sentinel-2 L2A is bottom-of-atmosphere reflectance, already atmospherically corrected by ESA (Sen2Cor); ' +
       `no correction was run. Reflectance = (DN + boaOffset) / 10000 (${offset.reason}).`,

@@ -1,6 +1,7 @@
 import { cellToBoundary } from 'h3-js';
 import { ServiceError } from '../../core/errors.js';
 import { readBoundedBody } from '../bounded-body.js';
+import { safeFetch, sameOriginOnly, UpstreamRefused } from '../safe-fetch.js';
 import { stacInterval, type DateWindow } from './date-window.js';
 import { byNewest, stacSearchResponseSchema, toScene, type Scene } from './stac-item.js';
 
@@ -63,16 +64,21 @@ export function createStacClient(config: StacClientConfig): StacClient {
   async function post(body: Record<string, unknown>): Promise<unknown> {
     const url = `${config.stacUrl}/search`;
     try {
-      const res = await fetch(url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/geo+json, application/json',
-          'user-agent': config.userAgent,
+      // A redirect stays on the catalog's origin (activities/safe-fetch.ts).
+      const res = await safeFetch(
+        url,
+        {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/geo+json, application/json',
+            'user-agent': config.userAgent,
+          },
+          body: JSON.stringify(body),
+          signal: AbortSignal.timeout(config.timeoutMs),
         },
-        body: JSON.stringify(body),
-        signal: AbortSignal.timeout(config.timeoutMs),
-      });
+        sameOriginOnly(url),
+      );
       if (!res.ok) {
         // A 4xx means the catalog refused a query we built: still the catalog's side of the contract.
         await res.body?.cancel();
@@ -119,6 +125,9 @@ export function createStacClient(config: StacClientConfig): StacClient {
 /** Timeouts → 504 upstream_timeout; refused connections, resets, DNS failures → 502 upstream_unavailable. */
 function upstreamError(error: unknown, timeoutMs: number): ServiceError {
   if (error instanceof ServiceError) return error;
+  if (error instanceof UpstreamRefused) {
+    return new ServiceError('upstream_unavailable', 'STAC catalog redirected off its origin (not followed)');
+  }
   const name = (error as { name?: unknown }).name;
   if (name === 'TimeoutError' || name === 'AbortError') {
     return new ServiceError('upstream_timeout', `STAC catalog did not answer within ${timeoutMs} ms`);

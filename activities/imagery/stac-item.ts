@@ -97,13 +97,34 @@ export function leastCloudy(scenes: readonly Scene[]): Scene | undefined {
   return [...scenes].sort((a, b) => cloud(a) - cloud(b) || byNewest(a, b))[0];
 }
 
-/** The scene as clients see it in a search result. */
+/** A catalog link a client may follow: http(s) only (no `javascript:`, `data:`, `file:` …), else null. */
+export function httpLink(href: string | null | undefined): string | null {
+  if (href === null || href === undefined) return null;
+  try {
+    const { protocol } = new URL(href);
+    return protocol === 'http:' || protocol === 'https:' ? href : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The band links a client may follow; others (s3://, javascript: …) are left out. */
+export function httpLinks<K extends string>(bands: Partial<Record<K, string>>): Partial<Record<K, string>> {
+  const links: Partial<Record<K, string>> = {};
+  for (const [key, href] of Object.entries(bands) as [K, string][]) {
+    const link = httpLink(href);
+    if (link !== null) links[key] = link;
+  }
+  return links;
+}
+
+/** The scene as clients see it in a search result: links http(s) only. */
 export const sceneSummary = (scene: Scene) => ({
   id: scene.id,
   datetime: scene.datetime,
   cloudCover: scene.cloudCover,
-  thumbnail: scene.thumbnail,
-  bands: scene.bands,
+  thumbnail: httpLink(scene.thumbnail),
+  bands: httpLinks(scene.bands),
   processingBaseline: scene.processingBaseline,
   platform: scene.platform,
 });

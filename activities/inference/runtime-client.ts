@@ -15,6 +15,7 @@ import type {
   ChatCompletionCreateParamsStreaming,
 } from 'openai/resources/chat/completions';
 import { ServiceError } from '../../core/errors.js';
+import { safeFetch, sameOriginOnly } from '../safe-fetch.js';
 
 export type Provider = 'worker' | 'backbone';
 
@@ -52,6 +53,8 @@ export function createRuntimeClient(config: RuntimeClientConfig): RuntimeClient 
     timeout: config.timeoutMs,
     maxRetries: 0,
     logLevel: 'off',
+    // The key goes in every request: never let a redirect carry it to another origin.
+    fetch: (url, init) => safeFetch(url as string | URL, init, sameOriginOnly(config.baseURL)),
   });
   const fail = (error: unknown) => upstreamError(error, config.provider, config.timeoutMs);
 

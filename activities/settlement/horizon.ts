@@ -9,6 +9,7 @@
  * or not (4xx; a refused submit carries Horizon's `result_codes`).
  */
 import { z } from 'zod';
+import { safeFetch, sameOriginOnly } from '../safe-fetch.js';
 
 export const DEFAULT_HORIZON_TIMEOUT_MS = 10_000;
 /** Horizon holds a submit until the ledger closes (and answers 504 after ~30 s): give it longer. */
@@ -134,15 +135,20 @@ export function createHorizonClient(config: HorizonClientConfig): HorizonClient 
     let res: Response;
     let text: string;
     try {
-      res = await fetch(`${root}${path}`, {
-        method: init.method ?? 'GET',
-        headers: {
-          accept: 'application/hal+json, application/json',
-          ...(init.body !== undefined ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+      // Redirects stay on Horizon's origin (activities/safe-fetch.ts): a submission goes nowhere else.
+      res = await safeFetch(
+        `${root}${path}`,
+        {
+          method: init.method ?? 'GET',
+          headers: {
+            accept: 'application/hal+json, application/json',
+            ...(init.body !== undefined ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+          },
+          body: init.body,
+          signal: AbortSignal.timeout(init.timeoutMs ?? timeoutMs),
         },
-        body: init.body,
-        signal: AbortSignal.timeout(init.timeoutMs ?? timeoutMs),
-      });
+        sameOriginOnly(root),
+      );
       text = await res.text(); // still under the same signal: a stalled body times out too
     } catch (error) {
       const reason = error instanceof Error && error.name === 'TimeoutError' ? 'timed out' : 'unreachable';

@@ -7,6 +7,7 @@
  */
 import { ServiceError } from '../../core/errors.js';
 import { readBoundedBody } from '../bounded-body.js';
+import { safeFetch, sameOriginOnly, UpstreamRefused } from '../safe-fetch.js';
 
 /** A tile is tens of kilobytes; anything this large is not a tile and must not fill memory. */
 export const MAX_UPSTREAM_BYTES = 8 * 1024 * 1024;
@@ -53,7 +54,8 @@ export async function fetchUpstreamTile(url: string, options: UpstreamOptions): 
   if (options.validators?.lastModified) headers['if-modified-since'] = options.validators.lastModified;
   const conditional = 'if-none-match' in headers || 'if-modified-since' in headers;
   try {
-    const res = await fetch(url, { headers, signal, redirect: 'follow' });
+    // A template may hold a key (path or query): redirects stay on the upstream's own origin.
+    const res = await safeFetch(url, { headers, signal }, sameOriginOnly(url));
     const validators = readValidators(res.headers);
     if (res.status === 304 && conditional) {
       await res.body?.cancel();
@@ -66,6 +68,9 @@ export async function fetchUpstreamTile(url: string, options: UpstreamOptions): 
     return { status: 'ok', bytes: await readBounded(res), validators };
   } catch (error) {
     if (error instanceof ServiceError) throw error;
+    if (error instanceof UpstreamRefused) {
+      throw new ServiceError('upstream_unavailable', 'the tile upstream redirected off its origin (not followed)');
+    }
     if (signal.aborted) {
       throw new ServiceError('upstream_timeout', `the tile upstream did not answer within ${options.timeoutMs} ms`);
     }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ServiceError } from '../../core/errors.js';
 import { readBoundedBody } from '../bounded-body.js';
+import { originSet, safeFetch, UpstreamRefused, type SafeFetchOptions } from '../safe-fetch.js';
 import { parseDuckDuckGoHtml, type SearchResult } from './duckduckgo-html.js';
 import { htmlFragmentText } from './html-text.js';
 
@@ -52,6 +53,14 @@ const braveResponseSchema = z.object({
 
 export function createWebSearch(config: WebSearchConfig): WebSearch {
   const provider: SearchProvider = config.braveApiKey ? 'brave' : 'duckduckgo';
+  // Redirects stay on the upstream's origin: a Brave request carries the key in a header. DuckDuckGo carries
+  // none and may move between its own two hosts.
+  const origins: Record<SearchProvider, SafeFetchOptions> = {
+    brave: { origins: originSet([config.braveUrl]) },
+    duckduckgo: {
+      origins: originSet([config.duckDuckGoUrl, 'https://html.duckduckgo.com', 'https://duckduckgo.com']),
+    },
+  };
 
   async function brave(query: string, count: number): Promise<SearchResult[]> {
     const url = new URL(`${config.braveUrl}/res/v1/web/search`);
@@ -108,7 +117,7 @@ export function createWebSearch(config: WebSearchConfig): WebSearch {
 
   async function request(which: SearchProvider, url: URL, init: RequestInit): Promise<string> {
     try {
-      const res = await fetch(url, { ...init, redirect: 'follow', signal: AbortSignal.timeout(config.timeoutMs) });
+      const res = await safeFetch(url, { ...init, signal: AbortSignal.timeout(config.timeoutMs) }, origins[which]);
       // DuckDuckGo answers its bot challenge with 202 Accepted and a page without results.
       if (which === 'duckduckgo' && res.status === 202) {
         await res.body?.cancel();
@@ -170,6 +179,10 @@ function httpUrl(value: string): string | null {
 /** Timeouts → 504 upstream_timeout; refused connections, resets, DNS failures → 502 upstream_unavailable. */
 function upstreamError(error: unknown, name: string, timeoutMs: number): ServiceError {
   if (error instanceof ServiceError) return error;
+  if (error instanceof UpstreamRefused) {
+    const why = error.reason === 'origin' ? 'to another origin (not followed)' : 'too many times';
+    return new ServiceError('upstream_unavailable', `${name} redirected ${why}`);
+  }
   const kind = (error as { name?: unknown }).name;
   if (kind === 'TimeoutError' || kind === 'AbortError') {
     return new ServiceError('upstream_timeout', `${name} did not answer within ${timeoutMs} ms`);

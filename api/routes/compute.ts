@@ -14,7 +14,7 @@ import { integerParam } from '../../core/query-params.js';
 import { jobRecordOf, jobRunOf } from '../../activities/compute/job-activities.js';
 import type { JobStore } from '../../store/job-store.js';
 import type { JobRunner } from '../job-runner.js';
-import { serviceOrigin } from '../service-origin.js';
+import { serviceOrigin } from '../proxy-trust.js';
 import { route, type GateState } from '../route-spec.js';
 import { computeRequestSchema, type ComputeRequest } from '../schemas/compute-request.js';
 import {

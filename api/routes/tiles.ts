@@ -7,7 +7,7 @@ import { gridTiles, MAX_GRID_RINGS } from '../../core/tile-grid.js';
 import { checkHours } from '../../core/query-params.js';
 import { checkRings, checkStyle, checkTileFile, checkZoom } from '../../core/tile-request.js';
 import type { TileStyle } from '../../core/tile-styles.js';
-import { serviceOrigin } from '../service-origin.js';
+import { serviceOrigin } from '../proxy-trust.js';
 import { route } from '../route-spec.js';
 import { tileGridSchema, tileStatsSchema } from '../schemas/geo-responses.js';
 import { gridParams, hoursQuery, ringsQuery, tileParams } from '../schemas/param-docs.js';

@@ -11,6 +11,7 @@ import Koa, { type Middleware } from 'koa';
 import type { HttpLimits } from '../../api/http-limits.js';
 import { asServiceError, jsonAllowedMethods } from '../../api/http-errors.js';
 import { listenHttp } from '../../api/http-server.js';
+import { proxyTrustOf, trustedProxy } from '../../api/proxy-trust.js';
 import { createRequestRateLimits, enforcePrincipalRate, requestBounds } from '../../api/rate-limit.js';
 import { ServiceError } from '../../core/errors.js';
 import { hostAllowed, isLoopbackAddress, originAllowed } from './origin.js';
@@ -94,9 +95,10 @@ export function createMcpHttpApp(options: {
 }): McpHttpApp {
   const { router, limits } = options;
   const app = new Koa();
-  app.proxy = limits?.trustProxy ?? false;
+  app.proxy = false; // trustedProxy settles the client address, as on the gateway
   app.silent = true;
   const rates = createRequestRateLimits(limits);
+  app.use(trustedProxy({ trust: proxyTrustOf(limits) }));
   app.use(errorMiddleware(options.logger));
   app.use(requestBounds(rates.ip, Date.now));
   // The principal of an MCP request is its bearer token (a governance-issued agent token), when it has one. It is

@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { imageryPayloadSchema } from '../../activities/imagery/imagery-record.js';
 import { imageCost } from '../../core/pricing.js';
+import { pino } from 'pino';
 import { startGateway } from '../helpers/gateway.js';
+import { startOrigin, type LocalOrigin } from '../helpers/redirect-servers.js';
+import { startStacServer } from '../helpers/stac-server.js';
 import { CLOUD, ROME_CELL, VEGETATION, ndviOf } from '../helpers/cog-fixture.js';
 import { S3_ASSETS, SHARES, TEST_NOW, startImageryCatalog, type ImageryCatalog } from '../helpers/imagery-fixtures.js';
 
@@ -156,7 +159,9 @@ describe('imagery over HTTP: GET /v1/imagery/ndvi and its proof records', () => 
       const result = await ndvi([catalog.item('S2A_404', 10, assets, SHARES)]);
       assert.equal(result.method, 'metadata');
       assert.equal(result.meanNdvi, 0.3688);
-      assert.match(result.description, /reading the band pixels failed: .*HTTP 404/);
+      // What failed (HTTP 404) goes to the logs: the public answer says only that the bands were unavailable.
+      assert.match(result.description, /reading the band pixels failed: band data unavailable\./);
+      assert.doesNotMatch(result.description, /404/);
       assert.equal(result.cost, 0);
     });
 
@@ -219,6 +224,123 @@ describe('imagery over HTTP: GET /v1/imagery/ndvi and its proof records', () => 
       assert.deepEqual(meta.assets, []);
       assert.equal(meta.cost, 0);
       assert.match(meta.fallback_reason as string, /s3:\/\//);
+    });
+  });
+
+  describe('a catalog pointing elsewhere (allowed asset origins)', () => {
+    let target: LocalOrigin;
+    beforeEach(async () => {
+      // Another local origin (an internal service): whatever it would answer, it must never be asked.
+      target = await startOrigin((_path, _req, res) => res.writeHead(404).end('not here'));
+    });
+    afterEach(() => target.close());
+
+    /** A gateway on `catalog` whose log lines land in `lines`. */
+    async function gatewayLogging(lines: string[], assetOrigins?: string[]) {
+      const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+      return startGateway({
+        clock: () => TEST_NOW,
+        logger,
+        imagery: { stacUrl: catalog.stac.url, ...(assetOrigins ? { assetOrigins } : {}) },
+      });
+    }
+
+    it('reads no band from another origin, directly or through a redirect, and does not describe it', async () => {
+      const lines: string[] = [];
+      const hostile = await gatewayLogging(lines);
+      const closedPort = 'http://127.0.0.1:9';
+      catalog.stac.redirects.set('moved-red.tif', `${target.url}/B04.tif`);
+      catalog.stac.redirects.set('moved-nir.tif', `${target.url}/B08.tif`);
+      catalog.stac.redirects.set('moved-scl.tif', `${target.url}/SCL.tif`);
+      const cases = {
+        direct: { red: `${target.url}/B04.tif`, nir: `${target.url}/B08.tif`, scl: `${target.url}/SCL.tif` },
+        redirected: {
+          red: catalog.stac.fileUrl('moved-red.tif'),
+          nir: catalog.stac.fileUrl('moved-nir.tif'),
+          scl: catalog.stac.fileUrl('moved-scl.tif'),
+        },
+        closed: { red: `${closedPort}/B04.tif`, nir: `${closedPort}/B08.tif`, scl: `${closedPort}/SCL.tif` },
+      };
+      try {
+        const descriptions: string[] = [];
+        for (const [name, assets] of Object.entries(cases)) {
+          catalog.stac.items = [catalog.item(`S2A_${name}`, 10, assets, SHARES)];
+          const res = await hostile.get(`/v1/imagery/ndvi?cell=${ROME_CELL}&from=2026-02-01&to=2026-02-28`);
+          assert.equal(res.status, 200, res.text);
+          const result = res.body as Ndvi;
+          assert.equal(result.method, 'metadata', name);
+          assert.match(result.description, /reading the band pixels failed: band data unavailable\./, name);
+          descriptions.push(result.description);
+          const mask = await hostile.post('/v1/imagery/process', {
+            operation: 'cloud_mask',
+            h3_cell: ROME_CELL,
+            date_from: '2026-02-01',
+            date_to: '2026-02-28',
+          });
+          assert.equal(mask.status, 200, mask.text);
+          const masked = (mask.body as { result: { method: string; description: string } }).result;
+          assert.equal(masked.method, 'metadata', name);
+          assert.match(masked.description, /reading the scl band failed: band data unavailable\./, name);
+        }
+        assert.deepEqual(target.seen, [], 'the other origin got no request');
+        // The same words whatever lies behind the link: no port or status scanner.
+        assert.equal(new Set(descriptions.map((d) => d.replace(/S2A_\w+/, ''))).size, 1, descriptions.join('\n'));
+        await hostile.writer.flush();
+        const { records } = await hostile.proofs.queryRecords({ collection: 'imagery', limit: 100 });
+        for (const record of records) {
+          const text = JSON.stringify(record.payload);
+          assert.doesNotMatch(text, /origin not allowed|HTTP 404|ECONNREFUSED|fetch failed/, record.id);
+        }
+        // The operator sees what happened.
+        assert.ok(lines.some((l) => l.includes('origin not allowed') && l.includes(target.url)));
+      } finally {
+        catalog.stac.redirects.clear();
+        await hostile.close();
+      }
+    });
+
+    it('reads from an origin IMAGERY_ASSET_ORIGINS adds', async () => {
+      const mirror = await startStacServer();
+      mirror.files.set('red.tif', catalog.rome.red);
+      mirror.files.set('nir.tif', catalog.rome.nir);
+      const assets = { red: mirror.fileUrl('red.tif'), nir: mirror.fileUrl('nir.tif') };
+      catalog.stac.items = [catalog.item('S2A_mirror', 10, assets, SHARES)];
+      const path = `/v1/imagery/ndvi?cell=${ROME_CELL}&from=2026-02-01&to=2026-02-28`;
+      const listed = await gatewayLogging([], [mirror.url]);
+      const unlisted = await gatewayLogging([]);
+      try {
+        assert.equal(((await listed.get(path)).body as Ndvi).method, 'pixels');
+        assert.equal(((await unlisted.get(path)).body as Ndvi).method, 'metadata');
+      } finally {
+        await Promise.all([listed.close(), unlisted.close(), mirror.close()]);
+      }
+    });
+
+    it('hands clients http(s) links only: a javascript: thumbnail or band is dropped', async () => {
+      catalog.stac.items = [
+        catalog.item('S2A_links', 10, {
+          ...catalog.romeAssets(),
+          thumbnail: 'javascript:alert(1)',
+          visual: 'data:text/html,<script>alert(1)</script>',
+          blue: 's3://sentinel-cogs/B02.tif',
+        }),
+      ];
+      const res = await gw.get(`/v1/imagery/scenes?cell=${ROME_CELL}&from=2026-02-01&to=2026-02-28`);
+      assert.equal(res.status, 200, res.text);
+      const scene = (res.body as { scenes: { thumbnail: string | null; bands: Record<string, string> }[] }).scenes[0]!;
+      assert.equal(scene.thumbnail, null);
+      assert.deepEqual(Object.keys(scene.bands).sort(), ['nir', 'red', 'scl']);
+      const corrected = await gw.post('/v1/imagery/process', {
+        operation: 'atmospheric_correction',
+        h3_cell: ROME_CELL,
+        date_from: '2026-02-01',
+        date_to: '2026-02-28',
+      });
+      assert.deepEqual(Object.keys((corrected.body as { result: { bands: object } }).result.bands).sort(), [
+        'nir',
+        'red',
+        'scl',
+      ]);
     });
   });
 });

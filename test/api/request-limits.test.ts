@@ -73,6 +73,102 @@ describe('request limits (abuse)', () => {
     });
   });
 
+  describe('behind trusted proxies (TRUST_PROXY)', () => {
+    const statuses = async (
+      gw: { get: (p: string, h: Record<string, string>) => Promise<{ status: number }> },
+      headers: (i: number) => Record<string, string>,
+    ) => {
+      const seen: number[] = [];
+      for (let i = 0; i < 25; i++) seen.push((await gw.get('/health', headers(i))).status);
+      return seen;
+    };
+
+    it('limits a client by the address the proxy saw, whatever it writes to the left of it', async () => {
+      const gw = await gatewayWith({ ipPerMinute: 60, trustProxy: true }); // bucket of 5
+      try {
+        // What nginx's $proxy_add_x_forwarded_for makes of a client that sends its own X-Forwarded-For.
+        const seen = await statuses(gw, (i) => ({ 'x-forwarded-for': `10.0.1.${i}, 203.0.113.7` }));
+        assert.deepEqual(seen.slice(0, 5), [200, 200, 200, 200, 200]);
+        assert.ok(
+          seen.slice(5).every((s) => s === 429),
+          String(seen),
+        );
+        // A Forwarded header the proxy passed along is not read unless TRUST_PROXY_HEADER=forwarded.
+        assert.equal(
+          (await gw.get('/health', { forwarded: 'for=198.51.100.9', 'x-forwarded-for': '203.0.113.7' })).status,
+          429,
+        );
+        assert.equal((await gw.get('/health', { 'x-forwarded-for': '10.0.1.1, 203.0.113.8' })).status, 200);
+      } finally {
+        await gw.close();
+      }
+    });
+
+    it('counts hops from the right: with two proxies the client is the entry the outer one wrote', async () => {
+      const gw = await gatewayWith({ ipPerMinute: 60, trustProxy: true, trustProxyHops: 2 });
+      try {
+        const seen = await statuses(gw, (i) => ({ 'x-forwarded-for': `10.0.1.${i}, 203.0.113.7, 10.0.0.2` }));
+        assert.equal(seen.filter((s) => s === 200).length, 5, String(seen));
+        assert.equal((await gw.get('/health', { 'x-forwarded-for': '203.0.113.9, 10.0.0.2' })).status, 200);
+      } finally {
+        await gw.close();
+      }
+    });
+
+    it('reads RFC 7239 Forwarded the same way when told to (quoted, bracketed IPv6, ports, obfuscated)', async () => {
+      const gw = await gatewayWith({ ipPerMinute: 60, trustProxy: true, trustProxyHeader: 'forwarded' });
+      try {
+        const seen = await statuses(gw, (i) => ({
+          forwarded: `for=10.0.1.${i};proto=https, for="[2001:db8:cafe::${i}]:4711";host=api.example.org`,
+        }));
+        assert.equal(seen.filter((s) => s === 200).length, 5, String(seen));
+        // The other /64 is another client; X-Forwarded-For is ignored in this mode.
+        const other = { forwarded: 'for="[2001:db8:beef::1]:4711"', 'x-forwarded-for': '2001:db8:cafe::1' };
+        assert.equal((await gw.get('/health', other)).status, 200);
+        assert.equal((await gw.get('/health', { forwarded: 'For="_hidden-client"' })).status, 200);
+      } finally {
+        await gw.close();
+      }
+    });
+
+    it('builds absolute URLs from the host and scheme the trusted proxy forwarded, or from PUBLIC_URL', async () => {
+      const grid = '/v1/tiles/grid/8928308280fffff/10/osm-bright';
+      const first = (body: unknown) => (body as string[])[0] ?? '';
+      const gw = await gatewayWith({ trustProxy: true });
+      try {
+        const spoofed = await gw.get(grid, {
+          'x-forwarded-host': 'evil.example, api.example.org',
+          'x-forwarded-proto': 'http, https',
+        });
+        assert.equal(spoofed.status, 200);
+        assert.match(first(spoofed.body), /^https:\/\/api\.example\.org\/v1\/tiles\//);
+        // Nothing usable from the proxy: the Host header and the socket's scheme.
+        const plain = await gw.get(grid, { 'x-forwarded-host': 'bad host/x', 'x-forwarded-proto': 'gopher' });
+        assert.match(first(plain.body), /^http:\/\/127\.0\.0\.1:\d+\/v1\/tiles\//);
+      } finally {
+        await gw.close();
+      }
+      const direct = await gatewayWith({});
+      try {
+        const res = await direct.get(grid, { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' });
+        assert.match(first(res.body), /^http:\/\/127\.0\.0\.1:\d+\//);
+      } finally {
+        await direct.close();
+      }
+      let now = Date.UTC(2026, 10, 23, 12);
+      const pinned = await startGateway({
+        config: { httpLimits: { ...LIMITS, trustProxy: true }, publicUrl: 'https://geofabric.example.org' },
+        clock: () => (now += 1),
+      });
+      try {
+        const res = await pinned.get(grid, { 'x-forwarded-host': 'api.example.org' });
+        assert.match(first(res.body), /^https:\/\/geofabric\.example\.org\/v1\/tiles\//);
+      } finally {
+        await pinned.close();
+      }
+    });
+  });
+
   describe('per principal, once authenticated', () => {
     it('limits each signing key on its own, and forged requests spend nobody else', async () => {
       const gw = await gatewayWith({ principalPerMinute: 36, burstSeconds: 5 }); // bucket of 3

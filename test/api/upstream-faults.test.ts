@@ -464,9 +464,10 @@ describe('faults: a slow or garbage-answering upstream', function () {
     }
 
     for (const [name, reason] of [
-      ['garbage', /reading the band pixels failed/],
-      ['stall', new RegExp(`reading the band pixels failed: .*(timeout|aborted)`, 'i')],
-      ['huge', /reading the band pixels failed: .*more than 67108864 bytes/],
+      // Which fault it was goes to the logs only: the public answer must not describe the upstream.
+      ['garbage', /reading the band pixels failed: band data unavailable\./],
+      ['stall', /reading the band pixels failed: band data unavailable\./],
+      ['huge', /reading the band pixels failed: band data unavailable\./],
     ] as const) {
       it(`falls back to the metadata NDVI when the band assets are ${name}, within the timeout`, async () => {
         fault = 'http-assets';

@@ -18,6 +18,8 @@ describe('configuration (bin/config.ts)', () => {
       principalPerMinute: 1200,
       burstSeconds: 10,
       trustProxy: false,
+      trustProxyHops: 1,
+      trustProxyHeader: 'x-forwarded-for',
       requestTimeoutMs: 30_000,
       headersTimeoutMs: 20_000,
     });
@@ -26,6 +28,8 @@ describe('configuration (bin/config.ts)', () => {
       RATE_LIMIT_PRINCIPAL_PER_MINUTE: '60',
       RATE_LIMIT_BURST_SECONDS: '2',
       TRUST_PROXY: 'true',
+      TRUST_PROXY_HOPS: '2',
+      TRUST_PROXY_HEADER: 'forwarded',
       REQUEST_TIMEOUT_SECONDS: '5',
       HEADERS_TIMEOUT_SECONDS: '9',
       STORE_MAX_MB: '64',
@@ -36,6 +40,8 @@ describe('configuration (bin/config.ts)', () => {
       principalPerMinute: 60,
       burstSeconds: 2,
       trustProxy: true,
+      trustProxyHops: 2,
+      trustProxyHeader: 'forwarded',
       requestTimeoutMs: 5000,
       headersTimeoutMs: 5000,
     });
@@ -43,6 +49,8 @@ describe('configuration (bin/config.ts)', () => {
     assert.equal(loadConfig({}).storeMaxBytes, undefined);
     assert.throws(() => loadConfig({ RATE_LIMIT_IP_PER_MINUTE: '-1' }), /RATE_LIMIT_IP_PER_MINUTE/);
     assert.throws(() => loadConfig({ REQUEST_TIMEOUT_SECONDS: '0' }), /REQUEST_TIMEOUT_SECONDS/);
+    assert.throws(() => loadConfig({ TRUST_PROXY_HOPS: '0' }), /TRUST_PROXY_HOPS/);
+    assert.throws(() => loadConfig({ TRUST_PROXY_HEADER: 'x-real-ip' }), /TRUST_PROXY_HEADER/);
   });
 
   it('the default satellite source orders its path z/y/x', () => {
@@ -59,6 +67,19 @@ describe('configuration (bin/config.ts)', () => {
     assert.equal(config.tiles.templates.terrain, DEFAULT_TILE_TEMPLATES.terrain);
     assert.equal(config.tiles.cacheBytes, 64 * 1024 * 1024);
     assert.equal(config.imagery.stacUrl, 'http://stac.internal/v1');
+    // Another catalog: its own origin only (the activities add it), plus what the operator lists.
+    assert.deepEqual(config.imagery.assetOrigins, []);
+  });
+
+  it("reads band assets from the default catalog's asset host and IMAGERY_ASSET_ORIGINS only", () => {
+    assert.deepEqual(loadConfig({}).imagery.assetOrigins, ['https://sentinel-cogs.s3.us-west-2.amazonaws.com']);
+    const set = loadConfig({
+      STAC_URL: 'https://stac.example/v1',
+      IMAGERY_ASSET_ORIGINS: 'https://COGS.example, http://mirror.internal:8080/',
+    });
+    assert.deepEqual(set.imagery.assetOrigins, ['https://cogs.example', 'http://mirror.internal:8080']);
+    assert.throws(() => loadConfig({ IMAGERY_ASSET_ORIGINS: 'https://cogs.example/path' }), /IMAGERY_ASSET_ORIGINS/);
+    assert.throws(() => loadConfig({ IMAGERY_ASSET_ORIGINS: 'file:///etc' }), /IMAGERY_ASSET_ORIGINS/);
   });
 
   for (const [value, why] of [

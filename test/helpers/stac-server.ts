@@ -32,6 +32,8 @@ export interface StacServer {
   items: StacItemJson[];
   files: Map<string, Uint8Array>;
   fileUrl(name: string): string;
+  /** `GET /files/<name>` answers 302 to the URL mapped here (a catalog redirecting its own assets). */
+  redirects: Map<string, string>;
   /** Every POST /search body received, in order. */
   searches: Record<string, unknown>[];
   fileStats(name: string): FileStats;
@@ -168,6 +170,7 @@ export async function startStacServer(): Promise<StacServer> {
   const state = {
     items: [] as StacItemJson[],
     files: new Map<string, Uint8Array>(),
+    redirects: new Map<string, string>(),
     searches: [] as Record<string, unknown>[],
     faults: {} as StacServer['faults'],
   };
@@ -193,6 +196,8 @@ export async function startStacServer(): Promise<StacServer> {
         res.end(JSON.stringify({ type: 'FeatureCollection', features, numberReturned: features.length, links: [] }));
       } else if (req.method === 'GET' && path.startsWith('/files/')) {
         const name = decodeURIComponent(path.slice('/files/'.length));
+        const location = state.redirects.get(name);
+        if (location) return void res.writeHead(302, { location }).end();
         const bytes = state.files.get(name);
         if (!bytes) return void res.writeHead(404).end('not found');
         serveFile(req, res, bytes, statsOf(name));
@@ -216,6 +221,7 @@ export async function startStacServer(): Promise<StacServer> {
       state.items = items;
     },
     files: state.files,
+    redirects: state.redirects,
     fileUrl: (name) => `${url}/files/${encodeURIComponent(name)}`,
     searches: state.searches,
     fileStats: statsOf,

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import type { HttpLimits } from '../../api/http-limits.js';
 import { generateKeyPair } from '../../core/identity.js';
+import { issueCertificate } from '../../core/delegation-cert.js';
+import { DEFAULT_PERCEPTION_CELL } from '../../core/h3-cell.js';
 import { createGovernanceServer, type GovernanceServer } from '../../mcp/governance/server.js';
+import { createPerceptionServer } from '../../mcp/perception/server.js';
 import { createSqliteAuditStore } from '../../store/sqlite/audit-store.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
 import { assertSlowClientCut } from '../helpers/raw-http.js';
@@ -82,6 +85,65 @@ describe('MCP servers: request limits (abuse)', () => {
       );
     } finally {
       await server.close();
+    }
+  });
+
+  describe('behind a trusted proxy (TRUST_PROXY)', () => {
+    /** The perception server with no tools but the idn_* ones: enough for its HTTP shell. */
+    async function perceptionWith(limits: Partial<HttpLimits>) {
+      const agent = generateKeyPair();
+      const now = Date.now();
+      const cert = issueCertificate(generateKeyPair().secretKey, {
+        agent_pk: agent.publicKey,
+        h3_cells: [DEFAULT_PERCEPTION_CELL],
+        facets: ['perception'],
+        not_before: new Date(now - 86_400_000).toISOString(),
+        not_after: new Date(now + 86_400_000).toISOString(),
+        max_depth: 0,
+      });
+      const server = createPerceptionServer({
+        store: createSqliteAuditStore(openSqlite(':memory:')),
+        agent,
+        chain: [cert],
+        principalLocal: false,
+        tools: [],
+        limits: { ...LIMITS, ...limits },
+      });
+      const { url } = await server.listen(0, '127.0.0.1');
+      return { url, server };
+    }
+
+    const servers = { governance: governanceWith, perception: perceptionWith };
+    for (const [name, start] of Object.entries(servers)) {
+      it(`${name}: limits a client by the address the proxy saw, whatever it writes to the left of it`, async () => {
+        const { url, server } = await start({ ipPerMinute: 60, trustProxy: true }); // bucket of 5
+        const health = (headers: Record<string, string>) => fetch(`${url}/health`, { headers });
+        try {
+          const seen: number[] = [];
+          for (let i = 0; i < 25; i++) {
+            seen.push((await health({ 'x-forwarded-for': `10.0.1.${i}, 203.0.113.7` })).status);
+          }
+          assert.equal(seen.filter((s) => s === 200).length, 5, String(seen));
+          assert.equal((await health({ 'x-forwarded-for': '10.0.1.1, 203.0.113.8' })).status, 200);
+        } finally {
+          await server.close();
+        }
+      });
+
+      it(`${name}: reads RFC 7239 Forwarded the same way when told to`, async () => {
+        const { url, server } = await start({ ipPerMinute: 60, trustProxy: true, trustProxyHeader: 'forwarded' });
+        const health = (headers: Record<string, string>) => fetch(`${url}/health`, { headers });
+        try {
+          const seen: number[] = [];
+          for (let i = 0; i < 25; i++) {
+            seen.push((await health({ forwarded: `for=10.0.1.${i}, for="203.0.113.7:4711";proto=https` })).status);
+          }
+          assert.equal(seen.filter((s) => s === 200).length, 5, String(seen));
+          assert.equal((await health({ forwarded: 'for=203.0.113.8', 'x-forwarded-for': '203.0.113.7' })).status, 200);
+        } finally {
+          await server.close();
+        }
+      });
     }
   });
 });

@@ -16,6 +16,7 @@ import { isCell } from '../../../core/h3-cell.js';
 import { resolveWindow, stacInterval } from '../../../activities/imagery/date-window.js';
 import { createStacClient, type StacClientConfig } from '../../../activities/imagery/stac-client.js';
 import {
+  httpLink,
   leastCloudy,
   stacSearchResponseSchema,
   toScene,
@@ -193,7 +194,8 @@ export function createFetchTileTool(deps: FetchTileDeps): PerceptionTool {
       const bandUrls: Partial<Record<BandName, string>> = {};
       const missing: BandName[] = [];
       for (const band of new Set(args.bands)) {
-        const href = bandHref(item, band);
+        // A link the client may follow: http(s) only; another scheme counts as missing.
+        const href = httpLink(bandHref(item, band));
         if (href) bandUrls[band] = href;
         else missing.push(band);
       }
@@ -213,7 +215,7 @@ export function createFetchTileTool(deps: FetchTileDeps): PerceptionTool {
           mgrs_tile: mgrsTile(item.properties),
           proj_epsg: projEpsg(item.properties),
           processing_baseline: best.processingBaseline,
-          thumbnail: best.thumbnail,
+          thumbnail: httpLink(best.thumbnail),
         },
         band_urls: bandUrls,
         missing_bands: missing,

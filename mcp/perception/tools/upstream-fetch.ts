@@ -6,6 +6,7 @@
  * each tool knows what its upstream's error bodies mean.
  */
 import { readBoundedBody } from '../../../activities/bounded-body.js';
+import { safeFetch, sameOriginOnly, UpstreamRefused } from '../../../activities/safe-fetch.js';
 import { ToolError } from '../tool-def.js';
 
 /** Upstream answers are small JSON documents; anything larger is refused unread. */
@@ -36,20 +37,28 @@ export async function fetchUpstreamJson(request: UpstreamRequest): Promise<Upstr
   let status: number;
   let text: string;
   try {
-    const res = await fetch(request.url, {
-      method: request.method ?? 'GET',
-      headers: {
-        accept: 'application/json',
-        ...(request.body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...request.headers,
+    // Redirects stay on the upstream's origin (activities/safe-fetch.ts).
+    const res = await safeFetch(
+      request.url,
+      {
+        method: request.method ?? 'GET',
+        headers: {
+          accept: 'application/json',
+          ...(request.body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...request.headers,
+        },
+        ...(request.body === undefined ? {} : { body: JSON.stringify(request.body) }),
+        signal,
       },
-      ...(request.body === undefined ? {} : { body: JSON.stringify(request.body) }),
-      signal,
-    });
+      sameOriginOnly(request.url),
+    );
     status = res.status;
     text = await readText(res, request.name);
   } catch (error) {
     if (error instanceof ToolError) throw error;
+    if (error instanceof UpstreamRefused) {
+      throw new ToolError('upstream_unavailable', `${request.name} redirected off its origin (not followed)`);
+    }
     if (request.signal?.aborted)
       throw new ToolError('cancelled', `the call was cancelled while waiting for ${request.name}`);
     const kind = (error as { name?: unknown }).name;

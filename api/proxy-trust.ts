@@ -1,0 +1,51 @@
+import type { Context, Middleware } from 'koa';
+import { forwardedClient, isSaneHost, type ProxyTrust } from '../core/forwarded.js';
+import type { HttpLimits } from './http-limits.js';
+
+/** The proxy trust of a server's limits (TRUST_PROXY, TRUST_PROXY_HOPS, TRUST_PROXY_HEADER); undefined: none. */
+export function proxyTrustOf(limits: HttpLimits | undefined): ProxyTrust | undefined {
+  if (!limits?.trustProxy) return undefined;
+  return { hops: limits.trustProxyHops ?? 1, header: limits.trustProxyHeader ?? 'x-forwarded-for' };
+}
+
+/**
+ * First middleware of the gateway and of both MCP servers: settles who the client is and which origin it
+ * reached, once, so the rate limit, logs and absolute URLs agree. Koa's own `app.proxy` stays off (it would
+ * take the leftmost X-Forwarded-For entry, which the client writes). With `trust`, `ctx.ip` becomes the
+ * address the outermost trusted proxy saw (core/forwarded.ts); without, the socket's peer. The origin is
+ * PUBLIC_URL when set, else the trusted forwarded scheme and host, else the socket's scheme and Host header.
+ */
+export function trustedProxy(options: { trust: ProxyTrust | undefined; publicUrl?: string | undefined }): Middleware {
+  const { trust, publicUrl } = options;
+  return (ctx, next) => {
+    let proto = ctx.protocol;
+    let host = ctx.host;
+    if (trust) {
+      const header = (name: string) => ctx.get(name) || undefined;
+      const seen = forwardedClient(
+        {
+          forwarded: header('forwarded'),
+          xForwardedFor: header('x-forwarded-for'),
+          xForwardedHost: header('x-forwarded-host'),
+          xForwardedProto: header('x-forwarded-proto'),
+        },
+        trust,
+      );
+      if (seen.address !== undefined) ctx.request.ip = seen.address;
+      if (seen.host !== undefined) host = seen.host;
+      if (seen.proto !== undefined) proto = seen.proto;
+    }
+    ctx.state.serviceOrigin = publicUrl ?? (isSaneHost(host) ? `${proto}://${host}` : '');
+    return next();
+  };
+}
+
+/**
+ * This service's origin as the client reached it (see trustedProxy); '' without a usable Host, so URLs stay
+ * relative. Koa 3's `ctx.origin` is the Origin request header, hence this.
+ */
+export function serviceOrigin(ctx: Context): string {
+  const resolved = ctx.state.serviceOrigin as string | undefined;
+  if (resolved !== undefined) return resolved;
+  return isSaneHost(ctx.host) ? `${ctx.protocol}://${ctx.host}` : '';
+}
