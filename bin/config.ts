@@ -267,7 +267,17 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
   TRUST_PROXY: {
     section: 'Abuse bounds',
     description:
-      'behind a reverse proxy: the client address is the last `X-Forwarded-For` hop; off, the header is ignored',
+      'behind a reverse proxy: read the client address, host and scheme from the forwarding header the trusted proxies write (docs/operations.md#behind-a-reverse-proxy); off, forwarding headers are ignored',
+  },
+  TRUST_PROXY_HOPS: {
+    section: 'Abuse bounds',
+    description:
+      'how many entries the trusted proxies add to the forwarding header: the client is that many entries from the right',
+  },
+  TRUST_PROXY_HEADER: {
+    section: 'Abuse bounds',
+    description:
+      'the one header family read with TRUST_PROXY: `x-forwarded-for` (with X-Forwarded-Host/-Proto) or `forwarded` (RFC 7239); the other is ignored',
   },
   REQUEST_TIMEOUT_SECONDS: {
     section: 'Abuse bounds',
@@ -329,6 +339,11 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
   TILE_CACHE_MB: { section: 'Tiles', description: 'byte budget of the in-memory tile cache (LRU)' },
   TILE_TIMEOUT_MS: { section: 'Tiles', description: 'per upstream tile request (504 `upstream_timeout` beyond)' },
   STAC_URL: { section: 'Imagery', description: 'STAC API of the imagery endpoints and `perception_fetch_tile`' },
+  IMAGERY_ASSET_ORIGINS: {
+    section: 'Imagery',
+    description:
+      "extra origins (`scheme://host[:port]`, comma-separated) band assets may be read from, beside the catalog's own origin (and the Sentinel-2 COG host of the default catalog)",
+  },
   STAC_COLLECTION: { section: 'Imagery', description: 'STAC collection searched' },
   STAC_TIMEOUT_MS: { section: 'Imagery', description: 'per STAC request and per COG range read' },
   BRAVE_API_KEY: {
@@ -408,8 +423,9 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
   },
   PUBLIC_URL: {
     section: 'Gateway',
-    description: 'absolute base URL of this gateway as clients reach it (`verify_url`)',
-    shownDefault: 'the request origin',
+    description:
+      'absolute base URL of this gateway as clients reach it (`verify_url`, tile grid URLs, OpenAPI `servers`); set it behind any proxy',
+    shownDefault: 'the request origin (trusted forwarded host and scheme with TRUST_PROXY)',
   },
   METRICS_TOKEN: {
     section: 'Operations',
