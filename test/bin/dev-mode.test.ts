@@ -12,6 +12,7 @@ import { lastDueEpoch } from '../../activities/proof/epoch-sealer.js';
 import { ConfigError, DEFAULT_TILE_TEMPLATES, loadConfig } from '../../bin/config.js';
 import { startDemoUpstream, type DemoUpstream } from '../../bin/demo-upstream.js';
 import { checkStoreEpochLength } from '../../bin/epoch-length.js';
+import { storeSyncCommand } from '../../bin/store-sync.js';
 import { EPOCH_MS, epochAt, epochWindow } from '../../core/epoch.js';
 
 describe('development mode: DEMO and EPOCH_SECONDS', () => {
@@ -114,6 +115,19 @@ describe('development mode: DEMO and EPOCH_SECONDS', () => {
       checkStoreEpochLength(dir, 60_000);
       assert.throws(() => checkStoreEpochLength(dir, EPOCH_MS), /has 60-second epochs, not 3600; use another DATA_DIR/);
       assert.throws(() => checkStoreEpochLength(dir, 10_000), /has 60-second epochs, not 10/);
+    });
+
+    it('store sync never pushes a short-epoch store to a central store', async () => {
+      const central = ['--central', 'http://127.0.0.1:9'];
+      await assert.rejects(
+        storeSyncCommand(central, { env: { DEMO: 'true', DATA_DIR: dir }, out: () => undefined }),
+        /`store sync` refuses them/,
+      );
+      checkStoreEpochLength(dir, 60_000);
+      await assert.rejects(
+        storeSyncCommand(central, { env: { DATA_DIR: dir }, out: () => undefined }),
+        /has 60-second epochs, not 3600/,
+      );
     });
 
     it('takes an existing store without a marker as hourly', () => {
