@@ -20,6 +20,8 @@ export interface GatewayConfig {
   httpLimits?: HttpLimits | undefined;
   /** Epoch 0 starts here; hourly windows (epochs, rate limits) align to it. */
   epochGenesisMs: number;
+  /** Epoch length: the hour unless a development node shortened it (EPOCH_SECONDS); rate windows stay hourly. */
+  epochMs?: number | undefined;
   /** Keys accepted on `api_key` routes (sent as `Authorization: Bearer <key>`). */
   apiKeys: readonly string[];
   /** Absolute base URL of this gateway as clients reach it (`PUBLIC_URL`); default: each request's origin. */

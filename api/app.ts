@@ -47,6 +47,7 @@ export function createApp(deps: AppDeps): Koa {
       runner: deps.jobRunner,
       clock: deps.clock,
       epochGenesisMs: deps.config.epochGenesisMs,
+      epochMs: deps.config.epochMs,
       publicUrl: deps.config.publicUrl,
       stellarTx: async (jobId) => (await jobStellarTx(deps.ledger, jobId))?.tx_hash ?? null,
     }),

@@ -3,7 +3,7 @@ import type { ImageryConfig } from '../activities/imagery/index.js';
 import type { SwarmConfig } from '../activities/inference/index.js';
 import type { TileConfig, TileTemplates } from '../activities/tiles/index.js';
 import type { WebSearchConfig } from '../activities/tools/web-search.js';
-import { DEFAULT_EPOCH_GENESIS_MS, parseEpochGenesis } from '../core/epoch.js';
+import { DEFAULT_EPOCH_GENESIS_MS, EPOCH_MS, parseEpochGenesis } from '../core/epoch.js';
 import { PROXY_HEADERS } from '../core/forwarded.js';
 import type { HttpLimits } from '../api/http-limits.js';
 import { SERVICE_VERSION } from '../api/version.js';
@@ -50,6 +50,14 @@ export const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   REQUIRE_DELEGATION: boolean.default(false),
   EPOCH_GENESIS: z.string().optional(),
+  // Development only (docs/quickstart.md), both refused when NODE_ENV=production. DEMO=true serves synthetic,
+  // labelled tiles from a loopback upstream in this process and implies EPOCH_SECONDS=60 and DATA_DIR=./data-demo.
+  // EPOCH_SECONDS shortens epochs so a record is sealed (and its proof verifies) within a minute or two instead
+  // of up to an hour; such epoch numbers mean nothing to any other node, so it is refused wherever they would be
+  // shared (central store, MongoDB, Temporal, anchoring).
+  NODE_ENV: z.string().optional(),
+  DEMO: boolean.default(false),
+  EPOCH_SECONDS: z.coerce.number().int().min(10).max(3600).optional(),
   API_KEYS: z.string().default(''),
   BODY_LIMIT_BYTES: z.coerce
     .number()
@@ -235,6 +243,21 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
   REQUIRE_DELEGATION: {
     section: 'Gateway',
     description: 'gate 3 refuses signed requests that carry no delegation certificate',
+  },
+  NODE_ENV: {
+    section: 'Operations',
+    description: 'read only to refuse the development settings `DEMO` and `EPOCH_SECONDS` when it is `production`',
+  },
+  DEMO: {
+    section: 'Proof sealing and sync',
+    description:
+      'development only (docs/quickstart.md): synthetic, labelled tiles from a loopback upstream, `EPOCH_SECONDS=60` and `DATA_DIR=./data-demo`',
+  },
+  EPOCH_SECONDS: {
+    section: 'Proof sealing and sync',
+    description:
+      'development only: shorter epochs (10–3600 s) so a proof verifies within minutes; a store keeps one length for life; refused in production, with MongoDB, a central store, Temporal, Stellar or NODE_SECRET_KEY',
+    shownDefault: '3600 (one hour)',
   },
   EPOCH_GENESIS: {
     section: 'Proof sealing and sync',
@@ -646,6 +669,10 @@ export interface Config {
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   requireDelegation: boolean;
   epochGenesisMs: number;
+  /** EPOCH_MS (the hour), unless EPOCH_SECONDS (development) shortened it. */
+  epochMs: number;
+  /** DEMO: the in-process demo tile upstream serves every style not set by TILE_URL_* (bin/demo-upstream.ts). */
+  demo: boolean;
   apiKeys: string[];
   bodyLimitBytes: number;
   /** Request abuse bounds shared by the gateway and both MCP servers (api/http-limits.ts). */
@@ -794,6 +821,59 @@ export interface PerceptionConfig {
 
 const USER_AGENT = `geofabric/${SERVICE_VERSION}`;
 
+/** What DEMO implies when EPOCH_SECONDS is not set: a record is sealed about a minute after it is written. */
+export const DEMO_EPOCH_SECONDS = 60;
+/**
+ * Short epochs seal this soon after they end, checked this often, unless SEAL_GRACE_SECONDS/SEAL_CHECK_SECONDS
+ * say otherwise: the hourly grace (60 s) exists for the 30 s sync to a central store, which short epochs refuse.
+ * It still exceeds the proof writer's 1 s flush, so no record arrives after its epoch is sealed.
+ */
+const SHORT_EPOCH_SEAL_SECONDS = 5;
+
+/** DEMO and EPOCH_SECONDS: development settings, checked against everything they must never meet. */
+function devSettings(
+  e: z.infer<typeof envSchema>,
+  env: NodeJS.ProcessEnv,
+): { epochMs: number; dataDir: string; sealGraceMs: number; sealCheckMs: number } {
+  const production = e.NODE_ENV === 'production';
+  if (e.DEMO && production) {
+    throw new ConfigError('configuration: DEMO: refused when NODE_ENV=production (demo tiles are synthetic)');
+  }
+  const seconds = e.EPOCH_SECONDS ?? (e.DEMO ? DEMO_EPOCH_SECONDS : undefined);
+  const dataDir = e.DEMO && env.DATA_DIR === undefined ? './data-demo' : e.DATA_DIR;
+  if (seconds === undefined || seconds * 1000 === EPOCH_MS) {
+    return {
+      epochMs: EPOCH_MS,
+      dataDir,
+      sealGraceMs: e.SEAL_GRACE_SECONDS * 1000,
+      sealCheckMs: e.SEAL_CHECK_SECONDS * 1000,
+    };
+  }
+  const name = e.EPOCH_SECONDS === undefined ? 'DEMO (EPOCH_SECONDS=60)' : 'EPOCH_SECONDS';
+  const clash: [boolean, string][] = [
+    [production, 'NODE_ENV=production'],
+    [Boolean(e.MONGODB_URI), 'MONGODB_URI'],
+    [e.CENTRAL_STORE_URL !== undefined, 'CENTRAL_STORE_URL'],
+    [e.ORCHESTRATOR === 'temporal', 'ORCHESTRATOR=temporal'],
+    [e.LEDGER === 'stellar', 'LEDGER=stellar'],
+    // A real node key must never sign seals of made-up epochs; a development node makes its own key.
+    [e.NODE_SECRET_KEY !== undefined, 'NODE_SECRET_KEY'],
+  ];
+  const found = clash.find(([hit]) => hit);
+  if (found) {
+    throw new ConfigError(
+      `configuration: ${name}: short epochs are for a local development node and are refused with ${found[1]} ` +
+        '(their epoch numbers mean nothing to any other node or store)',
+    );
+  }
+  return {
+    epochMs: seconds * 1000,
+    dataDir,
+    sealGraceMs: (env.SEAL_GRACE_SECONDS === undefined ? SHORT_EPOCH_SEAL_SECONDS : e.SEAL_GRACE_SECONDS) * 1000,
+    sealCheckMs: (env.SEAL_CHECK_SECONDS === undefined ? SHORT_EPOCH_SEAL_SECONDS : e.SEAL_CHECK_SECONDS) * 1000,
+  };
+}
+
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
@@ -813,13 +893,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       throw new ConfigError(`configuration: EPOCH_GENESIS: ${(error as Error).message}`);
     }
   }
+  const dev = devSettings(e, env);
   return {
     port: e.PORT,
     host: e.HOST,
-    dataDir: e.DATA_DIR,
+    dataDir: dev.dataDir,
     logLevel: e.LOG_LEVEL,
     requireDelegation: e.REQUIRE_DELEGATION,
     epochGenesisMs,
+    epochMs: dev.epochMs,
+    demo: e.DEMO,
     apiKeys: e.API_KEYS.split(',')
       .map((k) => k.trim())
       .filter(Boolean),
@@ -837,8 +920,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     storeMaxBytes: e.STORE_MAX_MB === undefined ? undefined : e.STORE_MAX_MB * 1024 * 1024,
     mongo: e.MONGODB_URI ? { uri: e.MONGODB_URI, db: e.MONGODB_DB } : null,
     nodeSecretKey: e.NODE_SECRET_KEY,
-    sealGraceMs: e.SEAL_GRACE_SECONDS * 1000,
-    sealCheckMs: e.SEAL_CHECK_SECONDS * 1000,
+    sealGraceMs: dev.sealGraceMs,
+    sealCheckMs: dev.sealCheckMs,
     centralStoreUrl: e.CENTRAL_STORE_URL,
     syncIntervalMs: e.SYNC_INTERVAL_SECONDS * 1000,
     tiles: {

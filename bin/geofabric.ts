@@ -8,7 +8,10 @@ import {
 } from '../core/delegation-cert.js';
 import { signRequestBody } from '../core/gates/signature.js';
 import { generateKeyPair } from '../core/identity.js';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { startDemoUpstream } from './demo-upstream.js';
+import { EPOCH_MS } from '../core/epoch.js';
+import { SUBMIT_USAGE, submitCommand } from './submit.js';
 import { readKeyFile, writeKeyFile } from './key-file.js';
 import { APIKEY_USAGE, apikeyCommand } from './apikey-commands.js';
 import { PROOF_VERIFY_USAGE, proofVerifyCommand, storeAuditCommand } from './proof-commands.js';
@@ -32,14 +35,20 @@ const USAGE = `geofabric <command>
                                  and queues as JSON and exits without registering
   keygen [--out FILE]            new Ed25519 key pair, written mode 0600 (default geofabric-key.json)
   sign REQUEST.json --key FILE   sign a request body: prints { "x-idn-signature", "body" }
+  ${SUBMIT_USAGE}
+                                 sign a job and POST it to BASE/v1/compute (default http://127.0.0.1:8080);
+                                 prints the answer; exit 1 unless 2xx
+  demo-upstream [--port N]       serve synthetic, labelled demo tiles on 127.0.0.1 (default port 8090) and print
+                                 the TILE_URL_* settings that use them (DEMO=true start runs one itself)
   cert issue --key PRINCIPAL_KEY --agent PK --cells C1,C2 --facets F1,F2
              [--tools T1,T2] [--deny-tools T3] [--max-ops N] [--max-depth N]
              [--not-before ISO] [--not-after ISO | --days N] [--base64]
   cert verify FILE|- [--agent PK] [--cell C] [--facets F1,F2] [--tools T1] [--at ISO]
                                  checks a certificate or chain (JSON or base64); exit 1 if invalid
-  proof verify RECORD_ID --url BASE [--anchor [--horizon URL]]
-                                 fetches /store/proof/RECORD_ID and re-verifies it offline; with --anchor also
-                                 checks its epoch root's anchor on Horizon (HORIZON_URL); exit 1 if not
+  proof verify RECORD_ID --url BASE [--wait SECONDS] [--anchor [--horizon URL]]
+                                 fetches /store/proof/RECORD_ID and re-verifies it offline; --wait asks again
+                                 while only its seal is missing; with --anchor also checks its epoch root's
+                                 anchor on Horizon (HORIZON_URL); exit 1 if not
   proof verify ID1 ID2 ... | --all [--cell C] [--epoch N] [--collection T] [--allow-pending] --url BASE
                                  verifies many records the same way (--all: every record /store/query lists),
                                  with progress on stderr; prints counts and failures; exit 1 if any fails
@@ -87,11 +96,12 @@ async function main(argv: string[]): Promise<number> {
       });
     case 'worker': {
       const { values } = parseArgs({ args: rest, options: { check: { type: 'boolean', default: false } } });
+      const config = hourlyOnly(loadConfig(), 'worker');
       if (values.check) {
-        print(await workerCheck(loadConfig()));
+        print(await workerCheck(config));
         return 0;
       }
-      await runWorkerCli(loadConfig());
+      await runWorkerCli(config);
       return -1; // keeps running
     }
     case 'keygen': {
@@ -112,6 +122,18 @@ async function main(argv: string[]): Promise<number> {
       const signed = signRequestBody(readKeyFile(values.key).secretKey, body);
       print({ 'x-idn-signature': signed.signature, body: signed.body });
       return 0;
+    }
+    case 'submit':
+      return submitCommand(rest, print);
+    case 'demo-upstream': {
+      const { values } = parseArgs({ args: rest, options: { port: { type: 'string', default: '8090' } } });
+      if (!/^\d{1,5}$/.test(values.port)) throw new UsageError('demo-upstream [--port N]');
+      const demo = await startDemoUpstream({ port: Number(values.port) });
+      print(`demo tiles (synthetic, not map data) at ${demo.url}; to use them:`);
+      for (const [style, template] of Object.entries(demo.templates)) {
+        print(`TILE_URL_${style.replace('-', '_').toUpperCase()}=${template}`);
+      }
+      return -1; // keeps running
     }
     case 'cert':
       return certCommand(rest);
@@ -216,6 +238,14 @@ function certCommand(argv: string[]): number {
 }
 
 class UsageError extends Error {}
+
+/** A worker's records and seals go to its gateway, whose epochs are hourly: development epochs stay local. */
+function hourlyOnly(config: Config, command: string): Config {
+  if (config.epochMs !== EPOCH_MS || config.demo) {
+    throw new ConfigError(`configuration: EPOCH_SECONDS and DEMO are for \`geofabric start\`, not \`${command}\``);
+  }
+  return config;
+}
 
 main(process.argv.slice(2)).then(
   (code) => {

@@ -11,7 +11,7 @@ import { openStores } from './stores.js';
 const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 
 export const PROOF_VERIFY_USAGE =
-  'proof verify <record_id>... | --all [--cell <cell>] [--epoch <n>] [--collection <type>] [--allow-pending] --url <base> [--anchor [--horizon <url>]]';
+  'proof verify <record_id> [--wait <seconds>] | <record_id>... | --all [--cell <cell>] [--epoch <n>] [--collection <type>] [--allow-pending] --url <base> [--anchor [--horizon <url>]]';
 
 /**
  * `geofabric proof verify <record_id> --url <base> [--anchor [--horizon <url>]]`: fetches the proof bundle and
@@ -38,8 +38,10 @@ export async function proofVerifyCommand(
       epoch: { type: 'string' },
       collection: { type: 'string' },
       'allow-pending': { type: 'boolean', default: false },
+      wait: { type: 'string' },
     },
   });
+  const waitSeconds = values.wait === undefined ? 0 : /^\d{1,5}$/.test(values.wait) ? Number(values.wait) : NaN;
   const filtered = values.cell !== undefined || values.epoch !== undefined || values.collection !== undefined;
   const epoch = values.epoch === undefined ? undefined : /^\d{1,15}$/.test(values.epoch) ? Number(values.epoch) : NaN;
   if (
@@ -47,6 +49,8 @@ export async function proofVerifyCommand(
     (values.all ? positionals.length > 0 : positionals.length === 0) ||
     (filtered && !values.all) ||
     Number.isNaN(epoch) ||
+    Number.isNaN(waitSeconds) ||
+    (values.wait !== undefined && (values.all || positionals.length !== 1)) ||
     (values.horizon && !values.anchor)
   ) {
     throw new TypeError(`usage: ${PROOF_VERIFY_USAGE}`);
@@ -54,7 +58,18 @@ export async function proofVerifyCommand(
   const options = { anchor: values.anchor, horizon: values.horizon };
   const recordId = positionals[0];
   if (!values.all && positionals.length === 1 && recordId !== undefined) {
-    const verdict = await verifyRecordAt(values.url, recordId, options);
+    let verdict = await verifyRecordAt(values.url, recordId, options);
+    // --wait: a record whose only problem is its open epoch is asked for again until the seal is there.
+    const deadline = Date.now() + waitSeconds * 1000;
+    if (verdict.pending && waitSeconds > 0) {
+      (io.progress ?? process.stderr).write(
+        `record ${recordId} is signed and intact; waiting up to ${waitSeconds} s for its epoch to be sealed\n`,
+      );
+    }
+    while (verdict.pending && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, Math.min(2000, Math.max(0, deadline - Date.now()))));
+      verdict = await verifyRecordAt(values.url, recordId, options);
+    }
     out(verdict);
     return verdict.verified ? 0 : 1;
   }
@@ -87,7 +102,7 @@ export async function storeAuditCommand(argv: string[], io: StoreCommandIo = {})
   const bars = new Map<string, Progress>();
   try {
     // Every epoch the auto-sealer would have sealed by now must be sealed.
-    const sealedThrough = lastDueEpoch(Date.now(), config.epochGenesisMs, config.sealGraceMs);
+    const sealedThrough = lastDueEpoch(Date.now(), config.epochGenesisMs, config.sealGraceMs, config.epochMs);
     const report = await auditStore(stores.proofs, {
       sealedThrough,
       progress: {

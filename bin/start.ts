@@ -30,7 +30,12 @@ import { Client, Connection } from '@temporalio/client';
 import type { Logger } from 'pino';
 import { startTemporalWorkers } from './temporal-workers.js';
 import { listenHttp } from '../api/http-server.js';
-import { ConfigError, type Config } from './config.js';
+import { ConfigError, DEFAULT_TILE_TEMPLATES, type Config } from './config.js';
+import { startDemoUpstream, type DemoUpstream } from './demo-upstream.js';
+import { checkStoreEpochLength } from './epoch-length.js';
+import { EPOCH_MS } from '../core/epoch.js';
+import { TILE_STYLES } from '../core/tile-styles.js';
+import type { TileConfig } from '../activities/tiles/index.js';
 import { loadNodeKey } from './node-key.js';
 import { loadGovernanceKey } from '../mcp/governance/server-key.js';
 import { startGovernance } from './governance.js';
@@ -47,6 +52,7 @@ export async function startGateway(config: Config): Promise<void> {
   const logger = pino({ level: config.logLevel });
   // Prometheus metrics (GET /metrics): the activities report through their hooks, the app through its middleware.
   const metrics = createMetrics();
+  if (!config.mongo) checkStoreEpochLength(config.dataDir, config.epochMs);
   const stores = await openStores(config);
   const node = loadNodeKey(config.dataDir, config.nodeSecretKey);
   logger.info({ node_pk: node.key.publicKey, source: node.source }, 'node key');
@@ -64,6 +70,7 @@ export async function startGateway(config: Config): Promise<void> {
     signer: node.key,
     clock: Date.now,
     genesisMs: config.epochGenesisMs,
+    epochMs: config.epochMs,
     onError: (error, { dropped }) => logger.error({ err: error, dropped }, 'writing proof records failed'),
   });
   // Inference: this node's worker (when WORKER_RUNTIME_URL is set) registers, heartbeats and pre-warms.
@@ -78,8 +85,9 @@ export async function startGateway(config: Config): Promise<void> {
     tools: createToolExecutor({ webSearch: createWebSearch(config.webSearch) }),
   });
   await swarm.start();
+  const demo = config.demo ? await startDemoUpstream() : undefined;
   const tiles = createTileActivities({
-    config: config.tiles,
+    config: demo ? demoTiles(config.tiles, demo) : config.tiles,
     proofs: writer,
     clock: Date.now,
     logger,
@@ -120,6 +128,7 @@ export async function startGateway(config: Config): Promise<void> {
       bodyLimitBytes: config.bodyLimitBytes,
       httpLimits: config.httpLimits,
       epochGenesisMs: config.epochGenesisMs,
+      epochMs: config.epochMs,
       apiKeys: config.apiKeys,
       publicUrl: config.publicUrl,
       metricsToken: config.metricsToken,
@@ -153,6 +162,7 @@ export async function startGateway(config: Config): Promise<void> {
           clock: Date.now,
           genesisMs: config.epochGenesisMs,
           graceMs: config.sealGraceMs,
+          epochMs: config.epochMs,
           intervalMs: config.sealCheckMs,
           onError: (error) => logger.error({ err: error }, 'epoch sealing failed'),
           ...(ledger.onSealed ? { onSealed: ledger.onSealed } : {}),
@@ -173,6 +183,18 @@ export async function startGateway(config: Config): Promise<void> {
   sync?.start();
   const { server, port } = await listenHttp(app.callback(), config.port, config.host, config.httpLimits);
   logger.info({ url: `http://${config.host}:${port}` }, 'geofabric gateway listening');
+  if (demo || config.epochMs !== EPOCH_MS) {
+    logger.warn(
+      {
+        demo_tiles: demo?.url ?? null,
+        epoch_seconds: config.epochMs / 1000,
+        data_dir: config.dataDir,
+      },
+      'DEVELOPMENT MODE: ' +
+        (demo ? 'tiles are synthetic demo tiles (not map data); ' : '') +
+        `epochs last ${config.epochMs / 1000} s, not an hour: proofs from this node are for local demos only`,
+    );
+  }
   // The perception MCP server beside the gateway, on the same stores; PERCEPTION_ENABLED=false skips it.
   // An identity that does not verify stops the whole process: tools never run unaudited.
   const perception = config.perception.enabled
@@ -226,6 +248,7 @@ export async function startGateway(config: Config): Promise<void> {
       .then(() => writer.close())
       .then(() => Promise.all([sealer?.stop(), sync?.stop()]))
       .then(() => ledger.stop())
+      .then(() => demo?.close())
       .then(() => stores.close())
       .then(
         () => process.exit(0),
@@ -239,6 +262,16 @@ export async function startGateway(config: Config): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+/** DEMO: every style whose TILE_URL_* is not set is served by the demo upstream, and its records say so. */
+function demoTiles(tiles: TileConfig, demo: DemoUpstream): TileConfig {
+  const demoStyles = TILE_STYLES.filter((style) => tiles.templates[style] === DEFAULT_TILE_TEMPLATES[style]);
+  return {
+    ...tiles,
+    templates: { ...tiles.templates, ...Object.fromEntries(demoStyles.map((s) => [s, demo.templates[s]])) },
+    upstreamNames: Object.fromEntries(demoStyles.map((s) => [s, demo.name])),
+  };
 }
 
 interface LedgerHooks {

@@ -1,6 +1,8 @@
 import { parseArgs } from 'node:util';
 import { createSyncAgent, SyncError } from '../activities/proof/sync-agent.js';
-import { loadConfig } from './config.js';
+import { EPOCH_MS } from '../core/epoch.js';
+import { ConfigError, loadConfig } from './config.js';
+import { checkStoreEpochLength } from './epoch-length.js';
 import { loadNodeKey } from './node-key.js';
 import { createProgress, type ProgressStream } from './progress.js';
 import { openStores } from './stores.js';
@@ -30,6 +32,11 @@ export async function storeSyncCommand(argv: string[], io: StoreCommandIo = {}):
   const config = loadConfig(io.env);
   const centralUrl = values.central ?? config.centralStoreUrl;
   if (!centralUrl) throw new TypeError(`usage: ${STORE_SYNC_USAGE} (or set CENTRAL_STORE_URL)`);
+  // A development store's short epochs mean nothing to a central store: never pushed (docs/quickstart.md).
+  if (config.epochMs !== EPOCH_MS) {
+    throw new ConfigError('configuration: EPOCH_SECONDS and DEMO stores are local: `store sync` refuses them');
+  }
+  if (!config.mongo) checkStoreEpochLength(config.dataDir, config.epochMs);
   const out = io.out ?? print;
   const stores = await openStores(config);
   const refusals: { id: unknown; error: unknown; detail: unknown }[] = [];

@@ -4,26 +4,41 @@
  */
 export const EPOCH_MS = 3_600_000;
 export const DEFAULT_EPOCH_GENESIS_MS: number = Date.UTC(2026, 0, 1);
+/**
+ * Shortest epoch a development node may use (EPOCH_SECONDS, bin/config.ts): short epochs let a local demo see
+ * its record sealed within a minute or two. The protocol's epoch is the hour (EPOCH_MS).
+ */
+export const MIN_DEV_EPOCH_MS = 10_000;
 
-/** The epoch containing `timeMs`. Times before genesis have no epoch: a negative epoch is never issued. */
-export function epochAt(timeMs: number, genesisMs: number = DEFAULT_EPOCH_GENESIS_MS): number {
+/**
+ * The epoch containing `timeMs`. Times before genesis have no epoch: a negative epoch is never issued.
+ * `epochMs` is the hour except on a development node (EPOCH_SECONDS).
+ */
+export function epochAt(
+  timeMs: number,
+  genesisMs: number = DEFAULT_EPOCH_GENESIS_MS,
+  epochMs: number = EPOCH_MS,
+): number {
   checkGenesis(genesisMs);
+  checkLength(epochMs);
   if (!Number.isFinite(timeMs)) throw new RangeError(`time must be a finite number of ms: ${timeMs}`);
   if (timeMs < genesisMs) {
     throw new RangeError(`time ${timeMs} is before the epoch genesis ${new Date(genesisMs).toISOString()}`);
   }
-  return Math.floor((timeMs - genesisMs) / EPOCH_MS);
+  return Math.floor((timeMs - genesisMs) / epochMs);
 }
 
 /** The window of `epoch` as [start, end) in ms since the Unix epoch. */
 export function epochWindow(
   epoch: number,
   genesisMs: number = DEFAULT_EPOCH_GENESIS_MS,
+  epochMs: number = EPOCH_MS,
 ): { start: number; end: number } {
   checkGenesis(genesisMs);
+  checkLength(epochMs);
   if (!Number.isSafeInteger(epoch) || epoch < 0) throw new RangeError(`epoch must be an integer ≥ 0: ${epoch}`);
-  const start = genesisMs + epoch * EPOCH_MS;
-  const end = start + EPOCH_MS;
+  const start = genesisMs + epoch * epochMs;
+  const end = start + epochMs;
   if (!Number.isSafeInteger(end)) throw new RangeError(`epoch ${epoch} is out of range`);
   return { start, end };
 }
@@ -59,6 +74,12 @@ export function parseEpochGenesis(iso: string): number {
     throw bad('no such date or hour');
   }
   return date.getTime();
+}
+
+function checkLength(epochMs: number): void {
+  if (!Number.isSafeInteger(epochMs) || epochMs < MIN_DEV_EPOCH_MS || epochMs > EPOCH_MS) {
+    throw new RangeError(`epoch length must be an integer ms value in [${MIN_DEV_EPOCH_MS}, ${EPOCH_MS}]: ${epochMs}`);
+  }
 }
 
 function checkGenesis(genesisMs: number): void {

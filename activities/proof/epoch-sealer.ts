@@ -31,14 +31,16 @@ export interface SealDeps {
   now: number;
   genesisMs: number;
   graceMs: number;
+  /** Epoch length: the hour (EPOCH_MS) unless a development node shortened it (EPOCH_SECONDS). */
+  epochMs?: number | undefined;
   /** Told each seal made here and the ms it took (metrics); `timer` reads the time (default performance.now). */
   onEpochSealed?: ((seal: Seal, durationMs: number) => void) | undefined;
   timer?: (() => number) | undefined;
 }
 
 /** The last epoch whose window ended at least `graceMs` before `now`; -1 when none has. */
-export function lastDueEpoch(now: number, genesisMs: number, graceMs: number): number {
-  return Math.floor((now - graceMs - genesisMs) / EPOCH_MS) - 1;
+export function lastDueEpoch(now: number, genesisMs: number, graceMs: number, epochMs: number = EPOCH_MS): number {
+  return Math.floor((now - graceMs - genesisMs) / epochMs) - 1;
 }
 
 /**
@@ -51,7 +53,7 @@ export function lastDueEpoch(now: number, genesisMs: number, graceMs: number): n
 export async function sealDueEpochs(deps: SealDeps): Promise<Seal[]> {
   const { store, signer, now, genesisMs, graceMs } = deps;
   const pk = signer.publicKey;
-  const due = lastDueEpoch(now, genesisMs, graceMs);
+  const due = lastDueEpoch(now, genesisMs, graceMs, deps.epochMs);
   if (due < 0) return [];
   const latest = await store.latestSeal(pk);
   const start = latest !== null ? latest.epoch + 1 : await store.firstRecordEpoch(pk);
@@ -116,6 +118,8 @@ export interface AutoSealerDeps {
   clock: () => number;
   genesisMs: number;
   graceMs?: number;
+  /** See SealDeps.epochMs. */
+  epochMs?: number;
   intervalMs?: number;
   onError: (error: unknown) => void;
   /**
@@ -143,6 +147,7 @@ export function startAutoSealer(deps: AutoSealerDeps): RepeatingTask {
         now: deps.clock(),
         genesisMs: deps.genesisMs,
         graceMs,
+        epochMs: deps.epochMs,
         onEpochSealed: deps.onEpochSealed,
         timer: deps.timer,
       });

@@ -47,6 +47,8 @@ export interface RecordBatcherDeps {
   signer: KeyPair;
   clock: () => number;
   genesisMs: number;
+  /** Epoch length: the hour (EPOCH_MS) unless a development node shortened it (EPOCH_SECONDS). */
+  epochMs?: number;
   /**
    * Longest a queued or aggregated record waits before its batch is written (default 1 s: at 10k tile hits a
    * second that is a few dozen signed records a second, and the ~30 s sync interval dwarfs it anyway).
@@ -91,11 +93,15 @@ export function createRecordBatcher(deps: RecordBatcherDeps): ProofWriter & { dr
   let closed = false;
   let dropped = 0;
 
-  const epochNow = () => epochAt(deps.clock(), deps.genesisMs);
+  const epochNow = () => epochAt(deps.clock(), deps.genesisMs, deps.epochMs);
 
   function enqueue(entry: RecordEntry, settle?: Pending['settle']): { id: string; epoch: number } {
     const now = deps.clock();
-    const full: NewRecord = { ...entry, epoch: epochAt(now, deps.genesisMs), written_at: new Date(now).toISOString() };
+    const full: NewRecord = {
+      ...entry,
+      epoch: epochAt(now, deps.genesisMs, deps.epochMs),
+      written_at: new Date(now).toISOString(),
+    };
     if (closed || queue.length >= maxQueued) {
       dropped++;
       const error = new Error(closed ? 'proof writer is closed' : 'proof writer queue is full');
@@ -112,7 +118,7 @@ export function createRecordBatcher(deps: RecordBatcherDeps): ProofWriter & { dr
 
   function aggregate(key: string, open: () => RecordEntry, serve: Record<string, unknown>) {
     const now = deps.clock();
-    const epoch = epochAt(now, deps.genesisMs);
+    const epoch = epochAt(now, deps.genesisMs, deps.epochMs);
     const slot = `${epoch}\u0000${key}`;
     let agg = aggregates.get(slot);
     if (agg === undefined) {

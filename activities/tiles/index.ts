@@ -28,6 +28,11 @@ export interface TileConfig {
   cacheBytes: number;
   /** Sent upstream: public tile servers (OSM's usage policy) require an identifying User-Agent. */
   userAgent: string;
+  /**
+   * What proof records name as a style's upstream instead of its template's host: DEMO's synthetic upstream is
+   * named `demo-tiles@<host>`, so a record of a demo tile says so (bin/demo-upstream.ts).
+   */
+  upstreamNames?: Partial<Record<TileStyle, string>>;
 }
 
 export interface TileDeps {

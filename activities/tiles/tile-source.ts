@@ -54,7 +54,12 @@ export interface TileSource {
 export function createTileSource(deps: { config: TileConfig; logger?: Logger | undefined }): TileSource {
   const { config } = deps;
   const cache = createTileCache(config.cacheBytes);
-  const hosts = new Map(Object.entries(config.templates).map(([style, t]) => [style, upstreamHost(t)]));
+  const hosts = new Map(
+    Object.entries(config.templates).map(([style, t]) => [
+      style,
+      config.upstreamNames?.[style as TileStyle] ?? upstreamHost(t),
+    ]),
+  );
 
   const answer = (request: TileRequest, tile: CachedTile, cache: 'HIT' | 'MISS'): TileLookup => ({
     tile,

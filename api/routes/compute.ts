@@ -38,6 +38,8 @@ export interface ComputeDeps {
   runner: JobRunner;
   clock: () => number;
   epochGenesisMs: number;
+  /** See GatewayConfig.epochMs. */
+  epochMs?: number | undefined;
   /** Absolute base of `verify_url`; default: the request's own origin. */
   publicUrl?: string | undefined;
   /**
@@ -188,7 +190,7 @@ function acceptJob({ request, plan, signed }: ComputeInput, gates: GateState, de
     job_id: jobIdFromSignature(request.signature),
     requester_pk: request.requester_pk,
     h3_cell: jobCell,
-    epoch: epochAt(now, deps.epochGenesisMs),
+    epoch: epochAt(now, deps.epochGenesisMs, deps.epochMs),
     budget_credits: request.budget_credits,
     proof_credits: estimate.proof_credits,
     steps: request.steps.map((step) => ({ ...step, estimate: estimate.breakdown[step.id] ?? 0 })),
