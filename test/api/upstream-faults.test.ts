@@ -94,7 +94,10 @@ async function stream(res: ServerResponse, headers: Record<string, string>, tota
 }
 
 describe('faults: a slow or garbage-answering upstream', function () {
-  this.timeout(20_000);
+  this.timeout(30_000);
+  // An answer must come within the upstream timeout plus this slack: far below an unbounded wait (the HTTP
+  // library's 300 s), yet wide enough for a loaded 2-core machine streaming a 64 MiB body locally.
+  const SLACK_MS = 10_000;
 
   describe('the tile upstream', () => {
     const TIMEOUT_MS = 300;
@@ -217,7 +220,7 @@ describe('faults: a slow or garbage-answering upstream', function () {
         assert.equal(res.headers.get('access-control-allow-origin'), '*');
         assert.equal(res.headers.get('x-svc-cache'), null);
         // Within the timeout (plus slack for a loaded machine), never a hang.
-        assert.ok(res.ms < TIMEOUT_MS + 1500, `answered after ${Math.round(res.ms)} ms`);
+        assert.ok(res.ms < TIMEOUT_MS + SLACK_MS, `answered after ${Math.round(res.ms)} ms`);
         // Still broken: asked again, not served from a cache.
         const again = await tile();
         assert.equal(again.status, status);
@@ -457,7 +460,7 @@ describe('faults: a slow or garbage-answering upstream', function () {
           const body = res.body as { error: string; detail: string };
           assert.equal(body.error, code, endpoint);
           assert.match(body.detail, detail, endpoint);
-          assert.ok(res.ms < TIMEOUT_MS + 1500, `${endpoint} answered after ${Math.round(res.ms)} ms`);
+          assert.ok(res.ms < TIMEOUT_MS + SLACK_MS, `${endpoint} answered after ${Math.round(res.ms)} ms`);
         }
         await recovers();
       });
@@ -477,7 +480,7 @@ describe('faults: a slow or garbage-answering upstream', function () {
         const result = res.body as { method: string; meanNdvi: number; description: string; cost: number };
         assert.deepEqual([result.method, result.meanNdvi, result.cost], ['metadata', 0.3688, 0]);
         assert.match(result.description, reason);
-        assert.ok(res.ms < TIMEOUT_MS + 1500, `answered after ${Math.round(res.ms)} ms`);
+        assert.ok(res.ms < TIMEOUT_MS + SLACK_MS, `answered after ${Math.round(res.ms)} ms`);
         await recovers();
       });
     }
