@@ -13,6 +13,7 @@ import { fail, pass, type Check } from './check.js';
 import { cellCoveredBy, isCell } from './h3-cell.js';
 import { blake3Hex, sha256Hex } from './hash.js';
 import { checkPublicKey, keyPairFromSecret, signMessage, verifySignature } from './identity.js';
+import { checkJsonText } from './strict-json.js';
 
 export interface DelegationConstraints {
   max_ops_per_hour?: number;
@@ -171,14 +172,15 @@ export function decodeDelegationHeader(base64: string): Check<DelegationCertific
   if (!BASE64.test(text) || text.replace(/=+$/, '').length % 4 === 1) {
     return fail('delegation_invalid', 'delegation header is not base64');
   }
-  let json: unknown;
+  let json: Check<unknown>;
   try {
     const bytes = Buffer.from(text.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
-    json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+    // Strict JSON: a repeated key would let a proxy and the gateway read different certificates.
+    json = checkJsonText(new TextDecoder('utf-8', { fatal: true }).decode(bytes), 'delegation header');
   } catch {
     return fail('delegation_invalid', 'delegation header is not base64 of UTF-8 JSON');
   }
-  return parseDelegationChain(json);
+  return json.ok ? parseDelegationChain(json.value) : fail('delegation_invalid', json.detail);
 }
 
 export interface DelegationRequest {

@@ -117,6 +117,7 @@ export function createGovernanceServer(deps: GovernanceServerDeps): GovernanceSe
   const transports = createMcpTransports({
     buildServer,
     onError: (error) => logger.error({ err: error }, 'closing an MCP session failed'),
+    ...(deps.limits?.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: deps.limits.requestTimeoutMs }),
   });
 
   const router = new Router();
