@@ -7,6 +7,7 @@ import { DEFAULT_EPOCH_GENESIS_MS, parseEpochGenesis } from '../core/epoch.js';
 import type { HttpLimits } from '../api/http-limits.js';
 import { SERVICE_VERSION } from '../api/version.js';
 import { isCell, DEFAULT_JOB_CELL } from '../core/h3-cell.js';
+import { checkPublicKey } from '../core/identity.js';
 import { WORKER_MODELS } from '../core/models.js';
 import { DEFAULT_QUEUE_PREFIX, DEFAULT_ROUTING_RESOLUTION, type QueueNaming } from '../core/task-queues.js';
 
@@ -46,6 +47,9 @@ const envSchema = z.object({
   DATA_DIR: z.string().min(1).default('./data'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   REQUIRE_DELEGATION: boolean.default(false),
+  // Gate 3's trust anchors: comma-separated hex Ed25519 public keys of the human principals whose chains are
+  // accepted. Empty: any well-formed chain is (form only; start warns when REQUIRE_DELEGATION is set).
+  TRUSTED_PRINCIPALS: z.string().default(''),
   EPOCH_GENESIS: z.string().optional(),
   API_KEYS: z.string().default(''),
   BODY_LIMIT_BYTES: z.coerce
@@ -188,6 +192,16 @@ const list = (value: string) =>
     .map((v) => v.trim())
     .filter(Boolean);
 
+/** TRUSTED_PRINCIPALS as a set of usable Ed25519 keys; a typo must stop the start, not trust nobody silently. */
+function trustedPrincipals(value: string): ReadonlySet<string> {
+  const keys = list(value).map((k) => k.toLowerCase());
+  for (const key of keys) {
+    const checked = checkPublicKey(key);
+    if (!checked.ok) throw new ConfigError(`configuration: TRUSTED_PRINCIPALS: "${key}": ${checked.detail}`);
+  }
+  return new Set(keys);
+}
+
 /** The inference settings: enabled models (MODELS), the local worker's models, cell, tools and model names. */
 function swarmConfig(e: z.infer<typeof envSchema>): SwarmConfig {
   const models = list(e.MODELS);
@@ -249,6 +263,8 @@ export interface Config {
   dataDir: string;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   requireDelegation: boolean;
+  /** TRUSTED_PRINCIPALS: roots a delegation chain must start at; empty: any root (form only). */
+  trustedPrincipals: ReadonlySet<string>;
   epochGenesisMs: number;
   apiKeys: string[];
   bodyLimitBytes: number;
@@ -423,6 +439,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: e.DATA_DIR,
     logLevel: e.LOG_LEVEL,
     requireDelegation: e.REQUIRE_DELEGATION,
+    trustedPrincipals: trustedPrincipals(e.TRUSTED_PRINCIPALS),
     epochGenesisMs,
     apiKeys: e.API_KEYS.split(',')
       .map((k) => k.trim())

@@ -8,11 +8,22 @@ import type { RequestScope } from './request-scope.js';
 export interface JurisdictionContext {
   jobCell: string;
   jurisdiction: Jurisdiction;
+  /**
+   * Every distinct cell the request names (job cell first, then step cells…), each resolved: a step over
+   * another country runs under that country's rules too, not only the job cell's.
+   */
+  places: Jurisdiction[];
   /** `x-svc-jurisdiction`: run only on workers in this jurisdiction (upper-cased code). */
   workerJurisdiction: string | null;
   /** `x-svc-min-tier`: run only on workers at this trust tier or above. */
   minWorkerTier: WorkerTier | null;
 }
+
+/**
+ * Cells one request may name (body, path, query, header, two per step): more than any valid request
+ * (32 steps), so resolving each costs a bounded amount before the body's schema is checked.
+ */
+export const MAX_REQUEST_CELLS = 128;
 
 export interface JurisdictionHeaders {
   jurisdiction: string | undefined;
@@ -28,6 +39,9 @@ export function checkJurisdiction(
   headers: JurisdictionHeaders,
   defaultCell: string | undefined,
 ): Check<JurisdictionContext | null> {
+  if (scope.cells.length > MAX_REQUEST_CELLS) {
+    return fail('invalid_request', `the request names ${scope.cells.length} cells; at most ${MAX_REQUEST_CELLS}`);
+  }
   for (const { where, value } of scope.cells) {
     const cell = checkCell(value, where);
     if (!cell.ok) return cell;
@@ -53,5 +67,9 @@ export function checkJurisdiction(
   }
   const jobCell = (scope.requestedCell?.value as string | undefined) ?? defaultCell;
   if (jobCell === undefined) return pass(null); // the route is not about a place
-  return pass({ jobCell, jurisdiction: resolveJurisdiction(jobCell), workerJurisdiction, minWorkerTier });
+  const jurisdiction = resolveJurisdiction(jobCell);
+  const others = new Set(scope.cells.map(({ value }) => value as string));
+  others.delete(jobCell);
+  const places = [jurisdiction, ...[...others].map((cell) => resolveJurisdiction(cell))];
+  return pass({ jobCell, jurisdiction, places, workerJurisdiction, minWorkerTier });
 }
