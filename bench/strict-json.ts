@@ -33,7 +33,11 @@ export function benchStrictJson(): { name: string; bytes: number; nativeMs: numb
     ['polygon, 30,000 positions', polygon],
   ].map(([name, value]) => {
     const text = JSON.stringify(value);
-    for (let k = 0; k < 20; k++) (JSON.parse(text), parseStrictJson(text)); // warm up
+    for (let k = 0; k < 20; k++) {
+      // warm up
+      JSON.parse(text);
+      parseStrictJson(text);
+    }
     return {
       name: name as string,
       bytes: text.length,
