@@ -73,7 +73,7 @@ export function createApp(deps: AppDeps): Koa {
 
   app.use(requestContext({ logger: deps.logger, metrics, draining: deps.draining }));
   app.use(errorMiddleware(deps.logger));
-  app.use(requestBounds(rates.ip, deps.clock));
+  app.use(requestBounds(rates.ip, deps.clock, rates.ipBytes));
   app.use(router.routes());
   app.use(jsonAllowedMethods(router));
   return app;

@@ -64,6 +64,13 @@ const envSchema = z.object({
   RATE_LIMIT_IP_PER_MINUTE: z.coerce.number().int().min(0).max(10_000_000).default(6000),
   RATE_LIMIT_PRINCIPAL_PER_MINUTE: z.coerce.number().int().min(0).max(10_000_000).default(1200),
   RATE_LIMIT_BURST_SECONDS: z.coerce.number().int().min(1).max(3600).default(10),
+  // Request body bytes per minute per address (32 MiB): parsing and verifying a body costs CPU by its size.
+  RATE_LIMIT_IP_BODY_BYTES_PER_MINUTE: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 40)
+    .default(32 * 1024 * 1024),
   // Behind a reverse proxy: take the client address from X-Forwarded-For (the per-IP limit, logs). Off, the
   // header is ignored, so a client cannot pick its own address.
   TRUST_PROXY: boolean.default(false),
@@ -449,6 +456,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ipPerMinute: e.RATE_LIMIT_IP_PER_MINUTE,
       principalPerMinute: e.RATE_LIMIT_PRINCIPAL_PER_MINUTE,
       burstSeconds: e.RATE_LIMIT_BURST_SECONDS,
+      ipBodyBytesPerMinute: e.RATE_LIMIT_IP_BODY_BYTES_PER_MINUTE,
       trustProxy: e.TRUST_PROXY,
       requestTimeoutMs: e.REQUEST_TIMEOUT_SECONDS * 1000,
       headersTimeoutMs: Math.min(e.HEADERS_TIMEOUT_SECONDS, e.REQUEST_TIMEOUT_SECONDS) * 1000,

@@ -36,6 +36,7 @@ const CloseSquare = 93;
 const OpenCurly = 123;
 const CloseCurly = 125;
 
+const POWERS_OF_TEN = Array.from({ length: 23 }, (_, k) => 10 ** k);
 const ESCAPES: Record<number, string> = {
   34: '"',
   92: '\\',
@@ -114,22 +115,43 @@ export function parseStrictJson(text: string, maxDepth: number = MAX_JSON_DEPTH)
   };
   const parseNumber = (): number => {
     const start = i;
-    if (text.charCodeAt(i) === Minus) i++;
-    if (text.charCodeAt(i) === Zero) i++;
-    else if (!digits()) error('bad number');
-    if (text.charCodeAt(i) === Dot) {
-      i++;
-      if (!digits()) error('bad number');
+    const negative = text.charCodeAt(i) === Minus;
+    if (negative) i++;
+    // The digits accumulate into an exact integer; with at most 15 of them and at most 22 after the point, the
+    // integer and 10^k are exact doubles and one division rounds correctly: the double Number() gives, without
+    // slicing. Anything else (exponents, long mantissas) goes through Number().
+    let mantissa = 0;
+    let count = 0;
+    let scale = 0;
+    let c = text.charCodeAt(i);
+    if (c === Zero) c = text.charCodeAt(++i);
+    else if (c > Zero && c <= Nine) {
+      do {
+        mantissa = mantissa * 10 + (c - Zero);
+        count++;
+        c = text.charCodeAt(++i);
+      } while (c >= Zero && c <= Nine);
+    } else error('bad number');
+    if (c === Dot) {
+      c = text.charCodeAt(++i);
+      if (c < Zero || c > Nine || Number.isNaN(c)) error('bad number');
+      do {
+        mantissa = mantissa * 10 + (c - Zero);
+        count++;
+        scale++;
+        c = text.charCodeAt(++i);
+      } while (c >= Zero && c <= Nine);
     }
-    const e = text.charCodeAt(i);
-    if (e === LowerE || e === UpperE) {
+    if (c === LowerE || c === UpperE) {
       i++;
       const sign = text.charCodeAt(i);
       if (sign === Plus || sign === Minus) i++;
       if (!digits()) error('bad number');
+      return Number(text.slice(start, i));
     }
-    // The grammar above is JSON's, a subset of Number()'s: the same double JSON.parse gives.
-    return Number(text.slice(start, i));
+    if (count > 15 || scale > 22) return Number(text.slice(start, i));
+    const value = scale === 0 ? mantissa : mantissa / (POWERS_OF_TEN[scale] as number);
+    return negative ? -value : value;
   };
   const literal = (word: string, value: unknown): unknown => {
     if (!text.startsWith(word, i)) unexpected();
