@@ -64,6 +64,19 @@ describe('gate findings of the security review, over HTTP', () => {
     });
   });
 
+  it('refuses a request naming more cells than any valid job before resolving them (gate 2)', async () => {
+    const steps = Array.from({ length: 40 }, (_, i) => ({
+      id: `s${i}`,
+      type: 'tile_render',
+      center_cell: ROME_6,
+      context: { h3_cell: ROME_6 },
+    }));
+    const res = await post({ h3_cell: ROME_6, steps, budget_credits: 0.1 }, romeOnly);
+    assert.equal(res.status, 400);
+    assert.equal((res.body as ErrorBody).error, 'invalid_request');
+    assert.match((res.body as ErrorBody).detail, /names 81 cells; at most 72/);
+  });
+
   describe('TRUSTED_PRINCIPALS', () => {
     let strict: TestGateway;
     const trusted = generateKeyPair();
