@@ -36,6 +36,9 @@ const CloseSquare = 93;
 const OpenCurly = 123;
 const CloseCurly = 125;
 
+/** What a string's plain fast path cannot take: an escape or a raw control character. */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what JSON strings may not hold raw
+const SPECIAL = /[\\\u0000-\u001f]/;
 const POWERS_OF_TEN = Array.from({ length: 23 }, (_, k) => 10 ** k);
 const ESCAPES: Record<number, string> = {
   34: '"',
@@ -67,6 +70,15 @@ export function parseStrictJson(text: string, maxDepth: number = MAX_JSON_DEPTH)
   const parseString = (): string => {
     i++; // opening quote
     const start = i;
+    // Most strings have no escape or control character: found by the engine's native search, then one slice.
+    const close = text.indexOf('"', i);
+    if (close >= 0) {
+      const plain = text.slice(start, close);
+      if (!SPECIAL.test(plain)) {
+        i = close + 1;
+        return plain;
+      }
+    }
     for (; i < n; i++) {
       const c = text.charCodeAt(i);
       if (c === Quote) return text.slice(start, i++);
