@@ -15,6 +15,8 @@ import type { RateLimitStore } from '../store/types.js';
 export interface GatewayConfig {
   /** Gate 3: refuse signed requests that carry no delegation certificate. */
   requireDelegation: boolean;
+  /** Gate 3's trust anchors (TRUSTED_PRINCIPALS): a chain's root must be one; unset or empty: form only. */
+  trustedPrincipals?: ReadonlySet<string> | undefined;
   bodyLimitBytes: number;
   /** Rate limits, trusted proxy and receive timeouts (api/http-limits.ts); unset: no rate limits, default timeouts. */
   httpLimits?: HttpLimits | undefined;

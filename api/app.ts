@@ -76,7 +76,7 @@ export function createApp(deps: AppDeps): Koa {
   app.use(trustedProxy({ trust: proxyTrustOf(deps.config.httpLimits), publicUrl: deps.config.publicUrl }));
   app.use(requestContext({ logger: deps.logger, metrics, draining: deps.draining }));
   app.use(errorMiddleware(deps.logger));
-  app.use(requestBounds(rates.ip, deps.clock));
+  app.use(requestBounds(rates.ip, deps.clock, rates.ipBytes));
   app.use(router.routes());
   app.use(jsonAllowedMethods(router));
   return app;

@@ -177,6 +177,8 @@ function delegationGate(deps: AppDeps, spec: RouteSpec<unknown>, countedOps: Bou
         requireDelegation: deps.config.requireDelegation,
         nowMs: now,
         jobCell: state.place?.jobCell,
+        cells: scope.cells.map(({ value }) => value as string),
+        trustedPrincipals: deps.config.trustedPrincipals,
         facets: [...(spec.facets ?? scope.stepTypes)],
         tools: scope.tools,
       }),
@@ -185,7 +187,9 @@ function delegationGate(deps: AppDeps, spec: RouteSpec<unknown>, countedOps: Bou
     if (authority.kind === 'delegated' && authority.grant.max_ops_per_hour !== null && state.requester) {
       const { agent_pk, max_ops_per_hour } = authority.grant;
       const window = rateWindow(now, deps.config.epochGenesisMs);
-      const op = `${window.start}:${ctx.get('x-idn-signature')}`;
+      // Keyed on the signature gate 1 verified (trimmed, lower case), not the raw header: re-casing a captured
+      // request's header must not make it a new operation.
+      const op = `${window.start}:${state.requester.signature}`;
       if (countedOps.has(op)) return;
       return deps.rateLimits.increment(`agent:${agent_pk}`, window.start, window.end - window.start).then((count) => {
         const limited = checkRateLimit(count, max_ops_per_hour, window.end, now);

@@ -6,6 +6,11 @@ export interface HttpLimits {
   ipPerMinute: number;
   /** Requests per minute per principal (signing key, API key, bearer token); 0: no limit. */
   principalPerMinute: number;
+  /**
+   * Request body bytes per minute per client address (its bucket holds `burstSeconds` of it); 0 or unset: no
+   * limit. Parsing and verifying a body costs CPU in proportion to its size: this bounds one client's share.
+   */
+  ipBodyBytesPerMinute?: number;
   /** A bucket holds this many seconds of its rate: the burst a client may send at once. */
   burstSeconds: number;
   /** Behind reverse proxies: take the client address, host and scheme from what they forwarded (api/proxy-trust.ts). */

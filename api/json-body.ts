@@ -1,5 +1,6 @@
 import type { Context } from 'koa';
 import { ServiceError } from '../core/errors.js';
+import { checkJsonText } from '../core/strict-json.js';
 import { DEFAULT_RECEIVE_TIMEOUTS } from './http-server.js';
 
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
@@ -24,11 +25,14 @@ export async function readJsonBody(
   const text = (await readBody(ctx, limitBytes, timeoutMs)).toString('utf8');
   if (text.trim() === '')
     throw new ServiceError('invalid_json', 'the request body is empty; a JSON object is required');
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (error) {
-    throw new ServiceError('invalid_json', `the body is not valid JSON: ${(error as Error).message}`);
-  }
+  return parseJsonBody(text);
+}
+
+/** Every JSON body is parsed here (docs/security.md): duplicate keys and nesting past 64 are 400 `invalid_json`. */
+export function parseJsonBody(text: string): unknown {
+  const parsed = checkJsonText(text, 'the body');
+  if (!parsed.ok) throw new ServiceError(parsed.error, parsed.detail);
+  return parsed.value;
 }
 
 function readBody(ctx: Context, limitBytes: number, timeoutMs: number): Promise<Buffer> {

@@ -6,15 +6,30 @@ import { MAX_QUERY_BYTES, type HttpLimits } from './http-limits.js';
 /** The two request limits of one server: per client address and per principal; either may be off. */
 export interface RequestRateLimits {
   ip: RateLimiter | undefined;
+  /** Body KiB per client address (HttpLimits.ipBodyBytesPerMinute). */
+  ipBytes: RateLimiter | undefined;
   principal: RateLimiter | undefined;
 }
+
+/** Seconds of RATE_LIMIT_IP_BODY_BYTES_PER_MINUTE an address may send at once (2 s: 1 MiB at the default). */
+export const BODY_BURST_SECONDS = 2;
 
 export function createRequestRateLimits(limits: HttpLimits | undefined): RequestRateLimits {
   const make = (perMinute: number | undefined) =>
     limits !== undefined && perMinute !== undefined && perMinute > 0
       ? createRateLimiter({ perMinute, burstSeconds: limits.burstSeconds })
       : undefined;
-  return { ip: make(limits?.ipPerMinute), principal: make(limits?.principalPerMinute) };
+  const bytes = limits?.ipBodyBytesPerMinute;
+  return {
+    ip: make(limits?.ipPerMinute),
+    // Counted in KiB, so the bucket's numbers stay small; a short burst (BODY_BURST_SECONDS), since a burst of
+    // bodies is a burst of CPU: any single body within the body limit still passes on a full bucket.
+    ipBytes:
+      bytes === undefined || bytes <= 0
+        ? undefined
+        : createRateLimiter({ perMinute: Math.max(1, Math.round(bytes / 1024)), burstSeconds: BODY_BURST_SECONDS }),
+    principal: make(limits?.principalPerMinute),
+  };
 }
 
 /**
@@ -23,14 +38,40 @@ export function createRequestRateLimits(limits: HttpLimits | undefined): Request
  * saw, api/proxy-trust.ts; 429 `rate_limit` with `retry-after` past it; answers carry `ratelimit-limit/-remaining/-reset`
  * as draft-ietf-httpapi-ratelimit-headers has them), then the query string's size (414 `query_too_large`).
  */
-export function requestBounds(limiter: RateLimiter | undefined, clock: () => number): Middleware {
+export function requestBounds(
+  limiter: RateLimiter | undefined,
+  clock: () => number,
+  bodyBytes?: RateLimiter | undefined,
+): Middleware {
   return (ctx, next) => {
     if (limiter) enforce(ctx, limiter, addressKey(ctx.ip), clock(), 'this address');
+    if (bodyBytes) enforceBodyBytes(ctx, bodyBytes, addressKey(ctx.ip), clock());
     if (ctx.querystring.length > MAX_QUERY_BYTES) {
       throw new ServiceError('query_too_large', `the query string exceeds ${MAX_QUERY_BYTES} bytes`);
     }
     return next();
   };
+}
+
+/**
+ * A body's size against its address's byte budget, before it is read: by Content-Length, and a body of unknown
+ * length (chunked) as a full bucket. Refused: 429 `rate_limit` with `retry-after`, and the connection closed
+ * rather than the unread body drained.
+ */
+function enforceBodyBytes(ctx: Context, limiter: RateLimiter, key: string, nowMs: number): void {
+  const declared = ctx.get('content-length');
+  const chunked = ctx.get('transfer-encoding') !== '';
+  if (declared === '' && !chunked) return;
+  const bytes = declared !== '' ? Number(declared) : Infinity;
+  if (!(bytes > 0)) return;
+  const decision = limiter.take(key, nowMs, bytes / 1024);
+  if (decision.allowed) return;
+  const seconds = String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000)));
+  throw new ServiceError(
+    'rate_limit',
+    `too many request body bytes from this address: at most ${limiter.rule.perMinute} KiB per minute; retry in ${seconds} s`,
+    { 'retry-after': seconds, connection: 'close' },
+  );
 }
 
 /**

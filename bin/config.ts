@@ -8,6 +8,7 @@ import { PROXY_HEADERS } from '../core/forwarded.js';
 import type { HttpLimits } from '../api/http-limits.js';
 import { SERVICE_VERSION } from '../api/version.js';
 import { isCell, DEFAULT_JOB_CELL } from '../core/h3-cell.js';
+import { checkPublicKey } from '../core/identity.js';
 import { WORKER_MODELS } from '../core/models.js';
 import { DEFAULT_QUEUE_PREFIX, DEFAULT_ROUTING_RESOLUTION, type QueueNaming } from '../core/task-queues.js';
 
@@ -49,6 +50,9 @@ export const envSchema = z.object({
   DATA_DIR: z.string().min(1).default('./data'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   REQUIRE_DELEGATION: boolean.default(false),
+  // Gate 3's trust anchors: comma-separated hex Ed25519 public keys of the human principals whose chains are
+  // accepted. Empty: any well-formed chain is (form only; start warns when REQUIRE_DELEGATION is set).
+  TRUSTED_PRINCIPALS: z.string().default(''),
   EPOCH_GENESIS: z.string().optional(),
   // Development only (docs/quickstart.md), both refused when NODE_ENV=production. DEMO=true serves synthetic,
   // labelled tiles from a loopback upstream in this process and implies EPOCH_SECONDS=60 and DATA_DIR=./data-demo.
@@ -71,6 +75,13 @@ export const envSchema = z.object({
   RATE_LIMIT_IP_PER_MINUTE: z.coerce.number().int().min(0).max(10_000_000).default(6000),
   RATE_LIMIT_PRINCIPAL_PER_MINUTE: z.coerce.number().int().min(0).max(10_000_000).default(1200),
   RATE_LIMIT_BURST_SECONDS: z.coerce.number().int().min(1).max(3600).default(10),
+  // Request body bytes per minute per address (32 MiB): parsing and verifying a body costs CPU by its size.
+  RATE_LIMIT_IP_BODY_BYTES_PER_MINUTE: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 40)
+    .default(32 * 1024 * 1024),
   // Behind reverse proxies: take the client address (the per-IP limit), host and scheme (absolute URLs) from
   // what the proxies forwarded, at the position the outermost of TRUST_PROXY_HOPS proxies wrote; only the one
   // header family TRUST_PROXY_HEADER names is read. Off, both are ignored: a client cannot pick its address.
@@ -244,6 +255,11 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
     section: 'Gateway',
     description: 'gate 3 refuses signed requests that carry no delegation certificate',
   },
+  TRUSTED_PRINCIPALS: {
+    section: 'Gateway',
+    description:
+      'comma-separated hex Ed25519 public keys of the human principals a delegation chain must start at (403 `delegation_invalid` "untrusted principal" otherwise); empty: chains are checked for form only (docs/security.md)',
+  },
   NODE_ENV: {
     section: 'Operations',
     description: 'read only to refuse the development settings `DEMO` and `EPOCH_SECONDS` when it is `production`',
@@ -286,6 +302,11 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
   RATE_LIMIT_BURST_SECONDS: {
     section: 'Abuse bounds',
     description: 'a rate bucket holds this many seconds of its rate: the burst allowed at once (then 429 `rate_limit`)',
+  },
+  RATE_LIMIT_IP_BODY_BYTES_PER_MINUTE: {
+    section: 'Abuse bounds',
+    description:
+      'request body bytes per client address per minute, charged from Content-Length before the body is read (2 s burst; 429 `rate_limit`); 0 turns it off',
   },
   TRUST_PROXY: {
     section: 'Abuse bounds',
@@ -585,6 +606,16 @@ const list = (value: string) =>
     .map((v) => v.trim())
     .filter(Boolean);
 
+/** TRUSTED_PRINCIPALS as a set of usable Ed25519 keys; a typo must stop the start, not trust nobody silently. */
+function trustedPrincipals(value: string): ReadonlySet<string> {
+  const keys = list(value).map((k) => k.toLowerCase());
+  for (const key of keys) {
+    const checked = checkPublicKey(key);
+    if (!checked.ok) throw new ConfigError(`configuration: TRUSTED_PRINCIPALS: "${key}": ${checked.detail}`);
+  }
+  return new Set(keys);
+}
+
 /** The inference settings: enabled models (MODELS), the local worker's models, cell, tools and model names. */
 function swarmConfig(e: z.infer<typeof envSchema>): SwarmConfig {
   const models = list(e.MODELS);
@@ -668,6 +699,8 @@ export interface Config {
   dataDir: string;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   requireDelegation: boolean;
+  /** TRUSTED_PRINCIPALS: roots a delegation chain must start at; empty: any root (form only). */
+  trustedPrincipals: ReadonlySet<string>;
   epochGenesisMs: number;
   /** EPOCH_MS (the hour), unless EPOCH_SECONDS (development) shortened it. */
   epochMs: number;
@@ -900,6 +933,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: dev.dataDir,
     logLevel: e.LOG_LEVEL,
     requireDelegation: e.REQUIRE_DELEGATION,
+    trustedPrincipals: trustedPrincipals(e.TRUSTED_PRINCIPALS),
     epochGenesisMs,
     epochMs: dev.epochMs,
     demo: e.DEMO,
@@ -911,6 +945,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ipPerMinute: e.RATE_LIMIT_IP_PER_MINUTE,
       principalPerMinute: e.RATE_LIMIT_PRINCIPAL_PER_MINUTE,
       burstSeconds: e.RATE_LIMIT_BURST_SECONDS,
+      ipBodyBytesPerMinute: e.RATE_LIMIT_IP_BODY_BYTES_PER_MINUTE,
       trustProxy: e.TRUST_PROXY,
       trustProxyHops: e.TRUST_PROXY_HOPS,
       trustProxyHeader: e.TRUST_PROXY_HEADER,

@@ -82,6 +82,7 @@ export async function startGovernance(
     allowedHosts: config.governance.allowedHosts,
     limits: config.httpLimits,
     tokenTtlSeconds: config.governance.tokenTtlSeconds,
+    trustedPrincipals: config.trustedPrincipals,
     logger,
   });
   const { url } = await server.listen(config.governance.port, config.governance.host);

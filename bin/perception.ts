@@ -27,6 +27,7 @@ export async function startPerception(
     agentSecretKey: config.perception.agentSecretKey,
     delegationCert: config.perception.delegationCert,
     nowMs: Date.now(),
+    trustedPrincipals: config.trustedPrincipals,
   });
   logger.info(
     {

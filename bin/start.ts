@@ -56,6 +56,12 @@ export async function startGateway(config: Config): Promise<void> {
   const stores = await openStores(config);
   const node = loadNodeKey(config.dataDir, config.nodeSecretKey);
   logger.info({ node_pk: node.key.publicKey, source: node.source }, 'node key');
+  if (config.requireDelegation && config.trustedPrincipals.size === 0) {
+    logger.warn(
+      'REQUIRE_DELEGATION=true without TRUSTED_PRINCIPALS: gate 3 checks delegation chains for form only, and ' +
+        'any self-made key can sign one; set TRUSTED_PRINCIPALS to the human principals whose chains you accept',
+    );
+  }
   // Settlement and anchoring: before anything runs jobs or seals, so none misses them, and so a bad
   // SETTLEMENT_ASSET stops the start before anything is registered or listening.
   const ledger = startLedger(config, { stores, signer: node.key, logger, metrics });
@@ -125,6 +131,7 @@ export async function startGateway(config: Config): Promise<void> {
   const app = createApp({
     config: {
       requireDelegation: config.requireDelegation,
+      trustedPrincipals: config.trustedPrincipals,
       bodyLimitBytes: config.bodyLimitBytes,
       httpLimits: config.httpLimits,
       epochGenesisMs: config.epochGenesisMs,

@@ -10,9 +10,10 @@ import { z } from 'zod';
 import { canonicalJson } from './canonical-json.js';
 import { describeZodIssue } from './zod-issue.js';
 import { fail, pass, type Check } from './check.js';
-import { cellCoveredBy, isCell } from './h3-cell.js';
+import { cellCover, isCell } from './h3-cell.js';
 import { blake3Hex, sha256Hex } from './hash.js';
 import { checkPublicKey, keyPairFromSecret, signMessage, verifySignature } from './identity.js';
+import { checkJsonText } from './strict-json.js';
 
 export interface DelegationConstraints {
   max_ops_per_hour?: number;
@@ -38,6 +39,14 @@ export type UnsignedCertificate = Omit<DelegationCertificate, 'principal_signatu
 
 /** Longest chain accepted: bounds the work an unauthenticated header can cause. */
 export const MAX_CHAIN_LENGTH = 8;
+/**
+ * Cells per certificate: a city at resolution 9 is a few thousand cells; coarser cells cover the rest. Refused
+ * above it (delegation_invalid) before any cell is validated, so a certificate's cost has a bound.
+ */
+export const MAX_CERT_CELLS = 4096;
+/** Facets per certificate, and tools per allowed/denied list: lists compared pairwise, so kept short. */
+export const MAX_CERT_FACETS = 64;
+export const MAX_CERT_TOOLS = 256;
 const DEFAULT_SKEW_MS = 60_000;
 const MAX_HEADER_CHARS = 65_536;
 const WILDCARD_FACET = '*';
@@ -48,8 +57,8 @@ const isoTime = z.iso.datetime({ offset: true });
 
 const constraintsSchema = z.strictObject({
   max_ops_per_hour: z.number().int().nonnegative().optional(),
-  allowed_tools: z.array(name).optional(),
-  denied_tools: z.array(name).optional(),
+  allowed_tools: z.array(name).max(MAX_CERT_TOOLS).optional(),
+  denied_tools: z.array(name).max(MAX_CERT_TOOLS).optional(),
   require_human_approval: z.boolean().optional(),
 });
 
@@ -58,8 +67,8 @@ export const delegationCertificateSchema = z
     version: z.literal(1),
     agent_pk: publicKeyText,
     principal_pk: publicKeyText,
-    h3_cells: z.array(z.string().refine(isCell, 'must be a valid H3 cell (15 lowercase hex)')),
-    facets: z.array(name),
+    h3_cells: z.array(z.string().refine(isCell, 'must be a valid H3 cell (15 lowercase hex)')).max(MAX_CERT_CELLS),
+    facets: z.array(name).max(MAX_CERT_FACETS),
     not_before: isoTime,
     not_after: isoTime,
     max_depth: z.number().int().nonnegative(),
@@ -153,6 +162,11 @@ export function parseDelegationChain(input: unknown): Check<DelegationCertificat
   }
   const chain: DelegationCertificate[] = [];
   for (const [i, item] of items.entries()) {
+    const cells = (item as { h3_cells?: unknown } | null)?.h3_cells;
+    // Counted before the schema validates (and h3 checks) each cell: the refusal costs nothing.
+    if (Array.isArray(cells) && cells.length > MAX_CERT_CELLS) {
+      return fail('delegation_invalid', `link ${i}: h3_cells has ${cells.length} cells; at most ${MAX_CERT_CELLS}`);
+    }
     const parsed = delegationCertificateSchema.safeParse(item);
     if (!parsed.success)
       return fail('delegation_invalid', `link ${i}: ${describeZodIssue(parsed.error, 'certificate')}`);
@@ -171,14 +185,15 @@ export function decodeDelegationHeader(base64: string): Check<DelegationCertific
   if (!BASE64.test(text) || text.replace(/=+$/, '').length % 4 === 1) {
     return fail('delegation_invalid', 'delegation header is not base64');
   }
-  let json: unknown;
+  let json: Check<unknown>;
   try {
     const bytes = Buffer.from(text.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
-    json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+    // Strict JSON: a repeated key would let a proxy and the gateway read different certificates.
+    json = checkJsonText(new TextDecoder('utf-8', { fatal: true }).decode(bytes), 'delegation header');
   } catch {
     return fail('delegation_invalid', 'delegation header is not base64 of UTF-8 JSON');
   }
-  return parseDelegationChain(json);
+  return json.ok ? parseDelegationChain(json.value) : fail('delegation_invalid', json.detail);
 }
 
 export interface DelegationRequest {
@@ -186,6 +201,10 @@ export interface DelegationRequest {
   now: number;
   agentPk: string;
   h3Cell?: string;
+  /** Every cell the request names (job cell, step cells…): each must lie inside the last link's cells. */
+  h3Cells?: readonly string[];
+  /** The configured trust anchors (TRUSTED_PRINCIPALS); when non-empty the root principal must be one. */
+  trustedPrincipals?: ReadonlySet<string>;
   facets?: string[];
   tools?: string[];
   /** Tolerated clock difference at both ends of each validity window; default 60 000. */
@@ -232,7 +251,8 @@ function widening(
   rights: Effective,
   i: number,
 ): string | undefined {
-  const cell = child.h3_cells.find((c) => !cellCoveredBy(parent.h3_cells, c));
+  const inParent = cellCover(parent.h3_cells);
+  const cell = child.h3_cells.find((c) => !inParent(c));
   if (cell !== undefined) return `link ${i}: cell ${cell} is not inside link ${i - 1}'s cells (widened cells)`;
   const facet = child.facets.find((f) => !facetGranted(parent.facets, f));
   if (facet !== undefined) return `link ${i}: facet "${facet}" is not granted by link ${i - 1} (widened facets)`;
@@ -319,6 +339,21 @@ function linkStructureIssue(
   return undefined;
 }
 
+/**
+ * Why the chain's root may not be trusted: with trust anchors configured, the root principal must be one of
+ * them, or anyone could mint a "human" key and delegate to itself. Without anchors only form is checked.
+ */
+export function rootTrustIssue(
+  chain: readonly Pick<DelegationCertificate, 'principal_pk'>[],
+  trusted: ReadonlySet<string> | undefined,
+): string | undefined {
+  if (trusted === undefined || trusted.size === 0) return undefined;
+  const root = chain[0]?.principal_pk;
+  return root !== undefined && trusted.has(root)
+    ? undefined
+    : `untrusted principal: the chain's root ${String(root)} is not among the trusted principals`;
+}
+
 /** Why link `i` is not valid at `now` (with `skewMs` tolerated at both ends), or undefined. */
 export function linkTimeIssue(
   link: Pick<DelegationCertificate, 'not_before' | 'not_after'>,
@@ -359,11 +394,16 @@ function grantOf(chain: readonly DelegationCertificate[], rights: Effective): De
  * report time separately (core/governance-checks.ts). On a passing chain the last link's window lies
  * inside every other link's, so the grant's not_before/not_after are the chain's.
  */
-export function verifyDelegationChainStructure(chain: readonly DelegationCertificate[]): Check<DelegationGrant> {
+export function verifyDelegationChainStructure(
+  chain: readonly DelegationCertificate[],
+  options: { trustedPrincipals?: ReadonlySet<string> } = {},
+): Check<DelegationGrant> {
   if (!Array.isArray(chain) || chain.length === 0) return fail('delegation_invalid', 'delegation chain is empty');
   if (chain.length > MAX_CHAIN_LENGTH) {
     return fail('delegation_invalid', `delegation chain has ${chain.length} links; at most ${MAX_CHAIN_LENGTH}`);
   }
+  const untrusted = rootTrustIssue(chain, options.trustedPrincipals);
+  if (untrusted !== undefined) return fail('delegation_invalid', untrusted);
   let rights: Effective | null = null;
   for (let i = 0; i < chain.length; i++) {
     const issue = linkStructureIssue(chain, i, rights);
@@ -406,6 +446,9 @@ export function verifyDelegationChain(
     return fail('delegation_invalid', `delegation chain has ${chain.length} links; at most ${MAX_CHAIN_LENGTH}`);
   }
   if (!Number.isFinite(request.now)) return fail('delegation_invalid', 'request time is not a number');
+  // First: a chain from an unknown root is refused whatever it says, before its signatures cost anything.
+  const untrusted = rootTrustIssue(chain, request.trustedPrincipals);
+  if (untrusted !== undefined) return fail('delegation_invalid', untrusted);
   const skew = request.skewMs ?? DEFAULT_SKEW_MS;
 
   let rights: Effective | null = null;
@@ -428,9 +471,13 @@ export function verifyDelegationChain(
     if (!isCell(request.h3Cell)) {
       return fail('delegation_invalid', `requested cell ${JSON.stringify(request.h3Cell)} is not a valid H3 cell`);
     }
-    if (!cellCoveredBy(last.h3_cells, request.h3Cell)) {
-      return fail('delegation_invalid', `cell ${request.h3Cell} is outside the delegated cells`);
-    }
+  }
+  const requested = [...(request.h3Cell === undefined ? [] : [request.h3Cell]), ...(request.h3Cells ?? [])];
+  const inGrant = cellCover(last.h3_cells);
+  for (const cell of requested) {
+    if (!isCell(cell))
+      return fail('delegation_invalid', `requested cell ${JSON.stringify(cell)} is not a valid H3 cell`);
+    if (!inGrant(cell)) return fail('delegation_invalid', `cell ${cell} is outside the delegated cells`);
   }
   const facet = (request.facets ?? []).find((f) => !facetGranted(last.facets, f));
   if (facet !== undefined) return fail('delegation_invalid', `facet "${facet}" is not delegated`);

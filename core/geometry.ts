@@ -38,7 +38,7 @@ export const MAX_PAYLOAD_DEPTH = 32;
 /** Nesting of GeometryCollections and Features within one GeoJSON object (RFC 7946 discourages it). */
 export const MAX_GEOJSON_NESTING = 8;
 /** Positions checked per request (or per checkGeoJson call). */
-export const MAX_POSITIONS = 10_000;
+export const MAX_POSITIONS = 5_000;
 
 const TYPE_NAMES: ReadonlySet<string> = new Set(GEOJSON_TYPES);
 const GEOMETRY_TYPES: ReadonlySet<string> = new Set(GEOJSON_TYPES.slice(0, 7));

@@ -99,7 +99,11 @@ interface ChainAssessment {
 
 type Assessed = { ok: true; value: ChainAssessment } | { ok: false; error: string };
 
-function assessChain(input: readonly DelegationCertificate[], nowMs: number): Assessed {
+function assessChain(
+  input: readonly DelegationCertificate[],
+  nowMs: number,
+  trustedPrincipals: ReadonlySet<string> | undefined,
+): Assessed {
   const parsed = parseDelegationChain(input);
   if (!parsed.ok) return { ok: false, error: `the delegation chain is unusable: ${parsed.detail}` };
   const chain = parsed.value;
@@ -107,7 +111,8 @@ function assessChain(input: readonly DelegationCertificate[], nowMs: number): As
   const last = chain[chain.length - 1] as DelegationCertificate;
   const errors: string[] = [];
 
-  const structure = verifyDelegationChainStructure(chain);
+  // The same rules as gate 3 (core/delegation-cert.ts), trust anchors included: an untrusted root is no valid chain.
+  const structure = verifyDelegationChainStructure(chain, trustedPrincipals === undefined ? {} : { trustedPrincipals });
   if (!structure.ok) errors.push(`the delegation chain does not verify: ${structure.detail}`);
 
   // Judged link by link (not from the last link alone): an invalid chain may have a widened window.
@@ -153,10 +158,12 @@ export function verifyJurisdiction(input: {
   h3Cell: string;
   facet: string;
   nowMs: number;
+  /** TRUSTED_PRINCIPALS: when non-empty, a chain from another root does not verify. */
+  trustedPrincipals?: ReadonlySet<string>;
 }): JurisdictionCheck {
   const { h3Cell, facet } = input;
   const jurisdiction = jurisdictionOf(h3Cell);
-  const assessed = assessChain(input.chain, input.nowMs);
+  const assessed = assessChain(input.chain, input.nowMs, input.trustedPrincipals);
   if (!assessed.ok) {
     return {
       authorized: false,
@@ -213,9 +220,10 @@ export function checkDelegationChain(input: {
   chain: DelegationCertificate[];
   toolName: string;
   nowMs: number;
+  trustedPrincipals?: ReadonlySet<string>;
 }): DelegationChainCheck {
   const { toolName } = input;
-  const assessed = assessChain(input.chain, input.nowMs);
+  const assessed = assessChain(input.chain, input.nowMs, input.trustedPrincipals);
   if (!assessed.ok) {
     return {
       authorized: false,

@@ -26,8 +26,25 @@ export function cellContains(ancestor: string, cell: string): boolean {
 }
 
 /** True when `cell` lies inside at least one of `ancestors`. */
-export const cellCoveredBy = (ancestors: readonly string[], cell: string): boolean =>
-  ancestors.some((ancestor) => cellContains(ancestor, cell));
+export const cellCoveredBy = (ancestors: readonly string[], cell: string): boolean => cellCover(ancestors)(cell);
+
+/**
+ * A containment test against many ancestors: a set lookup of the cell's parent at each resolution the
+ * ancestors use (at most 16), so checking n cells against m ancestors is O(n + m), not O(n × m).
+ */
+export function cellCover(ancestors: readonly string[]): (cell: string) => boolean {
+  const set = new Set(ancestors);
+  const resolutions = [...new Set(ancestors.map((a) => getResolution(a)))].sort((a, b) => a - b);
+  return (cell) => {
+    if (set.has(cell)) return true;
+    const res = getResolution(cell);
+    for (const r of resolutions) {
+      if (r >= res) return false;
+      if (set.has(cellToParent(cell, r))) return true;
+    }
+    return false;
+  };
+}
 
 export function cellCentroid(cell: string): { lat: number; lng: number } {
   const [lat, lng] = cellToLatLng(cell);

@@ -13,11 +13,11 @@ export interface Budget {
 }
 
 /**
- * Edge pairs the polygon test may compare per request. A 10 000-vertex circle needs about 20 000 and a
+ * Edge pairs the polygon test may compare per request. A 5 000-vertex circle needs about 10 000 and a
  * winding coastline far fewer than this; only adversarial shapes (stars, dense spirals) reach it, and
- * they fail instead of costing seconds of CPU. The budget caps the work at tens of milliseconds.
+ * they fail instead of costing CPU. The budget caps the work at a few milliseconds (docs/security.md).
  */
-export const MAX_EDGE_PAIRS = 2_000_000;
+export const MAX_EDGE_PAIRS = 250_000;
 
 interface Point {
   x: number;

@@ -28,8 +28,11 @@ export interface RateDecision {
 
 export interface RateLimiter {
   readonly rule: RateLimitRule;
-  /** Counts one request of `key` at `nowMs` if its bucket allows it. */
-  take(key: string, nowMs: number): RateDecision;
+  /**
+   * Counts one request of `key` at `nowMs` if its bucket allows it; `cost` units (default 1, e.g. KiB of a body)
+   * at once, never more than a full bucket, so any single request can pass when its bucket is full.
+   */
+  take(key: string, nowMs: number, cost?: number): RateDecision;
   /** Keys held (buckets not yet known to be full). */
   size(): number;
 }
@@ -64,9 +67,10 @@ export function createRateLimiter(rule: RateLimitRule, maxKeys = DEFAULT_MAX_KEY
 
   return {
     rule,
-    take(key, nowMs) {
+    take(key, nowMs, cost = 1) {
+      const units = Math.min(limit, Math.max(1, Math.ceil(cost)));
       const tat = Math.max(arrivals.get(key) ?? nowMs, nowMs);
-      const next = tat + interval;
+      const next = tat + interval * units;
       const allowAt = next - window;
       if (nowMs + EPSILON_MS < allowAt) {
         return { allowed: false, limit, remaining: 0, resetMs: tat - nowMs, retryAfterMs: allowAt - nowMs };

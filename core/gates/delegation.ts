@@ -17,12 +17,17 @@ export interface DelegationInput {
   requireDelegation: boolean;
   nowMs: number;
   jobCell: string | undefined;
+  /** Every other cell the request names (step center_cell, context.h3_cell…): each must be delegated too. */
+  cells: readonly string[];
+  /** TRUSTED_PRINCIPALS: when non-empty, the chain's root must be one of them. */
+  trustedPrincipals?: ReadonlySet<string>;
   facets: string[];
   tools: string[];
 }
 
 /**
- * The certificate chain must verify, be valid now, authorize the job cell, facets and tools, and end at
+ * The certificate chain must verify, start at a trusted principal (when any are configured), be valid now,
+ * authorize every cell the request names (the job cell and each step's), facets and tools, and end at
  * the requester. On an unsigned route nobody proved who is asking, so a supplied chain is checked for
  * everything except its end agent, and none is required.
  */
@@ -44,6 +49,8 @@ export function checkDelegation(input: DelegationInput): Check<Authority> {
     now: input.nowMs,
     agentPk: input.requesterPk ?? last?.agent_pk ?? '',
     ...(input.jobCell === undefined ? {} : { h3Cell: input.jobCell }),
+    h3Cells: input.cells,
+    ...(input.trustedPrincipals === undefined ? {} : { trustedPrincipals: input.trustedPrincipals }),
     facets: input.facets,
     tools: input.tools,
   });

@@ -8,11 +8,23 @@ import type { RequestScope } from './request-scope.js';
 export interface JurisdictionContext {
   jobCell: string;
   jurisdiction: Jurisdiction;
+  /**
+   * Every distinct cell the request names (job cell first, then step cells…), each resolved: a step over
+   * another country runs under that country's rules too, not only the job cell's.
+   */
+  places: Jurisdiction[];
   /** `x-svc-jurisdiction`: run only on workers in this jurisdiction (upper-cased code). */
   workerJurisdiction: string | null;
   /** `x-svc-min-tier`: run only on workers at this trust tier or above. */
   minWorkerTier: WorkerTier | null;
 }
+
+/**
+ * Cells one request may name: the body's, path's, query's and header's, and two per step of the largest valid
+ * job (32 steps). Each distinct one is resolved to a jurisdiction (country-coder, ~0.1 ms warm), before the body's
+ * schema is checked, so the count is what bounds that work.
+ */
+export const MAX_REQUEST_CELLS = 72;
 
 export interface JurisdictionHeaders {
   jurisdiction: string | undefined;
@@ -28,6 +40,9 @@ export function checkJurisdiction(
   headers: JurisdictionHeaders,
   defaultCell: string | undefined,
 ): Check<JurisdictionContext | null> {
+  if (scope.cells.length > MAX_REQUEST_CELLS) {
+    return fail('invalid_request', `the request names ${scope.cells.length} cells; at most ${MAX_REQUEST_CELLS}`);
+  }
   for (const { where, value } of scope.cells) {
     const cell = checkCell(value, where);
     if (!cell.ok) return cell;
@@ -53,5 +68,9 @@ export function checkJurisdiction(
   }
   const jobCell = (scope.requestedCell?.value as string | undefined) ?? defaultCell;
   if (jobCell === undefined) return pass(null); // the route is not about a place
-  return pass({ jobCell, jurisdiction: resolveJurisdiction(jobCell), workerJurisdiction, minWorkerTier });
+  const jurisdiction = resolveJurisdiction(jobCell);
+  const others = new Set(scope.cells.map(({ value }) => value as string));
+  others.delete(jobCell);
+  const places = [jurisdiction, ...[...others].map((cell) => resolveJurisdiction(cell))];
+  return pass({ jobCell, jurisdiction, places, workerJurisdiction, minWorkerTier });
 }

@@ -6,6 +6,8 @@ import { checkPublicKey, keyPairFromSecret, signMessage, verifySignature } from 
 /** Gate 1. A signed body: any JSON object carrying the requester's key and the signature. */
 export interface Requester {
   pk: string;
+  /** The verified signature, normalised (lower-case hex): one request has exactly one. */
+  signature: string;
 }
 
 /** How far a request's optional `created_at` may be from the server clock. */
@@ -53,7 +55,7 @@ export function checkRequestSignature(body: unknown, header: string | undefined,
       return fail('stale_request', 'created_at is more than 5 minutes away from the server clock');
     }
   }
-  return pass({ pk: key.value });
+  return pass({ pk: key.value, signature: headerSignature });
 }
 
 /** The exact signed message: JCS of the body without its `signature` field. */

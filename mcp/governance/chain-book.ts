@@ -7,6 +7,7 @@
  * Known chains are indexed by the agent they delegate to (the last link's agent_pk). They are not verified
  * here: judging them (signature, time, narrowing) is what the tools answer.
  */
+import { checkJsonText } from '../../core/strict-json.js';
 import {
   decodeDelegationHeader,
   parseDelegationChain,
@@ -49,13 +50,9 @@ export function parseChainArgument(value: unknown): Check<DelegationCertificate[
   if (typeof value !== 'string') return parseDelegationChain(value);
   const text = value.trim();
   if (text.startsWith('{') || text.startsWith('[')) {
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch (error) {
-      return fail('delegation_invalid', `not valid JSON (${(error as Error).message})`);
-    }
-    return parseDelegationChain(json);
+    // Strict: a repeated key would let two readers of one argument see different chains.
+    const json = checkJsonText(text, 'the chain');
+    return json.ok ? parseDelegationChain(json.value) : fail('delegation_invalid', json.detail);
   }
   const decoded = decodeDelegationHeader(text);
   return decoded.ok ? pass(decoded.value) : decoded;

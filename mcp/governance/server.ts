@@ -62,6 +62,8 @@ export interface GovernanceServerDeps {
   limits?: HttpLimits | undefined;
   /** TOKEN_TTL_SECONDS: the longest lifetime of an issued token (default 900). */
   tokenTtlSeconds?: number;
+  /** TRUSTED_PRINCIPALS: roots whose chains verify (tools, /token); unset or empty: any root. */
+  trustedPrincipals?: ReadonlySet<string>;
   maxBundleBlocks?: number;
   logger?: GovernanceLogger;
 }
@@ -94,6 +96,7 @@ export function createGovernanceServer(deps: GovernanceServerDeps): GovernanceSe
     compliance,
     key: deps.key,
     clock,
+    trustedPrincipals: deps.trustedPrincipals,
     ...(deps.maxBundleBlocks === undefined ? {} : { maxBundleBlocks: deps.maxBundleBlocks }),
   });
   const toolNames: string[] = [...GOVERNANCE_TOOL_NAMES];
@@ -102,6 +105,7 @@ export function createGovernanceServer(deps: GovernanceServerDeps): GovernanceSe
     key: deps.key,
     clock,
     maxTtlSeconds: deps.tokenTtlSeconds ?? DEFAULT_TOKEN_TTL_SECONDS,
+    trustedPrincipals: deps.trustedPrincipals,
     issuer: TOKEN_ISSUER,
     audience: TOKEN_AUDIENCE,
   });
@@ -117,6 +121,7 @@ export function createGovernanceServer(deps: GovernanceServerDeps): GovernanceSe
   const transports = createMcpTransports({
     buildServer,
     onError: (error) => logger.error({ err: error }, 'closing an MCP session failed'),
+    ...(deps.limits?.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: deps.limits.requestTimeoutMs }),
   });
 
   const router = new Router();

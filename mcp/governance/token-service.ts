@@ -45,6 +45,8 @@ export interface TokenServiceDeps {
   maxTtlSeconds: number;
   issuer: string;
   audience: string;
+  /** TRUSTED_PRINCIPALS (core/delegation-cert.ts rootTrustIssue). */
+  trustedPrincipals?: ReadonlySet<string> | undefined;
 }
 
 export function createTokenService(deps: TokenServiceDeps): TokenService {
@@ -52,7 +54,7 @@ export function createTokenService(deps: TokenServiceDeps): TokenService {
   return {
     async issue(body, signatureHeader) {
       const nowMs = deps.clock();
-      const checked = checkTokenRequest({ body, signatureHeader, nowMs });
+      const checked = checkTokenRequest({ body, signatureHeader, nowMs, trustedPrincipals: deps.trustedPrincipals });
       if (!checked.ok) throw new ServiceError(checked.error, checked.detail);
       const { chain, agentPk } = checked.value;
       const asked = (body as { ttl_seconds?: unknown }).ttl_seconds;

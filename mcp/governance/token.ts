@@ -264,6 +264,8 @@ export function checkTokenRequest(input: {
   body: unknown;
   signatureHeader: string | undefined;
   nowMs: number;
+  /** TRUSTED_PRINCIPALS: when non-empty, no token for a chain from another root. */
+  trustedPrincipals?: ReadonlySet<string> | undefined;
 }): Check<TokenRequest> {
   if (input.signatureHeader === undefined || input.signatureHeader.trim() === '') {
     return fail('signature_required', 'X-Idn-Signature header is required: the agent signs its token request');
@@ -303,7 +305,11 @@ export function checkTokenRequest(input: {
 
   const chain = parseDelegationChain(body.delegation_chain);
   if (!chain.ok) return chain;
-  const grant = verifyDelegationChain(chain.value, { now: input.nowMs, agentPk: key.value });
+  const grant = verifyDelegationChain(chain.value, {
+    now: input.nowMs,
+    agentPk: key.value,
+    ...(input.trustedPrincipals === undefined ? {} : { trustedPrincipals: input.trustedPrincipals }),
+  });
   if (!grant.ok) return grant;
   return pass({
     chain: chain.value,

@@ -45,6 +45,8 @@ export interface GovernanceToolDeps {
   /** The server's key: it signs audit bundles. */
   key: KeyPair;
   clock: () => number;
+  /** TRUSTED_PRINCIPALS: chains from other roots are reported as not verifying. */
+  trustedPrincipals?: ReadonlySet<string> | undefined;
   /** Most blocks in one audit bundle (audit-proof.ts MAX_BUNDLE_BLOCKS by default). */
   maxBundleBlocks?: number;
 }
@@ -166,6 +168,7 @@ function periodOf(args: { from?: string | undefined; to?: string | undefined }, 
 
 export function createGovernanceTools(deps: GovernanceToolDeps): AnyGovernanceTool[] {
   const { chains, clock } = deps;
+  const trust = deps.trustedPrincipals === undefined ? {} : { trustedPrincipals: deps.trustedPrincipals };
 
   const jurisdiction: GovernanceTool<typeof jurisdictionArgs> = {
     name: 'verify_jurisdiction',
@@ -182,6 +185,7 @@ export function createGovernanceTools(deps: GovernanceToolDeps): AnyGovernanceTo
         h3Cell: args.h3_cell,
         facet: args.facet,
         nowMs: clock(),
+        ...trust,
       });
     },
   };
@@ -197,7 +201,12 @@ export function createGovernanceTools(deps: GovernanceToolDeps): AnyGovernanceTo
     inputSchema: delegationArgs,
     async run(args) {
       const { agentPk, chain } = resolveSubject(chains, args);
-      return checkDelegationChain({ chain: requireChain(agentPk, chain), toolName: args.tool_name, nowMs: clock() });
+      return checkDelegationChain({
+        chain: requireChain(agentPk, chain),
+        toolName: args.tool_name,
+        nowMs: clock(),
+        ...trust,
+      });
     },
   };
 

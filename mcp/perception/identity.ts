@@ -56,6 +56,11 @@ export interface IdentityOptions {
   /** IDN_DELEGATION_CERT */
   delegationCert?: string | undefined;
   nowMs: number;
+  /**
+   * TRUSTED_PRINCIPALS: when non-empty, the chain the server acts under must start at one of them, the
+   * configured one and the local development one alike (add the local principal's key to use it).
+   */
+  trustedPrincipals?: ReadonlySet<string> | undefined;
 }
 
 /** A configured identity that cannot be used; the message names the variable or file and the problem. */
@@ -120,8 +125,17 @@ function parseConfiguredChain(text: string): DelegationCertificate[] {
   return parsed.value;
 }
 
-const verify = (chain: DelegationCertificate[], agent: KeyPair, nowMs: number) =>
-  verifyDelegationChain(chain, { now: nowMs, agentPk: agent.publicKey });
+const verify = (
+  chain: DelegationCertificate[],
+  agent: KeyPair,
+  nowMs: number,
+  trustedPrincipals: ReadonlySet<string> | undefined,
+) =>
+  verifyDelegationChain(chain, {
+    now: nowMs,
+    agentPk: agent.publicKey,
+    ...(trustedPrincipals === undefined ? {} : { trustedPrincipals }),
+  });
 
 /** The development certificate the local principal issues the agent. */
 function issueDevCertificate(principal: KeyPair, agent: KeyPair, nowMs: number): DelegationCertificate {
@@ -153,7 +167,7 @@ export function loadPerceptionIdentity(options: IdentityOptions): PerceptionIden
 
   if (options.delegationCert !== undefined && options.delegationCert.trim() !== '') {
     const chain = parseConfiguredChain(options.delegationCert);
-    const checked = verify(chain, agent, options.nowMs);
+    const checked = verify(chain, agent, options.nowMs, options.trustedPrincipals);
     if (!checked.ok) throw new PerceptionIdentityError(`IDN_DELEGATION_CERT: ${checked.detail}`);
     return {
       agent,
@@ -169,9 +183,17 @@ export function loadPerceptionIdentity(options: IdentityOptions): PerceptionIden
   const principalKeyPath = join(dir, 'principal-key.json');
   const certPath = join(dir, 'delegation-cert.json');
   const { key: principal } = loadOrCreateKey(principalKeyPath);
+  const trusted = options.trustedPrincipals;
+  if (trusted !== undefined && trusted.size > 0 && !trusted.has(principal.publicKey)) {
+    throw new PerceptionIdentityError(
+      `untrusted principal: TRUSTED_PRINCIPALS is set and the local development principal ${principal.publicKey} ` +
+        `(${principalKeyPath}) is not among them; set IDN_DELEGATION_CERT to a chain from a trusted principal, ` +
+        'or add that key to TRUSTED_PRINCIPALS',
+    );
+  }
   const existing = readDevCertificate(certPath);
   if (existing !== null && existing.length === 1 && existing[0]?.principal_pk === principal.publicKey) {
-    const checked = verify(existing, agent, options.nowMs);
+    const checked = verify(existing, agent, options.nowMs, trusted);
     // Reused while it verifies and has a day left, so a long-running server does not hit its expiry soon.
     if (checked.ok && Date.parse(existing[0].not_after) - options.nowMs > DAY_MS) {
       return {
@@ -189,7 +211,7 @@ export function loadPerceptionIdentity(options: IdentityOptions): PerceptionIden
   // Missing, expired, or issued to another agent key: the local principal issues a fresh one.
   const cert = issueDevCertificate(principal, agent, options.nowMs);
   writePrivateJson(certPath, cert, true);
-  const checked = verify([cert], agent, options.nowMs);
+  const checked = verify([cert], agent, options.nowMs, trusted);
   if (!checked.ok) throw new PerceptionIdentityError(`${certPath}: ${checked.detail}`);
   return {
     agent,

@@ -195,6 +195,7 @@ export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionSe
   const transports = createMcpTransports({
     buildServer,
     onError: (error) => logger.error({ err: error }, 'closing an MCP session failed'),
+    ...(deps.limits?.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: deps.limits.requestTimeoutMs }),
   });
 
   /** The request's verified bearer token; null without one (unless required); throws 401 token_invalid. */

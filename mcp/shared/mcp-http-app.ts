@@ -100,7 +100,7 @@ export function createMcpHttpApp(options: {
   const rates = createRequestRateLimits(limits);
   app.use(trustedProxy({ trust: proxyTrustOf(limits) }));
   app.use(errorMiddleware(options.logger));
-  app.use(requestBounds(rates.ip, Date.now));
+  app.use(requestBounds(rates.ip, Date.now, rates.ipBytes));
   // The principal of an MCP request is its bearer token (a governance-issued agent token), when it has one. It is
   // counted before the route verifies it: only someone holding the token can spend its budget, and made-up
   // tokens each get a bucket of their own, under the same per-address limit.

@@ -1,8 +1,9 @@
 /**
  * The perception server's two MCP transports in Koa (docs/architecture.md): Streamable HTTP at `/mcp` (stateful
  * sessions, one McpServer per session) and the older SSE transport at `GET /sse` + `POST /message?sessionId=`.
- * The routes read no body themselves: the SDK reads the raw request stream (`ctx.respond = false`), with its
- * own size bound. Every session gets a fresh McpServer from `buildServer`, which registers the tools through
+ * POST bodies are read and parsed here (api/json-body.ts: size bound, strict JSON, so a repeated key or deep
+ * nesting is 400 `invalid_json` as on every other route) and handed to the SDK as its `parsedBody`; the SDK
+ * writes the response on the raw stream (`ctx.respond = false`). Every session gets a fresh McpServer from `buildServer`, which registers the tools through
  * the auditor, so no transport can reach an unaudited tool.
  *
  * Session binding: the caller (server.ts) verifies a request's bearer token and passes it here. A
@@ -22,6 +23,7 @@ import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ClientRequestSchema, ErrorCode, isJSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import { readJsonBody } from '../../api/json-body.js';
 import { ServiceError } from '../../core/errors.js';
 
 /** Open sessions per transport; past this a new session is refused until one closes. */
@@ -33,6 +35,8 @@ export const MAX_SESSIONS = 1000;
  */
 export const SESSION_IDLE_MS = 30 * 60_000;
 const SWEEP_MS = 60_000;
+/** Largest JSON-RPC POST body: the SDK's own bound for SSE messages, now also for Streamable HTTP (which had none). */
+export const MAX_MCP_BODY_BYTES = 4 * 1024 * 1024;
 
 /** A request's verified bearer token: the agent it binds a session to, and the SDK AuthInfo for tool handlers. */
 export interface RequestAuth {
@@ -135,7 +139,11 @@ export interface McpTransports {
 export function createMcpTransports(deps: {
   buildServer: () => McpServer;
   onError?: (error: unknown) => void;
+  /** How long a POST body may take to arrive (api/json-body.ts's default otherwise). */
+  requestTimeoutMs?: number;
 }): McpTransports {
+  const postBody = (ctx: Context): Promise<unknown> =>
+    ctx.method === 'POST' ? readJsonBody(ctx, MAX_MCP_BODY_BYTES, deps.requestTimeoutMs) : Promise.resolve(undefined);
   const streamable = new Map<string, Session & { transport: StreamableHTTPServerTransport }>();
   const sse = new Map<string, Session & { transport: SSEServerTransport }>();
 
@@ -159,14 +167,16 @@ export function createMcpTransports(deps: {
         if (session === undefined) throw new ServiceError('not_found', 'unknown or closed MCP session');
         checkBinding(session, auth);
         session.lastSeen = Date.now();
+        const body = await postBody(ctx);
         ctx.respond = false;
-        await session.transport.handleRequest(attach(ctx, auth), ctx.res);
+        await session.transport.handleRequest(attach(ctx, auth), ctx.res, body);
         return;
       }
       if (ctx.method !== 'POST') {
         throw new ServiceError('invalid_request', 'an Mcp-Session-Id header is required; initialize with POST first');
       }
       if (streamable.size >= MAX_SESSIONS) throw new ServiceError('quota_exceeded', 'too many open MCP sessions');
+      const body = await postBody(ctx);
       const server = deps.buildServer();
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: randomUUID,
@@ -189,7 +199,7 @@ export function createMcpTransports(deps: {
       await server.connect(transport);
       answerInvalidParams(transport, deps.onError);
       ctx.respond = false;
-      await transport.handleRequest(attach(ctx, auth), ctx.res);
+      await transport.handleRequest(attach(ctx, auth), ctx.res, body);
       // Anything but a successful initialize leaves no session behind.
       if (transport.sessionId === undefined || !streamable.has(transport.sessionId)) await closeQuietly(server);
     },
@@ -223,8 +233,9 @@ export function createMcpTransports(deps: {
       const session = sse.get(id);
       if (session === undefined) throw new ServiceError('not_found', 'unknown or closed SSE session');
       checkBinding(session, auth);
+      const body = await postBody(ctx);
       ctx.respond = false;
-      await session.transport.handlePostMessage(attach(ctx, auth), ctx.res);
+      await session.transport.handlePostMessage(attach(ctx, auth), ctx.res, body);
     },
 
     sessions: () => ({ streamable: streamable.size, sse: sse.size }),

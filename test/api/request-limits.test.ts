@@ -73,6 +73,46 @@ describe('request limits (abuse)', () => {
     });
   });
 
+  describe('body bytes per client address (RATE_LIMIT_IP_BODY_BYTES_PER_MINUTE)', () => {
+    it('lets 2 s of the byte rate through, then answers 429 rate_limit before reading the body; /health still answers', async () => {
+      // 6 MiB per minute: 100 KiB/s, a bucket of 200 KiB. Each body is ~90 KiB of valid JSON.
+      const gw = await gatewayWith({ ipBodyBytesPerMinute: 6 * 1024 * 1024 });
+      try {
+        const body = JSON.stringify({ padding: 'x'.repeat(90 * 1024) });
+        const send = () =>
+          gw.request('POST', '/v1/compute', { raw: body, headers: { 'content-type': 'application/json' } });
+        assert.equal((await send()).status, 401); // read, parsed, refused by gate 1 (unsigned)
+        assert.equal((await send()).status, 401);
+        const refused = await send();
+        assert.equal(refused.status, 429);
+        assert.equal((refused.body as ErrorBody).error, 'rate_limit');
+        assert.match(
+          (refused.body as ErrorBody).detail ?? '',
+          /request body bytes from this address: at most 6144 KiB per minute/,
+        );
+        assert.equal(refused.headers.get('retry-after'), '1');
+        assert.equal((await gw.get('/health')).status, 200, 'a request without a body spends no bytes');
+        gw.advance(1000);
+        assert.equal((await send()).status, 401);
+      } finally {
+        await gw.close();
+      }
+    });
+
+    it('admits one body larger than the whole bucket once the bucket is full', async () => {
+      const gw = await gatewayWith({ ipBodyBytesPerMinute: 60 * 1024 }); // a bucket of 2 KiB
+      try {
+        const body = JSON.stringify({ padding: 'x'.repeat(50 * 1024) });
+        const send = () =>
+          gw.request('POST', '/v1/compute', { raw: body, headers: { 'content-type': 'application/json' } });
+        assert.equal((await send()).status, 401);
+        assert.equal((await send()).status, 429);
+      } finally {
+        await gw.close();
+      }
+    });
+  });
+
   describe('behind trusted proxies (TRUST_PROXY)', () => {
     const statuses = async (
       gw: { get: (p: string, h: Record<string, string>) => Promise<{ status: number }> },

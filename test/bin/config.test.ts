@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { ConfigError, DEFAULT_STAC_URL, DEFAULT_TILE_TEMPLATES, loadConfig } from '../../bin/config.js';
+import { generateKeyPair } from '../../core/identity.js';
 
 describe('configuration (bin/config.ts)', () => {
   it('runs with no environment at all: every setting has a default', () => {
@@ -17,6 +18,7 @@ describe('configuration (bin/config.ts)', () => {
       ipPerMinute: 6000,
       principalPerMinute: 1200,
       burstSeconds: 10,
+      ipBodyBytesPerMinute: 32 * 1024 * 1024,
       trustProxy: false,
       trustProxyHops: 1,
       trustProxyHeader: 'x-forwarded-for',
@@ -27,6 +29,7 @@ describe('configuration (bin/config.ts)', () => {
       RATE_LIMIT_IP_PER_MINUTE: '0',
       RATE_LIMIT_PRINCIPAL_PER_MINUTE: '60',
       RATE_LIMIT_BURST_SECONDS: '2',
+      RATE_LIMIT_IP_BODY_BYTES_PER_MINUTE: '0',
       TRUST_PROXY: 'true',
       TRUST_PROXY_HOPS: '2',
       TRUST_PROXY_HEADER: 'forwarded',
@@ -39,6 +42,7 @@ describe('configuration (bin/config.ts)', () => {
       ipPerMinute: 0,
       principalPerMinute: 60,
       burstSeconds: 2,
+      ipBodyBytesPerMinute: 0,
       trustProxy: true,
       trustProxyHops: 2,
       trustProxyHeader: 'forwarded',
@@ -51,6 +55,15 @@ describe('configuration (bin/config.ts)', () => {
     assert.throws(() => loadConfig({ REQUEST_TIMEOUT_SECONDS: '0' }), /REQUEST_TIMEOUT_SECONDS/);
     assert.throws(() => loadConfig({ TRUST_PROXY_HOPS: '0' }), /TRUST_PROXY_HOPS/);
     assert.throws(() => loadConfig({ TRUST_PROXY_HEADER: 'x-real-ip' }), /TRUST_PROXY_HEADER/);
+  });
+
+  it('reads TRUSTED_PRINCIPALS as a set of usable keys and stops on a bad one', () => {
+    assert.equal(loadConfig({}).trustedPrincipals.size, 0);
+    const a = generateKeyPair().publicKey;
+    const b = generateKeyPair().publicKey;
+    assert.deepEqual([...loadConfig({ TRUSTED_PRINCIPALS: ` ${a.toUpperCase()} ,${b},` }).trustedPrincipals], [a, b]);
+    assert.throws(() => loadConfig({ TRUSTED_PRINCIPALS: `${a},abc` }), /TRUSTED_PRINCIPALS: "abc"/);
+    assert.throws(() => loadConfig({ TRUSTED_PRINCIPALS: '00'.repeat(32) }), /TRUSTED_PRINCIPALS/);
   });
 
   it('the default satellite source orders its path z/y/x', () => {

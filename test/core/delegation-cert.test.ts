@@ -380,7 +380,8 @@ describe('delegation certificates (GEIANT v1)', () => {
       rejects(decodeDelegationHeader(''), /empty/);
       rejects(decodeDelegationHeader('!!not base64!!'), /not base64/);
       rejects(decodeDelegationHeader('abcde'), /not base64/);
-      rejects(decodeDelegationHeader(Buffer.from('{"version":1,').toString('base64')), /not base64 of UTF-8 JSON/);
+      rejects(decodeDelegationHeader(Buffer.from('{"version":1,').toString('base64')), /not valid JSON/);
+      rejects(decodeDelegationHeader(Buffer.from('{"version":1,"version":1}').toString('base64')), /duplicate key/);
       rejects(decodeDelegationHeader(Buffer.from([0xff, 0xfe, 0x7b]).toString('base64')), /UTF-8 JSON/);
       rejects(decodeDelegationHeader(toBase64({ hello: 'world' })), /link 0/);
     });

@@ -320,6 +320,13 @@ describe('fuzz: MCP tools and the MCP servers’ HTTP surfaces', function () {
       assert.doesNotMatch(text, /chain_break/, `${name} broke the audit chain: ${text}`);
       outcome = result.isError === true ? 'tool-error' : 'ok';
     } catch (error) {
+      // Arguments nesting past 64 levels (with the JSON-RPC envelope) are refused by the strict body parser
+      // (core/strict-json.ts) as HTTP 400 invalid_json, before the SDK sees them: a refusal, not a failure.
+      if (!(error instanceof McpError) && /"error":"invalid_json".*nests deeper than 64/.test(String(error))) {
+        tally.add(label, server);
+        tally.add('outcome http-400-invalid_json', server);
+        return;
+      }
       if (!(error instanceof McpError)) throw error;
       assert.notEqual(error.code, ErrorCode.InternalError, `${name}: JSON-RPC internal error: ${error.message}`);
       assert.notEqual(error.code, ErrorCode.RequestTimeout, `${name}: no answer within ${CALL_DEADLINE_MS} ms`);

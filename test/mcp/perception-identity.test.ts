@@ -123,6 +123,33 @@ describe('perception identity', () => {
       assert.match(identityError(() => load('{"version": 1')).message, /IDN_DELEGATION_CERT: not valid JSON/);
       assert.match(identityError(() => load('{"version": 2}')).message, /IDN_DELEGATION_CERT: link 0: version/);
     });
+
+    it('with TRUSTED_PRINCIPALS, refuses a certificate from another root and accepts one from a listed root', () => {
+      const withTrust = (trusted: string[]) =>
+        loadPerceptionIdentity({
+          dataDir,
+          agentSecretKey: agent.secretKey,
+          delegationCert: JSON.stringify(cert()),
+          nowMs: NOW,
+          trustedPrincipals: new Set(trusted),
+        });
+      assert.match(
+        identityError(() => withTrust([generateKeyPair().publicKey])).message,
+        /^IDN_DELEGATION_CERT: untrusted principal/,
+      );
+      assert.equal(withTrust([human.publicKey]).certificate.principal_pk, human.publicKey);
+    });
+  });
+
+  it('with TRUSTED_PRINCIPALS, refuses to act under the self-made development principal unless it is listed', () => {
+    const load = (trusted: string[]) =>
+      loadPerceptionIdentity({ dataDir, nowMs: NOW, trustedPrincipals: new Set(trusted) });
+    assert.match(identityError(() => load([generateKeyPair().publicKey])).message, /^untrusted principal/);
+    const principal = (
+      JSON.parse(readFileSync(join(dataDir, 'perception', 'principal-key.json'), 'utf8')) as { public_key?: string }
+    ).public_key;
+    assert.ok(principal !== undefined, 'the refused start still wrote the local principal key');
+    assert.equal(load([principal]).principalLocal, true);
   });
 
   it('does not overwrite an unreadable key file', () => {
