@@ -153,10 +153,10 @@ const envSchema = z.object({
   // The governance tool server (mcp/governance).
   GOVERNANCE_ENABLED: boolean.default(true),
   GOVERNANCE_PORT: z.coerce.number().int().min(0).max(65_535).default(8000),
-  // docs/protocol.md §4.3 binds 0.0.0.0: the server is reachable from the network and its routes carry no authentication
-  // (docs/protocol.md §5.9), so its answers about certificates and audit chains are visible to anyone who can reach the
-  // port. Set GOVERNANCE_HOST=127.0.0.1 to keep it local. Browser Origins are still checked on /mcp.
-  GOVERNANCE_HOST: z.string().min(1).default('0.0.0.0'),
+  // Loopback by default: its routes carry no authentication (docs/protocol.md §5.9) and its tools reveal audit
+  // chains, in bundles signed by this server. docs/protocol.md §4.3 binds 0.0.0.0; set GOVERNANCE_HOST=0.0.0.0 (a
+  // container, behind a network you control) to do that. The address is logged at start.
+  GOVERNANCE_HOST: z.string().min(1).default('127.0.0.1'),
   GOVERNANCE_ALLOWED_ORIGINS: z.string().default(''),
   GOVERNANCE_ALLOWED_HOSTS: z.string().default(''),
   GOVERNANCE_SK: z.string().optional(),
@@ -354,7 +354,7 @@ export interface GovernanceConfig {
   /** GOVERNANCE_ENABLED: whether `geofabric start` runs it beside the gateway. */
   enabled: boolean;
   port: number;
-  /** Default 0.0.0.0 (docs/protocol.md §4.3); see the security note at GOVERNANCE_HOST. */
+  /** GOVERNANCE_HOST, default 127.0.0.1; see the security note at GOVERNANCE_HOST. */
   host: string;
   /** Origins besides loopback ones allowed on /mcp (exact scheme://host[:port]). */
   allowedOrigins: string[];
