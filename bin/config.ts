@@ -144,6 +144,8 @@ const envSchema = z.object({
   CLASSIFY_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(60_000),
   // PERCEPTION_REQUIRE_TOKEN=true: perception MCP calls need a governance-issued bearer token (POST /token).
   PERCEPTION_REQUIRE_TOKEN: boolean.default(false),
+  // PERCEPTION_TEST_ROUTES=true serves GET /test/weather (a real audited call per request: it moves trust).
+  PERCEPTION_TEST_ROUTES: boolean.default(false),
   // The token issuer's public key for a perception server whose governance server runs elsewhere; beside
   // it (`geofabric start`, or the same DATA_DIR / GOVERNANCE_SK) the key is known without it.
   GOVERNANCE_PK: z
@@ -390,8 +392,10 @@ export interface PerceptionConfig {
   /** perception_classify's GPU inference endpoint; unset → the tool answers not_configured. */
   classifyUrl: string | undefined;
   classifyTimeoutMs: number;
-  /** PERCEPTION_REQUIRE_TOKEN: MCP calls need a governance-issued bearer token. */
+  /** PERCEPTION_REQUIRE_TOKEN: every route but /health needs a governance-issued bearer token. */
   requireToken: boolean;
+  /** PERCEPTION_TEST_ROUTES: serve GET /test/weather (default off). */
+  testRoutes: boolean;
   /** GOVERNANCE_PK: the public key whose tokens the perception server accepts. */
   tokenIssuerPk: string | undefined;
 }
@@ -489,6 +493,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       classifyUrl: e.CLASSIFY_URL?.replace(/\/+$/, ''),
       classifyTimeoutMs: e.CLASSIFY_TIMEOUT_MS,
       requireToken: e.PERCEPTION_REQUIRE_TOKEN,
+      testRoutes: e.PERCEPTION_TEST_ROUTES,
       tokenIssuerPk: e.GOVERNANCE_PK || undefined,
     },
     governance: {

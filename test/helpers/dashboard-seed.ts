@@ -210,6 +210,7 @@ async function startPerception(): Promise<{ url: string; agent: KeyPair; close()
     agent,
     chain: [cert],
     principalLocal: false,
+    testRoutes: true,
     tools: [
       createWeatherTool({ weatherUrl: meteo.url, timeoutMs: 2000, userAgent: 'geofabric-test', clock: Date.now }),
     ],

@@ -295,7 +295,7 @@ describe('governance server (MCP)', function () {
       assert.deepEqual(message.result.serverInfo, { name: 'geofabric-governance', version: '0.1.0' });
     });
 
-    it('refuses a foreign Origin on /mcp and /token with 403, and admits loopback and configured ones', async () => {
+    it('refuses a foreign Origin on every route with 403, and admits loopback and configured ones', async () => {
       const gov = await governance({ allowedOrigins: ['https://console.example.org'] });
       const init = (origin?: string) =>
         fetch(`${gov.url}/mcp`, {
@@ -322,6 +322,10 @@ describe('governance server (MCP)', function () {
       const token = await gov.post('/token', {}, { origin: 'https://evil.example.com' });
       assert.equal(token.status, 403);
       assert.equal(token.body.error, 'origin_not_allowed');
+      // Every route, not only /mcp and /token.
+      const health = await gov.get('/health', { origin: 'https://evil.example.com' });
+      assert.equal(health.status, 403);
+      assert.equal(health.body.error, 'origin_not_allowed');
       for (const origin of [undefined, 'http://localhost:6274', 'https://console.example.org']) {
         const res = await init(origin);
         assert.equal(res.status, 200, String(origin));
