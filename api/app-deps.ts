@@ -26,6 +26,11 @@ export interface GatewayConfig {
   publicUrl?: string | undefined;
   /** METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <token>`; unset, it is public. */
   metricsToken?: string | undefined;
+  /**
+   * OPERATOR_TOKEN: `Authorization: Bearer <token>` lists every job and inference (the dashboard sends it);
+   * unset, nobody does, and the lists show counts without ids (a requester still lists its own jobs, signed).
+   */
+  operatorToken?: string | undefined;
   /** The perception service the dashboard's compliance view asks (server-side); default http://127.0.0.1:8100. */
   perceptionUrl?: string | undefined;
 }

@@ -48,6 +48,7 @@ export function createApp(deps: AppDeps): Koa {
       epochGenesisMs: deps.config.epochGenesisMs,
       publicUrl: deps.config.publicUrl,
       stellarTx: async (jobId) => (await jobStellarTx(deps.ledger, jobId))?.tx_hash ?? null,
+      operatorToken: deps.config.operatorToken,
     }),
     ...modelRoutes(deps.swarm),
     ...tileRoutes(deps.tiles),
@@ -56,7 +57,10 @@ export function createApp(deps: AppDeps): Koa {
     ...ledgerRoutes({ ledger: deps.ledger, clock: deps.clock }),
     ...toolRoutes(),
     ...chatRoutes(deps.swarm),
-    ...svcRoutes(deps.swarm, { earnings: () => statusEarnings(deps.ledger, deps.clock()) }),
+    ...svcRoutes(deps.swarm, {
+      earnings: () => statusEarnings(deps.ledger, deps.clock()),
+      operatorToken: deps.config.operatorToken,
+    }),
     ...storeRoutes({
       proofs: deps.proofs,
       ingest: createProofIngest({ store: deps.proofs }),

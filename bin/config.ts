@@ -125,6 +125,9 @@ const envSchema = z.object({
   PUBLIC_URL: z.url().optional(),
   // GET /metrics (Prometheus): public unless set; set, scrapes send `Authorization: Bearer <METRICS_TOKEN>`.
   METRICS_TOKEN: z.string().regex(/^\S*$/, 'must not contain whitespace (it is sent as a bearer token)').optional(),
+  // The operator credential: `Authorization: Bearer <OPERATOR_TOKEN>` lists every job and inference (the dashboard
+  // asks for it once and sends it). Unset: nobody does; the public sees counts, a requester its own jobs, signed.
+  OPERATOR_TOKEN: z.string().regex(/^\S*$/, 'must not contain whitespace (it is sent as a bearer token)').optional(),
   // On SIGTERM/SIGINT the gateway stops accepting connections and lets in-flight requests finish for at most
   // this long before closing what is left. Keep it below the orchestrator's kill delay (compose stop_grace_period).
   SHUTDOWN_DRAIN_SECONDS: z.coerce.number().int().min(0).max(3600).default(25),
@@ -281,6 +284,8 @@ export interface Config {
   jobRunTimeoutMs: number;
   publicUrl: string | undefined;
   /** METRICS_TOKEN: the bearer token GET /metrics requires; undefined (unset or empty): /metrics is public. */
+  /** OPERATOR_TOKEN: the bearer token that lists every job and inference; undefined: nobody can. */
+  operatorToken: string | undefined;
   metricsToken: string | undefined;
   /** SHUTDOWN_DRAIN_SECONDS: how long a stopping gateway lets in-flight requests finish. */
   shutdownDrainMs: number;
@@ -477,6 +482,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jobRunTimeoutMs: e.JOB_RUN_TIMEOUT_SECONDS * 1000,
     publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
     metricsToken: e.METRICS_TOKEN || undefined,
+    operatorToken: e.OPERATOR_TOKEN || undefined,
     shutdownDrainMs: e.SHUTDOWN_DRAIN_SECONDS * 1000,
     gatewayUrl: e.GATEWAY_URL.replace(/\/+$/, ''),
     workerRelay: e.WORKER_RELAY,

@@ -123,6 +123,7 @@ export async function startGateway(config: Config): Promise<void> {
       apiKeys: config.apiKeys,
       publicUrl: config.publicUrl,
       metricsToken: config.metricsToken,
+      operatorToken: config.operatorToken,
       // The dashboard's compliance view reads reports from the perception service (COMPLIANCE_URL).
       perceptionUrl: config.governance.complianceUrl,
     },
