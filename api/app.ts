@@ -53,7 +53,12 @@ export function createApp(deps: AppDeps): Koa {
     ...modelRoutes(deps.swarm),
     ...tileRoutes(deps.tiles),
     ...imageryRoutes(deps.imagery),
-    ...workerRoutes({ workers: deps.workers, clock: deps.clock }),
+    ...workerRoutes({
+      workers: deps.workers,
+      clock: deps.clock,
+      rateLimits: deps.rateLimits,
+      limits: deps.config.registrationLimits,
+    }),
     ...ledgerRoutes({ ledger: deps.ledger, clock: deps.clock }),
     ...toolRoutes(),
     ...chatRoutes(deps.swarm),

@@ -128,6 +128,10 @@ const envSchema = z.object({
   // The operator credential: `Authorization: Bearer <OPERATOR_TOKEN>` lists every job and inference (the dashboard
   // asks for it once and sends it). Unset: nobody does; the public sees counts, a requester its own jobs, signed.
   OPERATOR_TOKEN: z.string().regex(/^\S*$/, 'must not contain whitespace (it is sent as a bearer token)').optional(),
+  // Worker registration bounds per hour (0: unlimited): registrations per worker key, and new worker keys per
+  // client address (behind a proxy, TRUST_PROXY decides what the address is).
+  WORKER_REGISTRATIONS_PER_KEY_PER_HOUR: z.coerce.number().int().min(0).default(30),
+  WORKER_NEW_KEYS_PER_ADDRESS_PER_HOUR: z.coerce.number().int().min(0).default(10),
   // On SIGTERM/SIGINT the gateway stops accepting connections and lets in-flight requests finish for at most
   // this long before closing what is left. Keep it below the orchestrator's kill delay (compose stop_grace_period).
   SHUTDOWN_DRAIN_SECONDS: z.coerce.number().int().min(0).max(3600).default(25),
@@ -286,6 +290,8 @@ export interface Config {
   /** METRICS_TOKEN: the bearer token GET /metrics requires; undefined (unset or empty): /metrics is public. */
   /** OPERATOR_TOKEN: the bearer token that lists every job and inference; undefined: nobody can. */
   operatorToken: string | undefined;
+  /** WORKER_REGISTRATIONS_PER_KEY_PER_HOUR, WORKER_NEW_KEYS_PER_ADDRESS_PER_HOUR (0: unlimited). */
+  registrationLimits: { perKeyPerHour: number; newKeysPerAddressPerHour: number };
   metricsToken: string | undefined;
   /** SHUTDOWN_DRAIN_SECONDS: how long a stopping gateway lets in-flight requests finish. */
   shutdownDrainMs: number;
@@ -483,6 +489,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
     metricsToken: e.METRICS_TOKEN || undefined,
     operatorToken: e.OPERATOR_TOKEN || undefined,
+    registrationLimits: {
+      perKeyPerHour: e.WORKER_REGISTRATIONS_PER_KEY_PER_HOUR,
+      newKeysPerAddressPerHour: e.WORKER_NEW_KEYS_PER_ADDRESS_PER_HOUR,
+    },
     shutdownDrainMs: e.SHUTDOWN_DRAIN_SECONDS * 1000,
     gatewayUrl: e.GATEWAY_URL.replace(/\/+$/, ''),
     workerRelay: e.WORKER_RELAY,

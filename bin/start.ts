@@ -124,6 +124,7 @@ export async function startGateway(config: Config): Promise<void> {
       publicUrl: config.publicUrl,
       metricsToken: config.metricsToken,
       operatorToken: config.operatorToken,
+      registrationLimits: config.registrationLimits,
       // The dashboard's compliance view reads reports from the perception service (COMPLIANCE_URL).
       perceptionUrl: config.governance.complianceUrl,
     },
