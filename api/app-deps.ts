@@ -6,6 +6,7 @@ import type { ApiKeyStore } from '../store/api-key-store.js';
 import type { JobStore } from '../store/job-store.js';
 import type { LedgerStore } from '../store/ledger-store.js';
 import type { HttpLimits } from './http-limits.js';
+import type { RegistrationLimits } from './routes/svc-workers.js';
 import type { JobRunner } from './job-runner.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { WorkerRegistry } from '../store/worker-registry.js';
@@ -30,6 +31,13 @@ export interface GatewayConfig {
   publicUrl?: string | undefined;
   /** METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <token>`; unset, it is public. */
   metricsToken?: string | undefined;
+  /**
+   * OPERATOR_TOKEN: `Authorization: Bearer <token>` lists every job and inference (the dashboard sends it);
+   * unset, nobody does, and the lists show counts without ids (a requester still lists its own jobs, signed).
+   */
+  operatorToken?: string | undefined;
+  /** Worker registrations per key and new worker keys per address, per hour; default DEFAULT_REGISTRATION_LIMITS. */
+  registrationLimits?: RegistrationLimits | undefined;
   /** The perception service the dashboard's compliance view asks (server-side); default http://127.0.0.1:8100. */
   perceptionUrl?: string | undefined;
 }

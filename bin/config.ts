@@ -153,6 +153,13 @@ export const envSchema = z.object({
   PUBLIC_URL: z.url().optional(),
   // GET /metrics (Prometheus): public unless set; set, scrapes send `Authorization: Bearer <METRICS_TOKEN>`.
   METRICS_TOKEN: z.string().regex(/^\S*$/, 'must not contain whitespace (it is sent as a bearer token)').optional(),
+  // The operator credential: `Authorization: Bearer <OPERATOR_TOKEN>` lists every job and inference (the dashboard
+  // asks for it once and sends it). Unset: nobody does; the public sees counts, a requester its own jobs, signed.
+  OPERATOR_TOKEN: z.string().regex(/^\S*$/, 'must not contain whitespace (it is sent as a bearer token)').optional(),
+  // Worker registration bounds per hour (0: unlimited): registrations per worker key, and new worker keys per
+  // client address (behind a proxy, TRUST_PROXY decides what the address is).
+  WORKER_REGISTRATIONS_PER_KEY_PER_HOUR: z.coerce.number().int().min(0).default(30),
+  WORKER_NEW_KEYS_PER_ADDRESS_PER_HOUR: z.coerce.number().int().min(0).default(10),
   // On SIGTERM/SIGINT the gateway stops accepting connections and lets in-flight requests finish for at most
   // this long before closing what is left. Keep it below the orchestrator's kill delay (compose stop_grace_period).
   SHUTDOWN_DRAIN_SECONDS: z.coerce.number().int().min(0).max(3600).default(25),
@@ -172,6 +179,8 @@ export const envSchema = z.object({
   CLASSIFY_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(60_000),
   // PERCEPTION_REQUIRE_TOKEN=true: perception MCP calls need a governance-issued bearer token (POST /token).
   PERCEPTION_REQUIRE_TOKEN: boolean.default(false),
+  // PERCEPTION_TEST_ROUTES=true serves GET /test/weather (a real audited call per request: it moves trust).
+  PERCEPTION_TEST_ROUTES: boolean.default(false),
   // The token issuer's public key for a perception server whose governance server runs elsewhere; beside
   // it (`geofabric start`, or the same DATA_DIR / GOVERNANCE_SK) the key is known without it.
   GOVERNANCE_PK: z
@@ -181,10 +190,10 @@ export const envSchema = z.object({
   // The governance tool server (mcp/governance).
   GOVERNANCE_ENABLED: boolean.default(true),
   GOVERNANCE_PORT: z.coerce.number().int().min(0).max(65_535).default(8000),
-  // docs/protocol.md §4.3 binds 0.0.0.0: the server is reachable from the network and its routes carry no authentication
-  // (docs/protocol.md §5.9), so its answers about certificates and audit chains are visible to anyone who can reach the
-  // port. Set GOVERNANCE_HOST=127.0.0.1 to keep it local. Browser Origins are still checked on /mcp.
-  GOVERNANCE_HOST: z.string().min(1).default('0.0.0.0'),
+  // Loopback by default: its routes carry no authentication (docs/protocol.md §5.9) and its tools reveal audit
+  // chains, in bundles signed by this server. docs/protocol.md §4.3 binds 0.0.0.0; set GOVERNANCE_HOST=0.0.0.0 (a
+  // container, behind a network you control) to do that. The address is logged at start.
+  GOVERNANCE_HOST: z.string().min(1).default('127.0.0.1'),
   GOVERNANCE_ALLOWED_ORIGINS: z.string().default(''),
   GOVERNANCE_ALLOWED_HOSTS: z.string().default(''),
   GOVERNANCE_SK: z.string().optional(),
@@ -471,6 +480,20 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
       'absolute base URL of this gateway as clients reach it (`verify_url`, tile grid URLs, OpenAPI `servers`); set it behind any proxy',
     shownDefault: 'the request origin (trusted forwarded host and scheme with TRUST_PROXY)',
   },
+  OPERATOR_TOKEN: {
+    section: 'Operations',
+    description:
+      'bearer token of operators and the dashboard: lists every job (`/v1/compute/recent`) and the job ids of `/svc/inference/recent`; unset, nobody can (docs/security.md)',
+  },
+  WORKER_REGISTRATIONS_PER_KEY_PER_HOUR: {
+    section: 'Inference and swarm',
+    description:
+      'registrations and re-registrations of one worker key per hour (429 `rate_limit` past it); 0: unlimited',
+  },
+  WORKER_NEW_KEYS_PER_ADDRESS_PER_HOUR: {
+    section: 'Inference and swarm',
+    description: 'first registrations of new worker keys from one client address per hour; 0: unlimited',
+  },
   METRICS_TOKEN: {
     section: 'Operations',
     description: 'when set, `GET /metrics` needs `Authorization: Bearer <token>`; unset, it is public',
@@ -520,6 +543,11 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
       'GPU inference endpoint of `perception_classify` (classify v1); unset: the tool answers `not_configured`',
   },
   CLASSIFY_TIMEOUT_MS: { section: 'Perception MCP server', description: 'per classify request' },
+  PERCEPTION_TEST_ROUTES: {
+    section: 'Perception MCP server',
+    description:
+      "serve `GET /test/weather` (each call is a real audited tool call that moves the agent's trust); off by default",
+  },
   PERCEPTION_REQUIRE_TOKEN: {
     section: 'Perception MCP server',
     description: 'perception MCP calls need a governance bearer token (`POST /token`)',
@@ -735,6 +763,10 @@ export interface Config {
   jobRunTimeoutMs: number;
   publicUrl: string | undefined;
   /** METRICS_TOKEN: the bearer token GET /metrics requires; undefined (unset or empty): /metrics is public. */
+  /** OPERATOR_TOKEN: the bearer token that lists every job and inference; undefined: nobody can. */
+  operatorToken: string | undefined;
+  /** WORKER_REGISTRATIONS_PER_KEY_PER_HOUR, WORKER_NEW_KEYS_PER_ADDRESS_PER_HOUR (0: unlimited). */
+  registrationLimits: { perKeyPerHour: number; newKeysPerAddressPerHour: number };
   metricsToken: string | undefined;
   /** SHUTDOWN_DRAIN_SECONDS: how long a stopping gateway lets in-flight requests finish. */
   shutdownDrainMs: number;
@@ -810,7 +842,7 @@ export interface GovernanceConfig {
   /** GOVERNANCE_ENABLED: whether `geofabric start` runs it beside the gateway. */
   enabled: boolean;
   port: number;
-  /** Default 0.0.0.0 (docs/protocol.md §4.3); see the security note at GOVERNANCE_HOST. */
+  /** GOVERNANCE_HOST, default 127.0.0.1; see the security note at GOVERNANCE_HOST. */
   host: string;
   /** Origins besides loopback ones allowed on /mcp (exact scheme://host[:port]). */
   allowedOrigins: string[];
@@ -846,8 +878,10 @@ export interface PerceptionConfig {
   /** perception_classify's GPU inference endpoint; unset → the tool answers not_configured. */
   classifyUrl: string | undefined;
   classifyTimeoutMs: number;
-  /** PERCEPTION_REQUIRE_TOKEN: MCP calls need a governance-issued bearer token. */
+  /** PERCEPTION_REQUIRE_TOKEN: every route but /health needs a governance-issued bearer token. */
   requireToken: boolean;
+  /** PERCEPTION_TEST_ROUTES: serve GET /test/weather (default off). */
+  testRoutes: boolean;
   /** GOVERNANCE_PK: the public key whose tokens the perception server accepts. */
   tokenIssuerPk: string | undefined;
 }
@@ -990,6 +1024,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jobRunTimeoutMs: e.JOB_RUN_TIMEOUT_SECONDS * 1000,
     publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
     metricsToken: e.METRICS_TOKEN || undefined,
+    operatorToken: e.OPERATOR_TOKEN || undefined,
+    registrationLimits: {
+      perKeyPerHour: e.WORKER_REGISTRATIONS_PER_KEY_PER_HOUR,
+      newKeysPerAddressPerHour: e.WORKER_NEW_KEYS_PER_ADDRESS_PER_HOUR,
+    },
     shutdownDrainMs: e.SHUTDOWN_DRAIN_SECONDS * 1000,
     gatewayUrl: e.GATEWAY_URL.replace(/\/+$/, ''),
     workerRelay: e.WORKER_RELAY,
@@ -1006,6 +1045,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       classifyUrl: e.CLASSIFY_URL?.replace(/\/+$/, ''),
       classifyTimeoutMs: e.CLASSIFY_TIMEOUT_MS,
       requireToken: e.PERCEPTION_REQUIRE_TOKEN,
+      testRoutes: e.PERCEPTION_TEST_ROUTES,
       tokenIssuerPk: e.GOVERNANCE_PK || undefined,
     },
     governance: {

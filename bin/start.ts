@@ -9,7 +9,8 @@ import { createRecordBatcher } from '../activities/proof/record-batcher.js';
 import { createToolExecutor } from '../activities/tools/execute-tool.js';
 import { createWebSearch } from '../activities/tools/web-search.js';
 import { createTileActivities } from '../activities/tiles/index.js';
-import { createComputeActivities, type ComputeActivities } from '../activities/compute/index.js';
+import { createComputeActivities, type ComputeActivities, type QueuePollers } from '../activities/compute/index.js';
+import { temporalQueuePollers } from '../api/temporal-queue-pollers.js';
 import { withHeartbeats } from '../activities/compute/heartbeat.js';
 import { createEpochAnchorer, type EpochAnchorer } from '../activities/settlement/epoch-anchorer.js';
 import { createHorizonClient } from '../activities/settlement/horizon.js';
@@ -100,8 +101,11 @@ export async function startGateway(config: Config): Promise<void> {
     onServeEvent: metrics.tileEvent,
   });
   const imagery = createImageryActivities({ config: config.imagery, proofs: writer, clock: Date.now, logger });
+  // Under Temporal, routing asks who polls each worker queue (set once connected); embedded, nothing is routed.
+  let pollers: QueuePollers = async () => new Set();
   const compute = createComputeActivities({
     jobs: stores.jobs,
+    pollers: (queue) => pollers(queue),
     proofs: writer,
     workers: stores.workers,
     swarm,
@@ -126,6 +130,7 @@ export async function startGateway(config: Config): Promise<void> {
     onEpochSealed: metrics.epochSealed,
   });
   const orchestration = await startOrchestration(config, { compute, seals }, logger);
+  if (orchestration.pollers) pollers = orchestration.pollers;
   // Set by SIGTERM/SIGINT (stop, below); the app refuses new requests from then on.
   let stopping = false;
   const app = createApp({
@@ -139,6 +144,8 @@ export async function startGateway(config: Config): Promise<void> {
       apiKeys: config.apiKeys,
       publicUrl: config.publicUrl,
       metricsToken: config.metricsToken,
+      operatorToken: config.operatorToken,
+      registrationLimits: config.registrationLimits,
       // The dashboard's compliance view reads reports from the perception service (COMPLIANCE_URL).
       perceptionUrl: config.governance.complianceUrl,
     },
@@ -399,7 +406,7 @@ async function startOrchestration(
   config: Config,
   { compute, seals }: { compute: ComputeActivities; seals: SealActivities },
   logger: Logger,
-): Promise<{ runner: JobRunner; close(): Promise<void> }> {
+): Promise<{ runner: JobRunner; pollers?: QueuePollers; close(): Promise<void> }> {
   if (config.orchestrator === 'embedded') {
     const runner = createEmbeddedJobRunner({ steps: compute.steps, jobs: compute.jobs, waitMs: config.jobWaitMs });
     return { runner, close: () => runner.close() };
@@ -433,6 +440,7 @@ async function startOrchestration(
   });
   return {
     runner,
+    pollers: temporalQueuePollers(client, config.temporal.namespace, Date.now),
     async close() {
       await workers.shutdown();
       await connection.close();

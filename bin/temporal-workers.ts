@@ -26,6 +26,8 @@ export interface TemporalWorkersOptions {
   queues: QueueSpec[];
   logger: Logger;
   gracefulShutdownMs?: number;
+  /** The Workers' identity in Temporal (a swarm worker's names its key: core/worker-identity.ts); default the SDK's. */
+  identity?: string;
   /** A prebuilt bundle (tests share one); default: bundle workflows/index.ts at start (a few seconds). */
   workflowBundle?: WorkflowBundleWithSourceMap;
 }
@@ -52,6 +54,7 @@ export async function startTemporalWorkers(options: TemporalWorkersOptions): Pro
           connection,
           namespace: options.namespace,
           taskQueue: queue.taskQueue,
+          ...(options.identity ? { identity: options.identity } : {}),
           ...(queue.activities ? { activities: queue.activities } : {}),
           ...(queue.workflows && bundle ? { workflowBundle: bundle } : {}),
           shutdownGraceTime: options.gracefulShutdownMs ?? 30_000,

@@ -40,6 +40,7 @@ import { createWebSearch } from '../activities/tools/web-search.js';
 import { SERVICE_VERSION } from '../api/version.js';
 import { supportedHardwareTier, type HardwareTier } from '../core/hardware-tier.js';
 import { routingCell, workerQueues } from '../core/task-queues.js';
+import { workerIdentity } from '../core/worker-identity.js';
 import type { WorkerTier } from '../core/tiers.js';
 import { isToolId, TOOL_IDS } from '../core/tool-registry.js';
 import { openSqlite } from '../store/sqlite/open-database.js';
@@ -258,6 +259,8 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
         namespace: config.temporal.namespace,
         logger,
         gracefulShutdownMs: drainMs,
+        // The gateway routes steps to this worker only while Temporal sees it polling under its key.
+        identity: workerIdentity(pk),
         queues: plan.queues.map((taskQueue) => ({ taskQueue, activities })),
       });
     }

@@ -1,5 +1,30 @@
 // @ts-check
-/** JSON reads from this origin. Errors become values, so a failed poll shows a message instead of throwing. */
+/**
+ * JSON reads from this origin. Errors become values, so a failed poll shows a message instead of throwing.
+ * With an operator token (OPERATOR_TOKEN, entered once per tab, kept in sessionStorage) every read sends it as a
+ * bearer: the job and inference lists then name their jobs; without one they show counts.
+ */
+
+const TOKEN_KEY = 'geofabric.operator_token';
+
+/** The operator token of this tab, or '' when none was entered. */
+export function operatorToken() {
+  try {
+    return sessionStorage.getItem(TOKEN_KEY) ?? '';
+  } catch {
+    return ''; // storage disabled: no token
+  }
+}
+
+/** Keeps (or, given '', forgets) the operator token for this tab. @param {string} token */
+export function setOperatorToken(token) {
+  try {
+    if (token) sessionStorage.setItem(TOKEN_KEY, token);
+    else sessionStorage.removeItem(TOKEN_KEY);
+  } catch {
+    // storage disabled: the token lasts as long as nothing; reads go without it
+  }
+}
 
 /**
  * @typedef {{ ok: true, status: number, body: any } | { ok: false, status: number, error: string, detail: string, body: any }} Answer
@@ -9,7 +34,11 @@
 export async function getJson(path, { timeoutMs = 10_000 } = {}) {
   let res;
   try {
-    res = await fetch(path, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(timeoutMs) });
+    const token = operatorToken();
+    /** @type {Record<string, string>} */
+    const headers = { accept: 'application/json' };
+    if (token) headers.authorization = `Bearer ${token}`;
+    res = await fetch(path, { headers, signal: AbortSignal.timeout(timeoutMs) });
   } catch (error) {
     const timedOut = error instanceof Error && error.name === 'TimeoutError';
     return {

@@ -5,7 +5,7 @@
  * `#proofs/<record id>`, `#compliance/<agent pk>` …), and refreshes the visible view every `poll_ms` while
  * "Live updates" is on and the tab is visible. Everything it shows comes from this origin.
  */
-import { describeError, getJson } from './api.js';
+import { describeError, getJson, operatorToken, setOperatorToken } from './api.js';
 import { byId, num } from './dom.js';
 import { createAuditView } from './audit-view.js';
 import { createComplianceView } from './compliance-view.js';
@@ -119,6 +119,16 @@ async function main() {
     byId(`tab-${next}`).focus();
   });
   window.addEventListener('hashchange', route);
+  // The operator token (OPERATOR_TOKEN) lists every job and inference; kept for this tab only.
+  const tokenInput = /** @type {HTMLInputElement} */ (byId('operator-token'));
+  tokenInput.placeholder = operatorToken() ? 'set (empty to forget)' : 'not set';
+  byId('operator-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    setOperatorToken(tokenInput.value.trim());
+    tokenInput.value = '';
+    tokenInput.placeholder = operatorToken() ? 'set (empty to forget)' : 'not set';
+    void tick();
+  });
   const live = /** @type {HTMLInputElement} */ (byId('live'));
   setInterval(
     () => {

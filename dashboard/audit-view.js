@@ -62,7 +62,7 @@ export function createAuditView(ctx) {
     const rows = shown.map((e) =>
       h(
         'tr',
-        { 'data-job-id': e.job_id, 'data-provider': e.provider, 'data-model': e.model },
+        { 'data-job-id': e.job_id ?? null, 'data-provider': e.provider, 'data-model': e.model },
         td(time(e.at)),
         td(badge(e.provider, e.provider === 'backbone' ? 'info' : 'ok')),
         td(
@@ -76,7 +76,10 @@ export function createAuditView(ctx) {
         td(shortHex(e.job_hash)),
         td(credits(e.cost)),
         td(
-          h('button', { type: 'button', class: 'link', onclick: () => ctx.navigate(`#jobs/${e.job_id}`) }, 'Job'),
+          // The job is named to the operator only (its id is a capability).
+          e.job_id
+            ? h('button', { type: 'button', class: 'link', onclick: () => ctx.navigate(`#jobs/${e.job_id}`) }, 'Job')
+            : '—',
           ' · ',
           e.record_id
             ? h(

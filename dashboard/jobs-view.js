@@ -178,7 +178,20 @@ export function createJobsView(ctx) {
     async refresh() {
       const answer = await getJson(`/v1/compute/recent?limit=${RECENT_LIMIT}`);
       showError(error, answer.ok ? '' : `Could not read the jobs: ${describeError(answer)}`);
-      if (answer.ok) renderList(answer.body.jobs);
+      if (!answer.ok) return;
+      // Without the operator token the gateway shows counts only: job ids are capabilities.
+      if (!Array.isArray(answer.body.jobs)) {
+        const counts = Object.entries(answer.body.by_status ?? {})
+          .map(([status, n]) => `${status} ${num(/** @type {number} */ (n))}`)
+          .join(', ');
+        showError(
+          error,
+          `Enter the operator token to list jobs. The newest ${num(answer.body.count)} jobs: ${counts || 'none'}.`,
+        );
+        renderList([]);
+        return;
+      }
+      renderList(answer.body.jobs);
     },
     /** @param {string | null} jobId */
     open(jobId) {

@@ -31,8 +31,8 @@ export interface JobStore {
   get(jobId: string): Promise<JobRecord | null>;
   /**
    * Newest first (created_at of the stored record, then job_id, descending). `limit` is clamped to 1..100;
-   * a non-integer is a caller bug: RangeError.
+   * a non-integer is a caller bug: RangeError. With `requesterPk`, only that requester's jobs.
    */
-  recent(limit: number): Promise<JobRecord[]>;
+  recent(limit: number, filter?: { requesterPk?: string }): Promise<JobRecord[]>;
   close(): Promise<void>;
 }

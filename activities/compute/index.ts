@@ -15,6 +15,8 @@ import { createStepActivities } from './step-activities.js';
 
 export interface ComputeActivityDeps {
   jobs: JobStore;
+  /** Who polls a task queue now: routing sends steps only to workers that take work (JobActivityDeps). */
+  pollers: JobActivityDeps['pollers'];
   proofs: ProofWriter;
   workers: WorkerRegistry;
   swarm: Swarm;
@@ -40,6 +42,7 @@ export function createComputeActivities(deps: ComputeActivityDeps) {
     steps: createStepActivities({ swarm: deps.swarm, tiles: deps.tiles, imagery: deps.imagery, nodePk: deps.nodePk }),
     jobs: createJobActivities({
       jobs: deps.jobs,
+      pollers: deps.pollers,
       proofs: deps.proofs,
       workers: deps.workers,
       models: deps.swarm.models,
@@ -62,6 +65,7 @@ export {
   jobRecordOf,
   jobRunOf,
   type JobActivities,
+  type QueuePollers,
   type StepRoute,
 } from './job-activities.js';
 export { createStepActivities, type StepActivities } from './step-activities.js';

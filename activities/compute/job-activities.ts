@@ -32,8 +32,17 @@ export interface StepRoute {
   relay_pk?: string;
 }
 
+/** The keys of the swarm workers polling a task queue now (routing's "takes work" test, core/worker-identity.ts). */
+export type QueuePollers = (queue: string) => Promise<ReadonlySet<string>>;
+
 export interface JobActivityDeps {
   jobs: JobStore;
+  /**
+   * Who polls a queue now (api/temporal-queue-pollers.ts). A registered worker counts for routing only while
+   * it does: a registration is a claim anyone can make, and a step sent to a queue nobody polls waits out its
+   * timeout.
+   */
+  pollers: QueuePollers;
   proofs: ProofWriter;
   workers: WorkerRegistry;
   models: ModelRegistry;
@@ -63,7 +72,8 @@ export function createJobActivities(deps: JobActivityDeps) {
   return {
     /**
      * The queue of every step. A step stays in its job's cell (docs/protocol.md §1.4): it goes to the cell's queue for its
-     * tools when an eligible online worker of that cell polls it. Inference otherwise goes to the backbone
+     * tools when an eligible online worker of that cell polls it (registered, heartbeating, and seen polling that
+     * queue by Temporal: `pollers`). Inference otherwise goes to the backbone
      * queue, served by the gateway, whose dispatcher prefers the gateway's own local worker: there when that
      * worker is eligible, or when the backbone may serve (no worker constraints) and is configured; else the
      * job fails 503 no_workers. Tiles and imagery otherwise run on the gateway itself. Jurisdiction and minimum tier are eligibility checks here, and
@@ -81,6 +91,16 @@ export function createJobActivities(deps: JobActivityDeps) {
         .filter((w) => w.relay && isOnline(w, now))
         .sort((a, b) => b.last_seen_ms - a.last_seen_ms || (a.pk < b.pk ? -1 : 1))[0];
       const viaRelay = relay ? { relay_pk: relay.pk } : {};
+      // Each queue's pollers once per routing: steps of one job often share a queue.
+      const polled = new Map<string, Promise<string[]>>();
+      const polling = (queue: string): Promise<string[]> => {
+        let pks = polled.get(queue);
+        if (pks === undefined) {
+          pks = deps.pollers(queue).then((set) => [...set]);
+          polled.set(queue, pks);
+        }
+        return pks;
+      };
       const routes: Record<string, StepRoute> = {};
       for (const step of job.steps) {
         const tools = requiredTools(step);
@@ -103,8 +123,10 @@ export function createJobActivities(deps: JobActivityDeps) {
           cell: job.h3_cell,
           ...(model ? { model } : {}),
         };
-        if (eligibleWorkers(inCell, need, now).length > 0) {
-          routes[step.id] = { queue: stepQueue(job.h3_cell, tools, deps.naming), fallback_reason: null, ...viaRelay };
+        const eligible = eligibleWorkers(inCell, need, now);
+        const queue = stepQueue(job.h3_cell, tools, deps.naming);
+        if (eligible.length > 0 && (await polling(queue)).some((pk) => eligible.some((w) => w.pk === pk))) {
+          routes[step.id] = { queue, fallback_reason: null, ...viaRelay };
           continue;
         }
         if (step.type === 'inference' && eligibleWorkers(own, need, now).length > 0) {

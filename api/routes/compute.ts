@@ -24,6 +24,9 @@ import {
   recentJobsSchema,
 } from '../schemas/compute-response.js';
 import { jobIdParams, limitQuery } from '../schemas/param-docs.js';
+import { isOperator } from '../operator-auth.js';
+import { checkRequestSignature } from '../../core/gates/signature.js';
+import { z } from 'zod';
 import { zodCheck } from '../schemas/zod-check.js';
 
 interface ComputeInput {
@@ -47,6 +50,13 @@ export interface ComputeDeps {
    * `settlement.stellar_tx` is filled from this when the job is read.
    */
   stellarTx?: (jobId: string) => Promise<string | null>;
+  /** OPERATOR_TOKEN: its bearer lists every job; unset, nobody does. */
+  operatorToken?: string | undefined;
+}
+
+interface RecentQuery {
+  limit: number;
+  query: Record<string, unknown>;
 }
 
 export const DEFAULT_RECENT_JOBS = 20;
@@ -66,7 +76,9 @@ export const MAX_RECENT_JOBS = 100;
  * answers 504 `job_timeout` with the job id; the job goes on and `GET /v1/compute/:jobId` returns it.
  *
  * `GET /v1/compute/:jobId` returns the job (its id is a capability: 122 bits derived from a signature);
- * `GET /v1/compute/recent?limit` (1–100, default 20) lists summaries without step outputs.
+ * `GET /v1/compute/recent?limit` (1–100, default 20) lists summaries without step outputs to the operator (all
+ * jobs) or a signed requester (its own), and counts without ids to anyone else, so the list never hands out
+ * the capabilities.
  */
 export const computeRoutes = (deps: ComputeDeps) => [
   route<ComputeInput>({
@@ -126,29 +138,52 @@ export const computeRoutes = (deps: ComputeDeps) => [
       ],
     },
   }),
-  route<number>({
+  route<RecentQuery>({
     method: 'GET',
     path: '/v1/compute/recent',
     auth: 'public',
     facets: [],
-    preflight: ({ query }) =>
-      integerParam(
+    preflight: ({ query }) => {
+      const limit = integerParam(
         query.limit,
         'limit',
         { min: 1, max: MAX_RECENT_JOBS, fallback: DEFAULT_RECENT_JOBS },
         'invalid_limit',
-      ),
-    handler: async (ctx, limit) => {
-      const jobs = (await deps.jobs.recent(limit)).map((job) => summary(job, ctx, deps.publicUrl));
-      ctx.body = { limit, count: jobs.length, jobs };
+      );
+      return limit.ok ? pass({ limit: limit.value, query }) : limit;
+    },
+    handler: async (ctx, { limit, query }) => {
+      if (isOperator(ctx, deps.operatorToken)) {
+        const jobs = (await deps.jobs.recent(limit)).map((job) => summary(job, ctx, deps.publicUrl));
+        ctx.body = { view: 'operator', limit, count: jobs.length, jobs };
+        return;
+      }
+      const signature = ctx.get('x-idn-signature');
+      if (signature !== '') {
+        const pk = signedLister(query, signature, deps.clock());
+        const jobs = (await deps.jobs.recent(limit, { requesterPk: pk })).map((job) =>
+          summary(job, ctx, deps.publicUrl),
+        );
+        ctx.body = { view: 'requester', limit, count: jobs.length, requester_pk: pk, jobs };
+        return;
+      }
+      ctx.body = { view: 'public', limit, ...aggregate(await deps.jobs.recent(limit)) };
     },
     docs: {
       summary: 'Recent jobs',
-      description: 'Summaries without step outputs, newest first.',
+      description:
+        'Newest first. Job ids are capabilities, so only the operator (`Authorization: Bearer <OPERATOR_TOKEN>`) ' +
+        'lists every job, and a requester its own: `requester_pk`, `created_at` (within 5 minutes) and an optional ' +
+        '`nonce` in the query, signed like a compute request (X-Idn-Signature = Ed25519 over the JCS of those ' +
+        'fields). Anyone else gets counts by status and step type over the newest `limit` jobs, without ids.',
       tags: ['Compute'],
-      query: limitQuery(MAX_RECENT_JOBS, DEFAULT_RECENT_JOBS),
-      responses: { 200: { description: 'Recent job summaries', schema: recentJobsSchema } },
-      errors: ['invalid_limit'],
+      query: limitQuery(MAX_RECENT_JOBS, DEFAULT_RECENT_JOBS).extend({
+        requester_pk: z.string().optional().describe('Signed listing: the requester whose jobs to list'),
+        created_at: z.string().optional().describe('Signed listing: ISO 8601, within 5 minutes of the server clock'),
+        nonce: z.string().optional().describe('Signed listing: optional, signed with the other two'),
+      }),
+      responses: { 200: { description: 'Recent jobs, or counts', schema: recentJobsSchema } },
+      errors: ['invalid_limit', 'unauthorized', 'invalid_signature', 'invalid_public_key', 'stale_request'],
     },
   }),
   route<string>({
@@ -316,4 +351,36 @@ function checkStepAvailable(step: ComputeRequest['steps'][number]): void {
       throw new ServiceError('invalid_request', `step "${step.id}": unknown image_process operation "${operation}"`);
     }
   }
+}
+
+/**
+ * Gate 1 for a listing: the signed fields travel in the query (a GET has no body) and are checked as the
+ * body `{ requester_pk, created_at, nonce? }` would be. created_at is required, so a captured listing
+ * request works for 5 minutes only.
+ */
+function signedLister(query: Record<string, unknown>, signature: string, nowMs: number): string {
+  const fields: Record<string, unknown> = {};
+  for (const name of ['requester_pk', 'created_at', 'nonce'] as const) {
+    const value = query[name];
+    if (value === undefined) continue;
+    if (typeof value !== 'string') throw new ServiceError('invalid_request', `${name} must be given once`);
+    fields[name] = value;
+  }
+  if (fields.created_at === undefined) {
+    throw new ServiceError('stale_request', 'a signed listing needs created_at (ISO 8601) in the query');
+  }
+  const checked = checkRequestSignature({ ...fields, signature: signature.trim().toLowerCase() }, signature, nowMs);
+  if (!checked.ok) throw new ServiceError(checked.error, checked.detail);
+  return checked.value.pk;
+}
+
+/** The public view: how many of the newest jobs are in each status and contain each step type, no ids. */
+function aggregate(jobs: readonly JobRecord[]) {
+  const by_status: Record<string, number> = {};
+  const by_step_type: Record<string, number> = {};
+  for (const job of jobs) {
+    by_status[job.status] = (by_status[job.status] ?? 0) + 1;
+    for (const type of new Set(job.step_types)) by_step_type[type] = (by_step_type[type] ?? 0) + 1;
+  }
+  return { count: jobs.length, by_status, by_step_type };
 }

@@ -1,6 +1,7 @@
 import { pass } from '../../core/check.js';
 import { ServiceError } from '../../core/errors.js';
 import { isOnline } from '../../core/worker-selection.js';
+import type { RateLimitStore } from '../../store/types.js';
 import type { WorkerRecord, WorkerRegistration, WorkerRegistry } from '../../store/worker-registry.js';
 import { route, type RouteSpec } from '../route-spec.js';
 import { heartbeatResponseSchema, registeredWorkerSchema, workerListSchema } from '../schemas/swarm-responses.js';
@@ -23,7 +24,25 @@ export const HEARTBEAT_INTERVAL_S = 30;
  * not fresh". The list is public, computed with the injected clock, and leaves out the device details
  * (hardware) that would fingerprint community members' machines.
  */
-export const workerRoutes = (deps: { workers: WorkerRegistry; clock: () => number }): RouteSpec<unknown>[] => [
+/** How many registrations one worker key, and how many new worker keys one address, may make per hour. */
+export interface RegistrationLimits {
+  /** WORKER_REGISTRATIONS_PER_KEY_PER_HOUR; 0: unlimited. */
+  perKeyPerHour: number;
+  /** WORKER_NEW_KEYS_PER_ADDRESS_PER_HOUR: first registrations from one client address; 0: unlimited. */
+  newKeysPerAddressPerHour: number;
+}
+
+export const DEFAULT_REGISTRATION_LIMITS: RegistrationLimits = { perKeyPerHour: 30, newKeysPerAddressPerHour: 10 };
+
+const HOUR_MS = 3_600_000;
+
+export const workerRoutes = (deps: {
+  workers: WorkerRegistry;
+  clock: () => number;
+  /** Counts registrations (the gateway's rate-limit store, shared by every gateway of the cluster). */
+  rateLimits: RateLimitStore;
+  limits?: RegistrationLimits | undefined;
+}): RouteSpec<unknown>[] => [
   route<WorkerRegistration>({
     method: 'POST',
     path: '/svc/workers/register',
@@ -36,6 +55,19 @@ export const workerRoutes = (deps: { workers: WorkerRegistry; clock: () => numbe
       // Only for the status code: two concurrent first registrations may both answer 201.
       const existed = (await deps.workers.get(pk)) !== null;
       const now = deps.clock();
+      // A key costs nothing to make: bound what one key and one address can register, so a burst of made-up
+      // workers cannot fill the registry (and the map, and the status) with devices that take no work.
+      const limits = deps.limits ?? DEFAULT_REGISTRATION_LIMITS;
+      await bound(deps, `worker-register:key:${pk}`, limits.perKeyPerHour, now, 'registrations of this worker key');
+      if (!existed) {
+        await bound(
+          deps,
+          `worker-register:ip:${ctx.ip}`,
+          limits.newKeysPerAddressPerHour,
+          now,
+          'new workers from this address',
+        );
+      }
       const record = await deps.workers.register({ ...registration, pk }, now);
       ctx.status = existed ? 200 : 201;
       ctx.body = { ...publicWorker(record, now), hardware: record.hardware, heartbeat_seq: record.heartbeat_seq };
@@ -44,14 +76,16 @@ export const workerRoutes = (deps: { workers: WorkerRegistry; clock: () => numbe
       summary: 'Register a worker (signed by the worker key)',
       description:
         'Creates the worker (201) or replaces its declaration (200), keeping trust and counters. `created_at` is ' +
-        'required, so a captured registration cannot be replayed after 5 minutes.',
+        'required, so a captured registration cannot be replayed after 5 minutes. Bounded per hour: registrations ' +
+        'per worker key and new worker keys per client address (429 `rate_limit` past either). A registered ' +
+        'worker gets steps only while it polls its task queues.',
       tags: ['Workers'],
       body: registerRequestSchema,
       responses: {
         200: { description: 'Updated', schema: registeredWorkerSchema },
         201: { description: 'Registered', schema: registeredWorkerSchema },
       },
-      errors: ['invalid_request', 'invalid_model', 'invalid_worker'],
+      errors: ['invalid_request', 'invalid_model', 'invalid_worker', 'rate_limit'],
     },
   }),
   route<HeartbeatRequest>({
@@ -125,4 +159,21 @@ function publicWorker(w: WorkerRecord, nowMs: number) {
     last_seen: new Date(w.last_seen_ms).toISOString(),
     online: isOnline(w, nowMs),
   };
+}
+
+/** Counts one registration under `key` in the current hour; past `limit` (0: none) it is 429 rate_limit. */
+async function bound(
+  deps: { rateLimits: RateLimitStore },
+  key: string,
+  limit: number,
+  now: number,
+  what: string,
+): Promise<void> {
+  if (limit <= 0) return;
+  const start = Math.floor(now / HOUR_MS) * HOUR_MS;
+  const count = await deps.rateLimits.increment(key, start, HOUR_MS);
+  if (count > limit) {
+    const retry = Math.max(1, Math.ceil((start + HOUR_MS - now) / 1000));
+    throw new ServiceError('rate_limit', `more than ${limit} ${what} this hour`, { 'retry-after': String(retry) });
+  }
 }

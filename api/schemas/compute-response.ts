@@ -66,7 +66,21 @@ export const jobSummarySchema = z.object({
   error: z.object({ code: z.string(), detail: z.string(), step_id: z.string().nullable() }).nullable(),
 });
 
-export const recentJobsSchema = z.object({ limit: z.int(), count: z.int(), jobs: z.array(jobSummarySchema) });
+const counts = z.record(z.string(), z.int());
+
+/**
+ * `GET /v1/compute/recent`: the operator sees every job (`view: operator`), a signed requester its own
+ * (`view: requester`); the public sees counts over the newest `limit` jobs, without ids (`view: public`).
+ */
+export const recentJobsSchema = z.object({
+  view: z.enum(['operator', 'requester', 'public']),
+  limit: z.int(),
+  count: z.int(),
+  requester_pk: z.string().optional().describe('The signed requester (view `requester`)'),
+  jobs: z.array(jobSummarySchema).optional().describe('Views `operator` and `requester` only'),
+  by_status: counts.optional().describe('View `public`: jobs by status'),
+  by_step_type: counts.optional().describe('View `public`: jobs containing each step type'),
+});
 
 /** `GET /v1/compute/:jobId`: the finished job, or the summary of one still running. */
 export const jobLookupSchema = z.union([computeResponseSchema, jobSummarySchema]);

@@ -103,9 +103,12 @@ const recentInferenceSchema = inferencePayloadSchema
     job_hash: true,
     h3_cell: true,
   })
-  .extend({ record_id: z.string(), at: z.string() });
+  .extend({ record_id: z.string(), at: z.string() })
+  // The public view leaves out what identifies a job (its id is a capability) or finds it.
+  .partial({ job_id: true, step_id: true, job_hash: true, record_id: true });
 
 export const recentInferencesSchema = z.object({
+  view: z.enum(['operator', 'public']),
   limit: z.int(),
   count: z.int(),
   entries: z.array(recentInferenceSchema),

@@ -6,7 +6,7 @@
  *   GET  /health           {status, service, version 0.1.0, tools, cert_loaded} plus server_pk, agent_pk
  *   POST /token            a short-lived JWT for an agent (body signed by it, X-Idn-Signature)     Origin-checked
  *
- * docs/protocol.md §4.3 binds 0.0.0.0:8000. No global body parsing: the MCP SDK reads the raw stream, and /token reads its
+ * It binds 127.0.0.1 unless told otherwise (docs/protocol.md §4.3 binds 0.0.0.0:8000; GOVERNANCE_HOST). No global body parsing: the MCP SDK reads the raw stream, and /token reads its
  * own bounded JSON body. DNS rebinding: a browser Origin on /mcp and /token must be loopback or configured
  * (origin.ts); while bound to loopback, Host must be a loopback or configured name too. The routes carry no
  * authentication (docs/protocol.md §5.9 leaves it open): the tools answer about certificates the caller passes or the
@@ -164,7 +164,7 @@ export function createGovernanceServer(deps: GovernanceServerDeps): GovernanceSe
     toolNames,
     serverPk: deps.key.publicKey,
     tokens,
-    async listen(port, host = '0.0.0.0') {
+    async listen(port, host = '127.0.0.1') {
       const listening = await http.listen(port, host);
       logger.info(
         {

@@ -16,8 +16,8 @@
  *   (core/gates/signature.ts): X-Idn-Signature = Ed25519 over JCS(body without `signature`) by `agent_pk`;
  *   a `signature` field in the body, when present, must equal the header. `created_at` is required and must be
  *   within ±5 minutes of the server clock, so a captured request cannot be replayed later; within that window
- *   a replay only yields another token for the same agent, which the capturer could not use without also
- *   being able to present it (a bearer token is as strong as its transport: serve it over TLS).
+ *   a replay gets the same token back, never a second one (token-service.ts). A bearer token is as strong as
+ *   its transport: serve it over TLS.
  * - The chain must verify now (verifyDelegationChain) and end at `agent_pk`.
  */
 import { randomUUID } from 'node:crypto';

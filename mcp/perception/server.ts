@@ -1,20 +1,25 @@
 /**
  * The perception and compliance service (docs/protocol.md §4.2) as a Koa app:
  *
- *   POST|GET|DELETE /mcp        MCP Streamable HTTP, stateful sessions          Origin-checked
- *   GET /sse, POST /message     MCP over the older SSE transport                 Origin-checked
+ *   POST|GET|DELETE /mcp        MCP Streamable HTTP, stateful sessions                     token
+ *   GET /sse, POST /message     MCP over the older SSE transport                            token
  *   GET  /health                docs/protocol.md §2.8 health; chain_tip = the next block index
- *   POST /epoch/roll            rolls every block since the last epoch; none → 500 with docs/protocol.md §7's message
- *   GET  /compliance[/:agent_pk] compliance report (query from, to: ISO 8601)
- *   POST /approvals             a human principal's signed approval of one call
- *   GET  /test/weather          perception_weather for a fixed city, through the auditor
+ *   POST /epoch/roll            rolls every block since the last epoch; none → 500 with docs/protocol.md §7's message  token
+ *   GET  /compliance[/:agent_pk] compliance report (query from, to: ISO 8601)                token
+ *   POST /approvals             a human principal's signed approval of one call             token
+ *   GET  /test/weather          perception_weather for a fixed city, through the auditor;   token
+ *                               only with `testRoutes` (PERCEPTION_TEST_ROUTES), else 404
+ *
+ * Every route is Origin-checked (a browser Origin must be loopback or configured) and Host-checked while bound
+ * to loopback (mcp-http-app.ts). "token" routes take the same authorization as /mcp: a bearer token, when sent,
+ * must verify, and with `requireToken` one is required. /health stays open for liveness probes.
  *
  * Every MCP session gets its own McpServer whose tools are registered only through the auditor, so every
  * call is pre-flighted and leaves a breadcrumb. Errors leave as `{ error, detail? }` (core/errors.ts), except
  * the empty epoch roll, whose body docs/protocol.md §7 fixes. No body parsing happens on the MCP routes: the SDK reads
  * the raw stream. The service binds 127.0.0.1 unless told otherwise, and then answers loopback Host names
- * only (DNS rebinding, origin.ts). Its HTTP endpoints carry no authentication (docs/protocol.md §5.9 leaves it open), so
- * exposing it beyond loopback is a deployment decision.
+ * only (DNS rebinding, origin.ts). Without `requireToken` its HTTP endpoints carry no authentication (docs/protocol.md
+ * §5.9 leaves it open), so exposing it beyond loopback is a deployment decision.
  *
  * Agent tokens (docs/protocol.md §2.9 and 5.6): with `tokenVerifier`, the MCP routes (/mcp, /sse, /message) accept
  * `Authorization: Bearer <jwt>` issued by the governance server (mcp/governance/token.ts). Every request's token
@@ -29,7 +34,7 @@
 import type { Server } from 'node:http';
 import Router from '@koa/router';
 import type Koa from 'koa';
-import type { Context } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import type { HttpLimits } from '../../api/http-limits.js';
@@ -95,8 +100,13 @@ export interface PerceptionServerDeps {
    * key (64 hex) and the exact `iss` and `aud` its tokens carry. Without it a bearer token is refused.
    */
   tokenVerifier?: { issuerPk: string; issuer: string; audience: string };
-  /** Refuse MCP requests without a bearer token (401); needs `tokenVerifier`. */
+  /** Refuse requests without a bearer token (401) on every route but /health; needs `tokenVerifier`. */
   requireToken?: boolean;
+  /**
+   * Serve GET /test/weather (PERCEPTION_TEST_ROUTES, default off): it makes real audited calls, so each one
+   * adds a breadcrumb and moves the agent's trust score.
+   */
+  testRoutes?: boolean;
 }
 
 export interface PerceptionServer {
@@ -239,7 +249,13 @@ export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionSe
     };
   });
 
-  router.post('/epoch/roll', async (ctx) => {
+  // The MCP routes' authorization for the plain HTTP ones: a sent token must verify, a required one be sent.
+  const authorized: Middleware = async (ctx, next) => {
+    await bearer(ctx);
+    await next();
+  };
+
+  router.post('/epoch/roll', authorized, async (ctx) => {
     const rolled = await reports.rollEpoch();
     if (rolled.ok) {
       ctx.body = rolled.value;
@@ -256,10 +272,10 @@ export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionSe
     }
     ctx.body = await reports.report(agentPk, reportPeriod(ctx.query, clock()));
   };
-  router.get('/compliance', (ctx) => compliance(ctx, auditor.agentPk));
-  router.get('/compliance/:agent_pk', (ctx) => compliance(ctx, ctx.params.agent_pk ?? ''));
+  router.get('/compliance', authorized, (ctx) => compliance(ctx, auditor.agentPk));
+  router.get('/compliance/:agent_pk', authorized, (ctx) => compliance(ctx, ctx.params.agent_pk ?? ''));
 
-  router.post('/approvals', async (ctx) => {
+  router.post('/approvals', authorized, async (ctx) => {
     const parsed = approvalBody.safeParse(await readJsonBody(ctx, MAX_JSON_BODY_BYTES, deps.limits?.requestTimeoutMs));
     if (!parsed.success) throw new ServiceError('invalid_request', describeZodIssue(parsed.error, 'approval'));
     // Kept as sent: the signature covers the approved_at text.
@@ -301,15 +317,17 @@ export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionSe
     ctx.body = approval;
   });
 
-  router.get('/test/weather', async (ctx) => {
-    if (weather === undefined) throw new ServiceError('tool_not_found', 'perception_weather is not configured');
-    const call = await auditor.call(weather, { h3_cell: WEATHER_TEST_CELL });
-    const text = call.result.content[0]?.type === 'text' ? call.result.content[0].text : '';
-    if (call.outcome === 'blocked') throw new ServiceError('delegation_invalid', text);
-    if (call.outcome !== 'ok') throw new ServiceError('upstream_unavailable', text);
-    const value = call.value as { h3_cell: string; temperature_c: number | null; status: string };
-    ctx.body = { h3_cell: value.h3_cell, temperature_c: value.temperature_c, status: value.status };
-  });
+  if (deps.testRoutes === true) {
+    router.get('/test/weather', authorized, async (ctx) => {
+      if (weather === undefined) throw new ServiceError('tool_not_found', 'perception_weather is not configured');
+      const call = await auditor.call(weather, { h3_cell: WEATHER_TEST_CELL });
+      const text = call.result.content[0]?.type === 'text' ? call.result.content[0].text : '';
+      if (call.outcome === 'blocked') throw new ServiceError('delegation_invalid', text);
+      if (call.outcome !== 'ok') throw new ServiceError('upstream_unavailable', text);
+      const value = call.value as { h3_cell: string; temperature_c: number | null; status: string };
+      ctx.body = { h3_cell: value.h3_cell, temperature_c: value.temperature_c, status: value.status };
+    });
+  }
 
   const http = createMcpHttpApp({
     router,

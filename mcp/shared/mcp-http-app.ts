@@ -1,6 +1,6 @@
 /**
  * The HTTP shell both MCP servers (perception, governance) share: JSON errors, DNS-rebinding protection
- * (Origin on the MCP routes, Host while bound to loopback; origin.ts), 405s as JSON, and listen/close with
+ * (Origin on every route, Host while bound to loopback or when allowed hosts are configured; origin.ts), 405s as JSON, and listen/close with
  * bounded request reading. Routes stay the caller's: no global body parsing, so the MCP SDK reads the raw
  * stream.
  */
@@ -87,7 +87,10 @@ export function createMcpHttpApp(options: {
   router: Router;
   logger: McpHttpLogger;
   allowedOrigins: readonly string[];
-  /** Host names besides loopback ones a loopback-bound server answers; the hosts of allowedOrigins pass too. */
+  /**
+   * Host names besides loopback ones the server answers; the hosts of allowedOrigins pass too. Checked while
+   * bound to loopback, and on any address once this list is non-empty.
+   */
   allowedHosts: readonly string[];
   beforeClose: () => Promise<void>;
   /** Rate limits, trusted proxy and receive timeouts; unset: no rate limits, default timeouts. */
@@ -115,6 +118,16 @@ export function createMcpHttpApp(options: {
       await next();
     });
   }
+  // Origin on every route, not only the MCP ones: a browser page on a foreign origin (or a rebound one) may not
+  // POST /epoch/roll as text/plain or read /compliance either. Routes with CORS add their headers (originGate).
+  app.use(async (ctx, next) => {
+    const origin = ctx.get('origin') || undefined;
+    if (!originAllowed(origin, options.allowedOrigins)) {
+      throw new ServiceError('origin_not_allowed', `origin ${origin} may not use ${ctx.path}`);
+    }
+    await next();
+  });
+  // Host: always while bound to loopback; on another address only once allowedHosts names the served hosts.
   let checkHost = false;
   const hosts = [
     ...options.allowedHosts,
@@ -139,7 +152,7 @@ export function createMcpHttpApp(options: {
   return {
     app,
     async listen(port, host) {
-      checkHost = isLoopbackAddress(host);
+      checkHost = isLoopbackAddress(host) || options.allowedHosts.length > 0;
       // Bounds on receiving a request; responses (SSE streams) may stay open.
       const listening = await listenHttp(app.callback(), port, host, limits);
       http = listening.server;

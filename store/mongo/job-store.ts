@@ -8,6 +8,8 @@ import { ensureIndexes } from './ensure-indexes.js';
 /** The columns every stored revision of a job carries: the record's JSON and the fields queries need. */
 interface JobFields {
   status: JobStatus;
+  /** Never changes for a job; `recent` filters on it (documents written before it have none). */
+  requester_pk: string;
   created_at: string;
   updated_at: string;
   /**
@@ -69,6 +71,7 @@ export async function createMongoJobStore(db: Db, options: MongoJobStoreOptions 
   await ensureIndexes(jobs, [
     { key: { created_at: -1, _id: -1 }, name: 'recent' },
     { key: { status: 1 }, name: 'status' },
+    { key: { requester_pk: 1, created_at: -1, _id: -1 }, name: 'requester_recent' },
   ]);
   await ensureIndexes(revisions, [{ key: { job_id: 1, rev: 1 }, name: 'job_rev_unique', unique: true }]);
 
@@ -130,8 +133,9 @@ export async function createMongoJobStore(db: Db, options: MongoJobStoreOptions 
     async get(jobId) {
       return (await current(jobId))?.job ?? null;
     },
-    async recent(limit) {
-      const docs = await jobs.find({}).sort({ created_at: -1, _id: -1 }).limit(recentLimit(limit)).toArray();
+    async recent(limit, filter) {
+      const query = filter?.requesterPk === undefined ? {} : { requester_pk: filter.requesterPk };
+      const docs = await jobs.find(query).sort({ created_at: -1, _id: -1 }).limit(recentLimit(limit)).toArray();
       if (docs.length === 0) return [];
       const later = await revisions.find({ job_id: { $in: docs.map((d) => d._id) } }, NO_ID).toArray();
       const byJob = new Map<string, RevisionDoc[]>();
@@ -147,6 +151,7 @@ export async function createMongoJobStore(db: Db, options: MongoJobStoreOptions 
 
 const fieldsOf = (job: JobRecord): JobFields => ({
   status: job.status,
+  requester_pk: job.requester_pk,
   created_at: job.created_at,
   updated_at: job.updated_at,
   json: JSON.stringify(job),

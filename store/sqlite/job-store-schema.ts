@@ -22,3 +22,15 @@ export const JOB_STORE_MIGRATION: SqliteMigration = {
     CREATE INDEX compute_jobs_status ON compute_jobs (status);
   `,
 };
+
+/**
+ * A requester's own jobs, newest first (`recent` with `requesterPk`, GET /v1/compute/recent signed): an index
+ * on the record's requester_pk, which never changes for a job, so the rows need no new column.
+ */
+export const JOB_REQUESTER_MIGRATION: SqliteMigration = {
+  id: '0010-compute-jobs-requester',
+  sql: `
+    CREATE INDEX compute_jobs_requester
+      ON compute_jobs (json_extract(json, '$.requester_pk'), created_at DESC, job_id DESC);
+  `,
+};

@@ -37,6 +37,10 @@ export function createSqliteJobStore(db: SqliteDatabase): JobStore {
   const newest = db.prepare<[number], JobRow>(
     'SELECT job_id, json FROM compute_jobs ORDER BY created_at DESC, job_id DESC LIMIT ?',
   );
+  const newestOf = db.prepare<[string, number], JobRow>(
+    `SELECT job_id, json FROM compute_jobs WHERE json_extract(json, '$.requester_pk') = ?
+     ORDER BY created_at DESC, job_id DESC LIMIT ?`,
+  );
 
   const read = (jobId: string): JobRecord | null => {
     const row = byId.get(jobId);
@@ -78,8 +82,10 @@ export function createSqliteJobStore(db: SqliteDatabase): JobStore {
     async get(jobId) {
       return read(jobId);
     },
-    async recent(limit) {
-      return newest.all(recentLimit(limit)).map(toRecord);
+    async recent(limit, filter) {
+      const n = recentLimit(limit);
+      const rows = filter?.requesterPk === undefined ? newest.all(n) : newestOf.all(filter.requesterPk, n);
+      return rows.map(toRecord);
     },
     async close() {
       // The statements are released with the database, which belongs to the caller.

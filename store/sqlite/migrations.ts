@@ -13,7 +13,7 @@ import {
   WORKER_REGISTRY_MIGRATION,
 } from './worker-registry-schema.js';
 import { API_KEYS_MIGRATION } from './api-key-schema.js';
-import { JOB_STORE_MIGRATION } from './job-store-schema.js';
+import { JOB_REQUESTER_MIGRATION, JOB_STORE_MIGRATION } from './job-store-schema.js';
 import { AUDIT_CHAIN_MIGRATION } from './audit-store-schema.js';
 import { LEDGER_MIGRATION } from './ledger-store-schema.js';
 
@@ -80,4 +80,5 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   AUDIT_CHAIN_MIGRATION,
   LEDGER_MIGRATION,
   WORKER_DECLARED_AT_MIGRATION,
+  JOB_REQUESTER_MIGRATION,
 ];

@@ -104,6 +104,7 @@ describe('finishJob posting the ledger', () => {
     const posted: string[] = [];
     const deps: JobActivityDeps = {
       jobs,
+      pollers: async () => new Set(),
       proofs: writer,
       workers,
       models: createModelRegistry(),
@@ -218,6 +219,7 @@ describe('finishJob posting the ledger', () => {
       const posted: string[] = [];
       const compute = createComputeActivities({
         jobs,
+        pollers: async () => new Set(),
         proofs: writer,
         workers: createSqliteWorkerRegistry(db),
         swarm: { models: createModelRegistry() } as never,

@@ -9,6 +9,7 @@ import type { TileConfig } from '../../activities/tiles/index.js';
 import { LOCATIONS_INSTRUCTION } from '../../activities/inference/locations.js';
 import { canonicalJson } from '../../core/canonical-json.js';
 import { DEFAULT_EPOCH_GENESIS_MS, epochAt } from '../../core/epoch.js';
+import { signRequestBody } from '../../core/gates/signature.js';
 import { generateKeyPair } from '../../core/identity.js';
 import { jobIdFromSignature } from '../../core/job-hash.js';
 import { verifyProofBundle } from '../../core/proof-bundle.js';
@@ -82,6 +83,7 @@ const BACKBONE_MODEL = 'llama-3.3-70b-versatile';
 const WORKER_MODEL = 'lfm2.5-1.2b-instruct';
 const CELL = '861e8050fffffff';
 const alice = generateKeyPair();
+const OPERATOR = 'operator-token-for-tests';
 
 // Independent arithmetic: SHA-256 and JCS straight, credits in integer units of 1e-8 (docs/protocol.md §8 prices).
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
@@ -771,9 +773,9 @@ describe('compound jobs over HTTP (embedded runner, fake upstreams)', function (
   });
 
   describe('GET /v1/compute/recent and /v1/compute/:jobId', () => {
-    it('lists jobs newest first without step outputs, limit 1..100', async () => {
+    it('lists jobs newest first without step outputs to the operator (OPERATOR_TOKEN), limit 1..100', async () => {
       const worker = await runtime(WORKER_MODEL);
-      const gw = await gateway({ worker });
+      const gw = await gateway({ worker, config: { operatorToken: OPERATOR } });
       const ids: string[] = [];
       for (const prompt of ['one', 'two', 'three']) {
         now += 1000;
@@ -781,9 +783,11 @@ describe('compound jobs over HTTP (embedded runner, fake upstreams)', function (
         assert.equal(res.status, 200, res.text);
         ids.push((res.body as Job).job_id);
       }
-      const res = await gw.get('/v1/compute/recent?limit=2');
+      const operator = { authorization: `Bearer ${OPERATOR}` };
+      const res = await gw.get('/v1/compute/recent?limit=2', operator);
       assert.equal(res.status, 200, res.text);
-      const list = res.body as { limit: number; count: number; jobs: Record<string, unknown>[] };
+      const list = res.body as { view: string; limit: number; count: number; jobs: Record<string, unknown>[] };
+      assert.equal(list.view, 'operator');
       assert.equal(list.limit, 2);
       assert.equal(list.count, 2);
       assert.deepEqual(
@@ -796,14 +800,97 @@ describe('compound jobs over HTTP (embedded runner, fake upstreams)', function (
         assert.equal(JSON.stringify(summary).includes('output'), false);
         assert.deepEqual(summary.step_types, ['inference']);
       }
-      const all = (await gw.get('/v1/compute/recent')).body as { count: number };
+      const all = (await gw.get('/v1/compute/recent', operator)).body as { count: number };
       assert.equal(all.count, 3);
-      assert.equal(((await gw.get('/v1/compute/recent?limit=100')).body as { count: number }).count, 3);
+      assert.equal(((await gw.get('/v1/compute/recent?limit=100', operator)).body as { count: number }).count, 3);
       for (const limit of ['0', '101', 'abc']) {
         const bad = await gw.get(`/v1/compute/recent?limit=${limit}`);
         assert.equal(bad.status, 400, limit);
         assert.equal(errorOf(bad), 'invalid_limit', limit);
       }
+      // Another credential is refused, not quietly shown the public view.
+      const wrong = await gw.get('/v1/compute/recent', { authorization: 'Bearer not-the-operator' });
+      assert.equal(wrong.status, 401);
+      assert.equal(errorOf(wrong), 'unauthorized');
+    });
+
+    it('shows the public counts by status and step type, never a job id or a requester', async () => {
+      const worker = await runtime(WORKER_MODEL);
+      const gw = await gateway({ worker });
+      const ids: string[] = [];
+      for (const prompt of ['one', 'two']) {
+        now += 1000;
+        const res = await submit(gw, signJob(alice, inferenceJob(prompt)));
+        ids.push((res.body as Job).job_id);
+      }
+      const res = await gw.get('/v1/compute/recent');
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(res.body, {
+        view: 'public',
+        limit: 20,
+        count: 2,
+        by_status: { complete: 2 },
+        by_step_type: { inference: 2 },
+      });
+      for (const id of ids) assert.equal(res.text.includes(id), false);
+      assert.equal(res.text.includes(alice.publicKey), false);
+      // Without OPERATOR_TOKEN nobody is the operator.
+      const guess = await gw.get('/v1/compute/recent', { authorization: 'Bearer anything' });
+      assert.equal(guess.status, 401);
+    });
+
+    it('lists a signed requester its own jobs only (gate 1 over requester_pk, created_at, nonce)', async () => {
+      const worker = await runtime(WORKER_MODEL);
+      const gw = await gateway({ worker });
+      const bob = generateKeyPair();
+      const mine: string[] = [];
+      for (const [who, prompt] of [
+        [alice, 'one'],
+        [bob, 'two'],
+        [alice, 'three'],
+      ] as const) {
+        now += 1000;
+        const res = await submit(gw, signJob(who, inferenceJob(prompt)));
+        if (who === alice) mine.push((res.body as Job).job_id);
+      }
+      const listing = (key = alice, fields: Record<string, string> = {}) => {
+        const { body, signature } = signRequestBody(key.secretKey, {
+          created_at: new Date(now).toISOString(),
+          nonce: 'n-1',
+          ...fields,
+        });
+        const query = new URLSearchParams({
+          requester_pk: body.requester_pk,
+          created_at: body.created_at,
+          nonce: body.nonce,
+        });
+        return { query, signature };
+      };
+      const { query, signature } = listing();
+      const res = await gw.get(`/v1/compute/recent?${query}`, { 'x-idn-signature': signature });
+      assert.equal(res.status, 200, res.text);
+      const list = res.body as { view: string; requester_pk: string; jobs: { job_id: string; requester_pk: string }[] };
+      assert.equal(list.view, 'requester');
+      assert.equal(list.requester_pk, alice.publicKey);
+      assert.deepEqual(
+        list.jobs.map((j) => j.job_id),
+        [mine[1], mine[0]],
+      );
+      // Bob's key cannot list Alice's jobs: the signature covers requester_pk.
+      const forged = new URLSearchParams(listing(bob).query);
+      forged.set('requester_pk', alice.publicKey);
+      const stolen = await gw.get(`/v1/compute/recent?${forged}`, { 'x-idn-signature': listing(bob).signature });
+      assert.equal(stolen.status, 401);
+      assert.equal(errorOf(stolen), 'invalid_signature');
+      // created_at is required and must be fresh.
+      const noTime = new URLSearchParams(query);
+      noTime.delete('created_at');
+      const undated = await gw.get(`/v1/compute/recent?${noTime}`, { 'x-idn-signature': signature });
+      assert.equal(errorOf(undated), 'stale_request');
+      const old = listing(alice, { created_at: new Date(now - 600_000).toISOString() });
+      const stale = await gw.get(`/v1/compute/recent?${old.query}`, { 'x-idn-signature': old.signature });
+      assert.equal(stale.status, 401);
+      assert.equal(errorOf(stale), 'stale_request');
     });
 
     it('answers 404 job_not_found for an unknown job id', async () => {

@@ -178,6 +178,38 @@ describe('worker registry over HTTP (/svc/workers)', () => {
     });
   });
 
+  describe('registration bounds (WORKER_REGISTRATIONS_PER_KEY_PER_HOUR, WORKER_NEW_KEYS_PER_ADDRESS_PER_HOUR)', () => {
+    it('bounds new worker keys per address: a burst of made-up workers stops at the limit, 429 rate_limit', async () => {
+      const results: number[] = [];
+      for (let i = 0; i < 25; i++) results.push((await register(generateKeyPair(), { hardware_tier: 1 })).status);
+      assert.deepEqual(results.slice(0, 10), Array(10).fill(201), 'the default allows ten new workers an hour');
+      assert.deepEqual(results.slice(10), Array(15).fill(429));
+      const refused = await register(generateKeyPair());
+      assert.equal(errorOf(refused), 'rate_limit');
+      assert.ok(Number(refused.headers.get('retry-after')) > 0);
+      assert.equal((await listed()).workers.length, 10);
+      // The next hour admits new ones again.
+      now += 3_600_000;
+      assert.equal((await register(generateKeyPair())).status, 201);
+    });
+
+    it('bounds registrations per worker key, with configurable limits', async () => {
+      await gw.close();
+      gw = await startGateway({
+        clock: () => now,
+        config: { registrationLimits: { perKeyPerHour: 3, newKeysPerAddressPerHour: 2 } },
+      });
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        now += 1000;
+        statuses.push((await register(alice)).status);
+      }
+      assert.deepEqual(statuses, [201, 200, 200, 429, 429]);
+      assert.equal((await register(generateKeyPair())).status, 201);
+      assert.equal((await register(generateKeyPair())).status, 429, 'two new keys from this address (alice was one)');
+    });
+  });
+
   describe('POST /svc/workers/heartbeat', () => {
     it('answers with the seq, trust tier and the next heartbeat deadline', async () => {
       await register(alice);

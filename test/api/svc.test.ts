@@ -26,7 +26,7 @@ describe('/svc status, marketplace and inference audit', () => {
     worker = await startFakeRuntime('worker');
     backbone = await startFakeRuntime('backbone');
     gw = await startGateway({
-      config: { apiKeys: ['sk-ops'] },
+      config: { apiKeys: ['sk-ops'], operatorToken: 'op-token' },
       swarm: {
         workerRuntimeUrl: worker.url,
         workerModels: ['tinyllama', 'lfm2.5-1.2b-instruct'],
@@ -120,8 +120,9 @@ describe('/svc status, marketplace and inference audit', () => {
   });
 
   it('GET /svc/inference/recent: newest first, with provider, model, tokens, latency, epoch, job hash', async () => {
-    const res = await gw.get('/svc/inference/recent?limit=2');
-    const body = res.body as { count: number; entries: Record<string, unknown>[] };
+    const res = await gw.get('/svc/inference/recent?limit=2', { authorization: 'Bearer op-token' });
+    const body = res.body as { view: string; count: number; entries: Record<string, unknown>[] };
+    assert.equal(body.view, 'operator');
     assert.equal(body.count, 2);
     assert.equal(body.entries[0]?.provider, 'backbone');
     assert.equal(body.entries[0]?.worker_pk, 'backbone');
@@ -131,6 +132,18 @@ describe('/svc status, marketplace and inference audit', () => {
       assert.ok(key in body.entries[0]!, key);
     }
     assert.ok(!('api_key_id' in body.entries[0]!));
+    // The public rows name no job (its id is a capability), step, job hash or record.
+    const open = await gw.get('/svc/inference/recent?limit=2');
+    const anonymous = open.body as { view: string; count: number; entries: Record<string, unknown>[] };
+    assert.equal(anonymous.view, 'public');
+    assert.equal(anonymous.count, 2);
+    assert.equal(anonymous.entries[0]?.model, 'llama-3.3-70b-versatile');
+    for (const key of ['job_id', 'step_id', 'job_hash', 'record_id']) assert.ok(!(key in anonymous.entries[0]!), key);
+    for (const key of ['job_id', 'job_hash', 'record_id']) {
+      assert.equal(open.text.includes(String(body.entries[0]![key])), false, key);
+    }
+    const wrong = await gw.get('/svc/inference/recent', { authorization: 'Bearer sk-ops' });
+    assert.equal(wrong.status, 401);
     for (const bad of ['0', '101', 'ten', '']) {
       const refused = await gw.get(`/svc/inference/recent?limit=${bad}`);
       assert.equal(refused.status, 400, bad);

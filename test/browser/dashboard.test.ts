@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import sharp from 'sharp';
 import type { ProofRecord } from '../../core/proof-types.js';
-import { startSeededDashboard, type SeededDashboard } from '../helpers/dashboard-seed.js';
+import { DASHBOARD_OPERATOR_TOKEN, startSeededDashboard, type SeededDashboard } from '../helpers/dashboard-seed.js';
 
 const ARTIFACTS = resolve(import.meta.dirname, '../../test-artifacts/dashboard');
 /** CHROMIUM_PATH names the browser; else Debian's. */
@@ -70,6 +70,14 @@ describe('the dashboard in Chromium (playwright-core)', function () {
       ],
     });
     context.setDefaultTimeout(WAIT_MS);
+    // The operator token, as if entered in the header form (dashboard/api.js keeps it in sessionStorage).
+    await context.addInitScript(
+      (token) =>
+        (
+          globalThis as unknown as { sessionStorage: { setItem(key: string, value: string): void } }
+        ).sessionStorage.setItem('geofabric.operator_token', token),
+      DASHBOARD_OPERATOR_TOKEN,
+    );
     page = context.pages()[0] ?? (await context.newPage());
     page.on('console', (message) => {
       if (message.type() === 'error') consoleErrors.push(`${message.text()} (${message.location().url})`);
@@ -130,7 +138,8 @@ describe('the dashboard in Chromium (playwright-core)', function () {
   });
 
   it('lists the seeded inferences in the audit table, and filters them by provider, model and text', async () => {
-    const recent = (await seeded.gw.get('/svc/inference/recent?limit=100')).body as {
+    const operator = { authorization: `Bearer ${DASHBOARD_OPERATOR_TOKEN}` };
+    const recent = (await seeded.gw.get('/svc/inference/recent?limit=100', operator)).body as {
       entries: { job_id: string; job_hash: string; provider: string; model: string }[];
     };
     assert.equal(recent.entries.length, 4);

@@ -56,6 +56,9 @@ export interface SeededDashboard {
   close(): Promise<void>;
 }
 
+/** The seeded gateway's OPERATOR_TOKEN: the dashboard sends it to list jobs and inferences. */
+export const DASHBOARD_OPERATOR_TOKEN = 'dashboard-operator-token';
+
 /** Starts everything on loopback ephemeral ports; the gateway's clock stands still once seeding is done. */
 export async function startSeededDashboard(): Promise<SeededDashboard> {
   const closers: (() => Promise<unknown>)[] = [];
@@ -87,7 +90,7 @@ export async function startSeededDashboard(): Promise<SeededDashboard> {
     const gw = await startGateway({
       clock: () => now,
       proofs: createSqliteProofStore(db),
-      config: { perceptionUrl: perception.url },
+      config: { perceptionUrl: perception.url, operatorToken: DASHBOARD_OPERATOR_TOKEN },
       tiles: {
         templates: Object.fromEntries(TILE_STYLES.map((s) => [s, xyz.template('png')])) as TileConfig['templates'],
         timeoutMs: 2000,
@@ -210,6 +213,7 @@ async function startPerception(): Promise<{ url: string; agent: KeyPair; close()
     agent,
     chain: [cert],
     principalLocal: false,
+    testRoutes: true,
     tools: [
       createWeatherTool({ weatherUrl: meteo.url, timeoutMs: 2000, userAgent: 'geofabric-test', clock: Date.now }),
     ],

@@ -76,6 +76,8 @@ export async function startGateway(
     ledger?: LedgerStore;
     /** The relay's share of a routed step (RELAY_FEE_PERCENT / 100); default core/pricing.ts RELAY_FEE_SHARE. */
     relayFeeShare?: number;
+    /** Who polls a task queue (routing under Temporal); default nobody. */
+    pollers?: (queue: string) => Promise<ReadonlySet<string>>;
     /** Called once a finished job's ledger entries are posted (a settlement service's settleJob). */
     onJobPosted?: (jobId: string) => void;
     /** The gateway's node key (a test that settles on a fake Horizon funds its account first). */
@@ -172,6 +174,8 @@ export async function startGateway(
   const jobs = options.jobs ?? createSqliteJobStore(db);
   const compute = createComputeActivities({
     jobs,
+    // The embedded runner routes no step to a worker queue; a Temporal test passes its own.
+    pollers: options.pollers ?? (async () => new Set()),
     proofs: writer,
     workers,
     swarm,

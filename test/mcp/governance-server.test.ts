@@ -21,6 +21,7 @@ import { auditVerifyCommand } from '../../bin/audit-verify.js';
 import { loadGovernanceKey } from '../../mcp/governance/server-key.js';
 import { createGovernanceServer, type GovernanceServer } from '../../mcp/governance/server.js';
 import { verifyIdnToken } from '../../mcp/governance/token.js';
+import { createTokenService } from '../../mcp/governance/token-service.js';
 import { createPerceptionServer, type PerceptionServer } from '../../mcp/perception/server.js';
 import { createEmbedTool } from '../../mcp/perception/tools/embed.js';
 import { createWeatherTool } from '../../mcp/perception/tools/weather.js';
@@ -294,7 +295,7 @@ describe('governance server (MCP)', function () {
       assert.deepEqual(message.result.serverInfo, { name: 'geofabric-governance', version: '0.1.0' });
     });
 
-    it('refuses a foreign Origin on /mcp and /token with 403, and admits loopback and configured ones', async () => {
+    it('refuses a foreign Origin on every route with 403, and admits loopback and configured ones', async () => {
       const gov = await governance({ allowedOrigins: ['https://console.example.org'] });
       const init = (origin?: string) =>
         fetch(`${gov.url}/mcp`, {
@@ -321,6 +322,10 @@ describe('governance server (MCP)', function () {
       const token = await gov.post('/token', {}, { origin: 'https://evil.example.com' });
       assert.equal(token.status, 403);
       assert.equal(token.body.error, 'origin_not_allowed');
+      // Every route, not only /mcp and /token.
+      const health = await gov.get('/health', { origin: 'https://evil.example.com' });
+      assert.equal(health.status, 403);
+      assert.equal(health.body.error, 'origin_not_allowed');
       for (const origin of [undefined, 'http://localhost:6274', 'https://console.example.org']) {
         const res = await init(origin);
         assert.equal(res.status, 200, String(origin));
@@ -800,6 +805,56 @@ describe('governance server (MCP)', function () {
         audience: AUDIENCE,
       });
       assert.equal(late.ok, false);
+    });
+
+    it('answers a replay of one signed request with the same token, never a second one', async () => {
+      const gov = await governance();
+      const { body, signature } = signedRequest(agent, tokenBody());
+      const first = await gov.post('/token', body, { 'x-idn-signature': signature });
+      assert.equal(first.status, 200, JSON.stringify(first.body));
+      now += 120_000; // still inside the request's 5 minutes
+      const replays = await Promise.all(
+        [1, 2, 3].map(() => gov.post('/token', body, { 'x-idn-signature': signature })),
+      );
+      for (const replay of replays) {
+        assert.equal(replay.status, 200);
+        assert.equal(replay.body.token, first.body.token);
+        assert.equal(replay.body.jti, first.body.jti);
+      }
+      // A new signed request (another created_at) is another token.
+      const fresh = signedRequest(agent, tokenBody());
+      const second = await gov.post('/token', fresh.body, { 'x-idn-signature': fresh.signature });
+      assert.equal(second.status, 200);
+      assert.notEqual(second.body.jti, first.body.jti);
+      // Past the window the first request is stale, not a new token.
+      now += 200_000;
+      const late = await gov.post('/token', body, { 'x-idn-signature': signature });
+      assert.equal(late.status, 401);
+      assert.equal(late.body.error, 'stale_request');
+    });
+
+    it('keeps a bounded number of answers: full of live requests it refuses (429) rather than forget one', async () => {
+      const tokens = createTokenService({
+        store,
+        key: generateKeyPair(),
+        clock: () => now,
+        maxTtlSeconds: 900,
+        issuer: ISSUER,
+        audience: AUDIENCE,
+        maxRemembered: 2,
+      });
+      const request = (extra: Record<string, unknown>) => signedRequest(agent, tokenBody(extra));
+      const a = request({ ttl_seconds: 60 });
+      const first = await tokens.issue(a.body, a.signature);
+      const b = request({ ttl_seconds: 61 });
+      await tokens.issue(b.body, b.signature);
+      const c = request({ ttl_seconds: 62 });
+      await assert.rejects(tokens.issue(c.body, c.signature), { code: 'rate_limit' });
+      assert.equal((await tokens.issue(a.body, a.signature)).jti, first.jti);
+      // Once the first two requests' windows closed, their room is free again.
+      now += 301_000;
+      const d = request({ ttl_seconds: 63 });
+      assert.equal((await tokens.issue(d.body, d.signature)).token_type, 'Bearer');
     });
 
     it('a perception server that trusts this issuer accepts the token, and refuses calls without one', async () => {

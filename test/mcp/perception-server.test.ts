@@ -152,6 +152,7 @@ describe('perception server (MCP)', function () {
       clock,
       allowedOrigins: options.allowedOrigins ?? [],
       knownChains: options.knownChains ?? [],
+      testRoutes: true,
       tools: [
         createWeatherTool({ weatherUrl: meteo.url, timeoutMs: 2000, userAgent: 'geofabric-test', clock }),
         createFetchTileTool({

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -104,7 +105,14 @@ describe('perception server with agent tokens', function () {
     });
   }
 
-  async function start(options: { requireToken?: boolean; verifier?: boolean; extraTools?: AnyPerceptionTool[] } = {}) {
+  async function start(
+    options: {
+      requireToken?: boolean;
+      verifier?: boolean;
+      extraTools?: AnyPerceptionTool[];
+      testRoutes?: boolean;
+    } = {},
+  ) {
     const agent = generateKeyPair();
     const human = generateKeyPair();
     const cert = issueCertificate(human.secretKey, {
@@ -135,6 +143,7 @@ describe('perception server with agent tokens', function () {
         ? {}
         : { tokenVerifier: { issuerPk: governance.publicKey, issuer: ISSUER, audience: AUDIENCE } }),
       ...(options.requireToken ? { requireToken: true } : {}),
+      ...(options.testRoutes ? { testRoutes: true } : {}),
     });
     const { url } = await server.listen(0, '127.0.0.1');
     closers.push(() => server.close());
@@ -259,6 +268,82 @@ describe('perception server with agent tokens', function () {
           }),
         /requireToken needs a tokenVerifier/,
       );
+    });
+  });
+
+  describe('the HTTP routes beside /mcp', () => {
+    it('with requireToken, /epoch/roll, /compliance, /approvals and /test/weather need a token like /mcp', async () => {
+      const h = await start({ requireToken: true, testRoutes: true });
+      const routes: [string, string][] = [
+        ['GET', '/test/weather'],
+        ['POST', '/epoch/roll'],
+        ['GET', '/compliance'],
+        ['GET', `/compliance/${h.agent.publicKey}`],
+        ['POST', '/approvals'],
+      ];
+      for (const [method, path] of routes) {
+        const res = await fetch(`${h.url}${path}`, { method });
+        assert.equal(res.status, 401, `${method} ${path}`);
+        assert.equal(((await res.json()) as { error: string }).error, 'token_invalid');
+        assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer/);
+        const forged = await fetch(`${h.url}${path}`, { method, headers: { authorization: 'Bearer x.y.z' } });
+        assert.equal(forged.status, 401, `${method} ${path} with a forged token`);
+      }
+      assert.equal(meteo.requests.length, 0);
+      assert.deepEqual(await store.blocks(h.agent.publicKey), [], 'no anonymous call left a breadcrumb');
+      assert.deepEqual(await store.epochs(h.agent.publicKey), []);
+      // With a token they answer.
+      const { token: bearer } = await token(agentA);
+      const authorization = `Bearer ${bearer}`;
+      assert.equal((await fetch(`${h.url}/test/weather`, { headers: { authorization } })).status, 200);
+      assert.equal((await fetch(`${h.url}/epoch/roll`, { method: 'POST', headers: { authorization } })).status, 200);
+      assert.equal((await fetch(`${h.url}/compliance`, { headers: { authorization } })).status, 200);
+      // /health stays open for liveness probes.
+      assert.equal((await fetch(`${h.url}/health`)).status, 200);
+    });
+
+    it('serves /test/weather only when enabled (PERCEPTION_TEST_ROUTES)', async () => {
+      const h = await start();
+      const res = await fetch(`${h.url}/test/weather`);
+      assert.equal(res.status, 404);
+      assert.equal(meteo.requests.length, 0);
+      assert.deepEqual(await store.blocks(h.agent.publicKey), []);
+    });
+
+    it('refuses a foreign Origin and a rebinding Host on every route: a cross-site text/plain POST rolls nothing', async () => {
+      const h = await start({ testRoutes: true });
+      const evil = { origin: 'http://evil.example' };
+      const plain = { ...evil, 'content-type': 'text/plain' };
+      for (const [method, path, headers] of [
+        ['POST', '/epoch/roll', plain],
+        ['POST', '/approvals', plain],
+        ['GET', '/test/weather', evil],
+        ['GET', '/compliance', evil],
+        ['GET', '/health', evil],
+      ] as const) {
+        const res = await fetch(`${h.url}${path}`, { method, headers, ...(method === 'POST' ? { body: '{}' } : {}) });
+        assert.equal(res.status, 403, `${method} ${path}`);
+        assert.equal(((await res.json()) as { error: string }).error, 'origin_not_allowed');
+      }
+      // A rebound name: the browser's Origin and Host are the attacker's, the socket is ours.
+      const port = new URL(h.url).port;
+      const rebound = await new Promise<number>((resolve, reject) => {
+        const req = request(
+          { host: '127.0.0.1', port, path: '/epoch/roll', method: 'POST', headers: { host: `rebind.example:${port}` } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        req.on('error', reject);
+        req.end('{}');
+      });
+      assert.equal(rebound, 403);
+      assert.equal(meteo.requests.length, 0);
+      assert.deepEqual(await store.epochs(h.agent.publicKey), []);
+      // A loopback origin (a local tool's page) still works.
+      const local = await fetch(`${h.url}/test/weather`, { headers: { origin: 'http://localhost:3000' } });
+      assert.equal(local.status, 200);
     });
   });
 

@@ -261,6 +261,30 @@ export function describeJobStoreContract(name: string, factory: JobStoreFactory)
         assert.deepEqual(await store.recent(1), all.slice(0, 1));
       });
 
+      it("lists one requester's jobs only when asked for them, newest first, current state", async () => {
+        const [alice, bob] = ['a'.repeat(64), 'b'.repeat(64)];
+        const jobs = [
+          runningJob({ job_id: 'job-a1', requester_pk: alice, created_at: iso(T0 + 1000), updated_at: iso(T0 + 1000) }),
+          runningJob({ job_id: 'job-b1', requester_pk: bob, created_at: iso(T0 + 2000), updated_at: iso(T0 + 2000) }),
+          runningJob({ job_id: 'job-a2', requester_pk: alice, created_at: iso(T0 + 3000), updated_at: iso(T0 + 3000) }),
+        ];
+        for (const job of jobs) await store.claim(job);
+        const done = await store.finish(finishedJob(jobs[0]!, 'complete', T0 + 9000));
+        const mine = await store.recent(10, { requesterPk: alice });
+        assert.deepEqual(
+          mine.map((j) => j.job_id),
+          ['job-a2', 'job-a1'],
+        );
+        assert.deepEqual(mine[1], done);
+        assert.deepEqual(
+          (await store.recent(10, { requesterPk: bob })).map((j) => j.job_id),
+          ['job-b1'],
+        );
+        assert.deepEqual(await store.recent(10, { requesterPk: 'c'.repeat(64) }), []);
+        assert.equal((await store.recent(1, { requesterPk: alice }))[0]?.job_id, 'job-a2');
+        assert.equal((await store.recent(10)).length, 3);
+      });
+
       it('clamps limit to 1..100 and refuses a non-integer limit', async () => {
         assert.deepEqual(await store.recent(5), []);
         for (let i = 0; i < 102; i++) {

@@ -88,8 +88,11 @@ describe('compound-job activities under MockActivityEnvironment', () => {
     });
     const jobs = createSqliteJobStore(db);
     const workers = createSqliteWorkerRegistry(db);
+    /** The worker keys Temporal would report polling each queue (DescribeTaskQueue). */
+    const polling = new Map<string, Set<string>>();
     const activities = createJobActivities({
       jobs,
+      pollers: async (queue) => polling.get(queue) ?? new Set(),
       proofs: writer,
       workers,
       models: createModelRegistry(),
@@ -98,7 +101,8 @@ describe('compound-job activities under MockActivityEnvironment', () => {
       nodePk: node.publicKey,
       clock: () => T0,
     });
-    return { db, proofs, writer, jobs, workers, activities, node };
+    const poll = (queue: string, pk: string) => polling.set(queue, new Set([...(polling.get(queue) ?? []), pk]));
+    return { db, proofs, writer, jobs, workers, activities, node, poll };
   }
 
   it('heartbeats while a step runs, so a dead worker is noticed before the step timeout', async () => {
@@ -191,6 +195,7 @@ describe('compound-job activities under MockActivityEnvironment', () => {
       const env = new MockActivityEnvironment();
       const noBackbone = createJobActivities({
         jobs: createSqliteJobStore(db),
+        pollers: async () => new Set(),
         proofs: writer,
         workers,
         models: createModelRegistry(),
@@ -213,7 +218,7 @@ describe('compound-job activities under MockActivityEnvironment', () => {
   });
 
   it('routeJob names the online relay of the cell on swarm steps, and finishJob pays it 20 % of them', async () => {
-    const { db, writer, jobs, workers, activities } = setup();
+    const { db, writer, jobs, workers, activities, poll } = setup();
     try {
       const env = new MockActivityEnvironment();
       const relay = registration({ h3_cell: '861e8050fffffff', relay: true });
@@ -221,6 +226,7 @@ describe('compound-job activities under MockActivityEnvironment', () => {
       await workers.register(relay, T0);
       assert.equal((await inActivity(env, activities.routeJob, job)).ask?.relay_pk, undefined, 'no worker: backbone');
       await workers.register(worker, T0);
+      poll('geofabric/851e8053fffffff', worker.pk);
       const routed = await inActivity(env, activities.routeJob, job);
       assert.deepEqual(routed.ask, { queue: 'geofabric/851e8053fffffff', fallback_reason: null, relay_pk: relay.pk });
 
@@ -252,8 +258,8 @@ describe('compound-job activities under MockActivityEnvironment', () => {
     }
   });
 
-  it('routeJob sends inference to the backbone queue when no worker of the cell is online, else to the cell queue', async () => {
-    const { db, writer, workers, activities } = setup();
+  it('routeJob sends inference to the cell queue only while an eligible worker polls it, else to the backbone', async () => {
+    const { db, writer, workers, activities, poll } = setup();
     try {
       const env = new MockActivityEnvironment();
       const alone = await inActivity(env, activities.routeJob, job);
@@ -261,7 +267,14 @@ describe('compound-job activities under MockActivityEnvironment', () => {
         queue: 'geofabric/backbone',
         fallback_reason: 'no eligible worker is online (model lfm2.5-1.2b-instruct)',
       });
-      await workers.register(registration({ h3_cell: '861e8050fffffff', models: ['lfm2.5-1.2b-instruct'] }), T0);
+      const worker = registration({ h3_cell: '861e8050fffffff', models: ['lfm2.5-1.2b-instruct'] });
+      await workers.register(worker, T0);
+      // Registered and heartbeating, but polling nothing: no step waits on its queue.
+      assert.deepEqual((await inActivity(env, activities.routeJob, job)).ask, alone.ask);
+      // Another worker polling the queue does not make this one count.
+      poll('geofabric/851e8053fffffff', generateKeyPair().publicKey);
+      assert.deepEqual((await inActivity(env, activities.routeJob, job)).ask, alone.ask);
+      poll('geofabric/851e8053fffffff', worker.pk);
       const routed = await inActivity(env, activities.routeJob, job);
       assert.deepEqual(routed.ask, { queue: 'geofabric/851e8053fffffff', fallback_reason: null });
     } finally {

@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict';
+import type { Client } from '@temporalio/client';
+import { temporalQueuePollers } from '../../api/temporal-queue-pollers.js';
+import { ACTIVE_POLLER_MS, activePollers, workerIdentity, workerPkOfIdentity } from '../../core/worker-identity.js';
+
+describe('worker identity in Temporal (core/worker-identity.ts)', () => {
+  const pk = 'ab'.repeat(32);
+  const now = 1_800_000_000_000;
+
+  it('names a worker by its key and reads the key back; other pollers have none', () => {
+    assert.equal(workerPkOfIdentity(workerIdentity(pk)), pk);
+    for (const other of ['4242@gateway-host', `geofabric-worker:${pk}x`, `geofabric-worker:${pk.toUpperCase()}`, '']) {
+      assert.equal(workerPkOfIdentity(other), null, other);
+    }
+  });
+
+  it('counts the workers that polled within the window only', () => {
+    const other = 'cd'.repeat(32);
+    const stale = 'ef'.repeat(32);
+    const polling = activePollers(
+      [
+        { identity: workerIdentity(pk), lastAccessMs: now - 5_000 },
+        { identity: workerIdentity(other), lastAccessMs: now + 3_000 },
+        { identity: workerIdentity(stale), lastAccessMs: now - ACTIVE_POLLER_MS - 1 },
+        { identity: workerIdentity('12'.repeat(32)), lastAccessMs: null },
+        { identity: '4242@gateway-host', lastAccessMs: now },
+      ],
+      now,
+    );
+    assert.deepEqual([...polling].sort(), [pk, other]);
+  });
+});
+
+describe('temporalQueuePollers (api/temporal-queue-pollers.ts)', () => {
+  it("asks DescribeTaskQueue for the queue's activity pollers and keeps the workers that polled lately", async () => {
+    const now = 1_800_000_000_000;
+    const pk = 'ab'.repeat(32);
+    const requests: unknown[] = [];
+    // A Long-like seconds field, as the proto client answers.
+    const seconds = (ms: number) => ({ toString: () => String(Math.floor(ms / 1000)) });
+    const client = {
+      workflowService: {
+        describeTaskQueue: async (request: unknown) => {
+          requests.push(request);
+          return {
+            pollers: [
+              { identity: workerIdentity(pk), lastAccessTime: { seconds: seconds(now - 30_000), nanos: 0 } },
+              { identity: workerIdentity('cd'.repeat(32)), lastAccessTime: { seconds: seconds(now - 600_000) } },
+              { identity: '77@gateway', lastAccessTime: { seconds: seconds(now) } },
+            ],
+          };
+        },
+      },
+    } as unknown as Client;
+    const pollers = temporalQueuePollers(client, 'default', () => now);
+    assert.deepEqual([...(await pollers('geofabric/851e8053fffffff'))], [pk]);
+    assert.deepEqual(requests, [
+      { namespace: 'default', taskQueue: { name: 'geofabric/851e8053fffffff', kind: 1 }, taskQueueType: 2 },
+    ]);
+  });
+});
