@@ -31,6 +31,8 @@ export const DEFAULT_HORIZON_URL = 'https://horizon-testnet.stellar.org';
 export const TESTNET_PASSPHRASE = 'Test SDF Network ; September 2015';
 /** perception_weather's upstream: Open-Meteo's forecast API (free, no key; mind its fair-use terms). */
 export const DEFAULT_WEATHER_URL = 'https://api.open-meteo.com';
+/** perception_weather's source for instants older than 5 days: Open-Meteo's ERA5 archive API (from 1940). */
+export const DEFAULT_WEATHER_ARCHIVE_URL = 'https://archive-api.open-meteo.com';
 
 /**
  * Every environment variable the service reads, with its default. The README's configuration table is
@@ -139,6 +141,7 @@ const envSchema = z.object({
   IDN_AGENT_SK: z.string().optional(),
   IDN_DELEGATION_CERT: z.string().optional(),
   WEATHER_URL: z.url().default(DEFAULT_WEATHER_URL),
+  WEATHER_ARCHIVE_URL: z.url().default(DEFAULT_WEATHER_ARCHIVE_URL),
   WEATHER_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   CLASSIFY_URL: z.url().optional(),
   CLASSIFY_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(60_000),
@@ -386,6 +389,8 @@ export interface PerceptionConfig {
   /** IDN_DELEGATION_CERT: JSON (or base64 JSON) certificate or chain; else a local development one. */
   delegationCert: string | undefined;
   weatherUrl: string;
+  /** WEATHER_ARCHIVE_URL: the ERA5 archive API, asked for instants older than 5 days. */
+  weatherArchiveUrl: string;
   weatherTimeoutMs: number;
   /** perception_classify's GPU inference endpoint; unset → the tool answers not_configured. */
   classifyUrl: string | undefined;
@@ -485,6 +490,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       agentSecretKey: e.IDN_AGENT_SK || undefined,
       delegationCert: e.IDN_DELEGATION_CERT || undefined,
       weatherUrl: e.WEATHER_URL.replace(/\/+$/, ''),
+      weatherArchiveUrl: e.WEATHER_ARCHIVE_URL.replace(/\/+$/, ''),
       weatherTimeoutMs: e.WEATHER_TIMEOUT_MS,
       classifyUrl: e.CLASSIFY_URL?.replace(/\/+$/, ''),
       classifyTimeoutMs: e.CLASSIFY_TIMEOUT_MS,

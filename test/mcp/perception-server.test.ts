@@ -265,7 +265,8 @@ describe('perception server (MCP)', function () {
       assert.equal(weather.h3_cell, INSIDE);
       assert.equal(weather.temperature_c, 14.3);
       assert.equal(weather.wind_speed_ms, 3.2);
-      assert.equal(weather.status, 'cloudy');
+      assert.equal(weather.status, 'ok');
+      assert.equal(weather.conditions, 'cloudy');
       assert.equal(meteo.requests.length, 1);
       const [block] = await store.blocks(h.agent.publicKey);
       const signed = JSON.parse(block!.data_to_sign) as Record<string, unknown>;
@@ -633,7 +634,7 @@ describe('perception server (MCP)', function () {
       });
       const weather = await h.get('/test/weather');
       assert.equal(weather.status, 200);
-      assert.deepEqual(weather.body, { h3_cell: CELL, temperature_c: 14.3, status: 'cloudy' });
+      assert.deepEqual(weather.body, { h3_cell: CELL, temperature_c: 14.3, status: 'ok' });
       assert.equal((await h.get('/health')).body.chain_tip, 1, '/test/weather dropped a breadcrumb');
     });
 
