@@ -47,6 +47,8 @@ const envSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   DATA_DIR: z.string().min(1).default('./data'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // auto: readable lines when stdout is a terminal, JSON otherwise (bin/log-output.ts).
+  LOG_FORMAT: z.enum(['auto', 'pretty', 'json']).default('auto'),
   REQUIRE_DELEGATION: boolean.default(false),
   EPOCH_GENESIS: z.string().optional(),
   API_KEYS: z.string().default(''),
@@ -251,6 +253,8 @@ export interface Config {
   host: string;
   dataDir: string;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
+  /** LOG_FORMAT: `pretty` lines, `json` lines, or `auto` (pretty on a terminal). */
+  logFormat: z.infer<typeof envSchema>['LOG_FORMAT'];
   requireDelegation: boolean;
   epochGenesisMs: number;
   apiKeys: string[];
@@ -427,6 +431,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: e.HOST,
     dataDir: e.DATA_DIR,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
     requireDelegation: e.REQUIRE_DELEGATION,
     epochGenesisMs,
     apiKeys: e.API_KEYS.split(',')
