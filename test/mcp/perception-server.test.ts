@@ -362,9 +362,14 @@ describe('perception server (MCP)', function () {
         { success: true, epoch_index: 0, start_block: 0, end_block: 4 },
       );
       assert.match(String(roll.merkle_root), /^[0-9a-f]{64}$/);
-      // The roll's own breadcrumb (block 5) is the next epoch's first block.
+      // Only the roll's own breadcrumb (block 5) since: nothing to roll, as POST /epoch/roll says.
+      const again = toolError(await client.callTool({ name: 'idn_roll_epoch', arguments: {} }));
+      assert.match(again, /EPOCH: no blocks to roll since block_index 5/);
+      // Once something else happened, the rolls' breadcrumbs are sealed with it.
+      ok(await client.callTool({ name: 'perception_weather', arguments: { h3_cell: INSIDE } }));
       const second = ok(await client.callTool({ name: 'idn_roll_epoch', arguments: {} }));
       assert.equal(second.start_block, 5);
+      assert.equal(second.end_block, 7);
     });
 
     it('an empty idn_roll_epoch is a tool error with the protocol message', async () => {
