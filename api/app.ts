@@ -1,10 +1,10 @@
 import Router from '@koa/router';
-import Koa from 'koa';
+import Koa, { type Context } from 'koa';
 import { createProofIngest } from '../activities/proof/proof-ingest.js';
 import { jobStellarTx } from '../activities/settlement/settlement-service.js';
 import type { AppDeps } from './app-deps.js';
 import { gateChain, gateLimits, type GateLimits } from './gates.js';
-import { errorMiddleware, jsonAllowedMethods } from './http-errors.js';
+import { errorMiddleware, jsonAllowedMethods, type ErrorStyle } from './http-errors.js';
 import { readJsonBody } from './json-body.js';
 import { createMetrics } from './metrics.js';
 import { createRequestRateLimits, requestBounds } from './rate-limit.js';
@@ -84,11 +84,27 @@ export function createApp(deps: AppDeps): Koa {
 
   app.use(trustedProxy({ trust: proxyTrustOf(deps.config.httpLimits), publicUrl: deps.config.publicUrl }));
   app.use(requestContext({ logger: deps.logger, metrics, draining: deps.draining }));
-  app.use(errorMiddleware(deps.logger));
+  app.use(errorMiddleware(deps.logger, errorStyleOf(router, routes)));
   app.use(requestBounds(rates.ip, deps.clock, rates.ipBytes));
   app.use(router.routes());
   app.use(jsonAllowedMethods(router));
   return app;
+}
+
+/**
+ * The error style of the route whose path a request names, whatever its method, so refusals made before the
+ * route runs (a 405, the per-address rate limit) are written as that route's clients expect.
+ */
+function errorStyleOf(router: Router, routes: readonly RouteSpec<unknown>[]): (ctx: Context) => ErrorStyle {
+  const styles = new Map(routes.filter((r) => r.errorStyle).map((r) => [r.path, r.errorStyle!]));
+  return (ctx) => {
+    if (styles.size === 0) return 'svc';
+    for (const layer of router.match(ctx.path, ctx.method).path) {
+      const style = typeof layer.path === 'string' ? styles.get(layer.path) : undefined;
+      if (style) return style;
+    }
+    return 'svc';
+  };
 }
 
 /** The one way to add a route: it always gets body parsing (if declared) and all four gates. */

@@ -24,7 +24,8 @@ export function gateChain(deps: AppDeps, spec: RouteSpec<unknown>, limits: GateL
     [spec.auth === 'api_key' ? 'api_key' : 'signature', authGate(deps, spec, limits.principal)],
     ['jurisdiction', jurisdictionGate(spec)],
     ['delegation', delegationGate(deps, spec, limits.countedOps)],
-    ['geometry', preflightGate(spec)],
+    ['geometry', geometryGate],
+    ['preflight', preflightGate(spec)],
   ];
   // One middleware, not four: each Koa layer costs a promise hop on every request, and the gates await only
   // when they must (a stored API key, a rate-limit count).
@@ -65,8 +66,12 @@ export const gateLimits = (principal?: RateLimiter): GateLimits => ({
   countedOps: new BoundedSet(100_000),
 });
 
-/** The gates by name, 1 to 4; gate 1 is named after the route's auth policy. */
-export type GateName = 'signature' | 'api_key' | 'jurisdiction' | 'delegation' | 'geometry';
+/**
+ * The gates by name, 1 to 4; gate 1 is named after the route's auth policy. Gate 4 is two checks, named apart
+ * so a refusal is attributed to what made it: `geometry` (GeoJSON anywhere in the body) and `preflight` (the
+ * route's own checks: its schema, model, plan).
+ */
+export type GateName = 'signature' | 'api_key' | 'jurisdiction' | 'delegation' | 'geometry' | 'preflight';
 
 /** Which gate refused a request, and with which error code (`ctx.state.gateRejection`). */
 export interface GateRejection {
@@ -78,7 +83,7 @@ export interface GateRejection {
 type Gate = (ctx: Context) => void | Promise<void>;
 
 const unwrap = <T>(check: Check<T>, headers: Record<string, string> = {}): T => {
-  if (!check.ok) throw new ServiceError(check.error, check.detail, headers);
+  if (!check.ok) throw new ServiceError(check.error, check.detail, headers, check.param);
   return check.value;
 };
 
@@ -200,10 +205,14 @@ function delegationGate(deps: AppDeps, spec: RouteSpec<unknown>, countedOps: Bou
   };
 }
 
-/** Gate 4: geometry pre-flight (GeoJSON anywhere in the body, then the route's own plan checks). */
+/** Gate 4, first half: geometry pre-flight (GeoJSON anywhere in the body). */
+const geometryGate: Gate = (ctx) => {
+  if (ctx.state.body !== undefined) unwrap(checkPayloadGeometry(ctx.state.body));
+};
+
+/** Gate 4, second half: the route's own pre-flight (schema, model, plan checks); its value is the input. */
 function preflightGate(spec: RouteSpec<unknown>): Gate {
   return (ctx) => {
-    if (ctx.state.body !== undefined) unwrap(checkPayloadGeometry(ctx.state.body));
     ctx.state.input = unwrap(spec.preflight(parts(ctx)));
   };
 }

@@ -1,15 +1,23 @@
 import type Router from '@koa/router';
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { ServiceError } from '../core/errors.js';
+import { openAiError } from '../core/openai-errors.js';
 import { isStorageFull, isStoreUnavailable } from '../store/store-errors.js';
 
 /**
- * Every failure leaves as `{ error, detail? }` JSON with the table's status, and nothing internal (stack,
- * message of an unexpected error) ever reaches the client. Runs inside the request context
- * (api/request-context.ts), which logs the request's line with the code noted here.
+ * How a route's errors are written: `svc` is `{ error, detail? }`; `openai` is OpenAI's
+ * `{ error: { message, type, param, code } }` (core/openai-errors.ts), for the OpenAI-compatible routes.
  */
-export function errorMiddleware(logger: Logger): Middleware {
+export type ErrorStyle = 'svc' | 'openai';
+
+/**
+ * Every failure leaves as JSON in the route's error style (`{ error, detail? }` with the table's status unless
+ * `styleOf` says `openai`), and nothing internal (stack, message of an unexpected error) ever reaches the
+ * client. Runs inside the request context (api/request-context.ts), which logs the request's line with the
+ * code noted here.
+ */
+export function errorMiddleware(logger: Logger, styleOf: (ctx: Context) => ErrorStyle = () => 'svc'): Middleware {
   return async (ctx, next) => {
     try {
       await next();
@@ -26,9 +34,15 @@ export function errorMiddleware(logger: Logger): Middleware {
         logger.error({ err: error, request_id: ctx.state.requestId as string | undefined }, 'unhandled error');
       }
       ctx.state.errorCode = failure.code;
-      ctx.status = failure.status;
       ctx.set(failure.headers);
-      ctx.body = failure.toBody();
+      if (styleOf(ctx) === 'openai') {
+        const { status, body } = openAiError(failure);
+        ctx.status = status;
+        ctx.body = body;
+      } else {
+        ctx.status = failure.status;
+        ctx.body = failure.toBody();
+      }
     }
   };
 }

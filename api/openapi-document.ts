@@ -6,6 +6,7 @@
  */
 import { z, type ZodType } from 'zod';
 import { ERROR_STATUS, type ErrorCode } from '../core/errors.js';
+import { openAiError } from '../core/openai-errors.js';
 import { NAMED_SCHEMAS } from './openapi-schemas.js';
 import type { ResponseDocs, RouteDocs, RouteSpec } from './route-spec.js';
 
@@ -35,6 +36,7 @@ export const TAGS: readonly { name: string; description: string }[] = [
 
 const SCHEMA_DIALECT = 'https://json-schema.org/draft/2020-12/schema';
 const ERROR_REF = '#/components/schemas/Error';
+const OPENAI_ERROR_REF = '#/components/schemas/OpenAiError';
 
 /** Headers any request may carry (docs/protocol.md §4.1 note 3): they feed gates 2 and 3. */
 const SHARED_HEADERS: readonly { key: string; name: string; description: string }[] = [
@@ -174,7 +176,7 @@ export function buildOpenApiDocument(routes: readonly RouteSpec<unknown>[], opti
       version: options.version,
       summary: 'Geospatial compute, proof and compliance: signed jobs in H3 cells, Merkle-sealed proofs',
       description:
-        'Every error body is `{ "error": code, "detail"?: text }`. Routes marked `signed` need an Ed25519 signature ' +
+        'Every error body is `{ "error": code, "detail"?: text }`, except on the OpenAI-compatible routes (`/v1/chat/completions`, `/v1/models`), which answer OpenAI\'s `{ "error": { message, type, param, code } }`. Routes marked `signed` need an Ed25519 signature ' +
         'over the RFC 8785 canonical JSON of the body without its `signature` field, in the body and in ' +
         '`X-Idn-Signature`; `api_key` routes need `Authorization: Bearer <key>`. Every route passes the four gates ' +
         '(signature, jurisdiction, delegation, pre-flight) in that order.',
@@ -275,8 +277,10 @@ function responses(
   const all = [...new Set([...gateErrors(spec), ...(docs.errors ?? [])])].sort(
     (a, b) => ERROR_STATUS[a] - ERROR_STATUS[b] || order.indexOf(a) - order.indexOf(b),
   );
+  const openai = spec.errorStyle === 'openai';
   for (const code of all) {
-    const status = ERROR_STATUS[code];
+    // OpenAI-style routes answer some conditions with OpenAI's status and code (an unknown model is 404).
+    const status = openai ? openAiError({ code, status: ERROR_STATUS[code] }).status : ERROR_STATUS[code];
     codes.set(status, [...(codes.get(status) ?? []), code]);
   }
   for (const [status, list] of codes) {
@@ -288,10 +292,20 @@ function responses(
       out[key] = { ...given, 'x-error-codes': list };
       continue;
     }
+    const schema = openai
+      ? {
+          $ref: OPENAI_ERROR_REF,
+          properties: {
+            error: {
+              properties: { code: { enum: list.map((code) => openAiError({ code, status }).body.error.code) } },
+            },
+          },
+        }
+      : { $ref: ERROR_REF, properties: { error: { enum: list } } };
     out[key] = {
       description: list.join(', '),
       ...retry,
-      content: { 'application/json': { schema: { $ref: ERROR_REF, properties: { error: { enum: list } } } } },
+      content: { 'application/json': { schema } },
       'x-error-codes': list,
     };
   }
@@ -362,7 +376,7 @@ function components(
   const output = convert(outputs, 'output', (name) => name);
   const firstInput = convert(inputs, 'input', (name) => name);
   // Error is referenced by every error response, not by a route's own schemas.
-  const fromOutputs = reach([...outputs.values(), 'Error'], output);
+  const fromOutputs = reach([...outputs.values(), 'Error', 'OpenAiError'], output);
   const clash = new Set(
     [...reach([...inputs.values()], firstInput)].filter(
       (name) => fromOutputs.has(name) && JSON.stringify(output[name]) !== JSON.stringify(firstInput[name]),

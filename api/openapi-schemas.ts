@@ -50,6 +50,7 @@ import {
 import {
   errorResponseSchema,
   healthResponseSchema,
+  openAiErrorResponseSchema,
   openApiDocumentSchema,
   toolListSchema,
   toolSchema,
@@ -58,6 +59,7 @@ import { heartbeatRequestSchema, registerRequestSchema } from './schemas/worker-
 
 export const NAMED_SCHEMAS: ReadonlyArray<readonly [ZodType, string]> = [
   [errorResponseSchema, 'Error'],
+  [openAiErrorResponseSchema, 'OpenAiError'],
   [healthResponseSchema, 'Health'],
   [openApiDocumentSchema, 'OpenApiDocument'],
   [computeRequestSchema, 'ComputeRequest'],

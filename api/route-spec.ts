@@ -75,6 +75,11 @@ export interface RouteSpec<Input> {
   cors?: { expose: readonly string[] };
   /** Read a JSON body before the gates run. */
   jsonBody?: boolean;
+  /**
+   * How errors on this path are written, the gates' included (api/http-errors.ts): `openai` for the
+   * OpenAI-compatible routes, whose clients read OpenAI's error shape. Default `svc`.
+   */
+  errorStyle?: 'svc' | 'openai';
   /** Gate 2's job cell when the request names none (omit for routes that are not about a place). */
   defaultCell?: string;
   /** Delegation facets the route exercises; default: the step types named in the body. */

@@ -35,6 +35,8 @@ export const DEFAULT_HORIZON_URL = 'https://horizon-testnet.stellar.org';
 export const TESTNET_PASSPHRASE = 'Test SDF Network ; September 2015';
 /** perception_weather's upstream: Open-Meteo's forecast API (free, no key; mind its fair-use terms). */
 export const DEFAULT_WEATHER_URL = 'https://api.open-meteo.com';
+/** perception_weather's source for instants older than 5 days: Open-Meteo's ERA5 archive API (from 1940). */
+export const DEFAULT_WEATHER_ARCHIVE_URL = 'https://archive-api.open-meteo.com';
 
 /**
  * Every environment variable the service reads, with its default. docs/configuration.md is generated from
@@ -49,6 +51,8 @@ export const envSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   DATA_DIR: z.string().min(1).default('./data'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // auto: readable lines when stdout is a terminal, JSON otherwise (bin/log-output.ts).
+  LOG_FORMAT: z.enum(['auto', 'pretty', 'json']).default('auto'),
   REQUIRE_DELEGATION: boolean.default(false),
   // Gate 3's trust anchors: comma-separated hex Ed25519 public keys of the human principals whose chains are
   // accepted. Empty: any well-formed chain is (form only; start warns when REQUIRE_DELEGATION is set).
@@ -174,6 +178,7 @@ export const envSchema = z.object({
   IDN_AGENT_SK: z.string().optional(),
   IDN_DELEGATION_CERT: z.string().optional(),
   WEATHER_URL: z.url().default(DEFAULT_WEATHER_URL),
+  WEATHER_ARCHIVE_URL: z.url().default(DEFAULT_WEATHER_ARCHIVE_URL),
   WEATHER_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   CLASSIFY_URL: z.url().optional(),
   CLASSIFY_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(60_000),
@@ -260,6 +265,10 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
       'the embedded SQLite store (`geofabric.db`), node key, perception and governance keys; a worker keeps its own under `DATA_DIR/worker/`',
   },
   LOG_LEVEL: { section: 'Operations', description: 'pino level: `fatal` … `trace`, `silent`' },
+  LOG_FORMAT: {
+    section: 'Operations',
+    description: '`auto`: readable lines when stdout is a terminal, JSON lines otherwise; or `pretty`, `json`',
+  },
   REQUIRE_DELEGATION: {
     section: 'Gateway',
     description: 'gate 3 refuses signed requests that carry no delegation certificate',
@@ -536,6 +545,11 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
     shownDefault: 'provisioned locally',
   },
   WEATHER_URL: { section: 'Perception MCP server', description: 'Open-Meteo-compatible API of `perception_weather`' },
+  WEATHER_ARCHIVE_URL: {
+    section: 'Perception MCP server',
+    description:
+      'Open-Meteo-compatible ERA5 archive (`/v1/archive`) asked for instants older than 5 days, back to 1940',
+  },
   WEATHER_TIMEOUT_MS: { section: 'Perception MCP server', description: 'per weather request' },
   CLASSIFY_URL: {
     section: 'Perception MCP server',
@@ -726,6 +740,8 @@ export interface Config {
   host: string;
   dataDir: string;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
+  /** LOG_FORMAT: `pretty` lines, `json` lines, or `auto` (pretty on a terminal). */
+  logFormat: z.infer<typeof envSchema>['LOG_FORMAT'];
   requireDelegation: boolean;
   /** TRUSTED_PRINCIPALS: roots a delegation chain must start at; empty: any root (form only). */
   trustedPrincipals: ReadonlySet<string>;
@@ -874,6 +890,8 @@ export interface PerceptionConfig {
   /** IDN_DELEGATION_CERT: JSON (or base64 JSON) certificate or chain; else a local development one. */
   delegationCert: string | undefined;
   weatherUrl: string;
+  /** WEATHER_ARCHIVE_URL: the ERA5 archive API, asked for instants older than 5 days. */
+  weatherArchiveUrl: string;
   weatherTimeoutMs: number;
   /** perception_classify's GPU inference endpoint; unset → the tool answers not_configured. */
   classifyUrl: string | undefined;
@@ -966,6 +984,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: e.HOST,
     dataDir: dev.dataDir,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
     requireDelegation: e.REQUIRE_DELEGATION,
     trustedPrincipals: trustedPrincipals(e.TRUSTED_PRINCIPALS),
     epochGenesisMs,
@@ -1041,6 +1060,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       agentSecretKey: e.IDN_AGENT_SK || undefined,
       delegationCert: e.IDN_DELEGATION_CERT || undefined,
       weatherUrl: e.WEATHER_URL.replace(/\/+$/, ''),
+      weatherArchiveUrl: e.WEATHER_ARCHIVE_URL.replace(/\/+$/, ''),
       weatherTimeoutMs: e.WEATHER_TIMEOUT_MS,
       classifyUrl: e.CLASSIFY_URL?.replace(/\/+$/, ''),
       classifyTimeoutMs: e.CLASSIFY_TIMEOUT_MS,

@@ -66,6 +66,7 @@ export async function startPerception(
     tools: [
       createWeatherTool({
         weatherUrl: config.perception.weatherUrl,
+        archiveUrl: config.perception.weatherArchiveUrl,
         timeoutMs: config.perception.weatherTimeoutMs,
         userAgent,
         clock: Date.now,

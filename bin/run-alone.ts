@@ -1,4 +1,5 @@
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createProcessLogger } from './log-output.js';
 import type { Config } from './config.js';
 import { openStores, type Stores } from './stores.js';
 
@@ -10,7 +11,7 @@ export async function runAloneUntilSignal(
   config: Config,
   start: (stores: Stores, logger: Logger) => Promise<{ close(): Promise<void> }>,
 ): Promise<void> {
-  const logger = pino({ level: config.logLevel });
+  const logger = createProcessLogger(config);
   const stores = await openStores(config);
   let server: { close(): Promise<void> };
   try {

@@ -1,4 +1,4 @@
-import { pino } from 'pino';
+import { createProcessLogger } from './log-output.js';
 import { startAutoSealer } from '../activities/proof/epoch-sealer.js';
 import { createSealActivities, type SealActivities } from '../activities/proof/seal-activities.js';
 import { ensureSealSchedule } from '../activities/proof/seal-schedule.js';
@@ -50,7 +50,7 @@ import { openStores } from './stores.js';
  * shutting_down), then whatever is still open is closed, and the background tasks and stores stop in order.
  */
 export async function startGateway(config: Config): Promise<void> {
-  const logger = pino({ level: config.logLevel });
+  const logger = createProcessLogger(config);
   // Prometheus metrics (GET /metrics): the activities report through their hooks, the app through its middleware.
   const metrics = createMetrics();
   if (!config.mongo) checkStoreEpochLength(config.dataDir, config.epochMs);

@@ -18,7 +18,8 @@ import { execFile } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createProcessLogger } from './log-output.js';
 import { withHeartbeats } from '../activities/compute/heartbeat.js';
 import { createStepActivities } from '../activities/compute/step-activities.js';
 import { guardSteps, type WorkerSelf } from '../activities/compute/worker-guard.js';
@@ -171,7 +172,7 @@ export interface RunningWorker {
  * unsynced in the local store and goes with the next start), and the store closes.
  */
 export async function startWorker(config: Config, options: WorkerOptions = {}): Promise<RunningWorker> {
-  const logger = options.logger ?? pino({ level: config.logLevel });
+  const logger = options.logger ?? createProcessLogger(config);
   const clock = options.clock ?? Date.now;
   const drainMs = options.drainMs ?? WORKER_DRAIN_MS;
   const plan = workerPlan(config, options.hardware ?? (await detectHardware()));
@@ -396,7 +397,7 @@ function asDeclared(
 
 /** The CLI: runs until SIGINT/SIGTERM, then drains (exit 0), or exits 1 when draining overruns or fails. */
 export async function runWorkerCli(config: Config): Promise<void> {
-  const logger = pino({ level: config.logLevel });
+  const logger = createProcessLogger(config);
   const worker = await startWorker(config, { logger });
   const exitAfterStop = (code: number) => {
     setTimeout(() => process.exit(1), WORKER_DRAIN_MS + 15_000).unref();

@@ -5,7 +5,9 @@ import type { ErrorCode } from './errors.js';
  * throwing, so they are tested with plain values and adapted to HTTP in one place.
  */
 export type Check<T> = { ok: true; value: T } | Failure;
-export type Failure = { ok: false; error: ErrorCode; detail: string };
+/** `param`: the request field at fault (`messages[0].role`), when one is (OpenAI error bodies name it). */
+export type Failure = { ok: false; error: ErrorCode; detail: string; param?: string };
 
 export const pass = <T>(value: T): Check<T> => ({ ok: true, value });
-export const fail = (error: ErrorCode, detail: string): Failure => ({ ok: false, error, detail });
+export const fail = (error: ErrorCode, detail: string, param?: string): Failure =>
+  param === undefined ? { ok: false, error, detail } : { ok: false, error, detail, param };

@@ -4,8 +4,9 @@
  * anchor-based chain verification, epochs, violations and approvals, and passes the clock in.
  *
  * Counting rules (the protocol leaves them open):
- * - An operation is a block whose outcome is `ok` or `error`: the tool ran. A `blocked` call never ran; it
- *   is a violation, listed under `violations`, and earns nothing in the trust score.
+ * - An operation is a block whose outcome is `ok`: the call did its work (core/trust-score.ts isOperation).
+ *   A `blocked` call never ran (a violation, listed under `violations`); an `error` call did nothing
+ *   (not_available, not_configured, an upstream down). Neither counts, nor earns anything in the trust score.
  * - jurisdiction_cells are the cells of operations only, so a jurisdiction breach never counts as territory.
  * - human_approvals_required counts operations of tools that require approval; human_approvals_received
  *   counts those operations (distinct blocks) with an approval signed by the report's principal.
@@ -15,7 +16,7 @@ import type { ChainVerification } from './breadcrumb.js';
 import type { AgentEpoch, Breadcrumb, HumanApproval, TrustTier, Violation } from './breadcrumb-types.js';
 import type { DelegationCertificate } from './delegation-cert.js';
 import { verifySignature } from './identity.js';
-import { tierFor, trustScore } from './trust-score.js';
+import { isOperation, tierFor, trustScore } from './trust-score.js';
 
 export type EpochSummary = Pick<
   AgentEpoch,
@@ -89,8 +90,6 @@ export function approvalSigningString(approval: Omit<HumanApproval, 'signature'>
 /** True when the approval is signed by its principal_pk (callers still check who that principal is). */
 export const approvalSignatureValid = (approval: HumanApproval): boolean =>
   verifySignature(approval.principal_pk, approvalSigningString(approval), approval.signature);
-
-const isOperation = (block: Breadcrumb): boolean => block.context.outcome === 'ok' || block.context.outcome === 'error';
 
 export function buildComplianceReport(input: ComplianceReportInput): ComplianceReport {
   const byTool = new Map<string, number>();

@@ -6,7 +6,8 @@ export const ERROR_STATUS = {
   // docs/protocol.md §7
   invalid_model: 400,
   invalid_cell: 400,
-  'cell parameter required': 400,
+  // A required `cell` query parameter is missing (docs/protocol.md §7 spells it as a sentence; a code here is snake_case).
+  cell_required: 400,
   unauthorized: 401,
   signature_required: 401,
   no_workers: 503,
@@ -103,6 +104,8 @@ export class ServiceError extends Error {
     readonly code: ErrorCode,
     readonly detail?: string,
     headers: Record<string, string> = {},
+    /** The request field at fault, when one is: OpenAI-style bodies carry it as `param`. */
+    readonly param?: string,
   ) {
     super(detail ? `${code}: ${detail}` : code);
     this.name = 'ServiceError';

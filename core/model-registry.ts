@@ -126,7 +126,11 @@ export function createModelRegistry(enabled: readonly string[] = WORKER_MODELS):
       const model = byId.get(id);
       return model
         ? pass(model)
-        : fail('invalid_model', `model "${id}" is not available (available: ${models.map((m) => m.id).join(', ')})`);
+        : fail(
+            'invalid_model',
+            `model "${id}" is not available (available: ${models.map((m) => m.id).join(', ')})`,
+            'model',
+          );
     },
   };
 }

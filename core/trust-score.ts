@@ -8,8 +8,21 @@
  *
  * Each part is rounded to 2 decimals and the score is the sum of the rounded parts, so the parts shown
  * in a report always add up to the score shown. The score is within 0..100.
+ *
+ * An operation is a call that did its work: a breadcrumb with outcome `ok`. Calls that did nothing earn no
+ * trust: refused before running (`blocked`), or failed (`error`: not_available, not_configured, an upstream
+ * down, bad input), or anyone could climb the ladder by calling a tool that cannot answer.
  */
-import type { TrustTier } from './breadcrumb-types.js';
+import type { Breadcrumb, TrustTier } from './breadcrumb-types.js';
+
+/** Whether a (verified) breadcrumb counts as an operation: the call did its work (see above). */
+export const isOperation = (block: Pick<Breadcrumb, 'context'>): boolean => block.context.outcome === 'ok';
+
+/**
+ * An epoch roll's own breadcrumb: rolling is housekeeping, so a roll with only such blocks since the last
+ * epoch has nothing to roll (else every repeated roll would seal a one-block epoch of the previous roll).
+ */
+export const EPOCH_ROLL_TOOL = 'idn_roll_epoch';
 
 export const TRUST_SCORE_WEIGHTS = { operations: 40, territory: 30, longevity: 20, chain_validity: 10 } as const;
 export const OPERATIONS_FOR_FULL_CREDIT = 5000;

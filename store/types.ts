@@ -12,6 +12,8 @@ export interface RateLimitStore {
    * n concurrent calls on a fresh window return exactly 1..n, so a limit can never be overshot by a race.
    */
   increment(key: string, windowStartMs: number, windowMs: number): Promise<number>;
+  /** The count of `key` in the window starting at `windowStartMs`, without counting (0 for none). */
+  peek(key: string, windowStartMs: number): Promise<number>;
   /** Releases what the store holds itself; the database connection stays open for its owner to close. */
   close(): Promise<void>;
 }

@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ServiceError } from '../../core/errors.js';
 import { checkCell, DEFAULT_JOB_CELL } from '../../core/h3-cell.js';
-import { createModelRegistry } from '../../core/model-registry.js';
+import { createModelRegistry, type ModelInfo } from '../../core/model-registry.js';
 import type { WorkerTier } from '../../core/tiers.js';
 import type { WorkerRegistry } from '../../store/worker-registry.js';
 import type { RateLimitStore } from '../../store/types.js';
@@ -222,8 +222,18 @@ export function createSwarm(deps: SwarmDeps) {
     }
   }
 
+  // What this gateway can dispatch to: every model through the backbone (worker models fall back to it),
+  // else only what its own worker serves. Remote workers are not reachable yet (dispatcher.ts).
+  const servable = registry.models.filter((m) =>
+    m.provider === 'backbone'
+      ? backbone !== null
+      : backbone !== null || (local !== null && config.workerModels.includes(m.id)),
+  );
+
   return {
     models: registry,
+    /** The models a request can be answered with now (`GET /v1/models`). */
+    servable: (): readonly ModelInfo[] => servable,
     freeMessagesPerDay: config.freeMessagesPerDay,
     /** The injected clock (OpenAI's `created`). */
     now: deps.clock,

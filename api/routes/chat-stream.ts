@@ -3,24 +3,36 @@ import type { Context } from 'koa';
 import type { ChatJob, Swarm } from '../../activities/inference/index.js';
 import { InferenceAborted } from '../../activities/inference/runtime-client.js';
 import { ServiceError } from '../../core/errors.js';
+import { openAiError } from '../../core/openai-errors.js';
 import { svcObject, usageObject } from './chat-response.js';
 
+export interface StreamOptions {
+  /** `svc.locations` was asked for. */
+  withLocations: boolean;
+  /** `stream_options.include_usage`: end with OpenAI's extra chunk (`choices: []`, `usage`). */
+  includeUsage: boolean;
+}
+
 /**
- * `stream: true` as OpenAI streams it: `chat.completion.chunk` events, then one chunk with `choices: []`,
- * `usage` (always, whatever `stream_options` says) and `svc`, then `data: [DONE]`.
+ * `stream: true` as OpenAI streams it: `chat.completion.chunk` events, then `data: [DONE]`. The chunk with the
+ * `finish_reason` is held until the answer is complete and carries the `svc` object. Only when
+ * `stream_options.include_usage` asked for it does one more chunk follow, with `choices: []` and `usage` (and
+ * `svc` there instead), as OpenAI sends it: clients that read `chunk.choices[0].delta` never see an empty one.
  *
  * Until the upstream accepted the request the failure is an ordinary JSON error with its status. After the
  * 200 is sent, a failure is one in-stream event in OpenAI's shape, `data: {"error": {"message", "type",
- * "code"}}`, and the stream ends without [DONE] (the openai client throws an APIError on it). A client that
- * disconnects aborts the upstream request; nothing more is written, and no record is made.
+ * "param", "code"}}` (core/openai-errors.ts), and the stream ends without [DONE] (the openai client throws an
+ * APIError on it). A client that disconnects aborts the upstream request; nothing more is written, and no
+ * record is made. Resolves true when the whole answer was delivered.
  */
 export async function streamChat(
   ctx: Context,
   swarm: Swarm,
   job: ChatJob,
   signal: AbortSignal,
-  withLocations: boolean,
-): Promise<void> {
+  options: StreamOptions,
+): Promise<boolean> {
+  const { withLocations, includeUsage } = options;
   const open = await swarm.chatStream(job, signal);
   const res = ctx.res;
   ctx.respond = false; // Koa must not touch the response any more: it is ours to stream
@@ -37,30 +49,38 @@ export async function streamChat(
     created: Math.floor(swarm.now() / 1000),
     model: open.model,
   };
+  type Choice = { index: 0; delta: object; logprobs: null; finish_reason: string | null };
+  let last: Choice | undefined;
   try {
     for (;;) {
       const step = await open.deltas.next();
       if (step.done) {
         const result = step.value;
-        await send(res, { ...base, choices: [], usage: usageObject(result), svc: svcObject(result, withLocations) });
+        const svc = svcObject(result, withLocations);
+        const final = last ?? { index: 0, delta: {}, logprobs: null, finish_reason: 'stop' };
+        await send(res, { ...base, choices: [final], ...(includeUsage ? {} : { svc }) });
+        if (includeUsage) await send(res, { ...base, choices: [], usage: usageObject(result), svc });
         res.end('data: [DONE]\n\n');
-        return;
+        return true;
       }
       const { delta, finish_reason } = step.value;
-      await send(res, { ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason }] });
+      if (last) await send(res, { ...base, choices: [last] });
+      last = undefined;
+      const choice: Choice = { index: 0, delta, logprobs: null, finish_reason };
+      // The finishing chunk waits for the answer's end, which gives it the svc object.
+      if (finish_reason === null) await send(res, { ...base, choices: [choice] });
+      else last = choice;
     }
   } catch (error) {
     if (error instanceof InferenceAborted || signal.aborted || res.destroyed) {
       res.destroy();
-      return;
+      return false;
     }
     const failure =
       error instanceof ServiceError ? error : new ServiceError('internal_error', 'an internal error occurred');
     if (!(error instanceof ServiceError)) swarm.logger?.error({ err: error, job_id: job.jobId }, 'chat stream failed');
-    const body = {
-      error: { message: failure.detail ?? failure.code, type: failure.code, param: null, code: failure.code },
-    };
-    res.end(`data: ${JSON.stringify(body)}\n\n`);
+    res.end(`data: ${JSON.stringify(openAiError(failure).body)}\n\n`);
+    return false;
   } finally {
     await open.deltas.return(undefined as never).catch(() => undefined);
   }

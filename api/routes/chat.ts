@@ -6,7 +6,7 @@ import { isRegistryTool } from '../../activities/inference/tool-definitions.js';
 import { fail, pass, type Check } from '../../core/check.js';
 import { DEFAULT_JOB_CELL } from '../../core/h3-cell.js';
 import type { ModelInfo } from '../../core/model-registry.js';
-import { consumeChatQuota } from '../chat-quota.js';
+import { reserveChatMessage, type ChatCharge } from '../chat-quota.js';
 import { route, type GateState } from '../route-spec.js';
 import { chatRequestSchema, type ChatRequest } from '../schemas/chat-request.js';
 import { chatCompletionSchema } from '../schemas/swarm-responses.js';
@@ -24,8 +24,9 @@ import { streamChat } from './chat-stream.js';
  * worker model), usage_estimated, tool_calls, and `locations` when `svc.locations` asked for them.
  *
  * Order of refusals: 401 unauthorized (gate), 400 invalid_request / invalid_model (pre-flight), 429
- * quota_exceeded (free tier, counted per accepted request, also when no worker can then answer), 503
- * no_workers, 502 runtime_unavailable / backbone_unavailable, 504 upstream_timeout.
+ * quota_exceeded (free tier, counted per answered request: one that fails after it, 503 no_workers included,
+ * gives its message back), 503 no_workers, 502 runtime_unavailable / backbone_unavailable, 504 upstream_timeout.
+ * Errors are written in OpenAI's shape (`errorStyle: 'openai'`, core/openai-errors.ts).
  */
 export interface ChatInput {
   request: ChatRequest;
@@ -39,24 +40,32 @@ export const chatRoutes = (swarm: Swarm) => [
     method: 'POST',
     path: '/v1/chat/completions',
     auth: 'api_key',
+    errorStyle: 'openai',
     jsonBody: true,
     defaultCell: DEFAULT_JOB_CELL,
     facets: ['inference'],
     preflight: ({ body }) => checkChat(swarm, body),
     handler: async (ctx, input, gates) => {
       const { apiKey } = gates;
-      if (apiKey) await consumeChatQuota(swarm.quota, apiKey, swarm.freeMessagesPerDay);
+      const charge = apiKey ? await reserveChatMessage(swarm.quota, apiKey, swarm.freeMessagesPerDay) : undefined;
       const job = chatJob(input, gates);
       const aborted = new AbortController();
       ctx.res.once('close', () => {
         if (!ctx.res.writableFinished) aborted.abort();
       });
       const withLocations = input.request.svc?.locations === true;
+      const includeUsage = input.request.stream_options?.include_usage === true;
       try {
-        if (input.request.stream) return await streamChat(ctx, swarm, job, aborted.signal, withLocations);
+        if (input.request.stream) {
+          const answered = await streamChat(ctx, swarm, job, aborted.signal, { withLocations, includeUsage });
+          if (!answered) await refund(charge);
+          return;
+        }
         const result = await swarm.chat(job, aborted.signal);
         ctx.body = completionBody(result, Math.floor(swarm.now() / 1000), withLocations);
       } catch (error) {
+        // Not answered: the message is not counted against the free tier.
+        await refund(charge);
         if (!(error instanceof InferenceAborted)) throw error;
         // The client went away and the upstream call was stopped: there is nobody to answer.
         ctx.respond = false;
@@ -90,6 +99,9 @@ export const chatRoutes = (swarm: Swarm) => [
     },
   }),
 ];
+
+/** A refund that fails (store out of reach) costs the caller one message; it must not hide the request's own error. */
+const refund = (charge: ChatCharge | undefined) => charge?.refund().catch(() => undefined);
 
 function checkChat(swarm: Swarm, body: unknown): Check<ChatInput> {
   const parsed = zodCheck(chatRequestSchema, body);

@@ -11,7 +11,7 @@ import { ndviQueryDocs, processBodyDocs, scenesQueryDocs } from '../schemas/para
  * the cell (`cell` query parameter, `h3_cell` body field) and resolves its jurisdiction.
  */
 const IMAGERY_QUERY_ERRORS = [
-  'cell parameter required',
+  'cell_required',
   'invalid_date',
   'upstream_unavailable',
   'upstream_timeout',

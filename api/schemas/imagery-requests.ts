@@ -19,7 +19,7 @@ const DECIMAL = /^\d+(\.\d+)?$/;
 function requireCell(query: Query): Check<string> {
   const cell = query.cell;
   if (cell === undefined || cell === '') {
-    return fail('cell parameter required', 'the cell query parameter (an H3 cell index) is required');
+    return fail('cell_required', 'the cell query parameter (an H3 cell index) is required');
   }
   // A valid string by now (gate 2); anything else was refused there.
   return pass(cell as string);

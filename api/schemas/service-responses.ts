@@ -15,6 +15,18 @@ export const errorResponseSchema = z
   })
   .describe('Error body. Some routes add fields beside `error` and `detail`, each documented with the route.');
 
+/** The error body of the OpenAI-compatible routes, in OpenAI's shape (core/openai-errors.ts). */
+export const openAiErrorResponseSchema = z
+  .object({
+    error: z.object({
+      message: z.string().describe('What went wrong, for people'),
+      type: z.string().describe('invalid_request_error, requests, insufficient_quota or server_error'),
+      param: z.string().nullable().describe('The request field at fault, when one is'),
+      code: z.string().nullable().describe("OpenAI's code where it has one (model_not_found …), else ours"),
+    }),
+  })
+  .describe('Error body of the OpenAI-compatible routes (OpenAI shape).');
+
 export const healthResponseSchema = z.object({
   status: z.literal('ok'),
   service: z.literal('geofabric-gateway'),

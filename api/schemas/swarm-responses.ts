@@ -10,22 +10,23 @@ import { TOOL_IDS } from '../../core/tool-registry.js';
 
 const open = z.looseObject({});
 
+/** OpenAI's model object with the registry's facts (`GET /v1/models/{id}`). */
+export const modelObjectSchema = z.object({
+  id: z.string(),
+  object: z.literal('model'),
+  created: z.int(),
+  owned_by: z.enum(['backbone', 'geofabric-swarm']),
+  family: z.string(),
+  parameters: z.string(),
+  context_length: z.int(),
+  min_hardware_tier: z.int().nullable(),
+  price_per_token: z.number(),
+  default: z.boolean(),
+});
+
 export const modelListSchema = z.object({
   object: z.literal('list'),
-  data: z.array(
-    z.object({
-      id: z.string(),
-      object: z.literal('model'),
-      created: z.int(),
-      owned_by: z.enum(['backbone', 'geofabric-swarm']),
-      family: z.string(),
-      parameters: z.string(),
-      context_length: z.int(),
-      min_hardware_tier: z.int().nullable(),
-      price_per_token: z.number(),
-      default: z.boolean(),
-    }),
-  ),
+  data: z.array(modelObjectSchema),
 });
 
 /** OpenAI's chat.completion with Geofabric's `svc` object (api/routes/chat-response.ts). */

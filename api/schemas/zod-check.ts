@@ -10,5 +10,5 @@ export function zodCheck<T>(schema: z.ZodType<T>, value: unknown, subject: 'body
     typeof key === 'number' ? `[${key}]` : `${i === 0 ? '' : '.'}${String(key)}`,
   );
   const where = path.length === 0 ? subject : path.join('');
-  return fail('invalid_request', `${where}: ${issue?.message ?? 'invalid'}`);
+  return fail('invalid_request', `${where}: ${issue?.message ?? 'invalid'}`, path.length === 0 ? undefined : where);
 }

@@ -8,7 +8,10 @@
  * hands blocks, epochs (rolled in the period), violations and approvals (in the period) to
  * core/compliance-report.ts. Blocks that fail verification are named in chain_verification and count for
  * nothing else (no operations, cells or approvals from an edited block). The trust score and an epoch's
- * tier_at_close judge the whole chain.
+ * tier_at_close judge the whole chain, from totals kept per agent: the first question verifies the whole
+ * chain once, later ones verify only the blocks appended since (anchored on the last block already judged)
+ * and add them in, so a trust score costs the new blocks, not the chain's length. A block edited in the
+ * store after it was judged is not seen by the totals; `idn_verify_chain` and reports verify afresh.
  *
  * Certificates: the store holds chains, not certificates. The server reports its own agent with its own
  * chain; other agents' chains are reported with the certificates it was given (`knownChains`), else with a
@@ -16,7 +19,12 @@
  * approvals can be attributed and none are required).
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { chainVerifier, type ChainVerification, type VerifyChainOptions } from '../../core/breadcrumb.js';
+import {
+  chainVerifier,
+  parseStoredBreadcrumb,
+  type ChainVerification,
+  type VerifyChainOptions,
+} from '../../core/breadcrumb.js';
 import type { AgentEpoch, Breadcrumb, StoredBreadcrumb, TrustTier } from '../../core/breadcrumb-types.js';
 import { nextUnrolledIndex, noBlocksToRollMessage, rollAgentEpoch } from '../../core/agent-epoch.js';
 import { buildComplianceReport, type ComplianceReport } from '../../core/compliance-report.js';
@@ -24,7 +32,14 @@ import { delegationChainRights, type DelegationCertificate } from '../../core/de
 import { ServiceError } from '../../core/errors.js';
 import type { KeyPair } from '../../core/identity.js';
 import { requiresHumanApproval } from '../../core/tool-preflight.js';
-import { TIER_THRESHOLDS, tierFor, trustScore, type TrustScore } from '../../core/trust-score.js';
+import {
+  EPOCH_ROLL_TOOL,
+  isOperation,
+  TIER_THRESHOLDS,
+  tierFor,
+  trustScore,
+  type TrustScore,
+} from '../../core/trust-score.js';
 import type { AuditStore } from '../../store/audit-store.js';
 
 /** docs/protocol.md §4.2 default start of a report period. */
@@ -146,15 +161,21 @@ async function judge(
   return { blocks: parsed.filter((block) => !invalid.has(block.index)), verification };
 }
 
-function operationsOf(blocks: readonly Breadcrumb[]): { operations: number; cells: number } {
-  let operations = 0;
-  const cells = new Set<string>();
-  for (const block of blocks) {
-    if (block.context.outcome === 'blocked') continue;
-    operations++;
-    cells.add(block.loc_cell);
-  }
-  return { operations, cells: cells.size };
+/** What the trust score needs of an agent's chain, judged up to `next` (exclusive). */
+interface TrustTotals {
+  next: number;
+  /** The last block judged: the anchor of the next increment. */
+  last: StoredBreadcrumb | null;
+  operations: number;
+  cells: Set<string>;
+  firstBlockAt: string | null;
+  valid: boolean;
+}
+
+/** A roll's own breadcrumb (read from its signed content; an unreadable block is never one). */
+function isEpochRoll(stored: StoredBreadcrumb): boolean {
+  const parsed = parseStoredBreadcrumb(stored);
+  return parsed.ok && parsed.value.tool_name === EPOCH_ROLL_TOOL;
 }
 
 export function createReportService(deps: ReportServiceDeps): ReportService {
@@ -178,16 +199,59 @@ export function createReportService(deps: ReportServiceDeps): ReportService {
     }
   }
 
+  const totals = new Map<string, TrustTotals>();
+  /** One update of an agent's totals at a time, so an increment is never added twice. */
+  const updating = new Map<string, Promise<TrustTotals>>();
+
+  async function addNewBlocks(agentPk: string): Promise<TrustTotals> {
+    const t = totals.get(agentPk) ?? {
+      next: 0,
+      last: null,
+      operations: 0,
+      cells: new Set<string>(),
+      firstBlockAt: null,
+      valid: true,
+    };
+    const stored = await store.blocks(agentPk, { fromIndex: t.next });
+    if (stored.length > 0) {
+      const facts = await judge(stored, t.last, signatureCache);
+      for (const block of facts.blocks) {
+        if (!isOperation(block)) continue;
+        t.operations++;
+        t.cells.add(block.loc_cell);
+      }
+      t.firstBlockAt ??= facts.verification.first_block_at;
+      t.valid &&= facts.verification.is_valid;
+      t.last = stored[stored.length - 1]!;
+      t.next = t.last.index + 1;
+    }
+    totals.set(agentPk, t);
+    return t;
+  }
+
+  function currentTotals(agentPk: string): Promise<TrustTotals> {
+    const running = updating.get(agentPk);
+    const next = (running ?? Promise.resolve()).then(
+      () => addNewBlocks(agentPk),
+      () => addNewBlocks(agentPk),
+    );
+    updating.set(agentPk, next);
+    void next
+      .finally(() => {
+        if (updating.get(agentPk) === next) updating.delete(agentPk);
+      })
+      .catch(() => undefined);
+    return next;
+  }
+
   async function wholeChainTrust(agentPk: string): Promise<TrustView> {
-    const facts = await judge(await store.blocks(agentPk), null, signatureCache);
-    const { operations, cells } = operationsOf(facts.blocks);
-    const firstBlockAt = facts.verification.first_block_at;
+    const t = await currentTotals(agentPk);
     const { score, parts } = trustScore({
-      operations,
-      uniqueCells: cells,
-      firstBlockAt,
+      operations: t.operations,
+      uniqueCells: t.cells.size,
+      firstBlockAt: t.firstBlockAt,
       nowMs: clock(),
-      chainValid: facts.verification.is_valid,
+      chainValid: t.valid,
     });
     return {
       agent_pk: agentPk,
@@ -195,10 +259,10 @@ export function createReportService(deps: ReportServiceDeps): ReportService {
       current_tier: tierFor(score),
       parts,
       thresholds: { ...TIER_THRESHOLDS },
-      total_operations: operations,
-      unique_cells: cells,
-      first_block_at: firstBlockAt,
-      chain_valid: facts.verification.is_valid,
+      total_operations: t.operations,
+      unique_cells: t.cells.size,
+      first_block_at: t.firstBlockAt,
+      chain_valid: t.valid,
     };
   }
 
@@ -276,7 +340,8 @@ export function createReportService(deps: ReportServiceDeps): ReportService {
         const previous = epochs[epochs.length - 1] ?? null;
         const start = nextUnrolledIndex(previous);
         const blocks = await store.blocks(agentPk, { fromIndex: start });
-        if (blocks.length === 0) return { ok: false, message: noBlocksToRollMessage(start) };
+        // Only earlier rolls' own breadcrumbs since the last epoch: nothing happened worth sealing.
+        if (blocks.every(isEpochRoll)) return { ok: false, message: noBlocksToRollMessage(start) };
         const epoch = rollAgentEpoch({ agent, blocks, previous, tier: current_tier, nowMs: clock() });
         await store.appendEpoch(epoch);
         return {

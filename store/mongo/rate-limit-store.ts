@@ -84,6 +84,10 @@ export async function createMongoRateLimitStore(
       }
       return n;
     },
+    async peek(key, windowStartMs) {
+      // Slots are claimed 1, 2, 3… and only whole expired windows are pruned: the count is the slots held.
+      return slots.countDocuments({ key, window_start: windowStartMs });
+    },
     async close() {
       await pruning;
     },

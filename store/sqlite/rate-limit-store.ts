@@ -13,6 +13,9 @@ export function createSqliteRateLimitStore(db: SqliteDatabase): RateLimitStore {
     ON CONFLICT (key, window_start) DO UPDATE SET count = count + 1
     RETURNING count
   `);
+  const read = db.prepare<[string, number], { count: number }>(
+    'SELECT count FROM rate_limit_counters WHERE key = ? AND window_start = ?',
+  );
   const prune = db.prepare<[number]>('DELETE FROM rate_limit_counters WHERE expires_at < ?');
   let prunedBefore = -Infinity;
 
@@ -27,6 +30,9 @@ export function createSqliteRateLimitStore(db: SqliteDatabase): RateLimitStore {
         prune.run(windowStartMs);
       }
       return row.count;
+    },
+    async peek(key, windowStartMs) {
+      return read.get(key, windowStartMs)?.count ?? 0;
     },
     async close() {
       // The statements are released with the database, which belongs to the caller.

@@ -40,7 +40,7 @@ describe('api_key routes with keys from the API key store', () => {
     const unknown = await gw.get('/v1/models', bearer(`gf_${'A'.repeat(43)}`));
     assert.equal(revoked.status, 401);
     assert.deepEqual(revoked.body, unknown.body);
-    assert.equal((revoked.body as { error: string }).error, 'unauthorized');
+    assert.equal((revoked.body as { error: { code: string } }).error.code, 'invalid_api_key');
   });
 
   it('refuses a stored key sent without the Bearer scheme or altered', async () => {

@@ -11,7 +11,7 @@ describe('api_key routes (GET /v1/models)', () => {
   it('refuses a missing key with 401 unauthorized', async () => {
     const res = await gw.get('/v1/models');
     assert.equal(res.status, 401);
-    assert.equal((res.body as { error: string }).error, 'unauthorized');
+    assert.equal((res.body as { error: { code: string } }).error.code, 'invalid_api_key');
   });
 
   it('refuses an unknown key and a key sent without the Bearer scheme', async () => {
@@ -21,20 +21,18 @@ describe('api_key routes (GET /v1/models)', () => {
     }
   });
 
-  it('lists the registry models in the OpenAI list format for a valid key', async () => {
+  it('lists in the OpenAI list format only models that can answer: none without a runtime or a backbone', async () => {
     const res = await gw.get('/v1/models', { authorization: 'Bearer sk-test-two' });
     assert.equal(res.status, 200);
-    const body = res.body as { object: string; data: Array<{ id: string; object: string }> };
-    assert.equal(body.object, 'list');
-    const ids = body.data.map((m) => m.id);
-    assert.ok(ids.includes('lfm2.5-1.2b-instruct'));
-    assert.ok(ids.includes('llama-3.3-70b-versatile'));
-    assert.ok(body.data.every((m) => m.object === 'model'));
+    assert.deepEqual(res.body, { object: 'list', data: [] });
+    const one = await gw.get('/v1/models/llama-3.3-70b-versatile', { authorization: 'Bearer sk-test-two' });
+    assert.equal(one.status, 404);
+    assert.equal((one.body as { error: { code: string } }).error.code, 'model_not_found');
   });
 
   it('still runs gate 2 on api_key routes: a bad x-svc-h3-cell is invalid_cell', async () => {
     const res = await gw.get('/v1/models', { authorization: 'Bearer sk-test-one', 'x-svc-h3-cell': 'nowhere' });
     assert.equal(res.status, 400);
-    assert.equal((res.body as { error: string }).error, 'invalid_cell');
+    assert.equal((res.body as { error: { code: string } }).error.code, 'invalid_cell');
   });
 });

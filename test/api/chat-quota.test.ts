@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { consumeChatQuota } from '../../api/chat-quota.js';
+import { reserveChatMessage } from '../../api/chat-quota.js';
 import { ServiceError } from '../../core/errors.js';
 import type { ApiKeyRecord, ApiKeyTier } from '../../store/api-key-store.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
@@ -21,7 +21,7 @@ describe('free-tier chat quota', () => {
   let rateLimits: RateLimitStore;
   let now: number;
   const deps = () => ({ rateLimits, clock: () => now });
-  const consume = (k: ApiKeyRecord, limit = 3) => consumeChatQuota(deps(), k, limit);
+  const consume = (k: ApiKeyRecord, limit = 3) => reserveChatMessage(deps(), k, limit);
 
   beforeEach(() => {
     db = openSqlite(':memory:');
@@ -76,6 +76,28 @@ describe('free-tier chat quota', () => {
   });
 
   it('lets exactly the allowance through when requests race', async () => {
+    const results = await Promise.allSettled(Array.from({ length: 10 }, () => consume(key('key_a'), 4)));
+    assert.equal(results.filter((r) => r.status === 'fulfilled').length, 4);
+  });
+
+  it('gives a refunded message back, once, and refusals take none of the room', async () => {
+    const first = await consume(key('key_a'));
+    await consume(key('key_a'));
+    await first.refund();
+    await first.refund(); // a second refund of the same message gives nothing more
+    await consume(key('key_a'));
+    await consume(key('key_a')); // the third counted message: the refunded one made room for it
+    await assert.rejects(consume(key('key_a')));
+    await assert.rejects(consume(key('key_a')));
+    const last = await consume(key('key_b'));
+    await last.refund();
+    for (let i = 0; i < 3; i++) await consume(key('key_b'));
+    await assert.rejects(consume(key('key_b')));
+  });
+
+  it('with refunds racing, still lets exactly the allowance through', async () => {
+    const early = await Promise.all([consume(key('key_a'), 4), consume(key('key_a'), 4)]);
+    await Promise.all(early.map((c) => c.refund()));
     const results = await Promise.allSettled(Array.from({ length: 10 }, () => consume(key('key_a'), 4)));
     assert.equal(results.filter((r) => r.status === 'fulfilled').length, 4);
   });

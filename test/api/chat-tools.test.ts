@@ -126,7 +126,7 @@ describe('chat completions with tools and locations', () => {
       { authorization: 'Bearer sk-ops' },
     );
     assert.equal(res.status, 503);
-    assert.equal((res.body as { error: string }).error, 'no_workers');
+    assert.equal((res.body as { error: { code: string } }).error.code, 'no_workers');
   });
 
   it('asks for JSON when svc.locations is set and returns the places the model named', async () => {

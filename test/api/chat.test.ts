@@ -114,7 +114,7 @@ describe('POST /v1/chat/completions (openai client, fake worker runtime and back
     assert.equal(svcOf(await ask()).cold_start, false);
   });
 
-  it('streams SSE chunks ending in usage, svc and [DONE]', async () => {
+  it('streams SSE chunks, the last with finish_reason and svc, then [DONE]; no usage chunk unless asked', async () => {
     const stream = await client.chat.completions.create({
       model: 'tinyllama',
       messages: [{ role: 'user', content: 'stream me a reply' }],
@@ -122,15 +122,30 @@ describe('POST /v1/chat/completions (openai client, fake worker runtime and back
     });
     let text = '';
     let last: unknown;
+    // The plain loop of OpenAI's examples: every chunk has a choices[0].
     for await (const chunk of stream) {
-      text += chunk.choices[0]?.delta.content ?? '';
+      text += chunk.choices[0]!.delta.content ?? '';
       last = chunk;
     }
     assert.equal(text, 'worker says: stream me a reply');
-    const final = last as { choices: unknown[]; usage: { total_tokens: number }; svc: Svc };
-    assert.deepEqual(final.choices, []);
-    assert.ok(final.usage.total_tokens > 0);
+    const final = last as { choices: { finish_reason: string }[]; usage?: unknown; svc: Svc };
+    assert.equal(final.choices[0]!.finish_reason, 'stop');
+    assert.equal(final.usage, undefined);
     assert.equal(final.svc.provider, 'worker');
+
+    const withUsage = await client.chat.completions.create({
+      model: 'tinyllama',
+      messages: [{ role: 'user', content: 'count me' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const chunks = [];
+    for await (const chunk of withUsage) chunks.push(chunk);
+    const usageChunk = chunks.at(-1) as unknown as { choices: unknown[]; usage: { total_tokens: number }; svc: Svc };
+    assert.deepEqual(usageChunk.choices, []);
+    assert.ok(usageChunk.usage.total_tokens > 0);
+    assert.equal(usageChunk.svc.provider, 'worker');
+    assert.equal(chunks.filter((c) => c.choices.length === 0).length, 1);
     assert.equal(final.svc.worker_pk, gw.node.publicKey);
     await gw.writer.flush();
     assert.ok(await gw.proofs.getRecord(final.svc.proof_record_id));

@@ -135,7 +135,7 @@ describe('imagery over HTTP: GET /v1/imagery/ndvi and its proof records', () => 
     it('requires the cell', async () => {
       const res = await gw.get('/v1/imagery/ndvi?from=2026-02-01');
       assert.equal(res.status, 400);
-      assert.equal((res.body as { error: string }).error, 'cell parameter required');
+      assert.equal((res.body as { error: string }).error, 'cell_required');
     });
   });
 

@@ -87,8 +87,8 @@ describe('imagery over HTTP: scenes, process, upstream failures', () => {
     });
 
     const bad: [string, number, string][] = [
-      ['', 400, 'cell parameter required'],
-      ['from=2026-02-01', 400, 'cell parameter required'],
+      ['', 400, 'cell_required'],
+      ['from=2026-02-01', 400, 'cell_required'],
       ['cell=861e8050fffffzz', 400, 'invalid_cell'],
       ['cell=861E8050FFFFFFF', 400, 'invalid_cell'],
       [`cell=${ROME_CELL}&from=yesterday`, 400, 'invalid_date'],

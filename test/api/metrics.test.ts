@@ -70,6 +70,7 @@ describe('metrics, request ids and request logs', () => {
       gw = await startGateway({
         metrics,
         logger: capture.logger,
+        config: { apiKeys: ['sk-metrics'] },
         tiles: { templates: { ...templatesOf(xyz), dark: 'http://127.0.0.1:9/dark/{z}/{x}/{y}' } },
       });
     });
@@ -130,7 +131,7 @@ describe('metrics, request ids and request logs', () => {
       assert.equal(sample(text, 'gate_rejections_total', { gate: 'signature', code: 'signature_required' }), 1);
       assert.equal(sample(text, 'gate_rejections_total', { gate: 'jurisdiction', code: 'invalid_cell' }), 1);
       assert.equal(sample(text, 'gate_rejections_total', { gate: 'api_key', code: 'unauthorized' }), 1);
-      assert.equal(sample(text, 'gate_rejections_total', { gate: 'geometry', code: 'invalid_zoom' }), 1);
+      assert.equal(sample(text, 'gate_rejections_total', { gate: 'preflight', code: 'invalid_zoom' }), 1);
       assert.equal(sample(text, 'http_requests_total', { method: 'POST', route: '/v1/compute', status: '401' }), 1);
     });
 
@@ -181,6 +182,17 @@ describe('metrics, request ids and request logs', () => {
       assert.equal(refused.error, 'signature_required');
       assert.equal(refused.gate, 'signature');
       assert.equal(typeof refused.duration_ms, 'number');
+
+      // A model the route does not know is the route's own pre-flight refusing, not the geometry check.
+      const unknownModel = await gw.post(
+        '/v1/chat/completions',
+        { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] },
+        { authorization: 'Bearer sk-metrics', 'x-request-id': 'model-1' },
+      );
+      assert.equal(unknownModel.status, 404);
+      const byRoute = await lineOf(capture.lines, 'model-1');
+      assert.equal(byRoute.error, 'invalid_model');
+      assert.equal(byRoute.gate, 'preflight');
 
       await gw.get(TILE, { 'x-request-id': 'tile-1' });
       const served = await lineOf(capture.lines, 'tile-1');

@@ -202,8 +202,13 @@ describe('GET /openapi.json', () => {
     assert.ok(codes('/v1/compute', 'post', '503')?.includes('no_workers'));
     assert.ok(codes('/v1/compute', 'post', '504')?.includes('job_timeout'));
     assert.ok(codes('/v1/chat/completions', 'post', '401')?.includes('unauthorized'));
-    assert.ok(codes('/v1/chat/completions', 'post', '400')?.includes('invalid_model'));
-    assert.ok(codes('/v1/imagery/ndvi', 'get', '400')?.includes('cell parameter required'));
+    // OpenAI's status for an unknown model, and OpenAI's error shape with OpenAI's codes.
+    assert.ok(codes('/v1/chat/completions', 'post', '404')?.includes('invalid_model'));
+    const notFound = (doc.paths as Json)['/v1/chat/completions'].post.responses['404'].content['application/json'];
+    assert.equal(notFound.schema.$ref, '#/components/schemas/OpenAiError');
+    assert.deepEqual(notFound.schema.properties.error.properties.code.enum, ['model_not_found']);
+    assert.ok(doc.components.schemas.OpenAiError);
+    assert.ok(codes('/v1/imagery/ndvi', 'get', '400')?.includes('cell_required'));
     assert.ok(codes('/v1/tiles/{h3_cell}/{zoom}/{file}', 'get', '400')?.includes('invalid_cell'));
     assert.ok(codes('/store/proof/{record_id}', 'get', '404')?.includes('record_not_found'));
     assert.ok(codes('/health', 'get', '429')?.includes('rate_limit'));

@@ -70,7 +70,8 @@ describe('/svc status, marketplace and inference audit', () => {
       { model: 'phi-3-mini', messages: [{ role: 'user', content: 'x' }] },
       { authorization: 'Bearer sk-ops' },
     );
-    assert.equal((res.body as { error: string }).error, 'invalid_model');
+    assert.equal(res.status, 404);
+    assert.equal((res.body as { error: { code: string } }).error.code, 'model_not_found');
   });
 
   it('GET /svc/status: workers by tier and cell, models, jobs in the last hour, backbone, epoch, version', async () => {

@@ -59,6 +59,7 @@ describe('gateway transport errors', () => {
   it('turns an internal failure into 500 internal_error without leaking the stack', async () => {
     const broken: RateLimitStore = {
       increment: () => Promise.reject(new Error('disk on fire at /secret/path')),
+      peek: () => Promise.reject(new Error('disk on fire at /secret/path')),
       close: () => Promise.resolve(),
     };
     const failing = await startGateway({ rateLimits: broken });

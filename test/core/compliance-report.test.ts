@@ -166,11 +166,10 @@ describe('core/compliance-report', () => {
     assert.equal(buildComplianceReport(input({ principalLocal: false })).delegation_certificate.principal_local, false);
   });
 
-  it('counts operations (ok and error), not blocked calls; cells of operations only, unique and sorted', () => {
+  it('counts operations that did their work (ok), not failed or blocked calls; cells of operations only, unique and sorted', () => {
     const report = buildComplianceReport(input());
-    assert.equal(report.total_operations, 4);
-    assert.deepEqual(report.operations_by_tool, { perception_fetch_tile: 1, perception_weather: 3 });
-    assert.deepEqual(Object.keys(report.operations_by_tool), ['perception_fetch_tile', 'perception_weather']);
+    assert.equal(report.total_operations, 3);
+    assert.deepEqual(report.operations_by_tool, { perception_weather: 3 });
     assert.deepEqual(report.jurisdiction_cells, [ROME_7A, ROME_7B]);
     assert.deepEqual(report.violations, [VIOLATION]);
   });
@@ -207,9 +206,9 @@ describe('core/compliance-report', () => {
   });
 
   it('scores by the docs/protocol.md §2.8 table, and loses the chain part when the chain is broken', () => {
-    // 4 operations → 0.03, 2 cells → 3, 73 days → 4, valid chain → 10.
+    // 3 operations → 0.02, 2 cells → 3, 73 days → 4, valid chain → 10.
     const report = buildComplianceReport(input());
-    assert.equal(report.trust_score, 17.03);
+    assert.equal(report.trust_score, 17.02);
     assert.equal(report.current_tier, 'provisioned');
 
     const tampered = [...STORED];
@@ -219,7 +218,7 @@ describe('core/compliance-report', () => {
     assert.equal(broken.chain_verification.is_valid, false);
     assert.deepEqual(broken.chain_verification.invalid_blocks, [1]);
     assert.ok(broken.chain_verification.issues.every((i) => i.startsWith('block 1: ')));
-    assert.equal(broken.trust_score, 7.03);
+    assert.equal(broken.trust_score, 7.02);
   });
 
   it('counts approvals required by operations, and only valid approvals by the principal as received', () => {
@@ -242,8 +241,9 @@ describe('core/compliance-report', () => {
     const all = buildComplianceReport(
       input({ requiresApproval: () => true, approvals: [approval(0), approval(1), approval(2), approval(4)] }),
     );
-    assert.equal(all.human_approvals_required, 4);
-    assert.equal(all.human_approvals_received, 4);
+    // The failed call (block 2) did nothing that needed approving.
+    assert.equal(all.human_approvals_required, 3);
+    assert.equal(all.human_approvals_received, 3);
   });
 
   it('reports an empty period', () => {

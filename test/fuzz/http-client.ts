@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
 import { ERROR_STATUS } from '../../core/errors.js';
+import { openAiError } from '../../core/openai-errors.js';
 
 export interface FuzzResponse {
   status: number;
@@ -162,9 +163,26 @@ export function assertCleanAnswer(res: FuzzResponse, context: string, rules: Ans
   }
   if (rules.otherErrorBody?.(body, res) === true) return;
   const code = (body as { error?: unknown } | null)?.error;
+  if (typeof code === 'object' && code !== null) return assertOpenAiError(code, res.status, where);
   assert.equal(typeof code, 'string', `error body without a string error: ${where}`);
   assert.ok(Object.hasOwn(ERROR_STATUS, code as string), `error code not in core/errors.ts: ${where}`);
   assert.equal(res.status, ERROR_STATUS[code as keyof typeof ERROR_STATUS], `status is not the table's: ${where}`);
+}
+
+/**
+ * An OpenAI-style error (the OpenAI-compatible routes): message and type are strings, and the code is what
+ * core/openai-errors.ts makes of a table code with this status.
+ */
+function assertOpenAiError(error: object, status: number, where: string): void {
+  const e = error as { message?: unknown; type?: unknown; param?: unknown; code?: unknown };
+  assert.equal(typeof e.message, 'string', `OpenAI error without a message: ${where}`);
+  assert.equal(typeof e.type, 'string', `OpenAI error without a type: ${where}`);
+  assert.ok(e.param === null || typeof e.param === 'string', `OpenAI error param: ${where}`);
+  const known = (Object.keys(ERROR_STATUS) as (keyof typeof ERROR_STATUS)[]).some((ours) => {
+    const mapped = openAiError({ code: ours, status: ERROR_STATUS[ours] });
+    return mapped.body.error.code === e.code && mapped.status === status;
+  });
+  assert.ok(known, `OpenAI error code not from core/errors.ts at its status: ${where}`);
 }
 
 /** Names Object.prototype (and friends) own now: compared after every case to catch pollution. */

@@ -5,6 +5,11 @@
  * shape (`latitude`/`longitude` snapped to the model grid, `current_units` + `current`, `hourly_units` +
  * `hourly` arrays, times as "YYYY-MM-DDTHH:MM") and errors as HTTP 400 `{ "error": true, "reason": … }`.
  * Wind speeds are held in m/s and converted to the unit asked for, as the real API does.
+ *
+ * `startOpenMeteoServer({ kind: 'archive' })` is the ERA5 archive API instead: `GET /v1/archive` with
+ * `start_date`/`end_date` (yyyy-mm-dd, from 1940-01-01; no `current`, no `start_hour`), answering every hour
+ * of the days asked; hours after `filledUntil` answer nulls, as the real archive does for days ERA5 has not
+ * reached yet.
  */
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
@@ -14,6 +19,7 @@ export interface WeatherValues {
   temperature_2m: number | null;
   /** m/s; answered in the requested `wind_speed_unit`. */
   wind_speed_10m: number | null;
+  wind_direction_10m: number | null;
   precipitation: number | null;
   weather_code: number | null;
 }
@@ -41,14 +47,16 @@ export const DEFAULT_WEATHER: WeatherValues & { time: string } = {
   time: '2026-03-01T12:00',
   temperature_2m: 14.3,
   wind_speed_10m: 3.2,
+  wind_direction_10m: 250,
   precipitation: 0,
   weather_code: 3,
 };
 
-const VARIABLES = new Set(['temperature_2m', 'wind_speed_10m', 'precipitation', 'weather_code']);
+const VARIABLES = new Set(['temperature_2m', 'wind_speed_10m', 'wind_direction_10m', 'precipitation', 'weather_code']);
 const UNITS: Record<string, string> = {
   temperature_2m: '°C',
   wind_speed_10m: 'm/s',
+  wind_direction_10m: '°',
   precipitation: 'mm',
   weather_code: 'wmo code',
 };
@@ -59,10 +67,19 @@ const WIND: Record<string, { unit: string; factor: number }> = {
   kn: { unit: 'kn', factor: 1.943844 },
 };
 const HOUR = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$/;
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
 class BadRequest extends Error {}
 
-export async function startOpenMeteoServer(): Promise<OpenMeteoServer> {
+export interface OpenMeteoOptions {
+  kind?: 'forecast' | 'archive';
+  /** Archive only: the last hour ERA5 has filled ("YYYY-MM-DDTHH:00"); later hours answer nulls. */
+  filledUntil?: string;
+}
+
+export async function startOpenMeteoServer(options: OpenMeteoOptions = {}): Promise<OpenMeteoServer> {
+  const kind = options.kind ?? 'forecast';
+  const path = `/v1/${kind}`;
   const state = {
     current: { ...DEFAULT_WEATHER },
     hourly: new Map<string, Partial<WeatherValues>>(),
@@ -113,6 +130,7 @@ export async function startOpenMeteoServer(): Promise<OpenMeteoServer> {
       elevation: 21,
     };
     const current = list('current');
+    if (current.length && kind === 'archive') throw new BadRequest("Parameter 'current' is not supported here");
     if (current.length) {
       body.current_units = { time: 'iso8601', interval: 'seconds', ...units(current) };
       body.current = {
@@ -123,19 +141,36 @@ export async function startOpenMeteoServer(): Promise<OpenMeteoServer> {
     }
     const hourly = list('hourly');
     if (hourly.length) {
-      const start = query.get('start_hour');
-      const end = query.get('end_hour');
-      if (!start || !end || !HOUR.test(start) || !HOUR.test(end)) {
-        throw new BadRequest('this fake serves hourly data for start_hour/end_hour (yyyy-MM-ddTHH:mm) only');
+      let start: string | null;
+      let end: string | null;
+      if (kind === 'archive') {
+        const from = query.get('start_date');
+        const to = query.get('end_date');
+        if (!from || !to || !DATE.test(from) || !DATE.test(to)) {
+          throw new BadRequest("Parameter 'start_date' and 'end_date' are required (yyyy-MM-dd)");
+        }
+        if (from < '1940-01-01') {
+          throw new BadRequest(`Parameter 'start_date' is out of allowed range from 1940-01-01. Given: ${from}.`);
+        }
+        [start, end] = [`${from}T00:00`, `${to}T23:00`];
+      } else {
+        start = query.get('start_hour');
+        end = query.get('end_hour');
+        if (!start || !end || !HOUR.test(start) || !HOUR.test(end)) {
+          throw new BadRequest('this fake serves hourly data for start_hour/end_hour (yyyy-MM-ddTHH:mm) only');
+        }
       }
       const times: string[] = [];
       for (let t = Date.parse(`${start}Z`); t <= Date.parse(`${end}Z`); t += 3_600_000) {
         times.push(new Date(t).toISOString().slice(0, 16));
       }
+      const filled = (t: string) => kind !== 'archive' || !options.filledUntil || t <= options.filledUntil;
       body.hourly_units = { time: 'iso8601', ...units(hourly) };
       body.hourly = {
         time: times,
-        ...Object.fromEntries(hourly.map((n) => [n, times.map((t) => convert(n, state.hourly.get(t) ?? {}))])),
+        ...Object.fromEntries(
+          hourly.map((n) => [n, times.map((t) => (filled(t) ? convert(n, state.hourly.get(t) ?? {}) : null))]),
+        ),
       };
     }
     return body;
@@ -149,7 +184,7 @@ export async function startOpenMeteoServer(): Promise<OpenMeteoServer> {
     if (typeof state.fault === 'number') {
       return void res.writeHead(state.fault).end(JSON.stringify({ error: true, reason: 'Internal server error' }));
     }
-    if (req.method !== 'GET' || url.pathname !== '/v1/forecast') {
+    if (req.method !== 'GET' || url.pathname !== path) {
       return void res.writeHead(404).end(JSON.stringify({ error: true, reason: 'Not Found' }));
     }
     try {

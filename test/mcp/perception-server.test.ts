@@ -266,7 +266,8 @@ describe('perception server (MCP)', function () {
       assert.equal(weather.h3_cell, INSIDE);
       assert.equal(weather.temperature_c, 14.3);
       assert.equal(weather.wind_speed_ms, 3.2);
-      assert.equal(weather.status, 'cloudy');
+      assert.equal(weather.status, 'ok');
+      assert.equal(weather.conditions, 'cloudy');
       assert.equal(meteo.requests.length, 1);
       const [block] = await store.blocks(h.agent.publicKey);
       const signed = JSON.parse(block!.data_to_sign) as Record<string, unknown>;
@@ -362,9 +363,14 @@ describe('perception server (MCP)', function () {
         { success: true, epoch_index: 0, start_block: 0, end_block: 4 },
       );
       assert.match(String(roll.merkle_root), /^[0-9a-f]{64}$/);
-      // The roll's own breadcrumb (block 5) is the next epoch's first block.
+      // Only the roll's own breadcrumb (block 5) since: nothing to roll, as POST /epoch/roll says.
+      const again = toolError(await client.callTool({ name: 'idn_roll_epoch', arguments: {} }));
+      assert.match(again, /EPOCH: no blocks to roll since block_index 5/);
+      // Once something else happened, the rolls' breadcrumbs are sealed with it.
+      ok(await client.callTool({ name: 'perception_weather', arguments: { h3_cell: INSIDE } }));
       const second = ok(await client.callTool({ name: 'idn_roll_epoch', arguments: {} }));
       assert.equal(second.start_block, 5);
+      assert.equal(second.end_block, 7);
     });
 
     it('an empty idn_roll_epoch is a tool error with the protocol message', async () => {
@@ -634,7 +640,7 @@ describe('perception server (MCP)', function () {
       });
       const weather = await h.get('/test/weather');
       assert.equal(weather.status, 200);
-      assert.deepEqual(weather.body, { h3_cell: CELL, temperature_c: 14.3, status: 'cloudy' });
+      assert.deepEqual(weather.body, { h3_cell: CELL, temperature_c: 14.3, status: 'ok' });
       assert.equal((await h.get('/health')).body.chain_tip, 1, '/test/weather dropped a breadcrumb');
     });
 

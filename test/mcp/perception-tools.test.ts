@@ -88,7 +88,7 @@ describe('perception tools', () => {
       assert.equal(path, '/v1/forecast');
       assert.ok(Math.abs(Number(query.get('latitude')) - lat) < 1e-6);
       assert.ok(Math.abs(Number(query.get('longitude')) - lng) < 1e-6);
-      assert.equal(query.get('current'), 'temperature_2m,wind_speed_10m,precipitation,weather_code');
+      assert.equal(query.get('current'), 'temperature_2m,wind_speed_10m,wind_direction_10m,precipitation,weather_code');
       assert.equal(query.get('wind_speed_unit'), 'ms');
       assert.equal(query.get('timezone'), 'UTC');
       assert.equal(query.has('hourly'), false);
@@ -111,14 +111,19 @@ describe('perception tools', () => {
         timestamp: new Date(TEST_NOW).toISOString(),
         observed_at: '2026-03-01T11:45:00.000Z',
         mode: 'current',
+        source: 'forecast',
         temperature_c: 17.5,
         wind_speed_ms: 4.25, // asked in m/s: the fake would answer 15.3 km/h otherwise
+        wind_direction_deg: 250,
         precipitation_mm: 0.4,
         weather_code: 61,
-        status: 'rain',
+        status: 'ok',
+        conditions: 'rain',
         data_source: new URL(meteo.url).host,
         latitude: lat, // the centroid, not the grid point the API snapped to
         longitude: lng,
+        lat,
+        lon: lng,
         upstream_ms: 7,
         write_to_spatial_memory: false,
         spatial_memory: 'not available',
@@ -141,8 +146,8 @@ describe('perception tools', () => {
       const t = tool();
       for (const [code, word] of expected) {
         meteo.setCurrent({ weather_code: code });
-        const result = (await t.run(parse(t, { h3_cell: CELL }), context())) as { status: string };
-        assert.equal(result.status, word, `code ${code}`);
+        const result = (await t.run(parse(t, { h3_cell: CELL }), context())) as { conditions: string };
+        assert.equal(result.conditions, word, `code ${code}`);
       }
       assert.equal(weatherStatus(42), 'unknown');
       assert.equal(weatherStatus(null), 'unknown');
@@ -161,7 +166,7 @@ describe('perception tools', () => {
         context(),
       );
       const query = meteo.requests[0]!.query;
-      assert.equal(query.get('hourly'), 'temperature_2m,wind_speed_10m,precipitation,weather_code');
+      assert.equal(query.get('hourly'), 'temperature_2m,wind_speed_10m,wind_direction_10m,precipitation,weather_code');
       assert.equal(query.get('start_hour'), '2026-02-20T09:00');
       assert.equal(query.get('end_hour'), '2026-02-20T09:00');
       assert.equal(query.has('current'), false);
@@ -170,6 +175,8 @@ describe('perception tools', () => {
           ...(result as Record<string, unknown>),
           latitude: undefined,
           longitude: undefined,
+          lat: undefined,
+          lon: undefined,
           data_source: undefined,
         },
         {
@@ -177,13 +184,18 @@ describe('perception tools', () => {
           timestamp: '2026-02-20T09:40:00.000Z',
           observed_at: '2026-02-20T09:00:00.000Z',
           mode: 'hourly',
+          source: 'forecast',
           temperature_c: 8.1,
           wind_speed_ms: 6,
+          wind_direction_deg: 250,
           precipitation_mm: 1.2,
           weather_code: 80,
-          status: 'showers',
+          status: 'ok',
+          conditions: 'showers',
           latitude: undefined,
           longitude: undefined,
+          lat: undefined,
+          lon: undefined,
           data_source: undefined,
           upstream_ms: 7,
           write_to_spatial_memory: true,
@@ -265,7 +277,86 @@ describe('perception tools', () => {
       const t = tool();
       const result = (await t.run(parse(t, { h3_cell: WEATHER_TEST_CELL }), context())) as Record<string, unknown>;
       assert.equal(typeof result.temperature_c, 'number');
-      assert.equal(typeof result.status, 'string');
+      assert.equal(result.status, 'ok');
+    });
+
+    describe('with the ERA5 archive', () => {
+      let archive: OpenMeteoServer;
+      const both = () =>
+        createWeatherTool({
+          weatherUrl: meteo.url,
+          archiveUrl: archive.url,
+          timeoutMs: 300,
+          userAgent: 'geofabric-test/1',
+          clock: () => 0,
+        });
+      const at = async (timestamp: string, now = TEST_NOW) => {
+        const t = both();
+        return (await t.run(parse(t, { h3_cell: CELL, timestamp }), context({ now }))) as Record<string, unknown>;
+      };
+
+      beforeEach(async () => {
+        archive = await startOpenMeteoServer({ kind: 'archive' });
+      });
+      afterEach(() => archive.close());
+
+      it('asks the archive for instants older than 5 days, one whole UTC day, and picks the hour', async () => {
+        archive.setHourly('1995-07-01T00:00', { temperature_2m: 21.4, wind_direction_10m: 310, weather_code: 0 });
+        const result = await at('1995-07-01T00:20:00Z');
+        assert.equal(meteo.requests.length, 0);
+        assert.equal(archive.requests.length, 1);
+        const { path, query } = archive.requests[0]!;
+        assert.equal(path, '/v1/archive');
+        assert.equal(query.get('start_date'), '1995-07-01');
+        assert.equal(query.get('end_date'), '1995-07-01');
+        assert.equal(
+          query.get('hourly'),
+          'temperature_2m,wind_speed_10m,wind_direction_10m,precipitation,weather_code',
+        );
+        assert.equal(query.get('timezone'), 'UTC');
+        assert.equal(query.get('wind_speed_unit'), 'ms');
+        assert.equal(query.has('start_hour'), false);
+        assert.equal(result.source, 'archive');
+        assert.equal(result.data_source, new URL(archive.url).host);
+        assert.equal(result.observed_at, '1995-07-01T00:00:00.000Z');
+        assert.equal(result.temperature_c, 21.4);
+        assert.equal(result.wind_direction_deg, 310);
+        assert.equal(result.conditions, 'clear');
+        assert.equal(result.status, 'ok');
+      });
+
+      it('draws the line at 5 days: just older → archive, just newer → forecast', async () => {
+        const fiveDays = 5 * 86_400_000;
+        const older = await at(new Date(TEST_NOW - fiveDays - 3_600_000).toISOString());
+        const newer = await at(new Date(TEST_NOW - fiveDays + 3_600_000).toISOString());
+        assert.equal(older.source, 'archive');
+        assert.equal(newer.source, 'forecast');
+        assert.equal(archive.requests.length, 1);
+        assert.equal(meteo.requests.length, 1);
+      });
+
+      it('asks the forecast API for an hour the archive has not filled yet', async () => {
+        await archive.close();
+        archive = await startOpenMeteoServer({ kind: 'archive', filledUntil: '2026-02-20T00:00' });
+        const result = await at('2026-02-22T06:00:00Z');
+        assert.equal(archive.requests.length, 1);
+        assert.equal(meteo.requests.length, 1);
+        assert.equal(meteo.requests[0]!.query.get('start_hour'), '2026-02-22T06:00');
+        assert.equal(result.source, 'forecast');
+        assert.equal(result.temperature_c, 14.3);
+      });
+
+      it('serves 1940-01-01 on, refuses earlier and more than 16 days ahead, unasked', async () => {
+        assert.equal((await at('1940-01-01T00:00:00Z')).source, 'archive');
+        for (const timestamp of ['1939-12-31T23:00:00Z', '2026-03-20T00:00:00Z']) {
+          const t = both();
+          const error = await toolError(t.run(parse(t, { h3_cell: CELL, timestamp }), context()));
+          assert.equal(error.code, 'timestamp_out_of_range');
+          assert.match(error.message, /1940-01-01/);
+        }
+        assert.equal(archive.requests.length, 1);
+        assert.equal(meteo.requests.length, 0);
+      });
     });
   });
 

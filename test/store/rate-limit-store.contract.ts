@@ -28,6 +28,16 @@ export function describeRateLimitStoreContract(name: string, factory: RateLimitS
       assert.deepEqual(counts, [1, 2, 3, 4, 5]);
     });
 
+    it('peeks at a count without counting: 0 before the first, the current count after', async () => {
+      assert.equal(await store.peek('agent:p', W0), 0);
+      await store.increment('agent:p', W0, HOUR);
+      await store.increment('agent:p', W0, HOUR);
+      assert.equal(await store.peek('agent:p', W0), 2);
+      assert.equal(await store.peek('agent:p', W0), 2);
+      assert.equal(await store.peek('agent:p', W1), 0);
+      assert.equal(await store.increment('agent:p', W0, HOUR), 3);
+    });
+
     it('counts separate keys independently', async () => {
       assert.equal(await store.increment('agent:a', W0, HOUR), 1);
       assert.equal(await store.increment('agent:a', W0, HOUR), 2);

@@ -1,11 +1,16 @@
 /**
  * `perception_weather` (docs/protocol.md §4.2): the weather at an H3 cell's centroid from an Open-Meteo-compatible API.
  *
- * Now (no timestamp, or one within 30 minutes of the call) asks for the `current` block. Any other instant
- * asks for the one `hourly` value of its UTC hour (`start_hour` = `end_hour`), which the forecast API serves
- * from 92 days back to 16 days ahead; outside that range the call is refused as `timestamp_out_of_range`
- * rather than sent to a host that would refuse it. Units are requested explicitly (°C, m/s, mm) and checked
- * in the answer, so a proxy that ignores `wind_speed_unit` cannot pass km/h off as m/s.
+ * Now (no timestamp, or one within 30 minutes of the call) asks the forecast API for the `current` block.
+ * Any other instant is looked up as the `hourly` value of its UTC hour, from one of two sources chosen by date:
+ * - older than ARCHIVE_AFTER_MS (5 days): the archive API (ERA5 reanalysis, `/v1/archive`, one day asked by
+ *   `start_date` = `end_date`), which covers 1940-01-01 up to about 5 days ago;
+ * - newer (up to 16 days ahead): the forecast API (`start_hour` = `end_hour`), which serves 92 days back.
+ * The archive lags by a varying few days; an archive hour it has not filled yet (all values null) is asked of
+ * the forecast API instead when that one reaches it. Instants before 1940 or more than 16 days ahead are
+ * refused as `timestamp_out_of_range` rather than sent to a host that would refuse them. The result's
+ * `source` says which API answered. Units are requested explicitly (°C, m/s, mm) and checked in the answer,
+ * so a proxy that ignores `wind_speed_unit` cannot pass km/h off as m/s.
  *
  * `write_to_spatial_memory` is accepted and echoed; spatial memory is not built, and the result says so.
  */
@@ -17,7 +22,7 @@ import { fetchUpstreamJson, upstreamReason } from './upstream-fetch.js';
 /** The fixed city of `GET /test/weather`: the default perception cell over Rome. */
 export const WEATHER_TEST_CELL = DEFAULT_PERCEPTION_CELL;
 
-const VARIABLES = ['temperature_2m', 'wind_speed_10m', 'precipitation', 'weather_code'] as const;
+const VARIABLES = ['temperature_2m', 'wind_speed_10m', 'wind_direction_10m', 'precipitation', 'weather_code'] as const;
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 /** A timestamp this close to the call is "now": the current conditions answer it. */
@@ -25,13 +30,17 @@ export const CURRENT_TOLERANCE_MS = 30 * 60_000;
 /** The forecast API's hourly range around now (`past_days` ≤ 92, `forecast_days` ≤ 16). */
 export const PAST_LIMIT_MS = 92 * DAY_MS;
 export const FUTURE_LIMIT_MS = 16 * DAY_MS;
+/** Instants older than this go to the archive API, which is filled up to about 5 days before now. */
+export const ARCHIVE_AFTER_MS = 5 * DAY_MS;
+/** The archive's first hour (ERA5 starts in 1940). */
+export const ARCHIVE_START_MS = Date.UTC(1940, 0, 1);
 
 export const weatherInputSchema = {
   h3_cell: z.string().refine(isCell, 'must be a valid H3 cell (15 lowercase hex)'),
   timestamp: z.iso
     .datetime({ offset: true })
     .optional()
-    .describe('ISO 8601 instant (default: now); its UTC hour is looked up'),
+    .describe('ISO 8601 instant from 1940-01-01 to 16 days ahead (default: now); its UTC hour is looked up'),
   write_to_spatial_memory: z
     .boolean()
     .optional()
@@ -41,8 +50,13 @@ export const weatherInputSchema = {
 type WeatherArgs = z.infer<z.ZodObject<typeof weatherInputSchema>>;
 
 export interface WeatherDeps {
-  /** API root without a trailing path, e.g. https://api.open-meteo.com */
+  /** Forecast API root without a trailing path, e.g. https://api.open-meteo.com */
   weatherUrl: string;
+  /**
+   * Archive API root, e.g. https://archive-api.open-meteo.com. Without it, instants the forecast API does not
+   * reach (more than 92 days back) are refused as `timestamp_out_of_range`.
+   */
+  archiveUrl?: string;
   timeoutMs: number;
   userAgent: string;
   /** Measures the upstream's answer time (`upstream_ms`); the call's instant is the context's `now`. */
@@ -56,15 +70,26 @@ export interface WeatherResult {
   /** The upstream's time of the values (ISO 8601 UTC): the current block's time or the hour's start. */
   observed_at: string;
   mode: 'current' | 'hourly';
+  /** Which API answered: the ERA5 archive or the forecast API. */
+  source: 'archive' | 'forecast';
   temperature_c: number | null;
   wind_speed_ms: number | null;
+  /** Where the wind comes from, degrees clockwise from north. */
+  wind_direction_deg: number | null;
   /** Current: precipitation over the preceding interval; hourly: over the preceding hour. */
   precipitation_mm: number | null;
   weather_code: number | null;
-  status: string;
+  /** "ok" for an answered call (clients of the tool this one replaces read it). */
+  status: 'ok';
+  /** The weather code as a short word ("rain", "cloudy"). */
+  conditions: string;
+  /** The host that answered. */
   data_source: string;
+  /** The cell centroid (`lat`/`lon` are the same values under the names the replaced tool used). */
   latitude: number;
   longitude: number;
+  lat: number;
+  lon: number;
   upstream_ms: number;
   write_to_spatial_memory: boolean;
   spatial_memory: 'not available';
@@ -102,6 +127,7 @@ const currentAnswer = z.looseObject({
     time: z.string(),
     temperature_2m: value,
     wind_speed_10m: value,
+    wind_direction_10m: value.optional(),
     precipitation: value,
     weather_code: code,
   }),
@@ -113,6 +139,7 @@ const hourlyAnswer = z.looseObject({
     time: z.array(z.string()),
     temperature_2m: z.array(value),
     wind_speed_10m: z.array(value),
+    wind_direction_10m: z.array(value).optional(),
     precipitation: z.array(value),
     weather_code: z.array(code),
   }),
@@ -143,17 +170,107 @@ function malformed(error: z.ZodError, name: string): ToolError {
   );
 }
 
-export function createWeatherTool(deps: WeatherDeps): PerceptionTool {
-  const root = deps.weatherUrl.replace(/\/+$/, '');
+interface Api {
+  source: 'archive' | 'forecast';
+  root: string;
+  host: string;
+  name: string;
+}
+
+function api(source: Api['source'], url: string): Api {
+  const root = url.replace(/\/+$/, '');
   const host = new URL(root).host;
-  const name = `the weather API at ${host}`;
+  return { source, root, host, name: `the ${source === 'archive' ? 'weather archive' : 'weather'} API at ${host}` };
+}
+
+interface Reading {
+  time: string;
+  temperature_2m: number | null;
+  wind_speed_10m: number | null;
+  wind_direction_10m: number | null;
+  precipitation: number | null;
+  weather_code: number | null;
+}
+
+const unfilled = (r: Reading) =>
+  r.temperature_2m === null && r.wind_speed_10m === null && r.precipitation === null && r.weather_code === null;
+
+export function createWeatherTool(deps: WeatherDeps): PerceptionTool {
+  const forecast = api('forecast', deps.weatherUrl);
+  const archive = deps.archiveUrl === undefined ? undefined : api('archive', deps.archiveUrl);
+
+  /** One request to `from`; the reading of the current block or of the hour starting at `hour`. */
+  async function ask(
+    from: Api,
+    mode: 'current' | 'hourly',
+    hour: string,
+    lat: number,
+    lng: number,
+    signal: AbortSignal | undefined,
+  ): Promise<Reading> {
+    const query = new URLSearchParams({ latitude: lat.toFixed(6), longitude: lng.toFixed(6) });
+    if (mode === 'current') query.set('current', VARIABLES.join(','));
+    else {
+      query.set('hourly', VARIABLES.join(','));
+      if (from.source === 'archive') {
+        // The archive API takes whole days; the hour is picked from the day's 24 values.
+        query.set('start_date', hour.slice(0, 10));
+        query.set('end_date', hour.slice(0, 10));
+      } else {
+        // Open-Meteo's `start_hour`/`end_hour` are local times of `timezone`; with UTC they are UTC hours.
+        query.set('start_hour', hour);
+        query.set('end_hour', hour);
+      }
+    }
+    query.set('wind_speed_unit', 'ms');
+    query.set('temperature_unit', 'celsius');
+    query.set('precipitation_unit', 'mm');
+    query.set('timezone', 'UTC');
+
+    const answer = await fetchUpstreamJson({
+      name: from.name,
+      url: `${from.root}/v1/${from.source}?${query.toString()}`,
+      headers: { 'user-agent': deps.userAgent },
+      timeoutMs: deps.timeoutMs,
+      ...(signal ? { signal } : {}),
+    });
+    if (!answer.ok) {
+      const reason = upstreamReason(answer.json);
+      throw new ToolError(
+        'upstream_unavailable',
+        `${from.name} answered HTTP ${answer.status}${reason ? `: ${reason}` : ''}`,
+      );
+    }
+    if (mode === 'current') {
+      const parsed = currentAnswer.safeParse(answer.json);
+      if (!parsed.success) throw malformed(parsed.error, from.name);
+      checkUnits(parsed.data.current_units, from.name);
+      const c = parsed.data.current;
+      return { ...c, wind_direction_10m: c.wind_direction_10m ?? null };
+    }
+    const parsed = hourlyAnswer.safeParse(answer.json);
+    if (!parsed.success) throw malformed(parsed.error, from.name);
+    checkUnits(parsed.data.hourly_units, from.name);
+    const h = parsed.data.hourly;
+    const i = h.time.findIndex((t) => utcIso(t) === `${hour}:00.000Z`);
+    if (i < 0) throw new ToolError('upstream_unavailable', `${from.name} sent no hourly values for ${hour}Z`);
+    return {
+      time: h.time[i]!,
+      temperature_2m: h.temperature_2m[i] ?? null,
+      wind_speed_10m: h.wind_speed_10m[i] ?? null,
+      wind_direction_10m: h.wind_direction_10m?.[i] ?? null,
+      precipitation: h.precipitation[i] ?? null,
+      weather_code: h.weather_code[i] ?? null,
+    };
+  }
 
   const tool: PerceptionTool<typeof weatherInputSchema> = {
     name: 'perception_weather',
     title: 'Weather at an H3 cell',
     description:
-      'Temperature (°C), wind speed (m/s), precipitation (mm), WMO weather code and a short status word at the ' +
-      'centroid of an H3 cell, now or at an ISO 8601 timestamp (92 days back to 16 days ahead), from an Open-Meteo-compatible API.',
+      'Temperature (°C), wind speed (m/s) and direction (°), precipitation (mm), WMO weather code and a short ' +
+      'conditions word at the centroid of an H3 cell, now or at an ISO 8601 timestamp from 1940-01-01 to 16 days ' +
+      'ahead: the ERA5 archive answers instants older than 5 days, the forecast API the rest (`source` says which).',
     inputSchema: weatherInputSchema,
     facet: 'perception',
     cellOf: (args) => args.h3_cell,
@@ -161,91 +278,54 @@ export function createWeatherTool(deps: WeatherDeps): PerceptionTool {
     async run(args: WeatherArgs, context): Promise<WeatherResult> {
       const now = context.now;
       const at = args.timestamp === undefined ? now : Date.parse(args.timestamp);
-      if (at < now - PAST_LIMIT_MS || at > now + FUTURE_LIMIT_MS) {
+      const earliest = archive ? ARCHIVE_START_MS : now - PAST_LIMIT_MS;
+      if (at < earliest || at > now + FUTURE_LIMIT_MS) {
         throw new ToolError(
           'timestamp_out_of_range',
-          `timestamp must lie between 92 days before and 16 days after now (${new Date(now).toISOString()})`,
+          archive
+            ? `timestamp must lie between 1940-01-01 and 16 days after now (${new Date(now).toISOString()})`
+            : `timestamp must lie between 92 days before and 16 days after now (${new Date(now).toISOString()}); no archive API is configured`,
         );
       }
       const mode = Math.abs(at - now) <= CURRENT_TOLERANCE_MS ? 'current' : 'hourly';
       const { lat, lng } = cellCentroid(args.h3_cell);
-      const query = new URLSearchParams({ latitude: lat.toFixed(6), longitude: lng.toFixed(6) });
-      // Open-Meteo's `start_hour`/`end_hour` are local times of `timezone`; with UTC they are UTC hours.
       const hour = new Date(Math.floor(at / HOUR_MS) * HOUR_MS).toISOString().slice(0, 16);
-      if (mode === 'current') query.set('current', VARIABLES.join(','));
-      else {
-        query.set('hourly', VARIABLES.join(','));
-        query.set('start_hour', hour);
-        query.set('end_hour', hour);
-      }
-      query.set('wind_speed_unit', 'ms');
-      query.set('temperature_unit', 'celsius');
-      query.set('precipitation_unit', 'mm');
-      query.set('timezone', 'UTC');
+      const forecastReaches = at >= now - PAST_LIMIT_MS;
 
       const started = deps.clock();
-      const answer = await fetchUpstreamJson({
-        name,
-        url: `${root}/v1/forecast?${query.toString()}`,
-        headers: { 'user-agent': deps.userAgent },
-        timeoutMs: deps.timeoutMs,
-        ...(context.signal ? { signal: context.signal } : {}),
-      });
+      let from = mode === 'hourly' && archive && at < now - ARCHIVE_AFTER_MS ? archive : forecast;
+      let reading = await ask(from, mode, hour, lat, lng, context.signal);
+      if (from === archive && unfilled(reading) && forecastReaches) {
+        from = forecast;
+        reading = await ask(from, mode, hour, lat, lng, context.signal);
+      }
       const upstreamMs = Math.max(0, deps.clock() - started);
-      if (!answer.ok) {
-        const reason = upstreamReason(answer.json);
-        throw new ToolError(
-          'upstream_unavailable',
-          `${name} answered HTTP ${answer.status}${reason ? `: ${reason}` : ''}`,
-        );
-      }
 
-      let values: { time: string; temperature_2m: number | null; wind_speed_10m: number | null };
-      let precipitation: number | null;
-      let weatherCode: number | null;
-      if (mode === 'current') {
-        const parsed = currentAnswer.safeParse(answer.json);
-        if (!parsed.success) throw malformed(parsed.error, name);
-        checkUnits(parsed.data.current_units, name);
-        values = parsed.data.current;
-        precipitation = parsed.data.current.precipitation;
-        weatherCode = parsed.data.current.weather_code;
-      } else {
-        const parsed = hourlyAnswer.safeParse(answer.json);
-        if (!parsed.success) throw malformed(parsed.error, name);
-        checkUnits(parsed.data.hourly_units, name);
-        const h = parsed.data.hourly;
-        const i = h.time.findIndex((t) => utcIso(t) === `${hour}:00.000Z`);
-        if (i < 0) throw new ToolError('upstream_unavailable', `${name} sent no hourly values for ${hour}Z`);
-        values = {
-          time: h.time[i]!,
-          temperature_2m: h.temperature_2m[i] ?? null,
-          wind_speed_10m: h.wind_speed_10m[i] ?? null,
-        };
-        precipitation = h.precipitation[i] ?? null;
-        weatherCode = h.weather_code[i] ?? null;
-      }
-      const observedAt = utcIso(values.time);
+      const observedAt = utcIso(reading.time);
       if (observedAt === null) {
         throw new ToolError(
           'upstream_unavailable',
-          `malformed answer from ${name}: time ${JSON.stringify(values.time)}`,
+          `malformed answer from ${from.name}: time ${JSON.stringify(reading.time)}`,
         );
       }
-
       return {
         h3_cell: args.h3_cell,
         timestamp: new Date(at).toISOString(),
         observed_at: observedAt,
         mode,
-        temperature_c: values.temperature_2m,
-        wind_speed_ms: values.wind_speed_10m,
-        precipitation_mm: precipitation,
-        weather_code: weatherCode,
-        status: weatherStatus(weatherCode),
-        data_source: host,
+        source: from.source,
+        temperature_c: reading.temperature_2m,
+        wind_speed_ms: reading.wind_speed_10m,
+        wind_direction_deg: reading.wind_direction_10m,
+        precipitation_mm: reading.precipitation,
+        weather_code: reading.weather_code,
+        status: 'ok',
+        conditions: weatherStatus(reading.weather_code),
+        data_source: from.host,
         latitude: lat,
         longitude: lng,
+        lat,
+        lon: lng,
         upstream_ms: upstreamMs,
         write_to_spatial_memory: args.write_to_spatial_memory,
         spatial_memory: 'not available',
