@@ -54,8 +54,9 @@ export type SealLeaf = Pick<ProofRecord, 'seq' | 'record_hash'>;
 export interface ProofStore {
   /**
    * Local writer: for each entry assigns the signer's next gapless seq, hashes and signs (signRecord) and
-   * inserts; a batch is one atomic write (SQLite: one transaction). Idempotent by id: an id already stored is
-   * returned as stored, consuming no seq. An entry for an epoch the signer already sealed, or for an earlier
+   * inserts; a batch is one atomic write (SQLite: one transaction). Idempotent by id: an id the signer already
+   * stored is returned as stored, consuming no seq; an id another writer holds throws
+   * ServiceError('record_conflict'), writing nothing of the batch (a foreign record is never adopted). An entry for an epoch the signer already sealed, or for an earlier
    * epoch than its latest seal (a seal chain never goes back, so it would never be sealed), throws
    * ServiceError('epoch_sealed'), writing nothing of the batch; an entry that does not make a valid record
    * throws ServiceError('invalid_record'), likewise.

@@ -24,7 +24,8 @@ export interface AppendPlan {
 
 /**
  * Assigns seqs tail.seq + 1 … to the entries whose id is not stored yet, in (epoch, position) order, and
- * signs them. Refused with `epoch_sealed`, before anything is signed:
+ * signs them. An id stored by another writer is refused with `record_conflict`; refused with `epoch_sealed`,
+ * before anything is signed:
  *  - an epoch the signer has sealed, or one before its latest seal (the chain never goes back);
  *  - an epoch before its latest record's: a seal covers seqs first..last with no gap (core/seal.ts), so once
  *    a writer has moved on to a later epoch, a record for an earlier one could never be sealed.
@@ -47,6 +48,14 @@ export function planAppend(
     firstIndex.set(id, index);
     const existing = stored(id);
     if (existing !== undefined) {
+      // A record stands only for what its own writer wrote: never answer with another key's record (a pushed
+      // record could otherwise stand in for this writer's, e.g. a job's proof).
+      if (existing.address.pk !== signer.publicKey) {
+        throw new ServiceError(
+          'record_conflict',
+          `record ${id}: the id is held by another writer (${existing.address.pk}), not ${signer.publicKey}`,
+        );
+      }
       records[index] = existing;
       return;
     }

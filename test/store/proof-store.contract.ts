@@ -150,6 +150,18 @@ export function describeProofStoreContract(name: string, factory: ProofStoreFact
         assert.equal((await store.appendRecords(alice, [entry('a-4', 5)]))[0]?.seq, 4);
       });
 
+      it("never adopts another writer's record: an id held by another key is record_conflict, nothing written", async () => {
+        // Bob's record arrived first (a push); Alice's own append of that id must not answer with it.
+        const [planted] = await store.appendRecords(bob, [entry('job-1', 5)]);
+        await assert.rejects(
+          store.appendRecords(alice, [entry('alice-1', 5), entry('job-1', 5)]),
+          (error: unknown) => error instanceof ServiceError && error.code === 'record_conflict',
+        );
+        assert.deepEqual(await store.getRecord('job-1'), planted);
+        assert.equal(await store.getRecord('alice-1'), null, 'nothing of the batch was written');
+        assert.equal((await store.appendRecords(alice, [entry('alice-1', 5)]))[0]?.seq, 1, 'no seq was consumed');
+      });
+
       it('keeps seqs gapless under concurrent appends by one signer', async () => {
         const batches = await Promise.all(
           Array.from({ length: 5 }, (_, b) => store.appendRecords(alice, entries(`c${b}`, 5, 3))),
