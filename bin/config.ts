@@ -5,6 +5,7 @@ import type { TileConfig, TileTemplates } from '../activities/tiles/index.js';
 import type { WebSearchConfig } from '../activities/tools/web-search.js';
 import { DEFAULT_EPOCH_GENESIS_MS, parseEpochGenesis } from '../core/epoch.js';
 import type { HttpLimits } from '../api/http-limits.js';
+import type { ProofSyncConfig } from '../api/app-deps.js';
 import { SERVICE_VERSION } from '../api/version.js';
 import { isCell, DEFAULT_JOB_CELL } from '../core/h3-cell.js';
 import { WORKER_MODELS } from '../core/models.js';
@@ -82,6 +83,20 @@ const envSchema = z.object({
   SEAL_CHECK_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   CENTRAL_STORE_URL: z.url().optional(),
   SYNC_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
+  // The central proof store takes pushes from this node's key, registered workers and these node keys
+  // (comma-separated Ed25519 public keys): only node keys write compute/job records or relay others' records.
+  SYNC_NODE_KEYS: z
+    .string()
+    .default('')
+    .refine(
+      (v) => list(v).every((pk) => /^[0-9a-f]{64}$/.test(pk)),
+      'must be comma-separated 64 lowercase hex (Ed25519 public keys)',
+    ),
+  // Per pushing key and hour; a push past either bound is 429 quota_exceeded (docs/security.md).
+  SYNC_MAX_RECORDS_PER_HOUR: z.coerce.number().int().min(1).max(100_000_000).default(36_000),
+  SYNC_MAX_MB_PER_HOUR: z.coerce.number().int().min(1).max(1_048_576).default(64),
+  // Records older than the open epoch and the one before come only with their writer's seal, at most this old.
+  SYNC_MAX_BACKFILL_HOURS: z.coerce.number().int().min(1).max(87_600).default(168),
   TILE_URL_OSM_BRIGHT: z.string().optional(),
   TILE_URL_OSM_STANDARD: z.string().optional(),
   TILE_URL_DARK: z.string().optional(),
@@ -264,6 +279,8 @@ export interface Config {
   /** When set, this node pushes its records and seals there (a worker's local store → the central store). */
   centralStoreUrl: string | undefined;
   syncIntervalMs: number;
+  /** What the central proof store takes, from whom (SYNC_NODE_KEYS, SYNC_MAX_*): api/app-deps.ts ProofSyncConfig. */
+  proofSync: ProofSyncConfig;
   tiles: TileConfig;
   imagery: ImageryConfig;
   swarm: SwarmConfig;
@@ -443,6 +460,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sealCheckMs: e.SEAL_CHECK_SECONDS * 1000,
     centralStoreUrl: e.CENTRAL_STORE_URL,
     syncIntervalMs: e.SYNC_INTERVAL_SECONDS * 1000,
+    proofSync: {
+      nodeKeys: list(e.SYNC_NODE_KEYS),
+      bounds: { itemsPerHour: e.SYNC_MAX_RECORDS_PER_HOUR, bytesPerHour: e.SYNC_MAX_MB_PER_HOUR * 1024 * 1024 },
+      maxBackfillEpochs: e.SYNC_MAX_BACKFILL_HOURS,
+    },
     tiles: {
       templates: {
         'osm-bright': tileTemplate('TILE_URL_OSM_BRIGHT', e.TILE_URL_OSM_BRIGHT, DEFAULT_TILE_TEMPLATES['osm-bright']),
