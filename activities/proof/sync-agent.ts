@@ -134,11 +134,18 @@ export function createSyncAgent(deps: SyncAgentDeps) {
       const answer = await push(path, key, batch, await extra(batch));
       const done = settled(answer, key === 'records' ? 'record' : 'seal');
       const acked = batch.filter((item) => done.has(idOf(item)));
-      if (acked.length === 0) throw new SyncError(`${path} acknowledged none of the batch`);
+      if (acked.length === 0) {
+        // Records past the central window wait for this node's sealer: the next round sends them with the seal.
+        if (answer.rejected.length > 0 && answer.rejected.every((r) => r.error === 'seal_required')) {
+          deps.logger?.warn({ waiting: batch.length }, 'records wait for their epoch seal before they sync');
+          return { pushed, refused };
+        }
+        throw new SyncError(`${path} acknowledged none of the batch`);
+      }
       await mark(acked);
       pushed += acked.length;
       onPushed?.(key, acked.length);
-      refused += answer.rejected.length;
+      refused += answer.rejected.filter((r) => r.error !== 'seal_required').length;
     }
   }
 
