@@ -71,7 +71,7 @@ async function allCentralRecords(central: TestGateway): Promise<ProofRecord[]> {
 }
 
 describe('SyncAgent: worker store → central store', () => {
-  let central: TestGateway;
+  let central: Awaited<ReturnType<typeof startGateway>>;
   let local: ProofStore;
   let proxy: Awaited<ReturnType<typeof flakyProxy>>;
   // The central store's clock: two epochs after EPOCH, so EPOCH is past its sync window (records need seals).

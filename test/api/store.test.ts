@@ -6,7 +6,7 @@ import { createSeal } from '../../core/seal.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
 import type { ProofStore } from '../../store/proof-store.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { startGateway } from '../helpers/gateway.js';
 import { inferenceEntry, push, registerWorker, sealThrough, timeIn } from '../helpers/proofs.js';
 
 const worker = generateKeyPair();
@@ -20,7 +20,7 @@ interface BatchBody {
 }
 
 describe('proof store over HTTP (/store/*)', () => {
-  let central: TestGateway;
+  let central: Awaited<ReturnType<typeof startGateway>>;
   let local: ProofStore;
   let records: ProofRecord[];
   let seals: Seal[];
