@@ -11,6 +11,7 @@ import type { JobRunner } from './job-runner.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { WorkerRegistry } from '../store/worker-registry.js';
 import type { ProofStore } from '../store/proof-store.js';
+import type { SyncBounds } from '../activities/proof/sync-writers.js';
 import type { RateLimitStore } from '../store/types.js';
 
 export interface GatewayConfig {
@@ -40,6 +41,17 @@ export interface GatewayConfig {
   registrationLimits?: RegistrationLimits | undefined;
   /** The perception service the dashboard's compliance view asks (server-side); default http://127.0.0.1:8100. */
   perceptionUrl?: string | undefined;
+  /** Who may push to `/store/sync` and `/store/epochs` beyond this node and registered workers, and how much. */
+  proofSync?: ProofSyncConfig | undefined;
+}
+
+export interface ProofSyncConfig {
+  /** SYNC_NODE_KEYS: other nodes' keys, trusted to write compute/job records and to relay other writers' records. */
+  nodeKeys: readonly string[];
+  /** SYNC_MAX_RECORDS_PER_HOUR, SYNC_MAX_MB_PER_HOUR: per pushing key; DEFAULT_SYNC_BOUNDS when absent. */
+  bounds?: SyncBounds | undefined;
+  /** SYNC_MAX_BACKFILL_HOURS: oldest epoch a push may bring (with its seal); DEFAULT_MAX_BACKFILL_EPOCHS when absent. */
+  maxBackfillEpochs?: number | undefined;
 }
 
 /** Everything the gateway needs from outside; `createApp` never reads the environment or listens. */

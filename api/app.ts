@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import Koa, { type Context } from 'koa';
 import { createProofIngest } from '../activities/proof/proof-ingest.js';
+import { createSyncQuota, createWriterRoles, DEFAULT_SYNC_BOUNDS } from '../activities/proof/sync-writers.js';
 import { jobStellarTx } from '../activities/settlement/settlement-service.js';
 import type { AppDeps } from './app-deps.js';
 import { gateChain, gateLimits, type GateLimits } from './gates.js';
@@ -70,7 +71,19 @@ export function createApp(deps: AppDeps): Koa {
     }),
     ...storeRoutes({
       proofs: deps.proofs,
-      ingest: createProofIngest({ store: deps.proofs }),
+      ingest: createProofIngest({
+        store: deps.proofs,
+        // This node's key and the configured ones write as nodes; registered workers as workers.
+        roleOf: createWriterRoles({
+          nodeKeys: [deps.nodePk, ...(deps.config.proofSync?.nodeKeys ?? [])],
+          workers: deps.workers,
+        }),
+        clock: deps.clock,
+        genesisMs: deps.config.epochGenesisMs,
+        epochMs: deps.config.epochMs,
+        maxBackfillEpochs: deps.config.proofSync?.maxBackfillEpochs,
+        quota: createSyncQuota(deps.config.proofSync?.bounds ?? DEFAULT_SYNC_BOUNDS, deps.clock),
+      }),
       ledger: deps.ledger,
       platformPk: deps.nodePk,
       networkPassphrase: deps.networkPassphrase,

@@ -68,6 +68,8 @@ import { startTileUpstream } from './load-upstream.js';
 const SECONDS = positiveIntSetting('BENCH_LOAD_SECONDS', process.env.BENCH_LOAD_SECONDS, 10);
 const CONNECTIONS = positiveIntSetting('BENCH_LOAD_CONNECTIONS', process.env.BENCH_LOAD_CONNECTIONS, 16);
 const MIXED = process.env.BENCH_LOAD_MIXED === '1';
+/** The syncing worker node's key, configured at the service as a node key (SYNC_NODE_KEYS). */
+const SYNC_KEY = generateKeyPair();
 const SYNC_RECORDS = positiveIntSetting('BENCH_LOAD_SYNC_RECORDS', process.env.BENCH_LOAD_SYNC_RECORDS, 5000);
 /** Limits far above any scenario's rate: the limiter runs on every request and never refuses. */
 const UNREACHED_RATE_PER_MINUTE = '10000000';
@@ -218,9 +220,11 @@ async function main(): Promise<number> {
     WORKER_RUNTIME_URL: runtime.url,
     WORKER_MODELS: 'tinyllama',
     PREWARM_MODELS: 'tinyllama',
+    // The syncing worker node below pushes as a configured node key (the store takes no unknown writer).
+    SYNC_NODE_KEYS: SYNC_KEY.publicKey,
     ...Object.fromEntries(TILE_STYLES.map((s) => [`TILE_URL_${s.toUpperCase().replace('-', '_')}`, template])),
   };
-  const startCommand = `DATA_DIR=${dataDir} PORT=${port} LOG_LEVEL=warn ORCHESTRATOR=embedded PERCEPTION_ENABLED=false GOVERNANCE_ENABLED=false API_KEYS=<bench key> RATE_LIMIT_IP_PER_MINUTE=${UNREACHED_RATE_PER_MINUTE} RATE_LIMIT_PRINCIPAL_PER_MINUTE=${UNREACHED_RATE_PER_MINUTE} WORKER_RUNTIME_URL=${runtime.url} WORKER_MODELS=tinyllama PREWARM_MODELS=tinyllama TILE_URL_<all five styles>=${template} node --import tsx bin/geofabric.ts start`;
+  const startCommand = `DATA_DIR=${dataDir} PORT=${port} LOG_LEVEL=warn ORCHESTRATOR=embedded PERCEPTION_ENABLED=false GOVERNANCE_ENABLED=false API_KEYS=<bench key> RATE_LIMIT_IP_PER_MINUTE=${UNREACHED_RATE_PER_MINUTE} RATE_LIMIT_PRINCIPAL_PER_MINUTE=${UNREACHED_RATE_PER_MINUTE} WORKER_RUNTIME_URL=${runtime.url} WORKER_MODELS=tinyllama PREWARM_MODELS=tinyllama SYNC_NODE_KEYS=<bench sync key> TILE_URL_<all five styles>=${template} node --import tsx bin/geofabric.ts start`;
   console.log(`service: ${startCommand}`);
 
   const startedAt = performance.now();
@@ -441,7 +445,7 @@ interface WorkerStore {
 async function sealedWorkerStore(count: number, nowMs: number): Promise<WorkerStore> {
   const db = openSqlite(':memory:');
   const store = createSqliteProofStore(db);
-  const key = generateKeyPair();
+  const key = SYNC_KEY;
   const current = epochAt(nowMs, DEFAULT_EPOCH_GENESIS_MS);
   const epochs = [current - 3, current - 2, current - 1];
   const records: NewRecord[] = Array.from({ length: count }, (_, i) => {

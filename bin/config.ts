@@ -6,6 +6,7 @@ import type { WebSearchConfig } from '../activities/tools/web-search.js';
 import { DEFAULT_EPOCH_GENESIS_MS, EPOCH_MS, parseEpochGenesis } from '../core/epoch.js';
 import { PROXY_HEADERS } from '../core/forwarded.js';
 import type { HttpLimits } from '../api/http-limits.js';
+import type { ProofSyncConfig } from '../api/app-deps.js';
 import { SERVICE_VERSION } from '../api/version.js';
 import { isCell, DEFAULT_JOB_CELL } from '../core/h3-cell.js';
 import { checkPublicKey } from '../core/identity.js';
@@ -111,6 +112,20 @@ export const envSchema = z.object({
   SEAL_CHECK_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   CENTRAL_STORE_URL: z.url().optional(),
   SYNC_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
+  // The central proof store takes pushes from this node's key, registered workers and these node keys
+  // (comma-separated Ed25519 public keys): only node keys write compute/job records or relay others' records.
+  SYNC_NODE_KEYS: z
+    .string()
+    .default('')
+    .refine(
+      (v) => list(v).every((pk) => /^[0-9a-f]{64}$/.test(pk)),
+      'must be comma-separated 64 lowercase hex (Ed25519 public keys)',
+    ),
+  // Per pushing key and hour; a push past either bound is 429 quota_exceeded (docs/security.md).
+  SYNC_MAX_RECORDS_PER_HOUR: z.coerce.number().int().min(1).max(100_000_000).default(36_000),
+  SYNC_MAX_MB_PER_HOUR: z.coerce.number().int().min(1).max(1_048_576).default(64),
+  // Records older than the open epoch and the one before come only with their writer's seal, at most this old.
+  SYNC_MAX_BACKFILL_HOURS: z.coerce.number().int().min(1).max(87_600).default(168),
   TILE_URL_OSM_BRIGHT: z.string().optional(),
   TILE_URL_OSM_STANDARD: z.string().optional(),
   TILE_URL_DARK: z.string().optional(),
@@ -381,6 +396,24 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
       "push this node's records and seals to that gateway's `/store/sync` and `/store/epochs` (a worker defaults to `GATEWAY_URL`)",
   },
   SYNC_INTERVAL_SECONDS: { section: 'Proof sealing and sync', description: 'interval between sync rounds' },
+  SYNC_NODE_KEYS: {
+    section: 'Proof sealing and sync',
+    description:
+      'comma-separated hex public keys of other nodes that may push to this store (`/store/sync`, `/store/epochs`), beside this node and registered workers (docs/security.md)',
+  },
+  SYNC_MAX_RECORDS_PER_HOUR: {
+    section: 'Proof sealing and sync',
+    description: 'records and seals one pushing key may send per clock hour (429 `quota_exceeded` past it)',
+  },
+  SYNC_MAX_MB_PER_HOUR: {
+    section: 'Proof sealing and sync',
+    description: 'JSON megabytes of records and seals one pushing key may send per clock hour',
+  },
+  SYNC_MAX_BACKFILL_HOURS: {
+    section: 'Proof sealing and sync',
+    description:
+      'the oldest epoch a push may bring, and only with its seal (records of the open epoch and the one before need none)',
+  },
   TILE_URL_OSM_BRIGHT: {
     section: 'Tiles',
     description: 'upstream XYZ template of style `osm-bright` (`{z}`, `{x}`, `{y}`)',
@@ -764,6 +797,8 @@ export interface Config {
   /** When set, this node pushes its records and seals there (a worker's local store → the central store). */
   centralStoreUrl: string | undefined;
   syncIntervalMs: number;
+  /** What the central proof store takes, from whom (SYNC_NODE_KEYS, SYNC_MAX_*): api/app-deps.ts ProofSyncConfig. */
+  proofSync: ProofSyncConfig;
   tiles: TileConfig;
   imagery: ImageryConfig;
   swarm: SwarmConfig;
@@ -1012,6 +1047,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sealCheckMs: dev.sealCheckMs,
     centralStoreUrl: e.CENTRAL_STORE_URL,
     syncIntervalMs: e.SYNC_INTERVAL_SECONDS * 1000,
+    proofSync: {
+      nodeKeys: list(e.SYNC_NODE_KEYS),
+      bounds: { itemsPerHour: e.SYNC_MAX_RECORDS_PER_HOUR, bytesPerHour: e.SYNC_MAX_MB_PER_HOUR * 1024 * 1024 },
+      maxBackfillEpochs: e.SYNC_MAX_BACKFILL_HOURS,
+    },
     tiles: {
       templates: {
         'osm-bright': tileTemplate('TILE_URL_OSM_BRIGHT', e.TILE_URL_OSM_BRIGHT, DEFAULT_TILE_TEMPLATES['osm-bright']),

@@ -45,8 +45,9 @@ const USAGE = `geofabric <command>
              [--not-before ISO] [--not-after ISO | --days N] [--base64]
   cert verify FILE|- [--agent PK] [--cell C] [--facets F1,F2] [--tools T1] [--at ISO]
                                  checks a certificate or chain (JSON or base64); exit 1 if invalid
-  proof verify RECORD_ID --url BASE [--wait SECONDS] [--anchor [--horizon URL]]
-                                 fetches /store/proof/RECORD_ID and re-verifies it offline; --wait asks again
+  proof verify RECORD_ID --url BASE [--node-pk PK] [--wait SECONDS] [--anchor [--horizon URL]]
+                                 fetches /store/proof/RECORD_ID and re-verifies it offline; --node-pk: it must be
+                                 written and sealed by that key (a job's proof: the node's); --wait asks again
                                  while only its seal is missing; with --anchor also checks its epoch root's
                                  anchor on Horizon (HORIZON_URL); exit 1 if not
   proof verify ID1 ID2 ... | --all [--cell C] [--epoch N] [--collection T] [--allow-pending] --url BASE

@@ -11,7 +11,7 @@ import { openStores } from './stores.js';
 const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 
 export const PROOF_VERIFY_USAGE =
-  'proof verify <record_id> [--wait <seconds>] | <record_id>... | --all [--cell <cell>] [--epoch <n>] [--collection <type>] [--allow-pending] --url <base> [--anchor [--horizon <url>]]';
+  'proof verify <record_id> [--wait <seconds>] | <record_id>... | --all [--cell <cell>] [--epoch <n>] [--collection <type>] [--allow-pending] [--node-pk <hex>] --url <base> [--anchor [--horizon <url>]]';
 
 /**
  * `geofabric proof verify <record_id> --url <base> [--anchor [--horizon <url>]]`: fetches the proof bundle and
@@ -20,6 +20,7 @@ export const PROOF_VERIFY_USAGE =
  * Several ids, or `--all` (every record `/store/query` lists, narrowed by `--cell`, `--epoch`, `--collection`),
  * verify each record the same way with progress on stderr and print one report: counts and every failure. An
  * unsealed record fails like a single one does, unless `--allow-pending` (then it is counted as pending).
+ * `--node-pk <hex>` pins the key that must have written and sealed each record (a job's proof is the node's).
  */
 export async function proofVerifyCommand(
   argv: string[],
@@ -39,6 +40,7 @@ export async function proofVerifyCommand(
       collection: { type: 'string' },
       'allow-pending': { type: 'boolean', default: false },
       wait: { type: 'string' },
+      'node-pk': { type: 'string' },
     },
   });
   const waitSeconds = values.wait === undefined ? 0 : /^\d{1,5}$/.test(values.wait) ? Number(values.wait) : NaN;
@@ -51,11 +53,12 @@ export async function proofVerifyCommand(
     Number.isNaN(epoch) ||
     Number.isNaN(waitSeconds) ||
     (values.wait !== undefined && (values.all || positionals.length !== 1)) ||
-    (values.horizon && !values.anchor)
+    (values.horizon && !values.anchor) ||
+    (values['node-pk'] !== undefined && !/^[0-9a-f]{64}$/.test(values['node-pk']))
   ) {
     throw new TypeError(`usage: ${PROOF_VERIFY_USAGE}`);
   }
-  const options = { anchor: values.anchor, horizon: values.horizon };
+  const options = { anchor: values.anchor, horizon: values.horizon, nodePk: values['node-pk'] };
   const recordId = positionals[0];
   if (!values.all && positionals.length === 1 && recordId !== undefined) {
     let verdict = await verifyRecordAt(values.url, recordId, options);

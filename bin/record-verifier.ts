@@ -38,6 +38,12 @@ export interface VerifyOptions {
    * per epoch. The seal was verified before it is used as a key.
    */
   anchorCache?: Map<string, Promise<AnchorCheck>>;
+  /**
+   * `--node-pk`: the key expected to have written and sealed the record (a job's `compute/job` record is the
+   * node's). A record that verifies under any other key is a problem: a valid signature says who wrote it, not
+   * that it is the record the verifier meant.
+   */
+  nodePk?: string | undefined;
 }
 
 interface SealView {
@@ -79,6 +85,15 @@ export async function verifyRecordAt(
     { record: body.record, seal: body.seal ?? null, proof: body.proof ?? null },
     recordId,
   );
+  if (options.nodePk !== undefined) {
+    const writer = (body.record as { address?: { pk?: unknown } } | undefined)?.address?.pk;
+    const sealer = (body.seal as { sealer_pk?: unknown } | null | undefined)?.sealer_pk;
+    if (writer !== options.nodePk) verdict.problems.push(`written by ${String(writer)}, not by node ${options.nodePk}`);
+    if (sealer !== undefined && sealer !== options.nodePk) {
+      verdict.problems.push(`sealed by ${String(sealer)}, not by node ${options.nodePk}`);
+    }
+    verdict.verified = verdict.problems.length === 0;
+  }
   const provedHash = (body.record as { record_hash?: unknown } | undefined)?.record_hash;
   if (listedHash !== undefined && provedHash !== listedHash) {
     verdict.problems.push(`the listing showed record_hash ${listedHash}, the proof ${String(provedHash)}`);

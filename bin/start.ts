@@ -148,6 +148,7 @@ export async function startGateway(config: Config): Promise<void> {
       registrationLimits: config.registrationLimits,
       // The dashboard's compliance view reads reports from the perception service (COMPLIANCE_URL).
       perceptionUrl: config.governance.complianceUrl,
+      proofSync: config.proofSync,
     },
     clock: Date.now,
     logger,

@@ -39,6 +39,12 @@ export const ERROR_STATUS = {
   record_conflict: 409,
   epoch_sealed: 409,
   seal_mismatch: 409,
+  // A seal of an epoch whose window has not ended yet: it could not cover the epoch's later records.
+  epoch_open: 409,
+  // A record older than the sync window pushed without its writer's seal of its epoch (docs/security.md).
+  seal_required: 409,
+  // A push to the proof store by a key that may not write there, or of records it may not write.
+  writer_not_allowed: 403,
   // Tiles and imagery
   invalid_zoom: 400,
   invalid_style: 400,

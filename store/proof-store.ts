@@ -54,8 +54,10 @@ export type SealLeaf = Pick<ProofRecord, 'seq' | 'record_hash'>;
 export interface ProofStore {
   /**
    * Local writer: for each entry assigns the signer's next gapless seq, hashes and signs (signRecord) and
-   * inserts; a batch is one atomic write (SQLite: one transaction). Idempotent by id: an id already stored is
-   * returned as stored, consuming no seq. An entry for an epoch the signer already sealed, or for an earlier
+   * inserts; a batch is one atomic write (SQLite: one transaction). Idempotent by id: an id the signer already
+   * stored is returned as stored, consuming no seq. A record another writer holds is never returned: the entry
+   * is written under `writerScopedId(signer, id)` (record-append.ts), which only the signer can compute, so the
+   * returned record's id is the one to cite. An entry for an epoch the signer already sealed, or for an earlier
    * epoch than its latest seal (a seal chain never goes back, so it would never be sealed), throws
    * ServiceError('epoch_sealed'), writing nothing of the batch; an entry that does not make a valid record
    * throws ServiceError('invalid_record'), likewise.

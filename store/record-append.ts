@@ -2,6 +2,7 @@
  * The part of `appendRecords` both adapters share: which entries are new, their seqs and their signatures.
  * Pure apart from signing; each adapter supplies what it read and writes what this returns.
  */
+import { createHmac } from 'node:crypto';
 import { CanonicalJsonError } from '../core/canonical-json.js';
 import { ServiceError } from '../core/errors.js';
 import type { KeyPair } from '../core/identity.js';
@@ -23,8 +24,20 @@ export interface AppendPlan {
 }
 
 /**
+ * The id `signer` writes `id` under when another key already holds `id` (a record pushed first, on purpose or
+ * not): `<id>:w-<tag>`, the tag an HMAC of the id under the signer's secret key. Nobody else can compute it, so
+ * nobody can take it first, and a retry finds the same id. Over 128 characters: `w:<64 hex>`.
+ */
+export function writerScopedId(signer: KeyPair, id: string): string {
+  const tag = createHmac('sha256', signer.secretKey).update(`geofabric/record-id\n${id}`).digest('hex');
+  const readable = `${id}:w-${tag.slice(0, 32)}`;
+  return readable.length <= 128 ? readable : `w:${tag}`;
+}
+
+/**
  * Assigns seqs tail.seq + 1 … to the entries whose id is not stored yet, in (epoch, position) order, and
- * signs them. Refused with `epoch_sealed`, before anything is signed:
+ * signs them. An id another writer holds is written under `writerScopedId` instead (the returned record says
+ * which). Refused with `epoch_sealed`, before anything is signed:
  *  - an epoch the signer has sealed, or one before its latest seal (the chain never goes back);
  *  - an epoch before its latest record's: a seal covers seqs first..last with no gap (core/seal.ts), so once
  *    a writer has moved on to a later epoch, a record for an earlier one could never be sealed.
@@ -45,7 +58,17 @@ export function planAppend(
     if (typeof id !== 'string') throw new ServiceError('invalid_record', `entry ${index}: id must be a string`);
     if (firstIndex.has(id)) return;
     firstIndex.set(id, index);
-    const existing = stored(id);
+    // A record stands only for what its own writer wrote: another key's record is never answered (a pushed
+    // record would otherwise stand in for this writer's, e.g. a job's proof); the entry moves to its scoped id.
+    let writeId = id;
+    let existing = stored(id);
+    if (existing !== undefined && existing.address.pk !== signer.publicKey) {
+      writeId = writerScopedId(signer, id);
+      existing = stored(writeId);
+      if (existing !== undefined && existing.address.pk !== signer.publicKey) {
+        throw new ServiceError('record_conflict', `record ${id}: ${writeId} is held by another writer`);
+      }
+    }
     if (existing !== undefined) {
       records[index] = existing;
       return;
@@ -65,7 +88,7 @@ export function planAppend(
         `record ${id}: epoch ${entry.epoch} is closed for writer ${signer.publicKey}, whose records have reached epoch ${tail.epoch}`,
       );
     }
-    fresh.push({ index, entry });
+    fresh.push({ index, entry: writeId === id ? entry : { ...entry, id: writeId } });
   });
 
   fresh.sort((a, b) => a.entry.epoch - b.entry.epoch || a.index - b.index);

@@ -321,7 +321,9 @@ export const jobRecordId = (jobId: string, run = 1): string =>
   run > 1 ? `compute:${jobId}:run-${run}` : `compute:${jobId}`;
 
 /** The run a `compute/job` record id names (1 for `compute:<job_id>`); null when it is not one of `jobId`'s. */
-export function jobRunOf(jobId: string, recordId: string): number | null {
+export function jobRunOf(jobId: string, scopedOrPlainId: string): number | null {
+  // The node's own record moves to its writer-scoped id (store/record-append.ts) when another key held the id.
+  const recordId = scopedOrPlainId.replace(/:w-[0-9a-f]{32}$/, '');
   if (recordId === jobRecordId(jobId)) return 1;
   const match = /^:run-([1-9][0-9]{0,8})$/.exec(recordId.slice(jobRecordId(jobId).length));
   return recordId.startsWith(jobRecordId(jobId)) && match ? Number(match[1]) : null;

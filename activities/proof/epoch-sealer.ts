@@ -10,6 +10,7 @@ import { EPOCH_MS } from '../../core/epoch.js';
 import type { KeyPair } from '../../core/identity.js';
 import { GENESIS_PREV_HASH, type Seal } from '../../core/proof-types.js';
 import { createSealWithLevels } from '../../core/seal.js';
+import { checkEpochEnded } from '../../core/sync-window.js';
 import type { ProofStore } from '../../store/proof-store.js';
 import { startRepeatingTask, type RepeatingTask } from '../repeating-task.js';
 
@@ -64,6 +65,9 @@ export async function sealDueEpochs(deps: SealDeps): Promise<Seal[]> {
   const sealedAt = new Date(now).toISOString();
   const timer = deps.timer ?? performance.now.bind(performance);
   for (let epoch = start; epoch <= due; epoch++) {
+    // `due` already ends before now; this holds every sealer (embedded, Temporal, worker) to it whatever the grace.
+    const ended = checkEpochEnded(epoch, now, genesisMs, deps.epochMs);
+    if (!ended.ok) throw new ServiceError(ended.error, ended.detail);
     const began = timer();
     const seal = await sealOne(store, signer, epoch, prev, sealedAt);
     if (seal.made) {

@@ -55,8 +55,13 @@ export function createSyncAgent(deps: SyncAgentDeps) {
   const timeoutMs = deps.requestTimeoutMs ?? 30_000;
   let batchSize = deps.batchSize ?? 200;
 
-  async function push(path: string, key: 'records' | 'seals', items: readonly unknown[]): Promise<BatchAnswer> {
-    const { body, signature } = signRequestBody(deps.signer.secretKey, { [key]: items });
+  async function push(
+    path: string,
+    key: 'records' | 'seals',
+    items: readonly unknown[],
+    extra: Record<string, unknown> = {},
+  ): Promise<BatchAnswer> {
+    const { body, signature } = signRequestBody(deps.signer.secretKey, { [key]: items, ...extra });
     let res: Response;
     try {
       res = await fetch(new URL(path, deps.centralUrl), {
@@ -85,11 +90,27 @@ export function createSyncAgent(deps: SyncAgentDeps) {
     return answer as BatchAnswer;
   }
 
-  /** Ids the central store is done with: stored (new or already there) or refused for good. */
+  /**
+   * Ids the central store is done with: stored (new or already there) or refused for good. `seal_required` is
+   * not for good: the record's epoch is past the sync window and not sealed here yet; it goes again with its seal.
+   */
   function settled(answer: BatchAnswer, kind: string): Set<string> {
-    for (const r of answer.rejected)
+    const final = answer.rejected.filter((r) => r.error !== 'seal_required');
+    for (const r of final)
       deps.logger?.error({ id: r.id, error: r.error, detail: r.detail }, `central store refused ${kind}`);
-    return new Set([...answer.accepted, ...answer.duplicates, ...answer.rejected.map((r) => r.id)]);
+    return new Set([...answer.accepted, ...answer.duplicates, ...final.map((r) => r.id)]);
+  }
+
+  /** This node's seals of the epochs of `records`: the central store takes records past its window only with them. */
+  async function sealsOfRecords(records: readonly ProofRecord[]): Promise<Record<string, unknown>> {
+    const epochs = new Map<string, { pk: string; epoch: number }>();
+    for (const r of records) epochs.set(`${r.address.pk}:${r.address.epoch}`, r.address);
+    const seals: Seal[] = [];
+    for (const { pk, epoch } of epochs.values()) {
+      const seal = await deps.store.getSeal(pk, epoch);
+      if (seal !== null) seals.push(seal);
+    }
+    return seals.length > 0 ? { seals } : {};
   }
 
   /**
@@ -103,20 +124,28 @@ export function createSyncAgent(deps: SyncAgentDeps) {
     idOf: (item: T) => string,
     mark: (items: T[]) => Promise<void>,
     onPushed: SyncProgress | undefined,
+    extra: (batch: T[]) => Promise<Record<string, unknown>> = async () => ({}),
   ): Promise<{ pushed: number; refused: number }> {
     let pushed = 0;
     let refused = 0;
     for (;;) {
       const batch = await next(batchSize);
       if (batch.length === 0) return { pushed, refused };
-      const answer = await push(path, key, batch);
+      const answer = await push(path, key, batch, await extra(batch));
       const done = settled(answer, key === 'records' ? 'record' : 'seal');
       const acked = batch.filter((item) => done.has(idOf(item)));
-      if (acked.length === 0) throw new SyncError(`${path} acknowledged none of the batch`);
+      if (acked.length === 0) {
+        // Records past the central window wait for this node's sealer: the next round sends them with the seal.
+        if (answer.rejected.length > 0 && answer.rejected.every((r) => r.error === 'seal_required')) {
+          deps.logger?.warn({ waiting: batch.length }, 'records wait for their epoch seal before they sync');
+          return { pushed, refused };
+        }
+        throw new SyncError(`${path} acknowledged none of the batch`);
+      }
       await mark(acked);
       pushed += acked.length;
       onPushed?.(key, acked.length);
-      refused += answer.rejected.length;
+      refused += answer.rejected.filter((r) => r.error !== 'seal_required').length;
     }
   }
 
@@ -129,6 +158,7 @@ export function createSyncAgent(deps: SyncAgentDeps) {
       (r) => r.id,
       (acked) => deps.store.markRecordsSynced(acked.map((r) => r.id)),
       options.onPushed,
+      sealsOfRecords,
     );
     const seals = await drain<Seal>(
       '/store/epochs',

@@ -56,20 +56,44 @@ export interface StoreRouteDeps {
  * `POST` of the same path buys it (docs/protocol.md §8: 0.0001 credits, charged to the signer, once per signed request).
  */
 export const storeRoutes = (deps: StoreRouteDeps) => [
-  signedBatchRoute('/store/sync', syncRequestSchema, (input) => deps.ingest.ingestRecords(input.records), {
-    summary: 'Push proof records (a node, signed)',
-    description:
-      'Each record is re-hashed and its writer signature checked; idempotent by id. The answer lists every ' +
-      "record's outcome; any rejection sets the status (the first rejection's) and the lists are still there.",
-    errors: ['invalid_record', 'record_conflict', 'epoch_sealed'],
-  }),
-  signedBatchRoute('/store/epochs', epochsRequestSchema, (input) => deps.ingest.ingestSeals(input.seals), {
-    summary: 'Push epoch seals (a node, signed)',
-    description:
-      'A seal is accepted only over exactly the records held for its epoch (the root is recomputed) and chained to ' +
-      "the sealer's previous seal.",
-    errors: ['invalid_seal', 'seal_mismatch'],
-  }),
+  signedBatchRoute(
+    '/store/sync',
+    syncRequestSchema,
+    (input) =>
+      deps.ingest.ingestRecords(input.records, {
+        pusher: input.requester_pk,
+        ...(input.seals === undefined ? {} : { seals: input.seals }),
+      }),
+    {
+      summary: 'Push proof records (a node or registered worker, signed)',
+      description:
+        'Each record is re-hashed and its writer signature checked; idempotent by id. Only node keys and registered ' +
+        'workers push (a worker only its own records; compute/job records only from node keys), within an hourly ' +
+        "bound per key. Records of the open epoch and the one before it; older ones only with their writer's seal " +
+        "of that epoch in `seals`. The answer lists every record's outcome; any rejection sets the status (the " +
+        "first rejection's) and the lists are still there.",
+      errors: [
+        'invalid_record',
+        'record_conflict',
+        'epoch_sealed',
+        'seal_required',
+        'writer_not_allowed',
+        'quota_exceeded',
+      ],
+    },
+  ),
+  signedBatchRoute(
+    '/store/epochs',
+    epochsRequestSchema,
+    (input) => deps.ingest.ingestSeals(input.seals, { pusher: input.requester_pk }),
+    {
+      summary: 'Push epoch seals (a node or registered worker, signed)',
+      description:
+        'A seal is accepted only over exactly the records held for its epoch (the root is recomputed), chained to ' +
+        "the sealer's previous seal, and only once its epoch has ended (409 epoch_open names the end).",
+      errors: ['invalid_seal', 'seal_mismatch', 'epoch_open', 'writer_not_allowed', 'quota_exceeded'],
+    },
+  ),
   route({
     method: 'GET',
     path: '/store/query',
@@ -207,7 +231,7 @@ function anchorView(anchor: EpochAnchor | null, networkPassphrase: string | unde
 }
 
 /** A push of records or seals by a node: signed (gate 1), no delegation facet, per-item verdicts. */
-function signedBatchRoute<T>(
+function signedBatchRoute<T extends { requester_pk: string }>(
   path: string,
   schema: z.ZodType<T>,
   ingest: (input: T) => Promise<Verdict[]>,

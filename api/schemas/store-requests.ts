@@ -15,7 +15,12 @@ const signedPush = {
 };
 const batch = z.array(z.unknown()).min(1).max(MAX_SYNC_BATCH);
 
-export const syncRequestSchema = z.strictObject({ ...signedPush, records: batch });
+/** `seals`: the pusher's seals of the epochs of records older than the sync window (core/sync-window.ts). */
+export const syncRequestSchema = z.strictObject({
+  ...signedPush,
+  records: batch,
+  seals: z.array(z.unknown()).max(MAX_SYNC_BATCH).optional(),
+});
 export const epochsRequestSchema = z.strictObject({ ...signedPush, seals: batch });
 
 const epochParam = z.coerce.number().int().min(0);

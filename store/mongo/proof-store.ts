@@ -2,7 +2,7 @@ import { Binary, MongoBulkWriteError, MongoServerError, type Db, type Filter } f
 import { ServiceError } from '../../core/errors.js';
 import type { ProofRecord, Seal } from '../../core/proof-types.js';
 import type { IngestOutcome, ProofStore, RecordQuery, SealLeaf } from '../proof-store.js';
-import { planAppend, type WriterTail } from '../record-append.js';
+import { planAppend, writerScopedId, type WriterTail } from '../record-append.js';
 import { cellAncestors, checkRecordQuery, encodeRecordCursor } from '../record-query.js';
 import {
   auditPathFromPages,
@@ -156,7 +156,9 @@ export async function createMongoProofStore(db: Db): Promise<ProofStore> {
       if (entries.length === 0) return Promise.resolve([]);
       const pk = signer.publicKey;
       return serialize(pk, async () => {
-        const wanted = [...new Set(entries.map((entry) => entry?.id).filter((id) => typeof id === 'string'))];
+        const given = entries.map((entry) => entry?.id).filter((id) => typeof id === 'string');
+        // The scoped ids too: an id another writer holds is written under its scoped id (planAppend).
+        const wanted = [...new Set([...given, ...given.map((id) => writerScopedId(signer, id))])];
         const stored = new Map<string, ProofRecord>();
         for await (const doc of records.find({ id: { $in: wanted } }, json)) {
           const record = JSON.parse(doc.json) as ProofRecord;

@@ -95,6 +95,24 @@ describe('epoch sealer', () => {
     );
   });
 
+  it('never seals an epoch that has not ended, whatever the grace: epoch_open naming its end', async () => {
+    await store.appendRecords(node, [entry('a', 5)]);
+    const early = (graceMs: number) =>
+      sealDueEpochs({ store, signer: node, now: dueAt(6) - 1, genesisMs: GENESIS, graceMs });
+    await assert.rejects(
+      early(-2 * 3_600_000),
+      (error: unknown) =>
+        error instanceof ServiceError &&
+        error.code === 'epoch_open' &&
+        error.message.includes(`ends at ${new Date(epochWindow(6, GENESIS).end).toISOString()}`),
+    );
+    assert.deepEqual(
+      (await store.sealsOf(node.publicKey)).map((s) => s.epoch),
+      [5],
+      'the ended epoch is sealed, the open one is not',
+    );
+  });
+
   it('has nothing to seal for a node without records or seals', async () => {
     assert.deepEqual(await seal(dueAt(100)), []);
     assert.deepEqual(await store.writers(), []);

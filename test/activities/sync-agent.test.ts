@@ -11,6 +11,7 @@ import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
 import type { NewRecord, ProofStore } from '../../store/proof-store.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { registerWorker } from '../helpers/proofs.js';
 
 const EPOCH = 7000;
 const worker = generateKeyPair();
@@ -70,12 +71,16 @@ async function allCentralRecords(central: TestGateway): Promise<ProofRecord[]> {
 }
 
 describe('SyncAgent: worker store → central store', () => {
-  let central: TestGateway;
+  let central: Awaited<ReturnType<typeof startGateway>>;
   let local: ProofStore;
   let proxy: Awaited<ReturnType<typeof flakyProxy>>;
+  // The central store's clock: two epochs after EPOCH, so EPOCH is past its sync window (records need seals).
+  let now: number;
 
   beforeEach(async () => {
-    central = await startGateway();
+    now = epochWindow(EPOCH + 2).start + 61_000;
+    central = await startGateway({ clock: () => now });
+    await registerWorker(central.workers, worker);
     local = createSqliteProofStore(openSqlite(':memory:'));
     proxy = await flakyProxy(central.url);
   });
@@ -93,7 +98,6 @@ describe('SyncAgent: worker store → central store', () => {
       worker,
       Array.from({ length: 40 }, (_, i) => entry(i + 1, EPOCH + 1)),
     );
-    const now = epochWindow(EPOCH + 2).start + 61_000;
     const seals = await sealDueEpochs({
       store: local,
       signer: worker,
@@ -128,7 +132,29 @@ describe('SyncAgent: worker store → central store', () => {
     assert.equal((proof.body as { verified: boolean }).verified, true);
   });
 
+  it('keeps records older than the window unsynced until they are sealed here, then sends them with the seal', async () => {
+    // A worker back after being offline: its EPOCH records are not sealed yet (its sealer has not run).
+    await local.appendRecords(worker, [entry(1), entry(2)]);
+    await local.appendRecords(worker, [entry(1, EPOCH + 2)]);
+    const agent = createSyncAgent({ store: local, centralUrl: central.url, signer: worker });
+    const round = await agent.syncOnce();
+    assert.deepEqual([round.records, round.refused], [1, 0], 'the fresh record is in; the old ones wait');
+    assert.deepEqual(
+      (await local.unsyncedRecords(10)).map((r) => r.id),
+      [entry(1).id, entry(2).id],
+      'seal_required is not a refusal for good',
+    );
+
+    await sealDueEpochs({ store: local, signer: worker, now, genesisMs: DEFAULT_EPOCH_GENESIS_MS, graceMs: 60_000 });
+    const after = await agent.syncOnce();
+    assert.deepEqual([after.records, after.seals, after.refused], [2, 2, 0]);
+    assert.equal((await allCentralRecords(central)).length, 3);
+    const proof = await central.get(`/store/proof/${encodeURIComponent(entry(2).id)}`);
+    assert.equal((proof.body as { verified: boolean }).verified, true);
+  });
+
   it('keeps everything unsynced while the central store is down, then catches up', async () => {
+    now = epochWindow(EPOCH).start + 30 * 60_000;
     await local.appendRecords(worker, [entry(1), entry(2)]);
     const down = createSyncAgent({
       store: local,

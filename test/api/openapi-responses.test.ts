@@ -26,12 +26,15 @@ import { generateKeyPair } from '../../core/identity.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
 import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { startGateway } from '../helpers/gateway.js';
 import { inferenceJob, signJob } from '../helpers/jobs.js';
-import { inferenceEntry, push, sealThrough } from '../helpers/proofs.js';
+import type { Seal } from '../../core/proof-types.js';
+import { epochAt } from '../../core/epoch.js';
+import { inferenceEntry, push, registerWorker, sealThrough } from '../helpers/proofs.js';
 
 const API_KEY = 'gf_test_reference_key';
-const EPOCH = 6500;
+// Three epochs before now: its records are past the sync window and go with their seals; EPOCH + 3 is open.
+const EPOCH = epochAt(Date.now()) - 3;
 
 /**
  * The reference is only as good as its schemas: real answers must parse with the documented response schema
@@ -46,22 +49,24 @@ function conforms(schema: z.ZodType, res: { status: number; body: unknown }, sta
 
 describe('documented answer schemas match real answers', function () {
   this.timeout(30_000);
-  let gw: TestGateway;
+  let gw: Awaited<ReturnType<typeof startGateway>>;
   let backbone: FakeRuntime;
   const worker = generateKeyPair();
   const client = generateKeyPair();
   const bearer = { authorization: `Bearer ${API_KEY}` };
+  let seals: Seal[];
 
   before(async () => {
     backbone = await startFakeRuntime('backbone');
     gw = await startGateway({ config: { apiKeys: [API_KEY] }, swarm: { backboneUrl: backbone.url } });
+    await registerWorker(gw.workers, worker);
     const local = createSqliteProofStore(openSqlite(':memory:'));
     const records = await local.appendRecords(worker, [
       ...['a', 'b'].map((id) => inferenceEntry(id, EPOCH)),
       inferenceEntry('open', EPOCH + 3),
     ]);
-    const seals = await sealThrough(local, worker, EPOCH + 1);
-    conforms(batchVerdictSchema, await push(gw, worker, '/store/sync', records));
+    seals = await sealThrough(local, worker, EPOCH + 1);
+    conforms(batchVerdictSchema, await push(gw, worker, '/store/sync', records, seals));
     conforms(batchVerdictSchema, await push(gw, worker, '/store/epochs', seals));
   });
   after(async () => {
@@ -129,6 +134,6 @@ describe('documented answer schemas match real answers', function () {
     // A record re-sent with other content is a conflict: the lists come with the error.
     const local = createSqliteProofStore(openSqlite(':memory:'));
     const [changed] = await local.appendRecords(worker, [{ ...inferenceEntry('a', EPOCH), payload: { other: 1 } }]);
-    conforms(batchRejectionSchema, await push(gw, worker, '/store/sync', [changed]), 409);
+    conforms(batchRejectionSchema, await push(gw, worker, '/store/sync', [changed], seals), 409);
   });
 });

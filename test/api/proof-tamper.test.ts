@@ -15,7 +15,7 @@ import type { ProofRecord } from '../../core/proof-types.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { inferenceEntry, push, sealThrough } from '../helpers/proofs.js';
+import { inferenceEntry, push, registerWorker, sealThrough, timeIn } from '../helpers/proofs.js';
 
 const worker = generateKeyPair();
 const EPOCH = 5000; // in the past, so every epoch here is due for sealing
@@ -66,7 +66,9 @@ describe('tampering with the central proof store is detected', function () {
     // A worker writes 3 epochs (the middle one empty), seals them and syncs to a file-backed central store.
     pristine = mkdtempSync(join(tmpdir(), 'geofabric-tamper-'));
     const central = openSqlite(join(pristine, 'geofabric.db'));
-    const gw = await startGateway({ proofs: createSqliteProofStore(central) });
+    // The central store's clock is in EPOCH + 3: the worker pushes its older epochs with their seals.
+    const gw = await startGateway({ proofs: createSqliteProofStore(central), clock: () => timeIn(EPOCH + 3) });
+    await registerWorker(gw.workers, worker);
     const local = createSqliteProofStore(openSqlite(':memory:'));
     const entries = [
       ...['a', 'b', 'c', 'd', 'e'].map((id) => inferenceEntry(id, EPOCH)),
@@ -74,7 +76,7 @@ describe('tampering with the central proof store is detected', function () {
     ];
     const records = await local.appendRecords(worker, entries);
     const seals = await sealThrough(local, worker, EPOCH + 2);
-    assert.equal((await push(gw, worker, '/store/sync', records)).status, 200);
+    assert.equal((await push(gw, worker, '/store/sync', records, seals)).status, 200);
     assert.equal((await push(gw, worker, '/store/epochs', seals)).status, 200);
     await gw.close();
     central.pragma('wal_checkpoint(TRUNCATE)');

@@ -21,6 +21,7 @@ import { issueCertificate, type DelegationCertificate } from '../../core/delegat
 import { ERROR_STATUS, type ErrorCode } from '../../core/errors.js';
 import { requestSigningMessage, signRequestBody } from '../../core/gates/signature.js';
 import { DEFAULT_PERCEPTION_CELL } from '../../core/h3-cell.js';
+import { epochAt } from '../../core/epoch.js';
 import { generateKeyPair, signMessage, type KeyPair } from '../../core/identity.js';
 import { jobIdFromSignature } from '../../core/job-hash.js';
 import type { ProofRecord, Seal } from '../../core/proof-types.js';
@@ -41,7 +42,8 @@ const T0 = Date.UTC(2026, 2, 1, 12);
 const MINUTE = 60_000;
 const DAY = 86_400_000;
 const WORKER_MODEL = 'lfm2.5-1.2b-instruct';
-const EPOCH = 8000;
+// Two epochs before T0's: EPOCH is past the sync window (its records go with their seals), EPOCH + 1 is in it.
+const EPOCH = epochAt(T0) - 2;
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** A signed request as a client sends it: the body (with `signature`) and the X-Idn-Signature value. */
@@ -170,8 +172,9 @@ describe('signed requests: tampering, key swaps and replays', function () {
     mallory = generateKeyPair();
     gw = await startGateway({
       clock: () => now,
-      config: { operatorToken: 'op' },
       swarm: { workerRuntimeUrl: runtime.url, workerModels: [WORKER_MODEL] },
+      // Alice relays the writer's records as a node would; the writer pushes its own as a node.
+      config: { operatorToken: 'op', proofSync: { nodeKeys: [alice.publicKey, writer.publicKey] } },
     });
   });
   afterEach(() => gw.close());
@@ -199,7 +202,8 @@ describe('signed requests: tampering, key swaps and replays', function () {
     return { pending: body.pending ?? false, seal: body.seal?.seal_hash ?? null };
   };
   const pushAs = async (key: KeyPair, path: '/store/sync' | '/store/epochs', items: unknown[]) => {
-    const signed = sign(key, { [path === '/store/sync' ? 'records' : 'seals']: items, created_at: iso(now) });
+    const body = path === '/store/sync' ? { records: items, seals } : { seals: items };
+    const signed = sign(key, { ...body, created_at: iso(now) });
     const res = await send(path, signed.body, signed.signature);
     assert.equal(res.status, 200, res.text);
   };
@@ -269,7 +273,7 @@ describe('signed requests: tampering, key swaps and replays', function () {
     name: 'POST /store/sync',
     path: () => '/store/sync',
     setup: async () => {},
-    body: (variant) => ({ records: [records[variant]], created_at: iso(now) }),
+    body: (variant) => ({ records: [records[variant]], seals, created_at: iso(now) }),
     topLevel: (body) => {
       body.created_at = iso(now - 1000);
     },
@@ -448,7 +452,7 @@ describe('signed requests: tampering, key swaps and replays', function () {
     });
 
     it('POST /store/sync: a replay lists the records as duplicates and stores nothing new; stale after 5 minutes', async () => {
-      const signed = sign(alice, { records, created_at: iso(now) });
+      const signed = sign(alice, { records, seals, created_at: iso(now) });
       const first = await sendSigned(sync, signed);
       assert.equal(first.status, 200, first.text);
       const after = await recordsListed();

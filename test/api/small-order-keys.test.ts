@@ -40,6 +40,7 @@ import { createSqliteAuditStore } from '../../store/sqlite/audit-store.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
 import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
+import { epochAt } from '../../core/epoch.js';
 import { forge, SMALL_ORDER } from '../helpers/small-order.js';
 import { startGateway, type TestResponse } from '../helpers/gateway.js';
 import { certHeader, inferenceJob, signJob } from '../helpers/jobs.js';
@@ -49,7 +50,8 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const VECTORS = resolve(import.meta.dirname, '../fixtures/vectors/ed25519');
 const T0 = Date.UTC(2026, 2, 1, 12);
 const HOUR = 3_600_000;
-const EPOCH = 8000;
+// Two epochs before T0's: past the sync window, so its records go with their seal.
+const EPOCH = epochAt(T0) - 2;
 const WORKER_MODEL = 'lfm2.5-1.2b-instruct';
 const run = promisify(execFile);
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -170,6 +172,8 @@ describe('small-order public keys are refused everywhere: gateway and CLI', func
     gw = await startGateway({
       clock: () => now,
       swarm: { workerRuntimeUrl: runtime.url, workerModels: [WORKER_MODEL] },
+      // Alice relays records as a node would; the writer pushes its own as a node.
+      config: { proofSync: { nodeKeys: [alice.publicKey, writer.publicKey] } },
     });
   });
   afterEach(() => gw.close());
@@ -181,7 +185,7 @@ describe('small-order public keys are refused everywhere: gateway and CLI', func
   };
   const pushAs = async (key: KeyPair, path: '/store/sync' | '/store/epochs', items: unknown[]) => {
     const { body, signature } = signRequestBody(key.secretKey, {
-      [path === '/store/sync' ? 'records' : 'seals']: items,
+      ...(path === '/store/sync' ? { records: items, seals } : { seals: items }),
       created_at: iso(now),
     });
     const res = await gw.post(path, body, { 'x-idn-signature': signature });
@@ -243,7 +247,7 @@ describe('small-order public keys are refused everywhere: gateway and CLI', func
           assert.equal((await gw.post('/svc/workers/register', body, { 'x-idn-signature': signature })).status, 201);
         },
       },
-      { name: 'POST /store/sync', path: '/store/sync', body: () => ({ records, created_at: iso(now) }) },
+      { name: 'POST /store/sync', path: '/store/sync', body: () => ({ records, seals, created_at: iso(now) }) },
       {
         name: 'POST /store/epochs',
         path: '/store/epochs',

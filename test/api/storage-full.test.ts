@@ -18,7 +18,7 @@ import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
 import { startGateway, type TestGateway, type TestResponse } from '../helpers/gateway.js';
 import { startFakeRuntime } from '../helpers/fake-openai-runtime.js';
 import { inferenceJob, signJob } from '../helpers/jobs.js';
-import { inferenceEntry, push, sealThrough } from '../helpers/proofs.js';
+import { inferenceEntry, push, registerWorker, sealThrough, timeIn } from '../helpers/proofs.js';
 
 const worker = generateKeyPair();
 const EPOCH = 7000;
@@ -58,7 +58,10 @@ describe('a full proof store over HTTP (507 storage_full)', function () {
     const fileDb = openSqlite(join(dir, 'geofabric.db'), { maxBytes });
     const proofs = createSqliteProofStore(fileDb);
     const logger = pino({ level: 'warn' }, { write: (line: string) => lines.push(JSON.parse(line) as LogLine) });
-    return { gw: await startGateway({ proofs, logger }), proofs, db: fileDb };
+    // The central store's clock is in EPOCH + 2: the worker's records go with their seals.
+    const gw = await startGateway({ proofs, logger, clock: () => timeIn(EPOCH + 2) });
+    await registerWorker(gw.workers, worker);
+    return { gw, proofs, db: fileDb };
   }
 
   before(async () => {
@@ -95,7 +98,7 @@ describe('a full proof store over HTTP (507 storage_full)', function () {
     ({ gw, db } = started);
     const responses: TestResponse[] = [];
     const send = async (path: '/store/sync' | '/store/epochs', items: unknown[]) => {
-      const res = await push(gw!, worker, path, items);
+      const res = await push(gw!, worker, path, items, path === '/store/sync' ? seals : undefined);
       responses.push(res);
       return res;
     };

@@ -66,6 +66,28 @@ describe('configuration (bin/config.ts)', () => {
     assert.throws(() => loadConfig({ TRUSTED_PRINCIPALS: '00'.repeat(32) }), /TRUSTED_PRINCIPALS/);
   });
 
+  it('bounds proof store pushes by default and takes node keys only as Ed25519 public keys', () => {
+    assert.deepEqual(loadConfig({}).proofSync, {
+      nodeKeys: [],
+      bounds: { itemsPerHour: 36_000, bytesPerHour: 64 * 1024 * 1024 },
+      maxBackfillEpochs: 168,
+    });
+    const pk = 'ab'.repeat(32);
+    const set = loadConfig({
+      SYNC_NODE_KEYS: ` ${pk} , ${'cd'.repeat(32)}`,
+      SYNC_MAX_RECORDS_PER_HOUR: '500',
+      SYNC_MAX_MB_PER_HOUR: '2',
+      SYNC_MAX_BACKFILL_HOURS: '24',
+    }).proofSync;
+    assert.deepEqual(set, {
+      nodeKeys: [pk, 'cd'.repeat(32)],
+      bounds: { itemsPerHour: 500, bytesPerHour: 2 * 1024 * 1024 },
+      maxBackfillEpochs: 24,
+    });
+    assert.throws(() => loadConfig({ SYNC_NODE_KEYS: 'not-a-key' }), /SYNC_NODE_KEYS/);
+    assert.throws(() => loadConfig({ SYNC_MAX_RECORDS_PER_HOUR: '0' }), /SYNC_MAX_RECORDS_PER_HOUR/);
+  });
+
   it('the default satellite source orders its path z/y/x', () => {
     assert.match(DEFAULT_TILE_TEMPLATES.satellite, /\{z\}\/\{y\}\/\{x\}$/);
   });

@@ -9,8 +9,8 @@ import { storeSyncCommand } from '../../bin/store-sync.js';
 import { generateKeyPair } from '../../core/identity.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { inferenceEntry, push, sealThrough } from '../helpers/proofs.js';
+import { startGateway } from '../helpers/gateway.js';
+import { inferenceEntry, push, registerWorker, sealThrough, timeIn } from '../helpers/proofs.js';
 
 const EPOCH = 6000; // long past: due for sealing
 const worker = generateKeyPair();
@@ -83,9 +83,11 @@ describe('progress of the long CLI commands', function () {
   });
 
   describe('proof verify of many records', () => {
-    let gw: TestGateway;
+    let gw: Awaited<ReturnType<typeof startGateway>>;
     before(async () => {
-      gw = await startGateway();
+      // The central store's clock is in EPOCH + 5: EPOCH's records go with their seals.
+      gw = await startGateway({ clock: () => timeIn(EPOCH + 5) });
+      await registerWorker(gw.workers, worker);
       const local = createSqliteProofStore(openSqlite(':memory:'));
       const records = await local.appendRecords(worker, [
         ...['a', 'b', 'c'].map((id) => inferenceEntry(id, EPOCH)),
@@ -93,7 +95,7 @@ describe('progress of the long CLI commands', function () {
         inferenceEntry('open', EPOCH + 5),
       ]);
       const seals = await sealThrough(local, worker, EPOCH + 4);
-      assert.equal((await push(gw, worker, '/store/sync', records)).status, 200);
+      assert.equal((await push(gw, worker, '/store/sync', records, seals)).status, 200);
       assert.equal((await push(gw, worker, '/store/epochs', seals)).status, 200);
     });
     after(() => gw.close());
@@ -167,11 +169,14 @@ describe('progress of the long CLI commands', function () {
   describe('store sync', () => {
     it('pushes every unsynced record then seal once, with progress; a second run pushes nothing', async () => {
       const dir = await freshDir();
-      const central = await startGateway();
+      // The worker syncs its own store under its own key, registered at the central store (clock in EPOCH + 3).
+      const central = await startGateway({ clock: () => timeIn(EPOCH + 3) });
+      await registerWorker(central.workers, worker);
       try {
         const progress = captured();
         const out: Record<string, unknown>[] = [];
-        const io = { env: { DATA_DIR: dir }, out: (v: unknown) => out.push(v as Record<string, unknown>), progress };
+        const env = { DATA_DIR: dir, NODE_SECRET_KEY: worker.secretKey };
+        const io = { env, out: (v: unknown) => out.push(v as Record<string, unknown>), progress };
         assert.equal(await storeSyncCommand(['--central', central.url], io), 0);
         assert.deepEqual(out[0], {
           synced: true,
@@ -186,7 +191,7 @@ describe('progress of the long CLI commands', function () {
           ['store sync: 7 records', 'store sync: 3 seals'],
         );
         assert.equal((await central.get('/store/proof/g')).status, 200);
-        assert.equal(await storeSyncCommand([], { ...io, env: { DATA_DIR: dir, CENTRAL_STORE_URL: central.url } }), 0);
+        assert.equal(await storeSyncCommand([], { ...io, env: { ...env, CENTRAL_STORE_URL: central.url } }), 0);
         assert.deepEqual([out[1]?.records, out[1]?.seals], [0, 0]);
       } finally {
         await central.close();

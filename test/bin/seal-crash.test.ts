@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { lastDueEpoch } from '../../activities/proof/epoch-sealer.js';
-import { createProofIngest } from '../../activities/proof/proof-ingest.js';
+import { readProof } from '../../activities/proof/proof-ingest.js';
 import { EPOCH_MS, epochWindow } from '../../core/epoch.js';
 import { bytesToHex } from '../../core/hex.js';
 import type { KeyPair } from '../../core/identity.js';
@@ -237,10 +237,9 @@ describe('geofabric start killed while sealing', function () {
       assert.equal(seal.merkle_root, records.length === 0 ? bytesToHex(EMPTY_ROOT) : expectedRoot(seal.epoch));
     }
     // Each heavy epoch's stored tree gives every record a proof that verifies (a half-stored tree would not).
-    const ingest = createProofIngest({ store: watch });
     for (const epoch of HEAVY) {
       for (const record of seeded.get(epoch)!.filter((_, i) => i % 97 === 0)) {
-        assert.equal((await ingest.proofOf(record.id))?.verified, true, `the proof of ${record.id}`);
+        assert.equal((await readProof(watch, record.id))?.verified, true, `the proof of ${record.id}`);
       }
     }
 

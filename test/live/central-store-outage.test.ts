@@ -17,7 +17,7 @@ import { createMongoProofStore } from '../../store/mongo/proof-store.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
 import { startGateway } from '../helpers/gateway.js';
-import { inferenceEntry, sealThrough } from '../helpers/proofs.js';
+import { inferenceEntry, registerWorker, sealThrough, timeIn } from '../helpers/proofs.js';
 import { requireEnv } from './live-env.js';
 
 /** A TCP proxy to `target` that can drop every connection and refuse new ones, then let them through again. */
@@ -67,7 +67,9 @@ describe('central store unavailable during sync (live MongoDB)', function () {
     });
     await client.connect();
     const db = client.db(`geofabric_test_${randomUUID().replaceAll('-', '')}`);
-    const central = await startGateway({ proofs: await createMongoProofStore(db) });
+    // The central store's clock is in EPOCH + 2 (EPOCH's records go with their seals); the worker is registered.
+    const central = await startGateway({ proofs: await createMongoProofStore(db), clock: () => timeIn(EPOCH + 2) });
+    await registerWorker(central.workers, worker);
     const local = createSqliteProofStore(openSqlite(':memory:'));
     try {
       await local.appendRecords(

@@ -150,6 +150,22 @@ export function describeProofStoreContract(name: string, factory: ProofStoreFact
         assert.equal((await store.appendRecords(alice, [entry('a-4', 5)]))[0]?.seq, 4);
       });
 
+      it("never adopts another writer's record: its own goes under an id only it can compute", async () => {
+        // Bob's record arrived first (a push of the id Alice is about to write).
+        const [planted] = await store.appendRecords(bob, [entry('job-1', 5)]);
+        const [mine, again] = await store.appendRecords(alice, [entry('job-1', 5), entry('job-1', 5)]);
+        assert.equal(mine?.address.pk, alice.publicKey);
+        assert.match(mine!.id, /^job-1:w-[0-9a-f]{32}$/);
+        assert.deepEqual(again, mine);
+        assert.deepEqual(await store.getRecord('job-1'), planted, "Bob's record is untouched");
+        assert.deepEqual(await store.getRecord(mine!.id), mine);
+        // A retry finds the same record (no new seq); Bob cannot take Alice's scoped id first, nor is it his.
+        assert.deepEqual(await store.appendRecords(alice, [entry('job-1', 5)]), [mine]);
+        assert.equal(mine?.seq, 1);
+        const [bobs] = await store.appendRecords(bob, [entry('job-1', 5)]);
+        assert.deepEqual(bobs, planted);
+      });
+
       it('keeps seqs gapless under concurrent appends by one signer', async () => {
         const batches = await Promise.all(
           Array.from({ length: 5 }, (_, b) => store.appendRecords(alice, entries(`c${b}`, 5, 3))),

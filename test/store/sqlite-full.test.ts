@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { sealDueEpochs } from '../../activities/proof/epoch-sealer.js';
-import { createProofIngest } from '../../activities/proof/proof-ingest.js';
+import { readProof } from '../../activities/proof/proof-ingest.js';
 import { auditStore } from '../../activities/proof/store-audit.js';
 import { DEFAULT_EPOCH_GENESIS_MS, epochWindow } from '../../core/epoch.js';
 import { generateKeyPair, type KeyPair } from '../../core/identity.js';
@@ -153,9 +153,8 @@ describe('SQLite store at its size cap (STORE_MAX_MB, disk full)', function () {
     assert.equal(seal?.record_count, committed.length + 1);
 
     // Every record is covered by the seal, and its proof verifies.
-    const ingest = createProofIngest({ store });
     for (const record of [...committed, next!]) {
-      const bundle = await ingest.proofOf(record.id);
+      const bundle = await readProof(store, record.id);
       assert.equal(bundle?.verified, true, `the proof of ${record.id} does not verify`);
     }
     const audit = await auditStore(store, { sealedThrough: EPOCH });
