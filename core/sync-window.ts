@@ -1,5 +1,5 @@
 /**
- * Which epochs the central proof store takes records and seals for (docs/security.md "Proof store writers").
+ * Which epochs the central proof store takes records and seals for (docs/security.md §7).
  * Pure: the time is passed in.
  *
  * Records: the open epoch and the one before it. A record written in the last seconds of an hour reaches the

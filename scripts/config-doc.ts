@@ -34,6 +34,10 @@ export const DEV_ENV: Record<string, { where: string; description: string }> = {
     where: '`npm run bench`',
     description: 'CPU profiles of the gate and tile bench servers into `/tmp/prof`',
   },
+  BENCH_BODY_BYTES_PER_MINUTE: {
+    where: '`npx tsx bench/health-under-attack.ts`',
+    description: "the attacked gateway's body-byte budget per address (default 32 MiB; 0 turns it off)",
+  },
   BENCH_LOAD_SECONDS: { where: '`npm run bench:load`', description: 'seconds per scenario (default 10)' },
   BENCH_LOAD_CONNECTIONS: { where: '`npm run bench:load`', description: 'concurrent connections (default 16)' },
   BENCH_LOAD_MIXED: { where: '`npm run bench:load`', description: '`1` adds a mixed scenario' },
