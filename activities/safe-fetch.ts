@@ -1,5 +1,5 @@
 /**
- * fetch() for upstreams (docs/security.md "Upstream origins"): the request and every redirect may only go to
+ * fetch() for upstreams (docs/security.md §8): the request and every redirect may only go to
  * allowed origins, redirects are followed by hand (each hop checked) and at most `maxRedirects` times. A
  * request carrying a credential (an API key header, a key in the URL) is allowed its own origin only, so a
  * redirect can never carry the key elsewhere; fetch's own `redirect: 'follow'` would, for any header but

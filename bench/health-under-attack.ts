@@ -1,7 +1,7 @@
 // `npx tsx bench/health-under-attack.ts`: /health latency (p50, p99) from one address while another address sends
 // expensive requests as fast as its per-address limit allows (RATE_LIMIT_IP_PER_MINUTE 6000: 100/s after a
 // burst of 1,000), against a gateway in its own process. BENCH_SECONDS sets each phase (default 10). Prints
-// figures, asserts nothing (docs/security.md "Bounds": the goal is /health p99 < 50 ms).
+// figures, asserts nothing (docs/security.md §9: the goal is /health p99 < 50 ms).
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { Agent, request } from 'node:http';

@@ -1,5 +1,5 @@
 /**
- * Who may push to the central proof store, and how much (docs/security.md "Proof store writers"): node keys
+ * Who may push to the central proof store, and how much (docs/security.md §7): node keys
  * (this node's own and SYNC_NODE_KEYS) and registered workers; each pusher bounded per hour in items and bytes.
  */
 import { ServiceError } from '../../core/errors.js';

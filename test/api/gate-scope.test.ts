@@ -1,5 +1,5 @@
 /**
- * The security review's gate findings, end to end over HTTP (docs/security.md "Gates"): step cells must lie inside
+ * The security review's gate findings, end to end over HTTP (docs/security.md §3): step cells must lie inside
  * the certificate, TRUSTED_PRINCIPALS anchors gate 3, max_ops_per_hour counts a request once however its
  * signature header is spelled, and bodies are strict JSON.
  */

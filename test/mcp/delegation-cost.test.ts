@@ -1,5 +1,5 @@
 /**
- * The cost of a certificate is bounded (docs/security.md "Bounds"): check_delegation_chain with a self-signed
+ * The cost of a certificate is bounded (docs/security.md §9): check_delegation_chain with a self-signed
  * 2-link chain of 6,000 cells per link (which took 27 s, with the gateway's /health silent, when a child's cells
  * were compared with every parent cell) is refused in well under 100 ms, and the gateway of the same process
  * keeps answering /health meanwhile. A chain at the cap (4,096 cells) is judged in bounded time too.

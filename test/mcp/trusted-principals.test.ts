@@ -1,5 +1,5 @@
 /**
- * TRUSTED_PRINCIPALS at the governance server (docs/security.md "Gate 3"): with trust anchors configured,
+ * TRUSTED_PRINCIPALS at the governance server (docs/security.md §3): with trust anchors configured,
  * check_delegation_chain and verify_jurisdiction report a chain from any other root as not verifying
  * ("untrusted principal"), and POST /token issues no token for it (403 delegation_invalid); a chain from a listed
  * root is judged as before. Through the MCP SDK client and plain HTTP against a listening server.
