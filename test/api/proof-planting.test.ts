@@ -1,5 +1,5 @@
 /**
- * The planted-proof attack end to end over HTTP: read a job id from `/v1/compute/recent`, push a record under
+ * The planted-proof attack end to end over HTTP: learn a job id, push a record under
  * the id of the job's next run (`compute:<job_id>:run-2`) signed by another key, seal it, replay the job. The
  * requester's answer must carry the node's own record, and `proof verify --node-pk` must name the writer.
  */
@@ -37,6 +37,7 @@ describe('a job proof cannot be planted by another key (end to end over HTTP)', 
   let now: number;
   let broken: boolean;
   let runtime: FakeRuntime;
+  const OPERATOR = 'operator-token';
   let gw: Awaited<ReturnType<typeof startGateway>>;
 
   beforeEach(async () => {
@@ -55,7 +56,7 @@ describe('a job proof cannot be planted by another key (end to end over HTTP)', 
     gw = await startGateway({
       clock: () => now,
       swarm: { workerRuntimeUrl: runtime.url, workerModels: [WORKER_MODEL] },
-      config: { proofSync: { nodeKeys } },
+      config: { proofSync: { nodeKeys }, operatorToken: OPERATOR },
     });
   };
 
@@ -67,8 +68,11 @@ describe('a job proof cannot be planted by another key (end to end over HTTP)', 
     });
     const down = await gw.post('/v1/compute', signed.body, signed.headers);
     assert.equal(down.status, 502, down.text);
-    // What an attacker sees: the public list of recent jobs.
-    const recent = (await gw.get('/v1/compute/recent')).body as { jobs: { job_id: string }[] };
+    // The public list no longer shows ids (docs/security.md §4), but a job id is a capability that leaks (shared
+    // links, logs): the attacker here holds it anyway, as the operator's list shows it, and must still fail.
+    const recent = (await gw.get('/v1/compute/recent', { authorization: `Bearer ${OPERATOR}` })).body as {
+      jobs: { job_id: string }[];
+    };
     return { signed, jobId: recent.jobs[0]!.job_id };
   }
 
