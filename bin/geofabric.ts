@@ -45,14 +45,18 @@ const USAGE = `geofabric <command>
              [--not-before ISO] [--not-after ISO | --days N] [--base64]
   cert verify FILE|- [--agent PK] [--cell C] [--facets F1,F2] [--tools T1] [--at ISO]
                                  checks a certificate or chain (JSON or base64); exit 1 if invalid
-  proof verify RECORD_ID --url BASE [--node-pk PK] [--wait SECONDS] [--anchor [--horizon URL]]
+  proof verify RECORD_ID --url BASE [--node-pk PK] [--wait SECONDS] [--allow-pending] [--anchor [--horizon URL]]
                                  fetches /store/proof/RECORD_ID and re-verifies it offline; --node-pk: it must be
                                  written and sealed by that key (a job's proof: the node's); --wait asks again
                                  while only its seal is missing; with --anchor also checks its epoch root's
-                                 anchor on Horizon (HORIZON_URL); exit 1 if not
+                                 anchor on Horizon (HORIZON_URL)
   proof verify ID1 ID2 ... | --all [--cell C] [--epoch N] [--collection T] [--allow-pending] --url BASE
                                  verifies many records the same way (--all: every record /store/query lists),
-                                 with progress on stderr; prints counts and failures; exit 1 if any fails
+                                 with progress on stderr; prints counts and failures
+                                 exit codes: 0 verified (--allow-pending: pending counts as verified);
+                                 1 failed (unknown id, tampered, wrong key, anchor, listing refused);
+                                 2 usage error or could not run (server unreachable); 3 pending: intact but
+                                 its epoch is not sealed yet (after --wait ran out); pending and failed mixed: 1
   store audit                    re-verifies every record, seal and chain link of the configured store
                                  (progress on stderr)
   store sync [--central URL]     pushes every unsynced record, then seal, of the configured store to the central

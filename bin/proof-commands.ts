@@ -14,12 +14,24 @@ export const PROOF_VERIFY_USAGE =
   'proof verify <record_id> [--wait <seconds>] | <record_id>... | --all [--cell <cell>] [--epoch <n>] [--collection <type>] [--allow-pending] [--node-pk <hex>] --url <base> [--anchor [--horizon <url>]]';
 
 /**
+ * `proof verify`'s exit codes, so a script can tell "try again later" from "something is wrong":
+ * 0 every record verified (with --allow-pending, pending ones count as verified);
+ * 1 a record failed: unknown id (404), tampered or wrongly signed record, seal or path, another node's key
+ *   (--node-pk), a failed anchor, a listing the server refused;
+ * 2 usage error, or the command could not run (bad arguments, a server that cannot be reached for one record);
+ * 3 pending: every record that did not verify is intact and only waits for its epoch's seal (after --wait
+ *   ran out, for one record). A mix of pending and failed records is 1.
+ */
+export const PROOF_EXIT = { verified: 0, failed: 1, usage: 2, pending: 3 } as const;
+
+/**
  * `geofabric proof verify <record_id> --url <base> [--anchor [--horizon <url>]]`: fetches the proof bundle and
- * re-verifies it with core/ only (bin/record-verifier.ts); exit 1 when anything does not hold.
+ * re-verifies it with core/ only (bin/record-verifier.ts); exit codes in PROOF_EXIT.
  *
  * Several ids, or `--all` (every record `/store/query` lists, narrowed by `--cell`, `--epoch`, `--collection`),
  * verify each record the same way with progress on stderr and print one report: counts and every failure. An
- * unsealed record fails like a single one does, unless `--allow-pending` (then it is counted as pending).
+ * unsealed record is exit 3 (pending) like a single one, unless `--allow-pending` (then it counts as verified,
+ * and is listed as pending); `--wait` (one record) asks again while it is pending.
  * `--node-pk <hex>` pins the key that must have written and sealed each record (a job's proof is the node's).
  */
 export async function proofVerifyCommand(
@@ -74,7 +86,9 @@ export async function proofVerifyCommand(
       verdict = await verifyRecordAt(values.url, recordId, options);
     }
     out(verdict);
-    return verdict.verified ? 0 : 1;
+    if (verdict.verified) return PROOF_EXIT.verified;
+    if (verdict.pending) return values['allow-pending'] ? PROOF_EXIT.verified : PROOF_EXIT.pending;
+    return PROOF_EXIT.failed;
   }
   const report = await verifyMany(
     values.url,
@@ -90,7 +104,11 @@ export async function proofVerifyCommand(
     { ...options, allowPending: values['allow-pending'], ...(io.progress ? { progress: io.progress } : {}) },
   );
   out(report);
-  return report.verified ? 0 : 1;
+  if (report.verified) return PROOF_EXIT.verified;
+  // Without --allow-pending a pending record is counted as failed and as pending: all failures pending → 3.
+  const onlyPending =
+    !values['allow-pending'] && report.listing_error === undefined && report.failed === report.pending;
+  return onlyPending ? PROOF_EXIT.pending : PROOF_EXIT.failed;
 }
 
 /**

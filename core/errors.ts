@@ -57,6 +57,8 @@ export const ERROR_STATUS = {
   invalid_limit: 400,
   invalid_operation: 400,
   no_scenes: 404,
+  // The tile upstream has no tile at that place and zoom (it answered 404).
+  tile_not_found: 404,
   upstream_unavailable: 502,
   upstream_timeout: 504,
   // Swarm, inference and tools

@@ -74,3 +74,21 @@ export function resolveWindow(fromMs: number | undefined, toMs: number | undefin
 /** The STAC `datetime` interval (RFC 3339, closed). */
 export const stacInterval = (window: DateWindow): string =>
   `${new Date(window.fromMs).toISOString()}/${new Date(window.toMs).toISOString()}`;
+
+/** The names a caller widens a window with: query `from`/`to`, body `date_from`/`date_to`, a step's context. */
+export interface WindowParams {
+  from: string;
+  to: string;
+}
+export const QUERY_WINDOW: WindowParams = { from: 'from', to: 'to' };
+
+/**
+ * What a `no_scenes` detail adds after the window it searched: whether that was the default, and how to widen
+ * it. A first job without dates searches only the last 30 days, which a cloudy month can leave empty.
+ */
+export function widenHint(params: WindowParams, defaulted: { from: boolean; to: boolean }): string {
+  const which = defaulted.from
+    ? ` (${params.from} not given: the last ${DEFAULT_WINDOW_DAYS} days${defaulted.to ? '' : ` before ${params.to}`})`
+    : '';
+  return `${which}; widen the window with ${params.from} and ${params.to} (YYYY-MM-DD or ISO 8601 UTC)`;
+}

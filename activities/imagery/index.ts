@@ -14,7 +14,7 @@ import { checkCell } from '../../core/h3-cell.js';
 import type { ImageOperation } from '../../core/imagery-operations.js';
 import type { ProofWriter } from '../proof/record-batcher.js';
 import { originSet } from '../safe-fetch.js';
-import { parseDateParam, resolveWindow } from './date-window.js';
+import { parseDateParam, QUERY_WINDOW, resolveWindow, widenHint, type WindowParams } from './date-window.js';
 import { imageryPayloadSchema } from './imagery-record.js';
 import { stepRecordId } from '../../core/proof-record.js';
 import type { NdviResult } from './ndvi.js';
@@ -50,6 +50,8 @@ export interface ImageryQuery {
   toMs?: number;
   cloud?: number;
   limit?: number;
+  /** How this caller names the window's ends (default: the query's `from`/`to`), for a `no_scenes` detail. */
+  windowParams?: WindowParams;
 }
 
 export interface ScenesResult {
@@ -106,7 +108,11 @@ export function createImageryActivities(deps: ImageryDeps) {
 
   const run = (operation: ImageOperation, query: ImageryQuery): Promise<Outcome> => {
     const window = unwrap(resolveWindow(query.fromMs, query.toMs, deps.clock()));
-    const input: OperationInput = { operation, cell: query.cell, window };
+    const widen = widenHint(query.windowParams ?? QUERY_WINDOW, {
+      from: query.fromMs === undefined,
+      to: query.toMs === undefined,
+    });
+    const input: OperationInput = { operation, cell: query.cell, window, widen };
     if (query.cloud !== undefined) input.cloud = query.cloud;
     if (query.limit !== undefined) input.limit = query.limit;
     return runOperation(operationDeps, input);
@@ -160,7 +166,11 @@ export function createImageryActivities(deps: ImageryDeps) {
         const step = parsed.data;
         const operation = unwrap(checkOperation(step.operation));
         const cell = unwrap(checkCell(step.h3_cell, 'h3_cell'));
-        const query: ImageryQuery = { cell };
+        // The step's dates come from the job step's context (core/job-steps.ts).
+        const query: ImageryQuery = {
+          cell,
+          windowParams: { from: 'context.date_from', to: 'context.date_to' },
+        };
         const fromMs = unwrap(parseDateParam(step.date_from, 'date_from', 'start'));
         const toMs = unwrap(parseDateParam(step.date_to, 'date_to', 'end'));
         if (fromMs !== undefined) query.fromMs = fromMs;

@@ -38,6 +38,8 @@ export interface OperationInput {
   operation: ImageOperation;
   cell: string;
   window: DateWindow;
+  /** Appended to a `no_scenes` detail: how the caller widens the window (date-window.ts widenHint). */
+  widen?: string;
   /** scene_search only. */
   cloud?: number;
   limit?: number;
@@ -121,7 +123,8 @@ export async function runOperation(deps: OperationDeps, input: OperationInput): 
     throw new ServiceError(
       'no_scenes',
       `no ${deps.catalog.collection} scene intersects cell ${input.cell} between ` +
-        `${new Date(input.window.fromMs).toISOString()} and ${new Date(input.window.toMs).toISOString()}`,
+        `${new Date(input.window.fromMs).toISOString()} and ${new Date(input.window.toMs).toISOString()}` +
+        (input.widen ?? ''),
     );
   }
   const item = { item_id: scene.id, item_datetime: scene.datetime };

@@ -4,10 +4,10 @@
  * - The upstream's format is read from the bytes' magic numbers, never from its `content-type`: public
  *   servers mislabel (docs/protocol.md §2.4 observed `image/jpeg` under a `.png` path) and an error page served with
  *   200 must not reach a client as an image.
- * - When the upstream format differs from the requested one, sharp converts once, on the miss path; the
- *   converted bytes are what the cache keeps, so a hit never converts.
+ * - When the upstream format differs from the requested one, sharp converts the cached upstream copy once
+ *   per format; the cache keeps the converted bytes beside it, so a hit never converts.
  * - `content-type` always names the true format of the bytes sent.
- * - Every upstream tile is decoded once on the miss path, converted or not: a PNG or JPEG cut short or corrupt
+ * - Every upstream tile is decoded once when fetched, before it is cached: a PNG or JPEG cut short or corrupt
  *   in its body still starts with its magic number, and must not be cached and served as the tile.
  */
 import sharp, { type Sharp } from 'sharp';
@@ -46,7 +46,7 @@ const decodeOptions = { failOn: 'error', limitInputPixels: 4096 * 4096 } as cons
 const undecodable = () =>
   new ServiceError('upstream_unavailable', 'the upstream tile could not be decoded as an image');
 
-/** Re-encodes an upstream tile (miss path only). Undecodable bytes are the upstream's failure. */
+/** Re-encodes an upstream tile (once per format). Undecodable bytes are the upstream's failure. */
 export async function convertTile(bytes: Uint8Array, to: TileFormat): Promise<Buffer> {
   try {
     return await encodeAs(sharp(bytes, decodeOptions), to);
@@ -56,7 +56,7 @@ export async function convertTile(bytes: Uint8Array, to: TileFormat): Promise<Bu
 }
 
 /**
- * Decodes an upstream tile that needs no conversion, to know it is whole (miss path only: about a millisecond
+ * Decodes an upstream tile when fetched, to know it is whole (miss path only: about a millisecond
  * for a 256 px tile). Undecodable bytes are the upstream's failure, as in convertTile.
  */
 export async function verifyTile(bytes: Uint8Array): Promise<void> {

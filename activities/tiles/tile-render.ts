@@ -93,8 +93,12 @@ export function createTileRenderer(deps: TileRendererDeps) {
       found = await deps.source.lookup(request, epochAtStart);
     } catch (error) {
       deps.count(epochAtStart, step.style, { kind: 'error' });
-      // Upstream trouble is transient: let Temporal's retry policy try again.
-      if (error instanceof ServiceError) throw ApplicationFailure.retryable(error.detail ?? error.code, error.code);
+      // Upstream trouble is transient: let Temporal's retry policy try again. No tile there (404) is not.
+      if (error instanceof ServiceError) {
+        const message = error.detail ?? error.code;
+        if (error.status < 500) throw ApplicationFailure.nonRetryable(message, error.code);
+        throw ApplicationFailure.retryable(message, error.code);
+      }
       throw error;
     }
     const { tile } = found;

@@ -1,28 +1,36 @@
 /**
- * Where a tile's bytes come from: the cache when the entry was validated in this epoch (a HIT, answered
- * synchronously: no await, no hashing, no conversion), else the upstream.
+ * Where a tile's bytes come from: the cache when its upstream tile was validated in this epoch (a HIT,
+ * answered synchronously once the format was served before: no await, no hashing, no conversion), else the
+ * upstream.
+ *
+ * One upstream fetch per (style, zoom, x, y) (tile-cache.ts): every cell inside that tile and every format
+ * asked for is served from that one copy, converted once per format. What a client sees stays per request:
+ * its cell in X-Svc-Cell and its record, its format's bytes, ETag and X-Svc-Proof.
  *
  * Refresh (docs/protocol.md §2.4 "tiles refresh when the epoch advances and source data changed"; decided here):
- * one entry per (cell, style, zoom, format) remembers the epoch it was last validated in and the
- * upstream's ETag / Last-Modified. The first request of a newer epoch asks the upstream conditionally:
- * 304 (or, from an upstream without validators, the same bytes again) → the entry is re-stamped with the
- * new epoch and served as a HIT, since the source did not change; new bytes → the entry is replaced and
- * served as a MISS. A failed revalidation is the client's 502/504 like a failed miss: the service does not
- * vouch, in a record of this epoch, for bytes it could not confirm in this epoch. The old entry stays, so
- * the next attempt is still conditional.
+ * each upstream tile remembers the epoch it was last validated in and the upstream's ETag / Last-Modified. The
+ * first request of a newer epoch asks the upstream conditionally: 304 (or, from an upstream without
+ * validators, the same bytes again) → the entry is re-stamped with the new epoch, its converted formats kept,
+ * and served as a HIT, since the source did not change; new bytes → the entry is replaced and served as a
+ * MISS. A failed revalidation is the client's 502/504 like a failed miss: the service does not vouch, in a
+ * record of this epoch, for bytes it could not confirm in this epoch. The old entry stays, so the next
+ * attempt is still conditional.
  *
- * Coalescing: concurrent misses or revalidations of one key share one upstream request. The request that
- * started it is the MISS (it caused the upstream work); the ones that joined are HITs. Failures are never
- * cached: the next request asks the upstream again.
+ * MISS means this request made the upstream send new bytes; everything else is a HIT: a request that joined
+ * an upstream fetch in flight, another cell of a fetched tile, another format converted from it.
+ * Coalescing: concurrent misses or revalidations of one upstream tile share one upstream request, and
+ * concurrent requests for one new format share one conversion. Failures are never cached: the next request
+ * asks the upstream again. An upstream 404 is 404 `tile_not_found` (tile-upstream.ts).
  */
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { ServiceError } from '../../core/errors.js';
 import { sha256Hex } from '../../core/hash.js';
-import { cellTile } from '../../core/tile-coords.js';
+import { cellTile, type TileXY } from '../../core/tile-coords.js';
 import { TILE_CONTENT_TYPES, type TileFormat } from '../../core/tile-request.js';
 import type { TileStyle } from '../../core/tile-styles.js';
 import type { TileConfig } from './index.js';
-import { createTileCache, type CachedTile } from './tile-cache.js';
+import { createTileCache, type CachedTile, type UpstreamTile } from './tile-cache.js';
 import { convertTile, detectFormat, verifyTile } from './tile-format.js';
 import { fetchUpstreamTile, tileUrl, upstreamHost, type Validators } from './tile-upstream.js';
 
@@ -41,7 +49,7 @@ export interface TileLookup {
 }
 
 interface Loaded {
-  tile: CachedTile;
+  entry: UpstreamTile;
   /** True when the upstream sent new bytes (a MISS for the request that started the load). */
   fetched: boolean;
 }
@@ -51,9 +59,13 @@ export interface TileSource {
   size(): { entries: number; bytes: number };
 }
 
+/** (cell, zoom) → tile memo entries: a few dozen bytes each, so the hit path skips the H3 arithmetic. */
+const PLACES = 65_536;
+
 export function createTileSource(deps: { config: TileConfig; logger?: Logger | undefined }): TileSource {
   const { config } = deps;
   const cache = createTileCache(config.cacheBytes);
+  const places = new LRUCache<string, TileXY>({ max: PLACES });
   const hosts = new Map(
     Object.entries(config.templates).map(([style, t]) => [
       style,
@@ -67,21 +79,62 @@ export function createTileSource(deps: { config: TileConfig; logger?: Logger | u
     upstreamHost: hosts.get(request.style) ?? 'unknown',
   });
 
+  function tileOf(cell: string, zoom: number): TileXY {
+    const key = `${cell}|${zoom}`;
+    let xy = places.get(key);
+    if (!xy) places.set(key, (xy = cellTile(cell, zoom)));
+    return xy;
+  }
+
   function lookup(request: TileRequest, epoch: number): TileLookup | Promise<TileLookup> {
-    const key = `${request.cell}|${request.style}|${request.zoom}|${request.format}`;
+    const { x, y } = tileOf(request.cell, request.zoom);
+    const key = `${request.style}|${request.zoom}|${x}|${y}`;
     const entry = cache.get(key);
-    if (entry && entry.validatedEpoch >= epoch) return answer(request, entry, 'HIT');
-    const { promise, joined } = cache.coalesce(key, () => load(key, request, epoch, entry));
-    return promise.then(({ tile, fetched }) => answer(request, tile, fetched && !joined ? 'MISS' : 'HIT'));
+    if (entry && entry.validatedEpoch >= epoch) {
+      const served = entry.variants[request.format];
+      if (served) return answer(request, served, 'HIT');
+      return variant(key, entry, request.format).then((tile) => answer(request, tile, 'HIT'));
+    }
+    const { promise, joined } = cache.coalesce(key, () => load(key, request, x, y, epoch, entry));
+    return promise.then(async ({ entry: loaded, fetched }) =>
+      answer(request, await variant(key, loaded, request.format), fetched && !joined ? 'MISS' : 'HIT'),
+    );
+  }
+
+  /** The upstream tile in `format`: converted once (coalesced), then kept beside the upstream copy. */
+  function variant(key: string, entry: UpstreamTile, format: TileFormat): Promise<CachedTile> {
+    const kept = entry.variants[format];
+    if (kept) return Promise.resolve(kept);
+    return cache.coalesce(`${key}|${entry.sourceSha256}|${format}`, async () => {
+      const converted = entry.format !== format;
+      const bytes = converted ? await convertTile(entry.bytes, format) : entry.bytes;
+      const sha256 = converted ? sha256Hex(bytes) : entry.sourceSha256;
+      const tile: CachedTile = {
+        bytes,
+        format,
+        contentType: TILE_CONTENT_TYPES[format],
+        sha256,
+        etag: `"${sha256}"`,
+        x: entry.x,
+        y: entry.y,
+      };
+      // Kept only while the cache still holds these source bytes (a refresh may have replaced them meanwhile).
+      const current = cache.peek(key);
+      if (current && current.sourceSha256 === entry.sourceSha256) {
+        cache.set(key, { ...current, variants: { ...current.variants, [format]: tile } });
+      }
+      return tile;
+    }).promise;
   }
 
   async function load(
     key: string,
     request: TileRequest,
+    x: number,
+    y: number,
     epoch: number,
-    stale: CachedTile | undefined,
+    stale: UpstreamTile | undefined,
   ): Promise<Loaded> {
-    const { x, y } = stale ?? cellTile(request.cell, request.zoom);
     const url = tileUrl(config.templates[request.style], request.zoom, x, y);
     let result: Awaited<ReturnType<typeof fetchUpstreamTile>>;
     try {
@@ -98,14 +151,14 @@ export function createTileSource(deps: { config: TileConfig; logger?: Logger | u
       throw error;
     }
 
-    const keep = (base: CachedTile, validators: Validators): Loaded => {
-      const tile: CachedTile = {
+    const keep = (base: UpstreamTile, validators: Validators): Loaded => {
+      const entry: UpstreamTile = {
         ...base,
         validators: { ...base.validators, ...validators },
         validatedEpoch: Math.max(base.validatedEpoch, epoch),
       };
-      cache.set(key, tile);
-      return { tile, fetched: false };
+      cache.set(key, entry);
+      return { entry, fetched: false };
     };
     if (result.status === 'not_modified') {
       if (!stale) throw new ServiceError('upstream_unavailable', 'the tile upstream answered 304 to a plain request');
@@ -114,30 +167,24 @@ export function createTileSource(deps: { config: TileConfig; logger?: Logger | u
     const sourceSha256 = sha256Hex(result.bytes);
     if (stale && stale.sourceSha256 === sourceSha256) return keep(stale, result.validators);
 
-    const upstreamFormat = detectFormat(result.bytes);
-    if (!upstreamFormat) {
+    const format = detectFormat(result.bytes);
+    if (!format) {
       throw new ServiceError('upstream_unavailable', 'the tile upstream sent bytes that are not a PNG, JPEG or WebP');
     }
-    const converted = upstreamFormat !== request.format;
-    // Whole images only: a tile cut short or corrupt would otherwise be cached and served.
-    if (!converted) await verifyTile(result.bytes);
-    const bytes = converted ? await convertTile(result.bytes, request.format) : result.bytes;
-    const sha256 = converted ? sha256Hex(bytes) : sourceSha256;
-    const tile: CachedTile = {
-      bytes,
-      format: request.format,
-      contentType: TILE_CONTENT_TYPES[request.format],
-      sha256,
-      etag: `"${sha256}"`,
-      upstreamFormat,
+    // Whole images only: a tile cut short or corrupt would otherwise be cached and served (or converted).
+    await verifyTile(result.bytes);
+    const entry: UpstreamTile = {
+      bytes: result.bytes,
+      format,
       sourceSha256,
       validators: result.validators,
       validatedEpoch: epoch,
       x,
       y,
+      variants: {},
     };
-    cache.set(key, tile);
-    return { tile, fetched: true };
+    cache.set(key, entry);
+    return { entry, fetched: true };
   }
 
   return { lookup, size: () => cache.size() };

@@ -1,9 +1,10 @@
 /**
- * The HTTP client of the public XYZ tile servers. Every failure leaves as one of two ServiceErrors, so
- * callers map nothing: `upstream_timeout` (504) when the server did not answer within the timeout,
- * `upstream_unavailable` (502) for everything else — refused connections, 5xx, and 404 too: the service
- * maps every valid cell and zoom to a tile, so a missing upstream tile is the upstream's failure, not the
- * client's, and a 4xx would tell the client to change a request that was right.
+ * The HTTP client of the public XYZ tile servers. Every failure leaves as one of three ServiceErrors, so
+ * callers map nothing: `tile_not_found` (404) when the upstream answers 404 — it has no tile there (past a
+ * style's deepest zoom, or imagery that does not cover the place), which map clients expect as a 404 and
+ * show as an empty tile; `upstream_timeout` (504) when the server did not answer within the timeout;
+ * `upstream_unavailable` (502) for everything else — refused connections, 5xx, other statuses, redirects off
+ * the origin.
  */
 import { ServiceError } from '../../core/errors.js';
 import { readBoundedBody } from '../bounded-body.js';
@@ -60,6 +61,10 @@ export async function fetchUpstreamTile(url: string, options: UpstreamOptions): 
     if (res.status === 304 && conditional) {
       await res.body?.cancel();
       return { status: 'not_modified', validators };
+    }
+    if (res.status === 404) {
+      await res.body?.cancel();
+      throw new ServiceError('tile_not_found', 'the tile upstream has no tile here (it answered HTTP 404)');
     }
     if (res.status !== 200) {
       await res.body?.cancel();

@@ -140,7 +140,14 @@ export const tileRoutes = (tiles: TileActivities) => [
           headers: TILE_RESPONSE_HEADERS,
         },
       },
-      errors: ['invalid_zoom', 'invalid_style', 'invalid_format', 'upstream_unavailable', 'upstream_timeout'],
+      errors: [
+        'invalid_zoom',
+        'invalid_style',
+        'invalid_format',
+        'tile_not_found',
+        'upstream_unavailable',
+        'upstream_timeout',
+      ],
     },
   }),
 ];

@@ -118,6 +118,7 @@ export function processBody(body: unknown): Check<ProcessInput> {
     query: {
       cell: b.h3_cell,
       ...window.value,
+      windowParams: { from: 'date_from', to: 'date_to' },
       ...(cloud.value === undefined ? {} : { cloud: cloud.value }),
       ...(limit.value === undefined ? {} : { limit: limit.value }),
     },

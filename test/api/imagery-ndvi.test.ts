@@ -125,11 +125,22 @@ describe('imagery over HTTP: GET /v1/imagery/ndvi and its proof records', () => 
       assert.equal(result.cloudCover, 3);
     });
 
-    it('answers 404 no_scenes for an empty window', async () => {
+    it('answers 404 no_scenes for an empty window, naming the window searched and how to widen it', async () => {
       catalog.stac.items = [];
       const res = await gw.get(`/v1/imagery/ndvi?cell=${ROME_CELL}`);
       assert.equal(res.status, 404);
-      assert.equal((res.body as { error: string }).error, 'no_scenes');
+      const body = res.body as { error: string; detail: string };
+      assert.equal(body.error, 'no_scenes');
+      const to = new Date(TEST_NOW).toISOString();
+      const from = new Date(TEST_NOW - 30 * 86_400_000).toISOString();
+      assert.ok(body.detail.includes(`between ${from} and ${to}`), body.detail);
+      assert.match(body.detail, /from not given: the last 30 days\)/);
+      assert.match(body.detail, /widen the window with from and to \(YYYY-MM-DD or ISO 8601 UTC\)/);
+
+      const dated = await gw.get(`/v1/imagery/ndvi?cell=${ROME_CELL}&from=2025-01-01`);
+      const detail = (dated.body as { detail: string }).detail;
+      assert.ok(detail.includes('between 2025-01-01T00:00:00.000Z and'), detail);
+      assert.doesNotMatch(detail, /not given/);
     });
 
     it('requires the cell', async () => {

@@ -230,6 +230,9 @@ describe('imagery over HTTP: scenes, process, upstream failures', () => {
       });
       assert.equal(res.status, 404);
       assert.equal((res.body as ErrorBody).error, 'no_scenes');
+      const detail = (res.body as ErrorBody).detail ?? '';
+      assert.ok(detail.includes('between 2025-12-01T00:00:00.000Z and 2025-12-31T23:59:59.999Z'), detail);
+      assert.match(detail, /widen the window with date_from and date_to/);
     });
   });
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { latLngToCell } from 'h3-js';
+import { gridDisk, latLngToCell } from 'h3-js';
 import { sha256Hex } from '../../core/hash.js';
 import { cellTile } from '../../core/tile-coords.js';
 import { startTileGateway, TILE_TEST_EPOCH as EPOCH } from '../helpers/tile-gateway.js';
@@ -127,6 +127,92 @@ describe('tiles over HTTP (/v1/tiles)', () => {
     });
   });
 
+  describe('one upstream fetch per upstream tile', () => {
+    /** Three cells whose centroids lie in ROME's z10 tile. */
+    const sameTile = () => {
+      const { x, y } = cellTile(ROME, 10);
+      const cells = gridDisk(ROME, 2).filter((c) => {
+        const t = cellTile(c, 10);
+        return t.x === x && t.y === y;
+      });
+      assert.ok(cells.length >= 3);
+      return cells.slice(0, 3);
+    };
+
+    it('serves three cells of one tile, in two formats, from ONE upstream request', async () => {
+      const cells = sameTile();
+      const served = [];
+      for (const cell of cells) {
+        for (const format of ['png', 'jpg']) served.push(await t.tile(`/v1/tiles/${cell}/10/terrain.${format}`));
+      }
+      assert.deepEqual(
+        xyz.requests.map((r) => r.path),
+        ['/png/10/547/380'],
+      );
+      assert.deepEqual(
+        served.map((r) => r.status),
+        [200, 200, 200, 200, 200, 200],
+      );
+      // The served key stays the client's: its cell, its format's bytes, content-type, ETag and proof.
+      assert.deepEqual(
+        served.map((r) => r.headers.get('x-svc-cell')),
+        cells.flatMap((c) => [c, c]),
+      );
+      const [png, jpg] = served;
+      assert.deepEqual(png!.bytes, await xyz.bytesAt('/png/10/547/380'));
+      assert.ok(startsWith(jpg!.bytes, JPEG_MAGIC));
+      assert.equal(jpg!.headers.get('content-type'), 'image/jpeg');
+      for (const [i, res] of served.entries()) {
+        const first = i % 2 === 0 ? png! : jpg!;
+        assert.deepEqual(res.bytes, first.bytes, 'every cell of the tile gets the same bytes per format');
+        assert.equal(res.headers.get('x-svc-proof'), sha256Hex(res.bytes));
+        assert.equal(res.headers.get('etag'), `"${sha256Hex(res.bytes)}"`);
+      }
+      assert.deepEqual(
+        served.map((r) => r.headers.get('x-svc-cache')),
+        ['MISS', 'HIT', 'HIT', 'HIT', 'HIT', 'HIT'],
+        'only the request that made the upstream send bytes is a MISS',
+      );
+      // Each cell's serves are in that cell's records.
+      await t.gw.writer.flush();
+      const { records } = await t.gw.proofs.queryRecords({ collection: 'tile', limit: 100 });
+      assert.deepEqual(new Set(records.map((r) => r.address.h3_cell)), new Set(cells));
+      assert.equal(records.length, 6, 'one record per cell and format');
+    });
+
+    it('coalesces concurrent requests of three cells in two formats into ONE upstream request', async () => {
+      xyz.delayMs = 150;
+      const cells = sameTile();
+      const all = await Promise.all(
+        cells.flatMap((cell) => ['webp', 'png'].map((f) => t.tile(`/v1/tiles/${cell}/10/osm-standard.${f}`))),
+      );
+      assert.equal(xyz.count(), 1);
+      assert.ok(all.every((r) => r.status === 200));
+      assert.equal(all.filter((r) => r.headers.get('x-svc-cache') === 'MISS').length, 1);
+      assert.equal(new Set(all.map((r) => r.headers.get('x-svc-proof'))).size, 2, 'one proof per format');
+      // The same epoch: no further upstream request, whatever cell or format.
+      await t.tile(`/v1/tiles/${cells[0]}/10/osm-standard.jpg`);
+      assert.equal(xyz.count(), 1);
+    });
+
+    it('revalidates the upstream tile once per epoch for all its cells and formats', async () => {
+      const cells = sameTile();
+      await t.tile(`/v1/tiles/${cells[0]}/10/osm-standard.png`);
+      await t.tile(`/v1/tiles/${cells[1]}/10/osm-standard.webp`);
+      t.advanceEpoch();
+      const next = await Promise.all([
+        t.tile(`/v1/tiles/${cells[1]}/10/osm-standard.webp`),
+        t.tile(`/v1/tiles/${cells[2]}/10/osm-standard.png`),
+      ]);
+      assert.equal(xyz.count(), 2);
+      assert.equal(xyz.requests[1]?.status, 304);
+      assert.deepEqual(
+        next.map((r) => r.headers.get('x-svc-cache')),
+        ['HIT', 'HIT'],
+      );
+    });
+  });
+
   describe('refresh when the epoch advances', () => {
     it('asks the upstream conditionally and stays a HIT when the source did not change', async () => {
       const first = await t.tile(`/v1/tiles/${ROME}/10/osm-standard.png`);
@@ -189,15 +275,27 @@ describe('tiles over HTTP (/v1/tiles)', () => {
       assert.equal(ok.headers.get('x-svc-cache'), 'MISS');
     });
 
-    it('answers 502 naming the status when the upstream has no such tile, or sends no image', async () => {
+    it('answers 404 tile_not_found when the upstream has no such tile, to browsers too, and caches nothing', async () => {
       const missing = await startTileGateway(xyz, { templates: { dark: `${xyz.url}/none/{z}/{x}/{y}` } });
       try {
         const res = await missing.tile(`/v1/tiles/${ROME}/10/dark.png`);
-        assert.equal(res.status, 502);
+        assert.equal(res.status, 404);
+        assert.equal(res.json?.error, 'tile_not_found');
         assert.match(res.json?.detail ?? '', /404/);
+        assert.equal(res.headers.get('access-control-allow-origin'), '*');
+        assert.equal((await missing.tile(`/v1/tiles/${ROME}/10/dark.webp`)).status, 404);
+        assert.equal(xyz.count('/none/'), 2, 'a 404 is not cached');
       } finally {
         await missing.gw.close();
       }
+    });
+
+    it('answers 502 when the upstream sends no image, or another 4xx', async () => {
+      xyz.failWith = 403;
+      const refused = await t.tile(`/v1/tiles/${ROME}/10/osm-bright.png`);
+      assert.equal(refused.status, 502);
+      assert.match(refused.json?.detail ?? '', /403/);
+      xyz.failWith = null;
       xyz.garbage = true;
       const res = await t.tile(`/v1/tiles/${ROME}/10/osm-bright.png`);
       assert.equal(res.status, 502);

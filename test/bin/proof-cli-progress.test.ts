@@ -109,9 +109,9 @@ describe('progress of the long CLI commands', function () {
       return { code, report: out[0]!, lines: progress.lines() };
     };
 
-    it('--all verifies every listed record; an unsealed one fails unless --allow-pending', async () => {
+    it('--all verifies every listed record; an unsealed one is pending (exit 3) unless --allow-pending', async () => {
       const strict = await run(['--all']);
-      assert.equal(strict.code, 1);
+      assert.equal(strict.code, 3);
       assert.deepEqual(
         { records: strict.report.records, ok: strict.report.ok, failed: strict.report.failed },
         { records: 5, ok: 4, failed: 1 },
@@ -155,11 +155,11 @@ describe('progress of the long CLI commands', function () {
       assert.match(bad.report.listing_error ?? '', /listing: server answered 400 invalid_cell/);
     });
 
-    it('one record keeps its old output and exit codes; mixing modes is a usage error', async () => {
+    it('one record keeps its old output; pending is exit 3; mixing modes is a usage error', async () => {
       const single: unknown[] = [];
       assert.equal(await proofVerifyCommand(['a', '--url', gw.url], (v) => single.push(v)), 0);
       assert.deepEqual(Object.keys(single[0] as object), ['record_id', 'verified', 'problems', 'server_said_verified']);
-      assert.equal(await proofVerifyCommand(['open', '--url', gw.url], () => undefined), 1);
+      assert.equal(await proofVerifyCommand(['open', '--url', gw.url], () => undefined), 3);
       await assert.rejects(proofVerifyCommand(['a', '--all', '--url', gw.url]), /usage/);
       await assert.rejects(proofVerifyCommand(['a', '--cell', '861e8050fffffff', '--url', gw.url]), /usage/);
       await assert.rejects(proofVerifyCommand(['--all', '--epoch', 'x', '--url', gw.url]), /usage/);

@@ -113,6 +113,13 @@ describe('imagery activity: processImage', () => {
     }
   });
 
+  it('says in a no_scenes failure how a job widens the window: the step context dates', async () => {
+    const error = await failure({ ...step, date_from: '2025-01-01', date_to: '2025-01-31' });
+    assert.equal(error.type, 'no_scenes');
+    assert.match(error.message, /between 2025-01-01T00:00:00\.000Z and 2025-01-31T23:59:59\.999Z/);
+    assert.match(error.message, /widen the window with context\.date_from and context\.date_to/);
+  });
+
   it('fails retryably when the catalog is down', async () => {
     catalog.stac.faults.searchStatus = 502;
     try {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { ApplicationFailure } from '@temporalio/common';
-import { latLngToCell } from 'h3-js';
+import { gridDisk, latLngToCell } from 'h3-js';
 import sharp from 'sharp';
 import { createRecordBatcher, type ProofWriter } from '../../../activities/proof/record-batcher.js';
 import { createTileActivities, type TileActivities } from '../../../activities/tiles/index.js';
@@ -147,6 +147,30 @@ describe('tile_render activity (renderTile)', () => {
       tiles.renderTile(step()),
       (e) => e instanceof ApplicationFailure && !e.nonRetryable && e.type === 'upstream_unavailable',
     );
+    xyz.failWith = 404;
+    await assert.rejects(
+      tiles.renderTile(step()),
+      (e) => e instanceof ApplicationFailure && e.nonRetryable && e.type === 'tile_not_found',
+      'no tile there: retrying will not make one',
+    );
     assert.equal((await store.queryRecords({ collection: 'tile', limit: 10 })).records.length, 0);
+  });
+
+  it('annotates the upstream tile another cell of the same tile already fetched, in any format', async () => {
+    const served = await tiles.lookupTile({ cell: CENTER, zoom: ZOOM, style: 'osm-bright', format: 'png' });
+    assert.equal(xyz.count(), 1);
+    const { x, y } = cellTile(CENTER, ZOOM);
+    const other = gridDisk(CENTER, 1).find((c) => {
+      const t = cellTile(c, ZOOM);
+      return c !== CENTER && t.x === x && t.y === y;
+    })!;
+    assert.ok(other, 'a neighbour in the same tile');
+    const plain = await tiles.renderTile(step({ center_cell: other, locations: [] }));
+    assert.equal(plain.cache, 'HIT');
+    assert.equal(plain.tile_sha256, served.tile.sha256);
+    const webp = await tiles.renderTile(step({ step_id: 'map-webp', format: 'webp' }));
+    assert.equal(webp.format, 'webp');
+    assert.equal(webp.cache, 'HIT');
+    assert.equal(xyz.count(), 1, 'one upstream fetch for every cell and format of the tile');
   });
 });

@@ -42,9 +42,9 @@ describe('tile upstream client', () => {
     assert.equal(xyz.requests[1]?.ifModifiedSince, first.validators.lastModified);
   });
 
-  it('maps 404, 5xx and refused connections to upstream_unavailable', async () => {
+  it('maps 404 to tile_not_found, and 5xx and refused connections to upstream_unavailable', async () => {
     await assert.rejects(fetchUpstreamTile(`${xyz.url}/nothing`, options), (e) => {
-      return rejectsWith('upstream_unavailable')(e) && /404/.test((e as ServiceError).detail ?? '');
+      return rejectsWith('tile_not_found')(e) && (e as ServiceError).status === 404;
     });
     xyz.failWith = 503;
     await assert.rejects(fetchUpstreamTile(`${xyz.url}/png/1/0/0`, options), rejectsWith('upstream_unavailable'));
