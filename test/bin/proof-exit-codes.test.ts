@@ -3,36 +3,24 @@
  * tampered, wrong key), 2 usage, 3 pending (intact, epoch not sealed yet), for one record and for many.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join, resolve } from 'node:path';
 import { PROOF_EXIT, proofVerifyCommand } from '../../bin/proof-commands.js';
 import type { ProgressStream } from '../../bin/progress.js';
 import { generateKeyPair } from '../../core/identity.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
 import { startGateway } from '../helpers/gateway.js';
+import { runGeofabricCli } from '../helpers/geofabric-process.js';
 import { inferenceEntry, push, registerWorker, sealThrough, timeIn } from '../helpers/proofs.js';
 
-const ROOT = resolve(import.meta.dirname, '../..');
 const EPOCH = 6100;
 const worker = generateKeyPair();
 const quiet: ProgressStream = { isTTY: false, write: () => true };
 
 /** The installed CLI as a user runs it: its real process exit code. */
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [join(ROOT, 'bin', 'geofabric.js'), ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  const [code] = (await once(child, 'exit')) as [number];
-  return { code, stdout, stderr };
-}
+const cli = (args: string[]) => runGeofabricCli(args);
 
 describe('proof verify exit codes', function () {
   this.timeout(60_000);

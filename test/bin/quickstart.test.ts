@@ -8,31 +8,18 @@
  * seconds, not a minute; everything else is the guide's path.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import sharp from 'sharp';
-import { spawnGeofabric, type GeofabricProcess } from '../helpers/geofabric-process.js';
+import { runGeofabricCli, spawnGeofabric, type GeofabricProcess } from '../helpers/geofabric-process.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const GUIDE = readFileSync(join(ROOT, 'docs', 'quickstart.md'), 'utf8');
 
 /** `npx geofabric <args>` from `cwd`: the package's bin entry, run to its end. */
-async function geofabric(cwd: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [join(ROOT, 'bin', 'geofabric.js'), ...args], {
-    cwd,
-    env: cleanEnv(),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  const [code] = (await once(child, 'exit')) as [number];
-  return { code, stdout, stderr };
-}
+const geofabric = (cwd: string, args: string[]) => runGeofabricCli(args, { cwd, env: cleanEnv() });
 
 /** The environment of a newcomer's shell: none of this machine's service settings. */
 function cleanEnv(): NodeJS.ProcessEnv {

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -29,4 +30,22 @@ export function spawnGeofabric(args: string[], env: NodeJS.ProcessEnv): Geofabri
     }
   });
   return { child, lines, stderr: () => stderr };
+}
+
+/** `npx geofabric <args>` as a user runs it (the package's bin entry), to its end: exit code and output. */
+export async function runGeofabricCli(
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [join(ROOT, 'bin', 'geofabric.js'), ...args], {
+    cwd: options.cwd,
+    env: options.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+  const [code] = (await once(child, 'exit')) as [number];
+  return { code, stdout, stderr };
 }
