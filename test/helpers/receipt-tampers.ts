@@ -123,5 +123,9 @@ export const RECEIPT_TAMPERS: readonly ReceiptTamper[] = [
     },
   },
   { name: 'seal chain dropped', expected: 'seal_chain', apply: (r) => void (r.seal_chains = []) },
-  { name: 'status complete while pending', expected: 'sealed', apply: (r) => void (r.records[1]!.seal = null) },
+  {
+    name: 'status complete while pending',
+    expected: 'sealed',
+    apply: (r) => Object.assign(r.records[1]!, { seal: null, proof: null, anchor: null }),
+  },
 ];
