@@ -188,6 +188,27 @@ describe('job receipts over HTTP (docs/protocol.md §15)', function () {
     assert.equal(verifyReceipt(anchored).failedCheck, 'anchor');
   });
 
+  it('answers 404 receipt_unavailable for a job stored without its signed request (before receipts)', async () => {
+    const jobId = '11111111-1111-8111-8111-111111111111';
+    const at = new Date(now).toISOString();
+    await gw.jobs.claim({
+      version: 1,
+      job_id: jobId,
+      status: 'running',
+      requester_pk: alice.publicKey,
+      h3_cell: CELL,
+      epoch: 0,
+      step_types: ['inference'],
+      request_hash: '0'.repeat(64),
+      created_at: at,
+      updated_at: at,
+      response: null,
+    });
+    const res = await gw.get(`/v1/compute/${jobId}/receipt`);
+    assert.equal(res.status, 404, res.text);
+    assert.equal((res.body as { error: string }).error, 'receipt_unavailable');
+  });
+
   it('answers 404 job_not_found for an unknown job', async () => {
     const res = await gw.get('/v1/compute/00000000-0000-8000-8000-000000000000/receipt');
     assert.equal(res.status, 404);
