@@ -88,7 +88,7 @@ describe('geofabric receipt get | verify', function () {
   it('runs as `geofabric receipt verify` (exit 1 and the failed check for a pending receipt)', async () => {
     const file = join(dir, 'pending.json');
     writeFileSync(file, JSON.stringify(job.pending));
-    const cli = spawnGeofabric(['receipt', 'verify', file], { PATH: process.env.PATH });
+    const cli = spawnGeofabric(['receipt', 'verify', file], {});
     let stdout = '';
     cli.child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     const [code] = (await once(cli.child, 'exit')) as [number];
