@@ -124,7 +124,8 @@ function jobHashOfPayload(requestHashHex: string, steps: readonly Obj[]): string
  */
 export function verifyReceipt(value: unknown, options: VerifyReceiptOptions = {}): ReceiptVerdict {
   const checks: ReceiptCheck[] = [];
-  const add = (name: ReceiptCheckName, outcome: Outcome) => checks.push({ name, ...outcome });
+  const add = (name: ReceiptCheckName, outcome: Outcome | (() => Outcome)) =>
+    checks.push({ name, ...guarded(outcome) });
   const format = receiptFormat(value);
   add('receipt_format', format);
   if (!format.ok) return verdict(checks);
@@ -134,19 +135,29 @@ export function verifyReceipt(value: unknown, options: VerifyReceiptOptions = {}
   const jobEntry = receipt.records.find((r) => r.role === 'job');
   const payload = isObj(jobEntry?.record?.payload) ? (jobEntry.record.payload as Obj) : null;
 
-  add('request_signature', requestSignature(body));
-  add('delegation_chain', delegationChain(receipt.request.delegation_chain, body.requester_pk));
-  add('job_id', jobIdCheck(receipt, body));
-  add('job_record', jobRecordCheck(receipt, jobEntry));
-  add('job_hash', jobHashCheck(receipt, body, payload));
-  add('step_outputs', stepOutputs(receipt, body, payload));
-  add('step_records', stepRecords(receipt, payload, allowPending));
-  add('inclusion', inclusion(receipt));
-  add('seal_chain', sealChains(receipt));
-  add('anchor', anchors(receipt));
-  add('sealer', sealerCheck(jobEntry, options.sealerPk));
-  add('sealed', sealed(receipt, allowPending));
+  add('request_signature', () => requestSignature(body));
+  add('delegation_chain', () => delegationChain(receipt.request.delegation_chain, body.requester_pk));
+  add('job_id', () => jobIdCheck(receipt, body));
+  add('job_record', () => jobRecordCheck(receipt, jobEntry));
+  add('job_hash', () => jobHashCheck(receipt, body, payload));
+  add('step_outputs', () => stepOutputs(receipt, body, payload));
+  add('step_records', () => stepRecords(receipt, payload, allowPending));
+  add('inclusion', () => inclusion(receipt));
+  add('seal_chain', () => sealChains(receipt));
+  add('anchor', () => anchors(receipt));
+  add('sealer', () => sealerCheck(jobEntry, options.sealerPk));
+  add('sealed', () => sealed(receipt, allowPending));
   return verdict(checks);
+}
+
+/** A check that trips over a malformed part (a step that is not an object …) fails; it never throws. */
+function guarded(outcome: Outcome | (() => Outcome)): Outcome {
+  if (typeof outcome !== 'function') return outcome;
+  try {
+    return outcome();
+  } catch (error) {
+    return bad(`malformed receipt: ${(error as Error).message}`);
+  }
 }
 
 function verdict(checks: ReceiptCheck[]): ReceiptVerdict {

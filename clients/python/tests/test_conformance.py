@@ -75,3 +75,33 @@ def test_ed25519_policy_accepts_speccheck_cases_2_and_3_only():
     cases = load("vectors/ed25519/speccheck-cases.json")
     accepted = [i for i, c in enumerate(cases) if verify(c["pub_key"], bytes.fromhex(c["message"]), c["signature"])]
     assert accepted == [2, 3]
+
+
+def _paths(value, at=()):
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return []
+    out = []
+    for key, child in items:
+        out.append(at + (key,))
+        out.extend(_paths(child, at + (key,)))
+    return out
+
+
+def test_never_raises_on_a_malformed_receipt():
+    valid = load("conformance/receipt-valid.json")
+    # Every shallow part, and a sample of the deep ones (keeps the run short).
+    sample = [p for i, p in enumerate(_paths(valid)) if len(p) <= 3 or i % 7 == 0]
+    for path in sample:
+        for other in (None, "other"):
+            receipt = copy.deepcopy(valid)
+            parent = receipt
+            for key in path[:-1]:
+                parent = parent[key]
+            last = path[-1]
+            parent[last] = 0 if other == "other" and isinstance(parent[last], str) else other
+            verdict = verify_receipt(receipt)
+            assert len(verdict.checks) == 13 or (len(verdict.checks) == 1 and not verdict.ok), path

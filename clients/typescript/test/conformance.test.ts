@@ -82,6 +82,30 @@ describe('@geofabric/client: conformance vectors', () => {
     }
   });
 
+  it('never throws on a malformed receipt: every part replaced by null or a value of another type', () => {
+    const valid = load<Obj>('conformance/receipt-valid.json');
+    const paths = (value: unknown, at: (string | number)[] = []): (string | number)[][] =>
+      typeof value !== 'object' || value === null
+        ? []
+        : Object.entries(value).flatMap(([k, v]) => {
+            const key = Array.isArray(value) ? Number(k) : k;
+            return [[...at, key], ...paths(v, [...at, key])];
+          });
+    // Pure-JS Ed25519 is slow: every shallow part, and a sample of the deep ones.
+    const sample = paths(valid).filter((path, i) => path.length <= 2 || i % 25 === 0);
+    for (const path of sample) {
+      for (const other of [null, 'other']) {
+        const copy = structuredClone(valid);
+        let parent = copy as Record<string | number, unknown>;
+        for (const key of path.slice(0, -1)) parent = parent[key] as Record<string | number, unknown>;
+        const last = path.at(-1)!;
+        parent[last] = other === 'other' && typeof parent[last] === 'string' ? 0 : other;
+        const verdict = verifyReceipt(copy);
+        assert.ok(verdict.checks.length === 13 || (verdict.checks.length === 1 && !verdict.ok), path.join('/'));
+      }
+    }
+  });
+
   it('Ed25519 policy: of the twelve speccheck cases, accepts 2 and 3 only', () => {
     const cases = load<{ message: string; pub_key: string; signature: string }[]>(
       'vectors/ed25519/speccheck-cases.json',
