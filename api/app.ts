@@ -21,6 +21,7 @@ import { imageryRoutes } from './routes/imagery.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { modelRoutes } from './routes/models.js';
 import { openApiRoutes } from './routes/openapi.js';
+import { receiptRoutes } from './routes/receipt.js';
 import { storeRoutes } from './routes/store.js';
 import { svcRoutes } from './routes/svc.js';
 import { workerRoutes } from './routes/svc-workers.js';
@@ -52,6 +53,12 @@ export function createApp(deps: AppDeps): Koa {
       publicUrl: deps.config.publicUrl,
       stellarTx: async (jobId) => (await jobStellarTx(deps.ledger, jobId))?.tx_hash ?? null,
       operatorToken: deps.config.operatorToken,
+    }),
+    ...receiptRoutes({
+      jobs: deps.jobs,
+      proofs: deps.proofs,
+      ledger: deps.ledger,
+      networkPassphrase: deps.networkPassphrase,
     }),
     ...modelRoutes(deps.swarm),
     ...tileRoutes(deps.tiles),

@@ -15,6 +15,7 @@ import { SUBMIT_USAGE, submitCommand } from './submit.js';
 import { readKeyFile, writeKeyFile } from './key-file.js';
 import { APIKEY_USAGE, apikeyCommand } from './apikey-commands.js';
 import { PROOF_VERIFY_USAGE, proofVerifyCommand, storeAuditCommand } from './proof-commands.js';
+import { receiptCommand } from './receipt-commands.js';
 import { STORE_SYNC_USAGE, storeSyncCommand } from './store-sync.js';
 import { AUDIT_VERIFY_USAGE, auditVerifyCommand } from './audit-verify.js';
 import { runGovernanceCli } from './governance.js';
@@ -61,6 +62,12 @@ const USAGE = `geofabric <command>
                                  (progress on stderr)
   store sync [--central URL]     pushes every unsynced record, then seal, of the configured store to the central
                                  store (default CENTRAL_STORE_URL) once, with progress; exit 1 on refusals
+  receipt verify RECEIPT.json [--sealer-pk HEX] [--allow-pending] [--json]
+                                 checks a job receipt offline (docs/protocol.md §15): signed request, job hash,
+                                 step records, inclusion proofs, seal chains; exit 1 if invalid
+  receipt get JOB_ID --url BASE [-o FILE] [--wait-sealed SECONDS]
+                                 fetches BASE/v1/compute/JOB_ID/receipt; --wait-sealed asks again until it is
+                                 sealed (exit 1 if still pending)
   audit verify BUNDLE.json [--json] [--server-pk HEX]
                                  checks a generate_audit_proof bundle offline (no network); exit 1 if invalid
   ${APIKEY_USAGE}`;
@@ -96,6 +103,11 @@ async function main(argv: string[]): Promise<number> {
     case 'audit':
       if (rest[0] !== 'verify') throw new UsageError(AUDIT_VERIFY_USAGE);
       return auditVerifyCommand(rest.slice(1), {
+        log: (line: string) => process.stdout.write(`${line}\n`),
+        error: (line: string) => process.stderr.write(`${line}\n`),
+      });
+    case 'receipt':
+      return receiptCommand(rest, {
         log: (line: string) => process.stdout.write(`${line}\n`),
         error: (line: string) => process.stderr.write(`${line}\n`),
       });

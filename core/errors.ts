@@ -35,6 +35,8 @@ export const ERROR_STATUS = {
   record_not_found: 404,
   // Compute jobs
   job_not_found: 404,
+  // A job stored before receipts existed: its signed request was not kept (docs/protocol.md §15).
+  receipt_unavailable: 404,
   step_failed: 502,
   record_conflict: 409,
   epoch_sealed: 409,

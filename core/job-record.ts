@@ -55,6 +55,16 @@ export interface ComputeResponse {
   error?: { code: string; detail: string; step_id: string | null };
 }
 
+/**
+ * The request exactly as the requester signed it (signature included) and the delegation chain gate 3 took
+ * from `x-svc-delegation-cert` (root first; null without one): what a job receipt hands a verifier
+ * (docs/protocol.md §15).
+ */
+export interface SignedRequest {
+  body: Record<string, unknown>;
+  delegation_chain: unknown[] | null;
+}
+
 /** What the job store keeps (versioned like every persisted record). */
 export interface JobRecord {
   version: 1;
@@ -70,4 +80,6 @@ export interface JobRecord {
   updated_at: string;
   /** The answer once finished; null while running. */
   response: ComputeResponse | null;
+  /** The signed request; absent on jobs stored before receipts existed. */
+  request?: SignedRequest;
 }

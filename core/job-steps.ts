@@ -3,6 +3,7 @@
  * workflow builds these while it replays. The types here are the activities' inputs (activities validate
  * them again with their zod schemas), so the gateway, the workflow and every worker agree on them.
  */
+import type { SignedRequest } from './job-record.js';
 import type { StepType } from './job-plan.js';
 import type { ScheduledStep, StepRun } from './job-scheduler.js';
 
@@ -44,6 +45,8 @@ export interface ComputeJobInput {
   /** SHA-256 hex of JCS of the signed request; the job hash starts from it. */
   request_hash: string;
   created_at: string;
+  /** The signed request and its delegation chain, kept with the job for its receipt (docs/protocol.md §15). */
+  request?: SignedRequest;
   /** Which run of the job this is: 1 (or absent) first, +1 each time a replay re-runs it after a transient failure. */
   run?: number;
 }

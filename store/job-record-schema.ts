@@ -38,6 +38,10 @@ export const jobRecordSchema = z
     created_at: isoTimestamp,
     updated_at: isoTimestamp,
     response: responseSchema.nullable(),
+    // Kept as signed: loose, so a stored body comes back exactly as it was written.
+    request: z
+      .strictObject({ body: z.record(z.string(), z.unknown()), delegation_chain: z.array(z.unknown()).nullable() })
+      .optional(),
   })
   .superRefine((job, ctx) => {
     // core/job-record.ts: "The answer once finished; null while running."

@@ -348,5 +348,6 @@ export function jobRecordOf(
     created_at: job.created_at,
     updated_at: new Date(nowMs).toISOString(),
     response,
+    ...(job.request === undefined ? {} : { request: job.request }),
   };
 }

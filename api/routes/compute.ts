@@ -26,6 +26,7 @@ import {
 import { jobIdParams, limitQuery } from '../schemas/param-docs.js';
 import { isOperator } from '../operator-auth.js';
 import { checkRequestSignature } from '../../core/gates/signature.js';
+import { decodeDelegationHeader } from '../../core/delegation-cert.js';
 import { z } from 'zod';
 import { zodCheck } from '../schemas/zod-check.js';
 
@@ -94,7 +95,7 @@ export const computeRoutes = (deps: ComputeDeps) => [
       return plan.ok ? pass({ request: request.value, plan: plan.value, signed: body }) : plan;
     },
     handler: async (ctx, input, gates) => {
-      const job = acceptJob(input, gates, deps);
+      const job = acceptJob(input, gates, deps, delegationChainOf(ctx));
       let response: ComputeResponse;
       try {
         response = await runOrReplay(job, deps);
@@ -210,7 +211,20 @@ export const computeRoutes = (deps: ComputeDeps) => [
   }),
 ];
 
-function acceptJob({ request, plan, signed }: ComputeInput, gates: GateState, deps: ComputeDeps): ComputeJobInput {
+/** The chain gate 3 verified (root first), kept for the job's receipt; null without a certificate. */
+function delegationChainOf(ctx: Context): unknown[] | null {
+  const header = ctx.get('x-svc-delegation-cert');
+  if (header === '') return null;
+  const chain = decodeDelegationHeader(header);
+  return chain.ok ? chain.value : null;
+}
+
+function acceptJob(
+  { request, plan, signed }: ComputeInput,
+  gates: GateState,
+  deps: ComputeDeps,
+  delegationChain: unknown[] | null,
+): ComputeJobInput {
   for (const step of request.steps) checkStepAvailable(step);
   const jobCell = gates.place?.jobCell ?? DEFAULT_JOB_CELL;
   const estimate = estimateJobCost(request.steps, jobCell);
@@ -234,6 +248,7 @@ function acceptJob({ request, plan, signed }: ComputeInput, gates: GateState, de
     min_tier: gates.place?.minWorkerTier ?? null,
     request_hash: requestHash(signed),
     created_at: new Date(now).toISOString(),
+    request: { body: signed as Record<string, unknown>, delegation_chain: delegationChain },
   };
 }
 
@@ -243,7 +258,12 @@ async function runOrReplay(job: ComputeJobInput, deps: ComputeDeps): Promise<Com
   if (claimed.created) return deps.runner.run(job);
   const stored = claimed.job;
   // The stored job's own input (created_at, epoch) stays the job's: a replay only finds it.
-  const original: ComputeJobInput = { ...job, created_at: stored.created_at, epoch: stored.epoch };
+  const original: ComputeJobInput = {
+    ...job,
+    created_at: stored.created_at,
+    epoch: stored.epoch,
+    ...(stored.request === undefined ? {} : { request: stored.request }),
+  };
   if (stored.status === 'running') return deps.runner.run(original);
   if (stored.status === 'failed' && isTransient(stored.response)) {
     const rerun = rerunOf(original, stored.response!);

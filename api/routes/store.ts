@@ -5,7 +5,7 @@ import { fromCreditUnits } from '../../core/credits.js';
 import { ERROR_STATUS, ServiceError } from '../../core/errors.js';
 import { sha256Hex } from '../../core/hash.js';
 import { proofPurchaseEntries } from '../../core/ledger-entries.js';
-import type { EpochAnchor } from '../../core/ledger-types.js';
+import { anchorView, type AnchorView } from '../../core/anchor-view.js';
 import type { ProofBundle } from '../../core/proof-bundle.js';
 import type { ProofIngest, Verdict } from '../../activities/proof/proof-ingest.js';
 import { route, type RouteDocs } from '../route-spec.js';
@@ -207,27 +207,6 @@ async function anchoredProof(
   if (!bundle) throw new ServiceError('record_not_found', `no record with id ${JSON.stringify(recordId)}`);
   const anchor = bundle.seal ? await deps.ledger.anchor(bundle.seal.sealer_pk, bundle.seal.epoch) : null;
   return { ...bundle, anchor: anchorView(anchor, deps.networkPassphrase) };
-}
-
-export interface AnchorView {
-  tx_hash: string;
-  ledger: number | null;
-  epoch: number;
-  /** The root written on the ledger: a verifier compares it with the seal's `merkle_root`, then with the ledger. */
-  root: string;
-  network_passphrase?: string;
-}
-
-/** An anchor as clients see it: only once its transaction was submitted (pending and failed ones are retried). */
-function anchorView(anchor: EpochAnchor | null, networkPassphrase: string | undefined): AnchorView | null {
-  if (anchor === null || anchor.status !== 'submitted' || anchor.tx_hash === null) return null;
-  return {
-    tx_hash: anchor.tx_hash,
-    ledger: anchor.ledger,
-    epoch: anchor.epoch,
-    root: anchor.root,
-    ...(networkPassphrase === undefined ? {} : { network_passphrase: networkPassphrase }),
-  };
 }
 
 /** A push of records or seals by a node: signed (gate 1), no delegation facet, per-item verdicts. */

@@ -93,7 +93,7 @@ describe('API reference page model (dashboard/reference/reference-model.js)', ()
     );
     assert.deepEqual(
       model.tags.find((t) => t.name === 'Compute')?.operations.map((o) => `${o.method} ${o.path}`),
-      ['POST /v1/compute', 'GET /v1/compute/recent', 'GET /v1/compute/{jobId}'],
+      ['POST /v1/compute', 'GET /v1/compute/recent', 'GET /v1/compute/{jobId}', 'GET /v1/compute/{jobId}/receipt'],
     );
   });
 

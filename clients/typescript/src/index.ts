@@ -1,0 +1,12 @@
+export { GeofabricClient, GeofabricError, type ClientOptions, type SubmitOptions } from './client.js';
+export { canonicalize, CanonicalJsonError } from './jcs.js';
+export { publicKeyOf, sign, verify, sha256Hex } from './crypto.js';
+export {
+  jobIdFromSignature,
+  signingMessage,
+  verifyReceipt,
+  type ReceiptCheck,
+  type ReceiptCheckName,
+  type ReceiptVerdict,
+  type VerifyReceiptOptions,
+} from './receipt.js';

@@ -1,0 +1,576 @@
+/**
+ * Offline verification of a Geofabric job receipt (docs/protocol.md §15), written from the protocol alone: the same
+ * checks, in the same order and under the same names as the server's verifier, so both name the same failed
+ * check for the same receipt (the conformance vectors test that).
+ */
+import { canonicalize, CanonicalJsonError } from './jcs.js';
+import { hexToBytes, isHex, publicKeyIssue, sha256Hex, verify } from './crypto.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+
+export type ReceiptCheckName =
+  | 'receipt_format'
+  | 'request_signature'
+  | 'delegation_chain'
+  | 'job_id'
+  | 'job_record'
+  | 'job_hash'
+  | 'step_outputs'
+  | 'step_records'
+  | 'inclusion'
+  | 'seal_chain'
+  | 'anchor'
+  | 'sealer'
+  | 'sealed';
+
+export interface ReceiptCheck {
+  name: ReceiptCheckName;
+  ok: boolean;
+  detail: string;
+}
+
+export interface ReceiptVerdict {
+  ok: boolean;
+  checks: ReceiptCheck[];
+  failedCheck?: ReceiptCheckName;
+}
+
+export interface VerifyReceiptOptions {
+  /** The node's key: it must have written the job record and sealed its epoch. */
+  sealerPk?: string;
+  /** Accept a pending receipt: what is there must verify, what is missing is not a failure. */
+  allowPending?: boolean;
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const GENESIS = '0'.repeat(64);
+const EMPTY_ROOT = sha256Hex('');
+
+interface Outcome {
+  ok: boolean;
+  detail: string;
+}
+const ok = (detail: string): Outcome => ({ ok: true, detail });
+const bad = (detail: string): Outcome => ({ ok: false, detail });
+
+interface Entry {
+  role: 'job' | 'step';
+  step_id: string | null;
+  record_id: string;
+  record: Obj | null;
+  seal: Obj | null;
+  proof: Obj | null;
+  anchor: Obj | null;
+}
+interface Receipt {
+  receipt_version: 1;
+  status: 'complete' | 'pending';
+  job_id: string;
+  pending: string[];
+  request: { body: Obj; delegation_chain: Obj[] | null };
+  job: (Obj & { job_id: string; steps: Obj[]; proof?: Obj | null }) | null;
+  records: Entry[];
+  seal_chains: { sealer_pk: string; seals: Obj[] }[];
+}
+
+/** The job id of a signature: the first 128 bits of SHA-256("geofabric/job\n" + signature) as a UUIDv8. */
+export function jobIdFromSignature(signature: string): string {
+  const h = sha256Hex(`geofabric/job\n${signature}`);
+  const variant = ((parseInt(h[16] as string, 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** The signed message of a request body: JCS of the body without `signature`. */
+export function signingMessage(body: Obj): string {
+  const { signature: _ignored, ...unsigned } = body;
+  return canonicalize(unsigned);
+}
+
+export function verifyReceipt(value: unknown, options: VerifyReceiptOptions = {}): ReceiptVerdict {
+  const checks: ReceiptCheck[] = [];
+  const add = (name: ReceiptCheckName, outcome: Outcome | (() => Outcome)) => {
+    try {
+      checks.push({ name, ...(typeof outcome === 'function' ? outcome() : outcome) });
+    } catch (error) {
+      // A check that trips over a malformed part fails; verification never throws.
+      checks.push({ name, ok: false, detail: `malformed receipt: ${(error as Error).message}` });
+    }
+  };
+  const format = receiptFormat(value);
+  add('receipt_format', format);
+  if (!format.ok) return verdict(checks);
+  const receipt = value as Receipt;
+  const body = receipt.request.body;
+  const jobEntry = receipt.records.find((r) => r.role === 'job');
+  const payload = isObj(jobEntry?.record?.payload) ? (jobEntry.record.payload as Obj) : null;
+  const allowPending = options.allowPending === true;
+  add('request_signature', () => requestSignature(body));
+  add('delegation_chain', () => delegationChain(receipt.request.delegation_chain, body.requester_pk));
+  add('job_id', () => jobIdCheck(receipt, body));
+  add('job_record', () => jobRecordCheck(receipt, jobEntry));
+  add('job_hash', () => jobHashCheck(receipt, body, payload));
+  add('step_outputs', () => stepOutputs(receipt, body, payload));
+  add('step_records', () => stepRecords(receipt, payload, allowPending));
+  add('inclusion', () => inclusion(receipt));
+  add('seal_chain', () => sealChains(receipt));
+  add('anchor', () => anchors(receipt));
+  add('sealer', () => sealerCheck(jobEntry, options.sealerPk));
+  add('sealed', () => sealed(receipt, allowPending));
+  return verdict(checks);
+}
+
+function verdict(checks: ReceiptCheck[]): ReceiptVerdict {
+  const failed = checks.find((c) => !c.ok);
+  return failed ? { ok: false, checks, failedCheck: failed.name } : { ok: true, checks };
+}
+
+function receiptFormat(value: unknown): Outcome {
+  if (!isObj(value)) return bad('a receipt is a JSON object');
+  if (value.receipt_version !== 1) return bad(`receipt_version ${JSON.stringify(value.receipt_version)} is not 1`);
+  if (value.status !== 'complete' && value.status !== 'pending') return bad('status must be complete or pending');
+  if (typeof value.job_id !== 'string') return bad('job_id must be a string');
+  if (!Array.isArray(value.pending) || !value.pending.every((p) => typeof p === 'string')) {
+    return bad('pending must be an array of strings');
+  }
+  const request = value.request;
+  if (!isObj(request) || !isObj(request.body)) return bad('request.body must be an object');
+  if (request.delegation_chain !== null && !Array.isArray(request.delegation_chain)) {
+    return bad('request.delegation_chain must be an array or null');
+  }
+  if (value.job !== null && (!isObj(value.job) || !Array.isArray(value.job.steps))) {
+    return bad('job must be the job answer (with steps) or null');
+  }
+  if (!Array.isArray(value.records)) return bad('records must be an array');
+  for (const [i, r] of value.records.entries()) {
+    if (!isObj(r) || (r.role !== 'job' && r.role !== 'step') || typeof r.record_id !== 'string') {
+      return bad(`records[${i}] needs role (job or step) and record_id`);
+    }
+  }
+  if (value.records.filter((r) => (r as Obj).role === 'job').length > 1) return bad('more than one job record');
+  if (!Array.isArray(value.seal_chains)) return bad('seal_chains must be an array');
+  for (const [i, c] of value.seal_chains.entries()) {
+    if (!isObj(c) || typeof c.sealer_pk !== 'string' || !Array.isArray(c.seals)) {
+      return bad(`seal_chains[${i}] needs sealer_pk and seals`);
+    }
+  }
+  return ok(`receipt version 1, ${value.records.length} records`);
+}
+
+function requestSignature(body: Obj): Outcome {
+  const issue = publicKeyIssue(body.requester_pk);
+  if (issue !== undefined) return bad(`requester_pk ${issue}`);
+  if (!isHex(body.signature, 64)) return bad('signature must be 128 lowercase hex');
+  let message: string;
+  try {
+    message = signingMessage(body);
+  } catch (error) {
+    if (error instanceof CanonicalJsonError) return bad(error.message);
+    throw error;
+  }
+  return verify(body.requester_pk as string, message, body.signature)
+    ? ok(`signed by requester ${String(body.requester_pk)}`)
+    : bad('the signature does not match the canonical request');
+}
+
+// ---- delegation (docs/protocol.md §10.5 rules 1–4; the time of use is not judged) ----
+
+const H3_RES_SHIFT = 52n;
+
+/** H3 containment without H3: the parent of `cell` at `res` sets the resolution and blanks finer digits (7). */
+function h3Contains(parent: string, cell: string): boolean {
+  if (!/^[0-9a-f]{15}$/.test(parent) || !/^[0-9a-f]{15}$/.test(cell)) return false;
+  const p = BigInt(`0x${parent}`);
+  const c = BigInt(`0x${cell}`);
+  const pr = Number((p >> H3_RES_SHIFT) & 0xfn);
+  const cr = Number((c >> H3_RES_SHIFT) & 0xfn);
+  if (cr < pr) return false;
+  let up = (c & ~(0xfn << H3_RES_SHIFT)) | (BigInt(pr) << H3_RES_SHIFT);
+  for (let r = pr + 1; r <= 15; r++) up |= 7n << BigInt((15 - r) * 3);
+  return up === p;
+}
+
+function certSigningString(cert: Obj): string {
+  return canonicalize({
+    version: cert.version,
+    agent_pk: cert.agent_pk,
+    principal_pk: cert.principal_pk,
+    h3_cells: cert.h3_cells,
+    facets: cert.facets,
+    not_before: cert.not_before,
+    not_after: cert.not_after,
+    max_depth: cert.max_depth,
+    constraints: cert.constraints ?? null,
+  });
+}
+
+const strings = (v: unknown): v is string[] => Array.isArray(v) && v.every((s) => typeof s === 'string');
+
+function certShapeIssue(cert: unknown): string | undefined {
+  if (!isObj(cert)) return 'is not an object';
+  if (cert.version !== 1) return 'version must be 1';
+  if (!isHex(cert.agent_pk, 32) || !isHex(cert.principal_pk, 32)) return 'agent_pk and principal_pk are 64 hex';
+  if (!strings(cert.h3_cells) || !strings(cert.facets)) return 'h3_cells and facets are arrays of strings';
+  if (typeof cert.not_before !== 'string' || typeof cert.not_after !== 'string') return 'needs not_before, not_after';
+  if (!(Date.parse(cert.not_before) <= Date.parse(cert.not_after))) return 'not_before is after not_after';
+  if (!Number.isInteger(cert.max_depth) || (cert.max_depth as number) < 0) return 'max_depth is an integer ≥ 0';
+  if (cert.constraints !== undefined && cert.constraints !== null && !isObj(cert.constraints)) {
+    return 'constraints is an object or null';
+  }
+  if (!isHex(cert.principal_signature, 64)) return 'principal_signature is 128 hex';
+  return undefined;
+}
+
+interface Rights {
+  allowed: string[] | null;
+  denied: string[];
+  maxOps: number | null;
+}
+
+function narrow(rights: Rights | null, c: Obj | null): Rights {
+  const parentAllowed = rights?.allowed ?? null;
+  const own = strings(c?.allowed_tools) ? (c.allowed_tools as string[]) : undefined;
+  const allowed =
+    own === undefined ? parentAllowed : parentAllowed === null ? own : own.filter((t) => parentAllowed.includes(t));
+  const denied = [...(rights?.denied ?? [])];
+  for (const t of strings(c?.denied_tools) ? (c.denied_tools as string[]) : []) if (!denied.includes(t)) denied.push(t);
+  const limits = [rights?.maxOps, c?.max_ops_per_hour].filter((n): n is number => typeof n === 'number');
+  return { allowed, denied, maxOps: limits.length > 0 ? Math.min(...limits) : null };
+}
+
+function linkIssue(chain: Obj[], i: number, rights: Rights | null): string | undefined {
+  const link = chain[i] as Obj;
+  const shape = certShapeIssue(link);
+  if (shape !== undefined) return `link ${i}: ${shape}`;
+  if (!verify(link.principal_pk as string, certSigningString(link), link.principal_signature as string)) {
+    return `link ${i}: principal_signature does not verify under principal_pk`;
+  }
+  const agentIssue = publicKeyIssue(link.agent_pk);
+  if (agentIssue !== undefined) return `link ${i}: agent_pk ${agentIssue}`;
+  if (chain.slice(0, i + 1).some((earlier) => earlier.principal_pk === link.agent_pk)) {
+    return `link ${i}: delegation loop`;
+  }
+  const parent = chain[i - 1];
+  if (parent === undefined || rights === null) return undefined;
+  if (parent.agent_pk !== link.principal_pk) return `link ${i}: principal_pk is not link ${i - 1}'s agent_pk`;
+  const cell = (link.h3_cells as string[]).find((c) => !(parent.h3_cells as string[]).some((p) => h3Contains(p, c)));
+  if (cell !== undefined) return `link ${i}: cell ${cell} is not inside link ${i - 1}'s cells`;
+  const parentFacets = parent.facets as string[];
+  const facet = (link.facets as string[]).find((f) => !parentFacets.includes('*') && !parentFacets.includes(f));
+  if (facet !== undefined) return `link ${i}: facet ${facet} is not granted by link ${i - 1}`;
+  const c = isObj(link.constraints) ? link.constraints : null;
+  if (rights.allowed !== null && strings(c?.allowed_tools)) {
+    const tool = (c.allowed_tools as string[]).find((t) => !rights.allowed!.includes(t));
+    if (tool !== undefined) return `link ${i}: tool ${tool} is not allowed by link ${i - 1}`;
+  }
+  if (strings(c?.denied_tools)) {
+    const tool = rights.denied.find((t) => !(c.denied_tools as string[]).includes(t));
+    if (tool !== undefined) return `link ${i}: tool ${tool} denied by link ${i - 1} is not denied`;
+  }
+  if (Date.parse(link.not_before as string) < Date.parse(parent.not_before as string))
+    return `link ${i}: widened window`;
+  if (Date.parse(link.not_after as string) > Date.parse(parent.not_after as string)) return `link ${i}: widened window`;
+  if (rights.maxOps !== null && typeof c?.max_ops_per_hour === 'number' && c.max_ops_per_hour > rights.maxOps) {
+    return `link ${i}: max_ops_per_hour exceeds link ${i - 1}'s`;
+  }
+  if ((parent.max_depth as number) < 1) return `link ${i - 1}: max_depth 0 does not allow further delegation`;
+  if ((link.max_depth as number) > (parent.max_depth as number) - 1) return `link ${i}: max_depth too large`;
+  return undefined;
+}
+
+function delegationChain(chain: Obj[] | null, requesterPk: unknown): Outcome {
+  if (chain === null) return ok('no delegation: the requester acts as its own principal');
+  if (chain.length === 0 || chain.length > 8) return bad(`a chain has 1 to 8 links, not ${chain.length}`);
+  let rights: Rights | null = null;
+  for (let i = 0; i < chain.length; i++) {
+    const issue = linkIssue(chain, i, rights);
+    if (issue !== undefined) return bad(issue);
+    rights = narrow(rights, isObj(chain[i]!.constraints) ? (chain[i]!.constraints as Obj) : null);
+  }
+  const last = chain[chain.length - 1] as Obj;
+  if (last.agent_pk !== requesterPk) return bad(`the chain ends at ${String(last.agent_pk)}, not the requester`);
+  return ok(`${chain.length} link(s) from human ${String(chain[0]!.principal_pk)} to the requester`);
+}
+
+// ---- records, seals, inclusion (docs/protocol.md §2.6, §10.7, §12) ----
+
+function recordIssue(record: unknown): string | undefined {
+  if (!isObj(record)) return 'is not an object';
+  if (record.version !== 1 || typeof record.id !== 'string' || !/^[A-Za-z0-9_.:-]{1,128}$/.test(record.id)) {
+    return 'version or id is malformed';
+  }
+  const address = record.address;
+  if (!isObj(address) || !isHex(address.pk, 32) || !Number.isSafeInteger(address.epoch)) return 'address is malformed';
+  if (!Number.isSafeInteger(record.seq) || (record.seq as number) < 1) return 'seq is malformed';
+  if (!isHex(record.record_hash, 32) || !isHex(record.signature, 64)) return 'record_hash or signature is malformed';
+  if (!('payload' in record)) return 'payload is missing';
+  const { record_hash: _h, signature: _s, ...unsigned } = record;
+  let hash: string;
+  try {
+    hash = sha256Hex(canonicalize(unsigned));
+  } catch (error) {
+    if (error instanceof CanonicalJsonError) return error.message;
+    throw error;
+  }
+  if (hash !== record.record_hash) return 'record_hash does not match the record';
+  if (!verify(address.pk as string, record.record_hash as string, record.signature as string)) {
+    return 'signature does not verify';
+  }
+  return undefined;
+}
+
+function sealIssue(seal: unknown): string | undefined {
+  if (!isObj(seal)) return 'is not an object';
+  if (seal.version !== 1 || !isHex(seal.sealer_pk, 32) || !Number.isSafeInteger(seal.epoch)) return 'malformed';
+  const count = seal.record_count;
+  if (!Number.isSafeInteger(count) || (count as number) < 0) return 'record_count is malformed';
+  if (!isHex(seal.merkle_root, 32) || !isHex(seal.prev_epoch_hash, 32)) return 'hashes are malformed';
+  if (count === 0 && (seal.first_seq !== null || seal.last_seq !== null || seal.merkle_root !== EMPTY_ROOT)) {
+    return 'an empty epoch has null seqs and the empty root';
+  }
+  if (count !== 0) {
+    if (!Number.isSafeInteger(seal.first_seq) || !Number.isSafeInteger(seal.last_seq)) return 'seqs are malformed';
+    if ((seal.last_seq as number) - (seal.first_seq as number) + 1 !== count)
+      return 'record_count is not the seq range';
+  }
+  if (!isHex(seal.seal_hash, 32) || !isHex(seal.signature, 64)) return 'seal_hash or signature is malformed';
+  const { seal_hash: _h, signature: _s, ...unsigned } = seal;
+  if (sha256Hex(canonicalize(unsigned)) !== seal.seal_hash) return 'seal_hash does not match the seal';
+  if (!verify(seal.sealer_pk as string, seal.seal_hash as string, seal.signature as string)) {
+    return 'signature does not verify';
+  }
+  return undefined;
+}
+
+const leafHash = (recordHash: string) => sha256(new Uint8Array([0, ...hexToBytes(recordHash)]));
+const nodeHash = (l: Uint8Array, r: Uint8Array) => sha256(new Uint8Array([1, ...l, ...r]));
+
+/** RFC 9162 §2.1.3.2: the root a leaf and its audit path imply, or why the path cannot be right. */
+function rootOf(leafIndex: number, treeSize: number, leaf: Uint8Array, path: Uint8Array[]): Uint8Array | string {
+  if (!Number.isSafeInteger(leafIndex) || !Number.isSafeInteger(treeSize) || leafIndex < 0 || leafIndex >= treeSize) {
+    return 'leaf_index is not inside the tree';
+  }
+  let fn = leafIndex;
+  let sn = treeSize - 1;
+  let r = leaf;
+  for (const p of path) {
+    if (sn === 0) return 'the path is longer than the tree is deep';
+    if (fn % 2 === 1 || fn === sn) {
+      r = nodeHash(p, r);
+      if (fn % 2 === 0) {
+        while (fn % 2 === 0 && fn !== 0) {
+          fn = Math.floor(fn / 2);
+          sn = Math.floor(sn / 2);
+        }
+      }
+    } else r = nodeHash(r, p);
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return sn === 0 ? r : 'the path ends before the root';
+}
+
+function bundleIssue(entry: Entry): string | undefined {
+  const recordProblem = recordIssue(entry.record);
+  if (recordProblem !== undefined) return `record: ${recordProblem}`;
+  const record = entry.record as Obj;
+  if (record.id !== entry.record_id) return `the record is ${String(record.id)}, not ${entry.record_id}`;
+  const sealProblem = sealIssue(entry.seal);
+  if (sealProblem !== undefined) return `seal: ${sealProblem}`;
+  const seal = entry.seal as Obj;
+  const address = record.address as Obj;
+  if (seal.sealer_pk !== address.pk || seal.epoch !== address.epoch)
+    return "the seal is not the record's writer's epoch";
+  const proof = entry.proof;
+  if (!isObj(proof) || !Array.isArray(proof.hashes) || !proof.hashes.every((h) => isHex(h, 32))) {
+    return 'proof is malformed';
+  }
+  if (proof.tree_size !== seal.record_count) return "proof tree_size is not the seal's record_count";
+  const root = rootOf(
+    proof.leaf_index as number,
+    proof.tree_size as number,
+    leafHash(record.record_hash as string),
+    (proof.hashes as string[]).map(hexToBytes),
+  );
+  if (typeof root === 'string') return `proof: ${root}`;
+  return bytesToHex(root) === seal.merkle_root ? undefined : 'proof: root mismatch';
+}
+
+// ---- the checks ----
+
+function jobIdCheck(receipt: Receipt, body: Obj): Outcome {
+  if (!isHex(body.signature, 64)) return bad('the request has no signature to derive the job id from');
+  const derived = jobIdFromSignature(body.signature);
+  if (receipt.job_id !== derived) return bad(`job_id ${receipt.job_id} is not ${derived}, the signature's`);
+  if (receipt.job !== null && receipt.job.job_id !== derived) return bad(`the answer is of job ${receipt.job.job_id}`);
+  return ok(derived);
+}
+
+function jobRecordCheck(receipt: Receipt, entry: Entry | undefined): Outcome {
+  if (receipt.job === null) {
+    return receipt.status === 'pending' ? ok('pending: the job is still running') : bad('no job answer');
+  }
+  const named = isObj(receipt.job.proof) ? receipt.job.proof.record_id : undefined;
+  if (typeof named !== 'string') return bad('the answer names no compute/job record');
+  if (entry === undefined) return bad(`no job record in the receipt (the answer names ${named})`);
+  if (entry.record_id !== named) return bad(`the job record is ${entry.record_id}, the answer names ${named}`);
+  if (entry.record === null) return ok(`pending: record ${named} is not in the store yet`);
+  const issue = recordIssue(entry.record);
+  if (issue !== undefined) return bad(`record ${named}: ${issue}`);
+  if (entry.record.id !== named) return bad(`the record is ${String(entry.record.id)}, not ${named}`);
+  if (entry.record.payload_type !== 'compute/job') return bad(`record ${named} is not a compute/job record`);
+  if ((entry.record.payload as Obj | null)?.job_id !== receipt.job_id) return bad(`record ${named} is of another job`);
+  return ok(`${named} written by ${String((entry.record.address as Obj).pk)}`);
+}
+
+function jobHashCheck(receipt: Receipt, body: Obj, payload: Obj | null): Outcome {
+  if (receipt.job === null || payload === null) return ok('pending: no job record yet');
+  let request: string;
+  try {
+    request = sha256Hex(canonicalize(body));
+  } catch (error) {
+    if (error instanceof CanonicalJsonError) return bad(error.message);
+    throw error;
+  }
+  if (payload.request_hash !== request) return bad(`the record's request_hash is not the request's ${request}`);
+  if (payload.requester_pk !== body.requester_pk) return bad("the record's requester_pk is not the request's");
+  if (!Array.isArray(payload.steps) || !payload.steps.every(isObj)) return bad('the record lists no steps');
+  const outputs = (payload.steps as Obj[]).map((s) => ({
+    id: s.id,
+    status: s.status,
+    output_hash: s.output_hash ?? null,
+  }));
+  const recomputed = sha256Hex(canonicalize({ request_hash: request, outputs }));
+  if (payload.job_hash !== recomputed) return bad(`the record's job_hash is not the recomputed ${recomputed}`);
+  const answered = isObj(receipt.job.proof) ? receipt.job.proof.job_hash : undefined;
+  if (answered !== recomputed) return bad(`the answer's job_hash is not the recomputed ${recomputed}`);
+  return ok(recomputed);
+}
+
+function stepOutputs(receipt: Receipt, body: Obj, payload: Obj | null): Outcome {
+  if (receipt.job === null || payload === null || !Array.isArray(payload.steps))
+    return ok('pending: no job record yet');
+  const requested = Array.isArray(body.steps) ? body.steps.map((s) => (isObj(s) ? s.id : undefined)) : [];
+  const recorded = payload.steps as Obj[];
+  const answered = receipt.job.steps;
+  if (recorded.length !== requested.length || answered.length !== requested.length) {
+    return bad(`${requested.length} steps requested, ${recorded.length} recorded, ${answered.length} answered`);
+  }
+  for (const [i, step] of answered.entries()) {
+    const record = recorded[i] as Obj;
+    if (step.id !== requested[i] || record.id !== requested[i])
+      return bad(`step ${i} differs between request, record and answer`);
+    if (step.status !== record.status) return bad(`step ${String(step.id)}: status differs from the record`);
+    if (step.record_id !== record.record_id)
+      return bad(`step ${String(step.id)}: the answer and the record name other records`);
+    const hash = step.status === 'complete' ? sha256Hex(canonicalize(step.output)) : null;
+    if (hash !== record.output_hash)
+      return bad(`step ${String(step.id)}: the output does not hash to the recorded output_hash`);
+  }
+  return ok(`${answered.length} step outputs match their recorded hashes`);
+}
+
+function stepRecords(receipt: Receipt, payload: Obj | null, allowPending: boolean): Outcome {
+  if (payload === null || !Array.isArray(payload.steps)) return ok('pending: no job record yet');
+  const named = (payload.steps as Obj[]).filter((s) => typeof s.record_id === 'string');
+  const entries = receipt.records.filter((r) => r.role === 'step');
+  if (entries.length !== named.length) {
+    return bad(`the job names ${named.length} step records, the receipt holds ${entries.length}`);
+  }
+  let missing = 0;
+  for (const step of named) {
+    const entry = entries.find((e) => e.step_id === step.id);
+    if (entry === undefined) return bad(`no record for step ${String(step.id)}`);
+    if (entry.record_id !== step.record_id) return bad(`step ${String(step.id)}: not the named record`);
+    if (entry.record === null) {
+      missing++;
+      continue;
+    }
+    const issue = recordIssue(entry.record);
+    if (issue !== undefined) return bad(`step ${String(step.id)} record: ${issue}`);
+    if (entry.record.id !== step.record_id) return bad(`step ${String(step.id)}: the record is another`);
+  }
+  if (missing > 0 && !allowPending && receipt.status !== 'pending') {
+    return bad(`${missing} step record(s) missing from a receipt marked complete`);
+  }
+  return ok(`${named.length - missing} step record(s) verified${missing > 0 ? `, ${missing} pending` : ''}`);
+}
+
+function inclusion(receipt: Receipt): Outcome {
+  let proven = 0;
+  for (const entry of receipt.records) {
+    if (entry.record === null || entry.seal === null) continue;
+    const issue = bundleIssue(entry);
+    if (issue !== undefined) return bad(`${entry.record_id}: ${issue}`);
+    proven++;
+  }
+  const unsealed = receipt.records.length - proven;
+  return ok(`${proven} record(s) included in their sealed epochs${unsealed > 0 ? `, ${unsealed} pending` : ''}`);
+}
+
+function sealChains(receipt: Receipt): Outcome {
+  const sealers = new Set(receipt.records.flatMap((r) => (isObj(r.seal) ? [String(r.seal.sealer_pk)] : [])));
+  let links = 0;
+  for (const sealer of sealers) {
+    const chain = receipt.seal_chains.find((c) => c.sealer_pk === sealer);
+    if (chain === undefined) return bad(`no seal chain for sealer ${sealer}`);
+    const seals = [...chain.seals];
+    for (const seal of seals) {
+      const issue = sealIssue(seal);
+      if (issue !== undefined) return bad(`sealer ${sealer} epoch ${String(seal.epoch)}: ${issue}`);
+      if (seal.sealer_pk !== sealer) return bad(`the chain of ${sealer} holds another sealer's seal`);
+    }
+    seals.sort((a, b) => (a.epoch as number) - (b.epoch as number));
+    for (const [i, seal] of seals.entries()) {
+      const before = seals[i - 1];
+      if (before === undefined) {
+        if (seal.prev_epoch_hash !== GENESIS) return bad(`sealer ${sealer}: the earliest seal must chain to genesis`);
+      } else if (seal.epoch === before.epoch) return bad(`sealer ${sealer}: epoch ${String(seal.epoch)} has two seals`);
+      else if (seal.epoch !== (before.epoch as number) + 1)
+        return bad(`sealer ${sealer}: epoch ${(before.epoch as number) + 1} has no seal`);
+      else if (seal.prev_epoch_hash !== before.seal_hash)
+        return bad(`sealer ${sealer}: epoch ${String(seal.epoch)} does not link to the one before`);
+    }
+    for (const entry of receipt.records) {
+      if (!isObj(entry.seal) || entry.seal.sealer_pk !== sealer) continue;
+      const inChain = seals.find((s) => s.epoch === entry.seal!.epoch);
+      if (inChain === undefined || canonicalize(inChain) !== canonicalize(entry.seal)) {
+        return bad(`${entry.record_id}: its seal is not the one in the chain`);
+      }
+    }
+    links += seals.length;
+  }
+  return ok(`${sealers.size} sealer chain(s), ${links} seal(s), each from the sealer's first`);
+}
+
+function anchors(receipt: Receipt): Outcome {
+  let anchored = 0;
+  for (const entry of receipt.records) {
+    if (entry.anchor === null || entry.anchor === undefined) continue;
+    if (!isObj(entry.seal)) return bad(`${entry.record_id}: an anchor without a seal`);
+    if (entry.anchor.root !== entry.seal.merkle_root || entry.anchor.epoch !== entry.seal.epoch) {
+      return bad(`${entry.record_id}: the anchor's root or epoch is not the seal's`);
+    }
+    anchored++;
+  }
+  return ok(anchored === 0 ? 'no anchor yet' : `${anchored} anchor(s) name their seal's root`);
+}
+
+function sealerCheck(entry: Entry | undefined, sealerPk: string | undefined): Outcome {
+  if (sealerPk === undefined) return ok('no sealer pinned');
+  if (!isObj(entry?.record)) return ok('pending: no job record yet');
+  const writer = (entry.record.address as Obj | undefined)?.pk;
+  if (writer !== sealerPk) return bad(`the job record was written by ${String(writer)}, not ${sealerPk}`);
+  if (isObj(entry.seal) && entry.seal.sealer_pk !== sealerPk) return bad(`sealed by ${String(entry.seal.sealer_pk)}`);
+  return ok(`written${isObj(entry.seal) ? ' and sealed' : ''} by ${sealerPk}`);
+}
+
+function sealed(receipt: Receipt, allowPending: boolean): Outcome {
+  const missing = receipt.records.filter((r) => r.record === null || r.seal === null).map((r) => r.record_id);
+  const complete = receipt.job !== null && missing.length === 0 && receipt.records.some((r) => r.role === 'job');
+  if (complete) return ok('every record is sealed');
+  if (receipt.status === 'complete')
+    return bad(`marked complete, but not sealed: ${missing.join(', ') || 'no job record'}`);
+  const why = receipt.pending.join('; ') || missing.join(', ');
+  return allowPending ? ok(`pending (allowed): ${why}`) : bad(`pending: ${why}`);
+}

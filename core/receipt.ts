@@ -1,0 +1,401 @@
+/**
+ * Job receipts (docs/protocol.md §15): one document per job that anyone checks offline. Pure: no I/O, no
+ * clock. The gateway builds it (activities/proof/job-receipt.ts); `verifyReceipt` re-derives every link:
+ * request signature → job id → the `compute/job` record's request and job hash → each step's output and record
+ * → each record's inclusion in its signed seal → the sealer's chain from its first seal → the anchor's root.
+ */
+import type { AnchorView } from './anchor-view.js';
+import { canonicalJson, CanonicalJsonError } from './canonical-json.js';
+import { parseDelegationChain, verifyDelegationChainStructure } from './delegation-cert.js';
+import { requestSigningMessage } from './gates/signature.js';
+import { isHex } from './hex.js';
+import { checkPublicKey, verifySignature } from './identity.js';
+import { jobIdFromSignature, outputHash, requestHash } from './job-hash.js';
+import type { ComputeResponse, SignedRequest } from './job-record.js';
+import { verifyProofBundle } from './proof-bundle.js';
+import { checkRecord } from './proof-record.js';
+import type { InclusionProof, ProofRecord, Seal } from './proof-types.js';
+import { checkSeal, checkSealChain } from './seal.js';
+import { sha256Hex } from './hash.js';
+
+export const RECEIPT_VERSION = 1;
+
+/** One record of the job, with what proves it: its seal, its audit path and its epoch's anchor. */
+export interface ReceiptRecord {
+  /** `job`: the `compute/job` record the answer names; `step`: a step's record. */
+  role: 'job' | 'step';
+  step_id: string | null;
+  record_id: string;
+  /** Null while the record has not reached this store (a worker's record not synced yet). */
+  record: ProofRecord | null;
+  /** Null while the record's epoch is not sealed. */
+  seal: Seal | null;
+  proof: InclusionProof | null;
+  anchor: AnchorView | null;
+}
+
+export interface JobReceipt {
+  receipt_version: 1;
+  /** `complete`: every record is there and sealed; `pending`: fetch it again later. */
+  status: 'complete' | 'pending';
+  job_id: string;
+  /** Why the receipt is pending; empty when complete. */
+  pending: string[];
+  request: SignedRequest;
+  /** The job's answer as stored (docs/protocol.md §2.3); null while the job runs. */
+  job: ComputeResponse | null;
+  records: ReceiptRecord[];
+  /** Per sealer of a record: its seals from its first up to the latest epoch a record needs, by epoch. */
+  seal_chains: { sealer_pk: string; seals: Seal[] }[];
+}
+
+export type ReceiptCheckName =
+  | 'receipt_format'
+  | 'request_signature'
+  | 'delegation_chain'
+  | 'job_id'
+  | 'job_record'
+  | 'job_hash'
+  | 'step_outputs'
+  | 'step_records'
+  | 'inclusion'
+  | 'seal_chain'
+  | 'anchor'
+  | 'sealer'
+  | 'sealed';
+
+/** Every check, in the order verifyReceipt runs them (a verdict lists them all). */
+export const RECEIPT_CHECKS: readonly ReceiptCheckName[] = [
+  'receipt_format',
+  'request_signature',
+  'delegation_chain',
+  'job_id',
+  'job_record',
+  'job_hash',
+  'step_outputs',
+  'step_records',
+  'inclusion',
+  'seal_chain',
+  'anchor',
+  'sealer',
+  'sealed',
+];
+
+export interface ReceiptCheck {
+  name: ReceiptCheckName;
+  ok: boolean;
+  detail: string;
+}
+
+export interface ReceiptVerdict {
+  ok: boolean;
+  checks: ReceiptCheck[];
+  /** The first check that failed. */
+  failedCheck?: ReceiptCheckName;
+}
+
+export interface VerifyReceiptOptions {
+  /** The node's key: it must have written the `compute/job` record and sealed its epoch. */
+  sealerPk?: string;
+  /** Accept a pending receipt: what is there must verify, what is missing is not a failure. */
+  allowPending?: boolean;
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A check's outcome; `pending` marks something missing that a later fetch may bring. */
+interface Outcome {
+  ok: boolean;
+  detail: string;
+}
+const ok = (detail: string): Outcome => ({ ok: true, detail });
+const bad = (detail: string): Outcome => ({ ok: false, detail });
+
+/** job_hash recomputed from the `compute/job` payload's steps (docs/protocol.md §10.4). */
+function jobHashOfPayload(requestHashHex: string, steps: readonly Obj[]): string {
+  const outputs = steps.map((s) => ({ id: s.id, status: s.status, output_hash: s.output_hash ?? null }));
+  return sha256Hex(canonicalJson({ request_hash: requestHashHex, outputs }));
+}
+
+/**
+ * Checks a receipt with nothing but its own content (and, optionally, the node key to pin). Every check runs and
+ * is reported; `failedCheck` names the first that failed. Malformed input fails `receipt_format`, never throws.
+ */
+export function verifyReceipt(value: unknown, options: VerifyReceiptOptions = {}): ReceiptVerdict {
+  const checks: ReceiptCheck[] = [];
+  const add = (name: ReceiptCheckName, outcome: Outcome | (() => Outcome)) =>
+    checks.push({ name, ...guarded(outcome) });
+  const format = receiptFormat(value);
+  add('receipt_format', format);
+  if (!format.ok) return verdict(checks);
+  const receipt = value as JobReceipt;
+  const allowPending = options.allowPending === true;
+  const body = receipt.request.body;
+  const jobEntry = receipt.records.find((r) => r.role === 'job');
+  const payload = isObj(jobEntry?.record?.payload) ? (jobEntry.record.payload as Obj) : null;
+
+  add('request_signature', () => requestSignature(body));
+  add('delegation_chain', () => delegationChain(receipt.request.delegation_chain, body.requester_pk));
+  add('job_id', () => jobIdCheck(receipt, body));
+  add('job_record', () => jobRecordCheck(receipt, jobEntry));
+  add('job_hash', () => jobHashCheck(receipt, body, payload));
+  add('step_outputs', () => stepOutputs(receipt, body, payload));
+  add('step_records', () => stepRecords(receipt, payload, allowPending));
+  add('inclusion', () => inclusion(receipt));
+  add('seal_chain', () => sealChains(receipt));
+  add('anchor', () => anchors(receipt));
+  add('sealer', () => sealerCheck(jobEntry, options.sealerPk));
+  add('sealed', () => sealed(receipt, allowPending));
+  return verdict(checks);
+}
+
+/** A check that trips over a malformed part (a step that is not an object …) fails; it never throws. */
+function guarded(outcome: Outcome | (() => Outcome)): Outcome {
+  if (typeof outcome !== 'function') return outcome;
+  try {
+    return outcome();
+  } catch (error) {
+    return bad(`malformed receipt: ${(error as Error).message}`);
+  }
+}
+
+function verdict(checks: ReceiptCheck[]): ReceiptVerdict {
+  const failed = checks.find((c) => !c.ok);
+  return failed ? { ok: false, checks, failedCheck: failed.name } : { ok: true, checks };
+}
+
+function receiptFormat(value: unknown): Outcome {
+  if (!isObj(value)) return bad('a receipt is a JSON object');
+  if (value.receipt_version !== RECEIPT_VERSION) {
+    return bad(`receipt_version ${JSON.stringify(value.receipt_version)} is not ${RECEIPT_VERSION}`);
+  }
+  if (value.status !== 'complete' && value.status !== 'pending') return bad('status must be complete or pending');
+  if (typeof value.job_id !== 'string') return bad('job_id must be a string');
+  if (!Array.isArray(value.pending) || !value.pending.every((p) => typeof p === 'string')) {
+    return bad('pending must be an array of strings');
+  }
+  const request = value.request;
+  if (!isObj(request) || !isObj(request.body)) return bad('request.body must be an object');
+  if (request.delegation_chain !== null && !Array.isArray(request.delegation_chain)) {
+    return bad('request.delegation_chain must be an array or null');
+  }
+  if (value.job !== null && (!isObj(value.job) || !Array.isArray(value.job.steps))) {
+    return bad('job must be the job answer (with steps) or null');
+  }
+  if (!Array.isArray(value.records)) return bad('records must be an array');
+  for (const [i, r] of value.records.entries()) {
+    if (!isObj(r) || (r.role !== 'job' && r.role !== 'step') || typeof r.record_id !== 'string') {
+      return bad(`records[${i}] needs role (job or step) and record_id`);
+    }
+  }
+  if (value.records.filter((r) => (r as Obj).role === 'job').length > 1) return bad('more than one job record');
+  if (!Array.isArray(value.seal_chains)) return bad('seal_chains must be an array');
+  for (const [i, c] of value.seal_chains.entries()) {
+    if (!isObj(c) || typeof c.sealer_pk !== 'string' || !Array.isArray(c.seals)) {
+      return bad(`seal_chains[${i}] needs sealer_pk and seals`);
+    }
+  }
+  return ok(`receipt version ${RECEIPT_VERSION}, ${value.records.length} records`);
+}
+
+function requestSignature(body: Obj): Outcome {
+  const key = checkPublicKey(body.requester_pk);
+  if (!key.ok) return bad(`requester_pk: ${key.detail}`);
+  if (!isHex(body.signature, 64)) return bad('signature must be 128 lowercase hex');
+  let message: string;
+  try {
+    message = requestSigningMessage(body);
+  } catch (error) {
+    if (error instanceof CanonicalJsonError) return bad(error.message);
+    throw error;
+  }
+  return verifySignature(key.value, message, body.signature)
+    ? ok(`signed by requester ${key.value}`)
+    : bad('the signature does not match the canonical request');
+}
+
+function delegationChain(chain: unknown[] | null, requesterPk: unknown): Outcome {
+  if (chain === null) return ok('no delegation: the requester acts as its own principal');
+  const parsed = parseDelegationChain(chain);
+  if (!parsed.ok) return bad(parsed.detail);
+  const grant = verifyDelegationChainStructure(parsed.value);
+  if (!grant.ok) return bad(grant.detail);
+  if (grant.value.agent_pk !== requesterPk) {
+    return bad(`the chain ends at ${grant.value.agent_pk}, not the requester ${String(requesterPk)}`);
+  }
+  return ok(`${grant.value.chain_depth} link(s) from human ${grant.value.human_principal_pk} to the requester`);
+}
+
+function jobIdCheck(receipt: JobReceipt, body: Obj): Outcome {
+  if (!isHex(body.signature, 64)) return bad('the request has no signature to derive the job id from');
+  const derived = jobIdFromSignature(body.signature);
+  if (receipt.job_id !== derived) return bad(`job_id ${receipt.job_id} is not ${derived}, the signature's`);
+  if (receipt.job !== null && receipt.job.job_id !== derived) return bad(`the answer is of job ${receipt.job.job_id}`);
+  return ok(derived);
+}
+
+function jobRecordCheck(receipt: JobReceipt, entry: ReceiptRecord | undefined): Outcome {
+  if (receipt.job === null)
+    return receipt.status === 'pending' ? ok('pending: the job is still running') : bad('no job answer');
+  const named = receipt.job.proof?.record_id;
+  if (named === undefined) return bad('the answer names no compute/job record');
+  if (entry === undefined) return bad(`no job record in the receipt (the answer names ${named})`);
+  if (entry.record_id !== named) return bad(`the job record is ${entry.record_id}, the answer names ${named}`);
+  if (entry.record === null) return ok(`pending: record ${named} is not in the store yet`);
+  const checked = checkRecord(entry.record);
+  if (!checked.ok) return bad(`record ${named}: ${checked.detail}`);
+  if (checked.value.id !== named) return bad(`the record is ${checked.value.id}, not ${named}`);
+  if (checked.value.payload_type !== 'compute/job') return bad(`record ${named} is ${checked.value.payload_type}`);
+  const payload = checked.value.payload as Obj;
+  if (payload.job_id !== receipt.job_id) return bad(`record ${named} is of job ${String(payload.job_id)}`);
+  return ok(`${named} written by ${checked.value.address.pk}`);
+}
+
+function jobHashCheck(receipt: JobReceipt, body: Obj, payload: Obj | null): Outcome {
+  if (receipt.job === null || payload === null) return ok('pending: no job record yet');
+  let request: string;
+  try {
+    request = requestHash(body);
+  } catch (error) {
+    if (error instanceof CanonicalJsonError) return bad(error.message);
+    throw error;
+  }
+  if (payload.request_hash !== request) return bad(`the record's request_hash is not the request's ${request}`);
+  if (payload.requester_pk !== body.requester_pk) return bad("the record's requester_pk is not the request's");
+  if (!Array.isArray(payload.steps) || !payload.steps.every(isObj)) return bad('the record lists no steps');
+  const recomputed = jobHashOfPayload(request, payload.steps as Obj[]);
+  if (payload.job_hash !== recomputed) return bad(`the record's job_hash is not the recomputed ${recomputed}`);
+  if (receipt.job.proof?.job_hash !== recomputed)
+    return bad(`the answer's job_hash is not the recomputed ${recomputed}`);
+  return ok(recomputed);
+}
+
+function stepOutputs(receipt: JobReceipt, body: Obj, payload: Obj | null): Outcome {
+  if (receipt.job === null || payload === null || !Array.isArray(payload.steps))
+    return ok('pending: no job record yet');
+  const requested = Array.isArray(body.steps) ? body.steps.map((s) => (isObj(s) ? s.id : undefined)) : [];
+  const recorded = payload.steps as Obj[];
+  const answered = receipt.job.steps;
+  if (recorded.length !== requested.length || answered.length !== requested.length) {
+    return bad(`${requested.length} steps requested, ${recorded.length} recorded, ${answered.length} answered`);
+  }
+  for (const [i, step] of answered.entries()) {
+    const record = recorded[i] as Obj;
+    if (step.id !== requested[i] || record.id !== requested[i]) {
+      return bad(
+        `step ${i} is ${String(record.id)} in the record, ${step.id} in the answer, ${String(requested[i])} requested`,
+      );
+    }
+    if (step.status !== record.status)
+      return bad(`step ${step.id}: status ${step.status}, recorded ${String(record.status)}`);
+    if (step.record_id !== record.record_id)
+      return bad(`step ${step.id}: the answer and the record name other records`);
+    const hash = step.status === 'complete' ? outputHash(step.output) : null;
+    if (hash !== record.output_hash)
+      return bad(`step ${step.id}: the output does not hash to the recorded output_hash`);
+  }
+  return ok(`${answered.length} step outputs match their recorded hashes`);
+}
+
+function stepRecords(receipt: JobReceipt, payload: Obj | null, allowPending: boolean): Outcome {
+  if (payload === null || !Array.isArray(payload.steps)) return ok('pending: no job record yet');
+  const named = (payload.steps as Obj[]).filter((s) => typeof s.record_id === 'string');
+  const entries = receipt.records.filter((r) => r.role === 'step');
+  if (entries.length !== named.length)
+    return bad(`the job names ${named.length} step records, the receipt holds ${entries.length}`);
+  let missing = 0;
+  for (const step of named) {
+    const entry = entries.find((e) => e.step_id === step.id);
+    if (entry === undefined) return bad(`no record for step ${String(step.id)}`);
+    if (entry.record_id !== step.record_id)
+      return bad(`step ${String(step.id)}: ${entry.record_id} is not the named ${String(step.record_id)}`);
+    if (entry.record === null) {
+      missing++;
+      continue;
+    }
+    const checked = checkRecord(entry.record);
+    if (!checked.ok) return bad(`step ${String(step.id)} record: ${checked.detail}`);
+    if (checked.value.id !== step.record_id) return bad(`step ${String(step.id)}: the record is ${checked.value.id}`);
+  }
+  if (missing > 0 && !allowPending && receipt.status !== 'pending') {
+    return bad(`${missing} step record(s) missing from a receipt marked complete`);
+  }
+  return ok(`${named.length - missing} step record(s) verified${missing > 0 ? `, ${missing} pending` : ''}`);
+}
+
+function inclusion(receipt: JobReceipt): Outcome {
+  let proven = 0;
+  for (const entry of receipt.records) {
+    if (entry.record === null || entry.seal === null) continue;
+    const result = verifyProofBundle(entry, entry.record_id);
+    if (!result.verified) return bad(`${entry.record_id}: ${result.problems.join('; ')}`);
+    proven++;
+  }
+  const unsealed = receipt.records.length - proven;
+  return ok(`${proven} record(s) included in their sealed epochs${unsealed > 0 ? `, ${unsealed} pending` : ''}`);
+}
+
+function sealChains(receipt: JobReceipt): Outcome {
+  const sealers = new Set(receipt.records.flatMap((r) => (r.seal === null ? [] : [r.seal.sealer_pk])));
+  let links = 0;
+  for (const sealer of sealers) {
+    const chain = receipt.seal_chains.find((c) => c.sealer_pk === sealer);
+    if (chain === undefined) return bad(`no seal chain for sealer ${sealer}`);
+    for (const seal of chain.seals) {
+      const checked = checkSeal(seal);
+      if (!checked.ok) return bad(`sealer ${sealer} epoch ${String((seal as Partial<Seal>).epoch)}: ${checked.detail}`);
+      if (checked.value.sealer_pk !== sealer)
+        return bad(`the chain of ${sealer} holds a seal by ${checked.value.sealer_pk}`);
+    }
+    const problems = checkSealChain(chain.seals);
+    if (problems.length > 0) return bad(`sealer ${sealer}: ${problems.map((p) => p.problem).join('; ')}`);
+    for (const entry of receipt.records) {
+      if (entry.seal === null || entry.seal.sealer_pk !== sealer) continue;
+      const inChain = chain.seals.find((s) => s.epoch === entry.seal!.epoch);
+      if (inChain === undefined || canonicalJson(inChain) !== canonicalJson(entry.seal)) {
+        return bad(`${entry.record_id}: its seal of epoch ${entry.seal.epoch} is not the one in the chain`);
+      }
+    }
+    links += chain.seals.length;
+  }
+  return ok(`${sealers.size} sealer chain(s), ${links} seal(s), each from the sealer's first`);
+}
+
+function anchors(receipt: JobReceipt): Outcome {
+  let anchored = 0;
+  for (const entry of receipt.records) {
+    if (entry.anchor === null || entry.anchor === undefined) continue;
+    if (entry.seal === null) return bad(`${entry.record_id}: an anchor without a seal`);
+    if (entry.anchor.root !== entry.seal.merkle_root || entry.anchor.epoch !== entry.seal.epoch) {
+      return bad(`${entry.record_id}: the anchor's root or epoch is not the seal's`);
+    }
+    anchored++;
+  }
+  return ok(
+    anchored === 0
+      ? 'no anchor yet'
+      : `${anchored} anchor(s) name their seal's root (look the transactions up on the ledger)`,
+  );
+}
+
+function sealerCheck(entry: ReceiptRecord | undefined, sealerPk: string | undefined): Outcome {
+  if (sealerPk === undefined) return ok('no sealer pinned');
+  if (entry?.record == null) return ok('pending: no job record yet');
+  if (entry.record.address.pk !== sealerPk)
+    return bad(`the job record was written by ${entry.record.address.pk}, not ${sealerPk}`);
+  if (entry.seal !== null && entry.seal.sealer_pk !== sealerPk)
+    return bad(`sealed by ${entry.seal.sealer_pk}, not ${sealerPk}`);
+  return ok(`written${entry.seal === null ? '' : ' and sealed'} by ${sealerPk}`);
+}
+
+function sealed(receipt: JobReceipt, allowPending: boolean): Outcome {
+  const missing = receipt.records.filter((r) => r.record === null || r.seal === null).map((r) => r.record_id);
+  const complete = receipt.job !== null && missing.length === 0 && receipt.records.some((r) => r.role === 'job');
+  if (complete) return ok('every record is sealed');
+  if (receipt.status === 'complete')
+    return bad(`marked complete, but not sealed: ${missing.join(', ') || 'no job record'}`);
+  return allowPending
+    ? ok(`pending (allowed): ${receipt.pending.join('; ') || missing.join(', ')}`)
+    : bad(`pending: ${receipt.pending.join('; ') || missing.join(', ')}`);
+}

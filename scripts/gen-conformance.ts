@@ -1,0 +1,254 @@
+/**
+ * Writes the conformance vectors of test/fixtures/conformance/ (see its README.md): canonical JSON cases, signed
+ * requests with their job ids and request hashes, and job receipts (docs/protocol.md §15) — a valid one from a real
+ * job run on a local gateway, a pending one, and tampered variants as JSON patches with the check that must fail.
+ * Every value comes from this repository's own code; keys are the RFC 8032 test keys, never real ones.
+ *
+ *   npx tsx scripts/gen-conformance.ts
+ *
+ * Regenerating changes the receipts' latencies and seal times, nothing a verifier depends on.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { canonicalJson } from '../core/canonical-json.js';
+import { requestSigningMessage, signRequestBody } from '../core/gates/signature.js';
+import { keyPairFromSecret } from '../core/identity.js';
+import { jobIdFromSignature, requestHash } from '../core/job-hash.js';
+import { sha256Hex } from '../core/hash.js';
+import { verifyReceipt, type JobReceipt } from '../core/receipt.js';
+import { certFor } from '../test/helpers/jobs.js';
+import { runReceiptJob } from '../test/helpers/receipt-job.js';
+import { RECEIPT_TAMPERS } from '../test/helpers/receipt-tampers.js';
+
+const OUT = resolve(import.meta.dirname, '../test/fixtures/conformance');
+/** RFC 8032 §7.1 test 1 (the human principal) and test 2 (the requester, an agent). */
+const HUMAN = keyPairFromSecret('9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60');
+const AGENT = keyPairFromSecret('4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb');
+/** A fixed node key, so the receipt's sealer is the same on every run. */
+const NODE = keyPairFromSecret(sha256Hex('geofabric conformance node key (public, never use)'));
+const NOW = Date.parse('2026-11-26T10:00:30.000Z');
+
+/** Input texts (numbers and escapes as written) and their JCS. */
+const CANONICAL_INPUTS: [string, string][] = [
+  ['literals', '[null, true, false]'],
+  ['empty containers', '{"a": {}, "b": []}'],
+  ['RFC 8785 numbers', '[333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001]'],
+  ['negative zero', '[-0, -0.0]'],
+  ['exponent thresholds', '[1e20, 1e21, 1e-6, 1e-7, 123456789012345680000]'],
+  ['integers and fractions', '[0.1, 100, -1.5, 9007199254740991, 5e-324]'],
+  ['string escapes', '"\\u20ac$\\u000F\\u000aA\'\\u0042\\u0022\\u005c\\\\\\"\\/"'],
+  ['control characters', '"\\u0000\\u0001\\b\\t\\n\\f\\r\\u001f\\u007f"'],
+  ['non-ASCII stays literal', '{"city": "Zürich", "emoji": "😀", "han": "漢字"}'],
+  [
+    'keys sorted by UTF-16 code units',
+    '{"\\u20ac": "Euro", "\\r": "CR", "\\ufb33": "Dalet", "1": "One", "\\ud83d\\ude00": "Emoji", "\\u0080": "Control", "\\u00f6": "o-umlaut"}',
+  ],
+  ['nested objects sorted at every level', '{"b": {"z": 1, "a": [{"y": 2, "x": 1}]}, "a": null}'],
+  ['whitespace removed', ' { "a" : [ 1 , 2 ] ,\n "b" : "c d" } '],
+  ['uppercase and lowercase keys', '{"b": 1, "B": 2, "a": 3, "A": 4, "_": 5}'],
+];
+
+function canonicalCases() {
+  return CANONICAL_INPUTS.map(([name, input]) => ({
+    name,
+    input,
+    canonical: canonicalJson(JSON.parse(input)),
+  }));
+}
+
+/** Unsigned bodies; the requester key is added and signed by signRequestBody. */
+const REQUESTS: { name: string; key: typeof HUMAN; body: Record<string, unknown> }[] = [
+  {
+    name: 'docs/protocol.md §14.1',
+    key: HUMAN,
+    body: {
+      h3_cell: '861e8050fffffff',
+      steps: [
+        {
+          id: 'ask',
+          type: 'inference',
+          messages: [{ role: 'user', content: 'Three parks in Rome' }],
+          max_tokens: 256,
+        },
+      ],
+      budget_credits: 0.1,
+      created_at: '2026-11-26T10:00:00.000Z',
+      nonce: 'a1',
+    },
+  },
+  {
+    name: 'a chain of three steps, no created_at',
+    key: AGENT,
+    body: {
+      h3_cell: '861e8050fffffff',
+      steps: [
+        { id: 'ndvi', type: 'image_process', operation: 'ndvi', context: { h3_cell: '861e8050fffffff' } },
+        {
+          id: 'explain',
+          type: 'inference',
+          depends_on: 'ndvi',
+          messages: [{ role: 'user', content: 'Où est-ce vert ?' }],
+        },
+        { id: 'map', type: 'tile_render', depends_on: 'explain', zoom: 12, style: 'osm-bright' },
+      ],
+      budget_credits: 1e-3,
+    },
+  },
+  {
+    name: 'the same body with a nonce is another job',
+    key: AGENT,
+    body: {
+      h3_cell: '861e8050fffffff',
+      steps: [{ id: 'ask', type: 'inference', messages: [{ role: 'user', content: 'Zürich 😀' }] }],
+      budget_credits: 0.05,
+      nonce: 'second',
+    },
+  },
+];
+
+function signedRequests() {
+  return REQUESTS.map(({ name, key, body }) => {
+    const signed = signRequestBody(key.secretKey, body);
+    return {
+      name,
+      secret_key: key.secretKey,
+      public_key: key.publicKey,
+      body,
+      signing_message: requestSigningMessage(signed.body),
+      signature: signed.signature,
+      signed_body: signed.body,
+      job_id: jobIdFromSignature(signed.signature),
+      request_hash: requestHash(signed.body),
+    };
+  });
+}
+
+type Patch = { op: 'replace' | 'add' | 'remove'; path: string; value?: unknown };
+const pointer = (parts: (string | number)[]) =>
+  parts.map((p) => `/${String(p).replaceAll('~', '~0').replaceAll('/', '~1')}`).join('');
+
+/** RFC 6902 operations (replace, add, remove) turning `a` into `b`. */
+function diff(a: unknown, b: unknown, at: (string | number)[] = []): Patch[] {
+  if (canonicalJson(a) === canonicalJson(b)) return [];
+  const isObj = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (isObj(a) && isObj(b)) {
+    const x = a as Record<string, unknown>;
+    const y = b as Record<string, unknown>;
+    const ops: Patch[] = [];
+    for (const k of Object.keys(x)) {
+      if (!(k in y)) ops.push({ op: 'remove', path: pointer([...at, k]) });
+      else ops.push(...diff(x[k], y[k], [...at, k]));
+    }
+    for (const k of Object.keys(y)) if (!(k in x)) ops.push({ op: 'add', path: pointer([...at, k]), value: y[k] });
+    return ops;
+  }
+  if (Array.isArray(a) && Array.isArray(b) && a.length === b.length) {
+    return a.flatMap((item, i) => diff(item, b[i], [...at, i]));
+  }
+  return [{ op: 'replace', path: pointer(at), value: b }];
+}
+
+async function receipts() {
+  const chain = [certFor(HUMAN, AGENT.publicKey, {}, NOW)];
+  const job = await runReceiptJob({ requester: AGENT, node: NODE, nowMs: NOW, nonce: 'conformance', chain });
+  try {
+    const pending = job.pending;
+    await job.seal();
+    // The job record's epoch root as if anchored on a ledger (a made-up transaction: nothing is looked up).
+    const seal = (await job.receipt()).records[0]!.seal!;
+    await job.gateway.ledger.recordAnchor({
+      version: 1,
+      sealer_pk: seal.sealer_pk,
+      epoch: seal.epoch,
+      root: seal.merkle_root,
+      status: 'submitted',
+      tx_hash: sha256Hex('conformance anchor'),
+      envelope_xdr: null,
+      ledger: 1,
+      attempts: 1,
+      error: null,
+      at: new Date(NOW + 3_600_000).toISOString(),
+    });
+    const valid = await job.receipt();
+    const check = (receipt: JobReceipt, options = {}) => verifyReceipt(receipt, options);
+    if (!check(valid, { sealerPk: NODE.publicKey }).ok) throw new Error('the generated receipt does not verify');
+    const cases = [
+      { name: 'valid', base: 'valid', patch: [], options: {}, expected: { ok: true } },
+      {
+        name: 'valid, node pinned',
+        base: 'valid',
+        patch: [],
+        options: { sealer_pk: NODE.publicKey },
+        expected: { ok: true },
+      },
+      {
+        name: 'another node pinned',
+        base: 'valid',
+        patch: [],
+        options: { sealer_pk: HUMAN.publicKey },
+        expected: { ok: false, failed_check: 'sealer' },
+      },
+      { name: 'pending', base: 'pending', patch: [], options: {}, expected: { ok: false, failed_check: 'sealed' } },
+      {
+        name: 'pending, allowed',
+        base: 'pending',
+        patch: [],
+        options: { allow_pending: true },
+        expected: { ok: true },
+      },
+      {
+        name: 'delegation certificate signature',
+        base: 'valid',
+        patch: diff(
+          valid,
+          withChain(valid, (c) => ({ ...c, principal_signature: flip(c.principal_signature) })),
+        ),
+        options: {},
+        expected: { ok: false, failed_check: 'delegation_chain' },
+      },
+      {
+        name: 'anchor root',
+        base: 'valid',
+        patch: [{ op: 'replace', path: '/records/0/anchor/root', value: flip(seal.merkle_root) }],
+        options: {},
+        expected: { ok: false, failed_check: 'anchor' },
+      },
+      ...RECEIPT_TAMPERS.map((tamper) => {
+        const copy = structuredClone(valid);
+        tamper.apply(copy);
+        const verdict = check(copy);
+        if (verdict.failedCheck !== tamper.expected) throw new Error(`${tamper.name}: fails ${verdict.failedCheck}`);
+        return {
+          name: tamper.name,
+          base: 'valid',
+          patch: diff(valid, copy),
+          options: {},
+          expected: { ok: false, failed_check: tamper.expected },
+        };
+      }),
+    ];
+    return { valid, pending, cases };
+  } finally {
+    await job.close();
+  }
+}
+
+const flip = (text: string) => text.slice(0, -1) + (text.endsWith('0') ? '1' : '0');
+
+function withChain(receipt: JobReceipt, edit: (cert: { principal_signature: string }) => unknown): JobReceipt {
+  const copy = structuredClone(receipt);
+  copy.request.delegation_chain = copy.request.delegation_chain!.map((c) => edit(c as { principal_signature: string }));
+  return copy;
+}
+
+const write = (name: string, value: unknown) =>
+  writeFileSync(join(OUT, name), `${JSON.stringify(value, null, 2)}\n`, 'utf8');
+
+mkdirSync(OUT, { recursive: true });
+write('canonical-json.json', canonicalCases());
+write('signed-requests.json', signedRequests());
+const { valid, pending, cases } = await receipts();
+write('receipt-valid.json', valid);
+write('receipt-pending.json', pending);
+write('receipt-cases.json', cases);
+process.stdout.write(`conformance vectors written to ${OUT}\n`);
