@@ -32,7 +32,11 @@ export interface TemporalWorkersOptions {
   workflowBundle?: WorkflowBundleWithSourceMap;
 }
 
-export const WORKFLOWS_ENTRY = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+// workflows/index.ts from the sources (tsx), dist/workflows/index.js from a compiled build: the same extension
+// as this module's, so the bundle is made from the code that runs.
+export const WORKFLOWS_ENTRY = fileURLToPath(
+  new URL(`../workflows/index${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url),
+);
 
 export interface TemporalWorkers {
   /** Resolves when every Worker has stopped; rejects if one fails. */
