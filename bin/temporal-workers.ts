@@ -12,6 +12,7 @@ import {
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import type { Logger } from 'pino';
+import { connectingToTemporal } from './startup-errors.js';
 
 export interface QueueSpec {
   taskQueue: string;
@@ -28,6 +29,8 @@ export interface TemporalWorkersOptions {
   gracefulShutdownMs?: number;
   /** The Workers' identity in Temporal (a swarm worker's names its key: core/worker-identity.ts); default the SDK's. */
   identity?: string;
+  /** Who connects, for the message when Temporal is not reachable (only a gateway can do without it). */
+  role?: 'gateway' | 'worker';
   /** A prebuilt bundle (tests share one); default: bundle workflows/index.ts at start (a few seconds). */
   workflowBundle?: WorkflowBundleWithSourceMap;
 }
@@ -45,7 +48,9 @@ export interface TemporalWorkers {
 }
 
 export async function startTemporalWorkers(options: TemporalWorkersOptions): Promise<TemporalWorkers> {
-  const connection = await NativeConnection.connect({ address: options.address });
+  const connection = await connectingToTemporal(options.address, options.role ?? 'gateway', () =>
+    NativeConnection.connect({ address: options.address }),
+  );
   try {
     const needsBundle = options.queues.some((q) => q.workflows);
     const bundle =

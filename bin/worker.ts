@@ -51,6 +51,7 @@ import { createSqliteWorkerRegistry } from '../store/sqlite/worker-registry.js';
 import type { WorkerHardware, WorkerRecord, WorkerRegistry } from '../store/worker-registry.js';
 import { ConfigError, type Config } from './config.js';
 import { loadNodeKey } from './node-key.js';
+import { gatewayRegistrationError } from './startup-errors.js';
 import { startTemporalWorkers, type TemporalWorkers } from './temporal-workers.js';
 
 /** The gateway's heartbeat interval (api/routes/svc-workers.ts: offline after three missed beats). */
@@ -229,7 +230,13 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
   let swarm: ReturnType<typeof createSwarm> | undefined;
   let temporal: TemporalWorkers | undefined;
   try {
-    const registered = await registerWithRetry(gateway, declaration, options.registerWaitMs ?? 120_000, logger);
+    const registered = await registerWithRetry(
+      config.gatewayUrl,
+      gateway,
+      declaration,
+      options.registerWaitMs ?? 120_000,
+      logger,
+    );
     trust = registered.trust_tier;
     logger.info(
       { gateway: config.gatewayUrl, h3_cell: plan.h3_cell, trust_tier: trust, relay: plan.relay },
@@ -256,6 +263,7 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
       });
       const activities = withHeartbeats(guardSteps(steps, self, { models: swarm.models }), ACTIVITY_HEARTBEAT_MS);
       temporal = await startTemporalWorkers({
+        role: 'worker',
         address: config.temporal.address,
         namespace: config.temporal.namespace,
         logger,
@@ -348,19 +356,23 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
 
 /** Retries while the gateway is unreachable or failing (it may start after us); a refusal (4xx) is final. */
 async function registerWithRetry(
+  gatewayUrl: string,
   gateway: GatewayClient,
   declaration: WorkerDeclaration,
   waitMs: number,
   logger: Logger,
 ) {
-  const deadline = Date.now() + waitMs;
+  const started = Date.now();
+  const deadline = started + waitMs;
   for (let delay = 1_000; ; delay = Math.min(delay * 2, 15_000)) {
     try {
       return await gateway.register(declaration);
     } catch (error) {
       const transient = error instanceof GatewayError && (error.status === 0 || error.status >= 500);
-      if (!transient || Date.now() + delay > deadline) throw error;
-      logger.warn({ err: error, retry_in_ms: delay }, 'worker: registration failed; retrying');
+      if (!transient || Date.now() + delay > deadline) {
+        throw gatewayRegistrationError(gatewayUrl, Date.now() - started, error);
+      }
+      logger.warn({ reason: (error as Error).message, retry_in_ms: delay }, 'worker: registration failed; retrying');
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
   }

@@ -236,10 +236,15 @@ describe('geofabric worker', () => {
       const started = Date.now();
       await assert.rejects(
         startWorker(env({ WORKER_RELAY: 'true' }), { logger: silent, hardware: { ...LAPTOP, ram_gb: 0 } }),
-        {
-          name: 'GatewayError',
-          status: 400,
-          code: 'invalid_request',
+        (error: Error) => {
+          // One line naming GATEWAY_URL (bin/startup-errors.ts), the gateway's refusal as its cause.
+          assert.equal(error.name, 'StartupError');
+          assert.match(
+            error.message,
+            /^GATEWAY_URL=\S+: the gateway refused this worker's registration \(HTTP 400 invalid_request/,
+          );
+          assert.ok(error.cause instanceof GatewayError && error.cause.status === 400);
+          return true;
         },
       );
       assert.ok(Date.now() - started < 2_000, 'a refusal is final: no retries');
