@@ -77,7 +77,7 @@ describe('geofabric worker', () => {
       assert.equal(first.pk, key.publicKey);
       assert.ok(second.seq > first.seq, `${second.seq} > ${first.seq}`);
       assert.equal(second.online, true);
-      assert.equal(second.next_heartbeat_within_s, 30);
+      assert.equal(second.next_heartbeat_within_s, 10);
       assert.equal((await stored(key.publicKey)).heartbeat_seq, second.seq);
       const [listedWorker] = (await listed()).filter((w) => w.pk === key.publicKey);
       assert.deepEqual(listedWorker && { ...listedWorker }, {
@@ -170,6 +170,7 @@ describe('geofabric worker', () => {
 
       await worker.stop();
       await worker.stop(); // idempotent
+      assert.equal((await listed()).find((w) => w.pk === worker!.pk)?.online, false, 'it left the registry');
       const after = (await stored(worker.pk)).heartbeat_seq;
       await sleep(200);
       assert.equal((await stored(worker.pk)).heartbeat_seq, after, 'no heartbeat after stop');
@@ -297,7 +298,12 @@ describe('geofabric worker', () => {
         const [code] = await exited;
         assert.equal(code, 0, log);
         assert.match(log, /worker: draining/);
+        assert.match(log, /worker: left the registry/);
         assert.match(log, /worker: stopped/);
+        // It said so before it stopped: offline at once, not after the liveness window.
+        const [gone] = await listed();
+        assert.equal(gone?.online, false);
+        assert.equal(((await gw.get('/svc/status')).body as { workers: { online: number } }).workers.online, 0);
       } finally {
         if (child.exitCode === null) child.kill('SIGKILL');
         rmSync(dataDir, { recursive: true, force: true });
