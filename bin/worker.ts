@@ -26,7 +26,7 @@ import { guardSteps, type WorkerSelf } from '../activities/compute/worker-guard.
 import { createImageryActivities } from '../activities/imagery/index.js';
 import { createSwarm } from '../activities/inference/index.js';
 import { localHardware } from '../activities/inference/local-worker.js';
-import { startAutoSealer } from '../activities/proof/epoch-sealer.js';
+import { sealDueEpochs, startAutoSealer } from '../activities/proof/epoch-sealer.js';
 import { createRecordBatcher } from '../activities/proof/record-batcher.js';
 import { createSyncAgent } from '../activities/proof/sync-agent.js';
 import {
@@ -174,7 +174,7 @@ export interface RunningWorker {
  * worker leaves the registry (`POST /svc/workers/leave`: offline, and routed no new step, from then on; when the
  * gateway does not answer, it is offline 30 s after its last heartbeat), the Temporal Workers stop polling and
  * give running activities `drainMs` to finish (then they are cancelled and Temporal retries them elsewhere), the proof
- * writer flushes, the sealer and the sync loop stop, one last sync pushes what is left (what fails stays
+ * writer flushes, the sealer and the sync loop stop, every ended epoch is sealed at once, one last sync pushes what is left (what fails stays
  * unsynced in the local store and goes with the next start), and the store closes.
  */
 export async function startWorker(config: Config, options: WorkerOptions = {}): Promise<RunningWorker> {
@@ -346,6 +346,22 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
         swarm?.stop();
         await writer.close();
         await Promise.all([sealer.stop(), sync.stop()]);
+        // Final seal: every epoch that has ended, without waiting out the grace (which is there for records
+        // still on their way; none are: the steps are done and the writer flushed, and only this process writes
+        // under this key). The open epoch cannot be sealed (docs/security.md §7): its records are synced
+        // unsealed and sealed when the worker next runs.
+        try {
+          const sealed = await sealDueEpochs({
+            store: proofs,
+            signer: node.key,
+            now: clock(),
+            genesisMs: config.epochGenesisMs,
+            graceMs: 0,
+          });
+          if (sealed.length > 0) logger.info({ epochs: sealed.map((s) => s.epoch) }, 'worker: final seal');
+        } catch (error) {
+          logger.warn({ reason: (error as Error).message }, 'worker: final seal failed; the next start seals');
+        }
         try {
           const last = await sync.syncOnce();
           logger.info(last, 'worker: final sync');

@@ -16,7 +16,7 @@ import { loadConfig } from '../../bin/config.js';
 import { readKeyFile } from '../../bin/key-file.js';
 import { parseNvidiaSmi, startWorker, workerCheck, type RunningWorker } from '../../bin/worker.js';
 import { createRecordBatcher } from '../../activities/proof/record-batcher.js';
-import { DEFAULT_EPOCH_GENESIS_MS } from '../../core/epoch.js';
+import { DEFAULT_EPOCH_GENESIS_MS, EPOCH_MS } from '../../core/epoch.js';
 import { generateKeyPair, type KeyPair } from '../../core/identity.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
@@ -225,6 +225,39 @@ describe('geofabric worker', () => {
       const central = await gw.proofs.getRecord(record.id);
       assert.equal(central?.record_hash, record.record_hash);
       assert.equal(central?.address.pk, worker.pk);
+      worker = undefined;
+    });
+
+    it('seals at a graceful stop every epoch that has ended, without waiting out the seal grace', async () => {
+      // Ten seconds into an hour: the previous epoch has ended, but its 60 s grace has not passed.
+      const hourStart = Math.floor(Date.now() / EPOCH_MS) * EPOCH_MS;
+      const clock = () => hourStart + 10_000;
+      const gateway = await startGateway({ clock }); // on the worker's clock, for its signed requests
+      after(() => gateway.close());
+      const config = env({ WORKER_RELAY: 'true', GATEWAY_URL: gateway.url });
+      worker = await startWorker(config, { logger: silent, hardware: LAPTOP, clock });
+      const workerKey = readKeyFile(join(dataDir, 'worker', 'node-key.json'));
+      const db = openSqlite(join(dataDir, 'worker', 'worker.db'));
+      const local = createSqliteProofStore(db);
+      const writer = createRecordBatcher({
+        store: local,
+        signer: workerKey,
+        clock: () => hourStart - 5_000, // the last seconds of the previous epoch
+        genesisMs: DEFAULT_EPOCH_GENESIS_MS,
+      });
+      const record = await writer.write({
+        id: 'job-2:ask',
+        h3_cell: ROME,
+        collection_type: 'inference',
+        payload_type: 'hive/inference',
+        payload: { model: 'tinyllama', text: 'late in the hour' },
+      });
+      await writer.close();
+      assert.equal(await local.latestSeal(worker.pk), null, 'not sealed yet: inside the grace');
+      await worker.stop();
+      const seal = await local.latestSeal(worker.pk);
+      assert.equal(seal?.epoch, record.address.epoch, 'the ended epoch was sealed at the stop');
+      db.close();
       worker = undefined;
     });
 
