@@ -184,6 +184,9 @@ export const envSchema = z.object({
   SHUTDOWN_DRAIN_SECONDS: z.coerce.number().int().min(0).max(3600).default(25),
   GATEWAY_URL: z.url().default('http://127.0.0.1:8080'),
   WORKER_RELAY: boolean.default(false),
+  // On SIGTERM/SIGINT a worker leaves the registry, then lets running steps finish for at most this long; with
+  // the final sync it stays within Kubernetes' default 30 s grace (docs/operations.md "Worker lifecycle").
+  WORKER_DRAIN_SECONDS: z.coerce.number().int().min(1).max(3600).default(20),
   // The perception and compliance MCP server (mcp/perception).
   PERCEPTION_ENABLED: boolean.default(true),
   PERCEPTION_PORT: z.coerce.number().int().min(0).max(65_535).default(8100),
@@ -552,6 +555,12 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
     section: 'Worker (`geofabric worker`)',
     description: 'register as a mobile relay: polls no compute queue, earns `RELAY_FEE_PERCENT` of the steps it routes',
   },
+  WORKER_DRAIN_SECONDS: {
+    section: 'Worker (`geofabric worker`)',
+    description:
+      'on SIGTERM/SIGINT: how long running steps get to finish after the worker has left the registry (keep it ' +
+      "about 10 s below the orchestrator's kill delay: the final sync follows)",
+  },
   PERCEPTION_ENABLED: {
     section: 'Perception MCP server',
     description: '`geofabric start` runs the perception MCP server beside the gateway',
@@ -825,6 +834,8 @@ export interface Config {
   gatewayUrl: string;
   /** `geofabric worker`: a mobile relay (docs/protocol.md §1.4). */
   workerRelay: boolean;
+  /** WORKER_DRAIN_SECONDS, in ms. */
+  workerDrainMs: number;
   perception: PerceptionConfig;
   governance: GovernanceConfig;
   ledger: LedgerConfig;
@@ -1091,6 +1102,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownDrainMs: e.SHUTDOWN_DRAIN_SECONDS * 1000,
     gatewayUrl: e.GATEWAY_URL.replace(/\/+$/, ''),
     workerRelay: e.WORKER_RELAY,
+    workerDrainMs: e.WORKER_DRAIN_SECONDS * 1000,
     perception: {
       enabled: e.PERCEPTION_ENABLED,
       port: e.PERCEPTION_PORT,

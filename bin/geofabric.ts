@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import {
@@ -22,6 +23,7 @@ import { runGovernanceCli } from './governance.js';
 import { runPerceptionCli } from './perception.js';
 import { startGateway } from './start.js';
 import { runWorkerCli, workerCheck } from './worker.js';
+import { describeStartupError, portsOf, type PortSettings } from './startup-errors.js';
 
 const USAGE = `geofabric <command>
 
@@ -264,6 +266,15 @@ function hourlyOnly(config: Config, command: string): Config {
   return config;
 }
 
+/** The ports of this process's configuration (none when it does not load). */
+function configuredPorts(): PortSettings {
+  try {
+    return portsOf(loadConfig(process.env));
+  } catch {
+    return {};
+  }
+}
+
 main(process.argv.slice(2)).then(
   (code) => {
     if (code >= 0) process.exitCode = code;
@@ -271,7 +282,17 @@ main(process.argv.slice(2)).then(
   (error: unknown) => {
     if (error instanceof UsageError) process.stderr.write(`usage: ${error.message}\n\n${USAGE}\n`);
     else if (error instanceof ConfigError) process.stderr.write(`${error.message}\n`);
-    else process.stderr.write(`geofabric: ${(error as Error).message}\n`);
+    else {
+      // Something this machine must provide (Temporal, MongoDB, the gateway, a free port): one line naming the
+      // setting and what to do, exit 1 (docs/operations.md "Startup errors").
+      const known = describeStartupError(error, configuredPorts(), /^(debug|trace)$/.test(process.env.LOG_LEVEL ?? ''));
+      if (known !== null) {
+        process.stderr.write(`geofabric: ${known}\n`);
+        process.exitCode = 1;
+        return;
+      }
+      process.stderr.write(`geofabric: ${(error as Error).message}\n`);
+    }
     process.exitCode = 2;
   },
 );

@@ -42,6 +42,7 @@ import { loadGovernanceKey } from '../mcp/governance/server-key.js';
 import { startGovernance } from './governance.js';
 import { startPerception } from './perception.js';
 import { openStores } from './stores.js';
+import { connectingToTemporal, describeStartupError, portsOf } from './startup-errors.js';
 
 /**
  * Runs the gateway until SIGINT/SIGTERM, then shuts down gracefully: the listener closes (new connections are
@@ -220,8 +221,7 @@ export async function startGateway(config: Config): Promise<void> {
       }).then(
         (started) => started.server,
         (error: unknown) => {
-          logger.fatal({ err: error }, `perception server failed to start: ${(error as Error).message}`);
-          process.exit(2);
+          failedToStart('perception server', error, config, logger);
         },
       )
     : undefined;
@@ -233,8 +233,7 @@ export async function startGateway(config: Config): Promise<void> {
       : await startGovernance(config, { audit: stores.audit, logger, key: governanceKey }).then(
           (started) => started.server,
           (error: unknown) => {
-            logger.fatal({ err: error }, `governance server failed to start: ${(error as Error).message}`);
-            process.exit(2);
+            failedToStart('governance server', error, config, logger);
           },
         );
 
@@ -280,6 +279,14 @@ export async function startGateway(config: Config): Promise<void> {
 }
 
 /** DEMO: every style whose TILE_URL_* is not set is served by the demo upstream, and its records say so. */
+/** A server beside the gateway did not start: its one-line reason (the stack with LOG_LEVEL=debug), exit 1. */
+function failedToStart(what: string, error: unknown, config: Config, logger: Logger): never {
+  const known = describeStartupError(error, portsOf(config), config.logLevel === 'debug');
+  if (known === null) logger.fatal({ err: error }, `${what} failed to start: ${(error as Error).message}`);
+  else process.stderr.write(`geofabric: ${what}: ${known}\n`);
+  process.exit(known === null ? 2 : 1);
+}
+
 function demoTiles(tiles: TileConfig, demo: DemoUpstream): TileConfig {
   const demoStyles = TILE_STYLES.filter((style) => tiles.templates[style] === DEFAULT_TILE_TEMPLATES[style]);
   return {
@@ -425,7 +432,9 @@ async function startOrchestration(
     ],
   });
   workers.running.catch((error: unknown) => logger.error({ err: error }, 'temporal workers stopped'));
-  const connection = await Connection.connect({ address: config.temporal.address });
+  const connection = await connectingToTemporal(config.temporal.address, 'gateway', () =>
+    Connection.connect({ address: config.temporal.address }),
+  );
   const client = new Client({ connection, namespace: config.temporal.namespace });
   const schedule = await ensureSealSchedule(client, {
     scheduleId: `${config.naming.prefix}-seal-epochs`,

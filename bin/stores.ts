@@ -24,6 +24,7 @@ import { createSqliteRateLimitStore } from '../store/sqlite/rate-limit-store.js'
 import type { ProofStore } from '../store/proof-store.js';
 import type { RateLimitStore } from '../store/types.js';
 import type { Config } from './config.js';
+import { connectingToMongo } from './startup-errors.js';
 
 export interface Stores {
   rateLimits: RateLimitStore;
@@ -53,7 +54,8 @@ function closing(stores: OpenStores, closeConnection: () => Promise<void> | void
 /** The embedded default is SQLite under DATA_DIR; MONGODB_URI switches to the central MongoDB. */
 export async function openStores(config: Config): Promise<Stores> {
   if (config.mongo) {
-    const client = await new MongoClient(config.mongo.uri).connect();
+    const { uri } = config.mongo;
+    const client = await connectingToMongo(uri, () => new MongoClient(uri).connect());
     const db = client.db(config.mongo.db);
     const stores: OpenStores = {
       rateLimits: await createMongoRateLimitStore(db),

@@ -12,6 +12,7 @@ import {
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import type { Logger } from 'pino';
+import { connectingToTemporal } from './startup-errors.js';
 
 export interface QueueSpec {
   taskQueue: string;
@@ -28,11 +29,17 @@ export interface TemporalWorkersOptions {
   gracefulShutdownMs?: number;
   /** The Workers' identity in Temporal (a swarm worker's names its key: core/worker-identity.ts); default the SDK's. */
   identity?: string;
+  /** Who connects, for the message when Temporal is not reachable (only a gateway can do without it). */
+  role?: 'gateway' | 'worker';
   /** A prebuilt bundle (tests share one); default: bundle workflows/index.ts at start (a few seconds). */
   workflowBundle?: WorkflowBundleWithSourceMap;
 }
 
-export const WORKFLOWS_ENTRY = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+// workflows/index.ts from the sources (tsx), dist/workflows/index.js from a compiled build: the same extension
+// as this module's, so the bundle is made from the code that runs.
+export const WORKFLOWS_ENTRY = fileURLToPath(
+  new URL(`../workflows/index${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url),
+);
 
 export interface TemporalWorkers {
   /** Resolves when every Worker has stopped; rejects if one fails. */
@@ -41,7 +48,9 @@ export interface TemporalWorkers {
 }
 
 export async function startTemporalWorkers(options: TemporalWorkersOptions): Promise<TemporalWorkers> {
-  const connection = await NativeConnection.connect({ address: options.address });
+  const connection = await connectingToTemporal(options.address, options.role ?? 'gateway', () =>
+    NativeConnection.connect({ address: options.address }),
+  );
   try {
     const needsBundle = options.queues.some((q) => q.workflows);
     const bundle =

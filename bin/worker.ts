@@ -1,6 +1,6 @@
 /**
  * `geofabric worker` (docs/protocol.md §1.4–1.6, 2.6): a swarm worker process. It registers with its gateway
- * (GATEWAY_URL) and heartbeats every 30 s, polls the Temporal task queues of its cell and tools
+ * (GATEWAY_URL) and heartbeats every 10 s, polls the Temporal task queues of its cell and tools
  * (core/task-queues.ts `workerQueues`) with the step activities, writes the proof records of the steps it runs
  * to its own local SQLite store (never MONGODB_URI: the central store is the gateway's), seals its own epochs,
  * and pushes records and seals to the central store every SYNC_INTERVAL_SECONDS (CENTRAL_STORE_URL, default
@@ -26,7 +26,7 @@ import { guardSteps, type WorkerSelf } from '../activities/compute/worker-guard.
 import { createImageryActivities } from '../activities/imagery/index.js';
 import { createSwarm } from '../activities/inference/index.js';
 import { localHardware } from '../activities/inference/local-worker.js';
-import { startAutoSealer } from '../activities/proof/epoch-sealer.js';
+import { sealDueEpochs, startAutoSealer } from '../activities/proof/epoch-sealer.js';
 import { createRecordBatcher } from '../activities/proof/record-batcher.js';
 import { createSyncAgent } from '../activities/proof/sync-agent.js';
 import {
@@ -41,6 +41,7 @@ import { createWebSearch } from '../activities/tools/web-search.js';
 import { SERVICE_VERSION } from '../api/version.js';
 import { supportedHardwareTier, type HardwareTier } from '../core/hardware-tier.js';
 import { routingCell, workerQueues } from '../core/task-queues.js';
+import { HEARTBEAT_INTERVAL_MS } from '../core/worker-selection.js';
 import { workerIdentity } from '../core/worker-identity.js';
 import type { WorkerTier } from '../core/tiers.js';
 import { isToolId, TOOL_IDS } from '../core/tool-registry.js';
@@ -51,12 +52,15 @@ import { createSqliteWorkerRegistry } from '../store/sqlite/worker-registry.js';
 import type { WorkerHardware, WorkerRecord, WorkerRegistry } from '../store/worker-registry.js';
 import { ConfigError, type Config } from './config.js';
 import { loadNodeKey } from './node-key.js';
+import { gatewayRegistrationError } from './startup-errors.js';
 import { startTemporalWorkers, type TemporalWorkers } from './temporal-workers.js';
 
-/** The gateway's heartbeat interval (api/routes/svc-workers.ts: offline after three missed beats). */
-export const WORKER_HEARTBEAT_MS = 30_000;
-/** Running activities get this long to finish on SIGTERM before Temporal cancels them. */
-export const WORKER_DRAIN_MS = 30_000;
+/** The registry's heartbeat interval (core/worker-selection.ts: offline after three missed beats, 30 s). */
+export const WORKER_HEARTBEAT_MS = HEARTBEAT_INTERVAL_MS;
+/** How long the leave announcement may take on stop: a gateway that does not answer is not waited for. */
+export const WORKER_LEAVE_TIMEOUT_MS = 3_000;
+/** After the drain: the writer's flush, the final sync; past this the CLI exits 1 anyway. */
+const AFTER_DRAIN_MS = 5_000;
 /** Activities heartbeat to Temporal this often (the workflow's heartbeat timeout is 20 s). */
 const ACTIVITY_HEARTBEAT_MS = 5_000;
 
@@ -68,6 +72,7 @@ export interface WorkerOptions {
   /** Declared hardware instead of detecting it. */
   hardware?: WorkerHardware;
   heartbeatMs?: number;
+  /** Default WORKER_DRAIN_SECONDS. */
   drainMs?: number;
   /** How long the first registration retries while the gateway is unreachable or failing (5xx). */
   registerWaitMs?: number;
@@ -165,16 +170,17 @@ export interface RunningWorker {
 }
 
 /**
- * Starts the worker; resolves once it is registered and polling. `stop()` drains: heartbeats stop (the
- * gateway stops routing to this worker within 90 s), the Temporal Workers stop polling and give running
- * activities `drainMs` to finish (then they are cancelled and Temporal retries them elsewhere), the proof
- * writer flushes, the sealer and the sync loop stop, one last sync pushes what is left (what fails stays
+ * Starts the worker; resolves once it is registered and polling. `stop()` drains: heartbeats stop and the
+ * worker leaves the registry (`POST /svc/workers/leave`: offline, and routed no new step, from then on; when the
+ * gateway does not answer, it is offline 30 s after its last heartbeat), the Temporal Workers stop polling and
+ * give running activities `drainMs` to finish (then they are cancelled and Temporal retries them elsewhere), the proof
+ * writer flushes, the sealer and the sync loop stop, every ended epoch is sealed at once, one last sync pushes what is left (what fails stays
  * unsynced in the local store and goes with the next start), and the store closes.
  */
 export async function startWorker(config: Config, options: WorkerOptions = {}): Promise<RunningWorker> {
   const logger = options.logger ?? createProcessLogger(config);
   const clock = options.clock ?? Date.now;
-  const drainMs = options.drainMs ?? WORKER_DRAIN_MS;
+  const drainMs = options.drainMs ?? config.workerDrainMs;
   const plan = workerPlan(config, options.hardware ?? (await detectHardware()));
   if (config.mongo) logger.warn('worker: MONGODB_URI is ignored; a worker writes to its local SQLite store');
 
@@ -229,7 +235,13 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
   let swarm: ReturnType<typeof createSwarm> | undefined;
   let temporal: TemporalWorkers | undefined;
   try {
-    const registered = await registerWithRetry(gateway, declaration, options.registerWaitMs ?? 120_000, logger);
+    const registered = await registerWithRetry(
+      config.gatewayUrl,
+      gateway,
+      declaration,
+      options.registerWaitMs ?? 120_000,
+      logger,
+    );
     trust = registered.trust_tier;
     logger.info(
       { gateway: config.gatewayUrl, h3_cell: plan.h3_cell, trust_tier: trust, relay: plan.relay },
@@ -256,6 +268,7 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
       });
       const activities = withHeartbeats(guardSteps(steps, self, { models: swarm.models }), ACTIVITY_HEARTBEAT_MS);
       temporal = await startTemporalWorkers({
+        role: 'worker',
         address: config.temporal.address,
         namespace: config.temporal.namespace,
         logger,
@@ -319,10 +332,36 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
       try {
         clearInterval(heartbeats);
         await beating;
+        // Leave first, so the gateway routes nothing new here while the running steps finish.
+        try {
+          const left = await gateway.leave(WORKER_LEAVE_TIMEOUT_MS);
+          logger.info({ left_at: left.left_at }, 'worker: left the registry');
+        } catch (error) {
+          logger.warn(
+            { reason: (error as Error).message },
+            'worker: leaving failed; the gateway counts this worker offline 30 s after its last heartbeat',
+          );
+        }
         await temporal?.shutdown();
         swarm?.stop();
         await writer.close();
         await Promise.all([sealer.stop(), sync.stop()]);
+        // Final seal: every epoch that has ended, without waiting out the grace (which is there for records
+        // still on their way; none are: the steps are done and the writer flushed, and only this process writes
+        // under this key). The open epoch cannot be sealed (docs/security.md §7): its records are synced
+        // unsealed and sealed when the worker next runs.
+        try {
+          const sealed = await sealDueEpochs({
+            store: proofs,
+            signer: node.key,
+            now: clock(),
+            genesisMs: config.epochGenesisMs,
+            graceMs: 0,
+          });
+          if (sealed.length > 0) logger.info({ epochs: sealed.map((s) => s.epoch) }, 'worker: final seal');
+        } catch (error) {
+          logger.warn({ reason: (error as Error).message }, 'worker: final seal failed; the next start seals');
+        }
         try {
           const last = await sync.syncOnce();
           logger.info(last, 'worker: final sync');
@@ -348,19 +387,23 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
 
 /** Retries while the gateway is unreachable or failing (it may start after us); a refusal (4xx) is final. */
 async function registerWithRetry(
+  gatewayUrl: string,
   gateway: GatewayClient,
   declaration: WorkerDeclaration,
   waitMs: number,
   logger: Logger,
 ) {
-  const deadline = Date.now() + waitMs;
+  const started = Date.now();
+  const deadline = started + waitMs;
   for (let delay = 1_000; ; delay = Math.min(delay * 2, 15_000)) {
     try {
       return await gateway.register(declaration);
     } catch (error) {
       const transient = error instanceof GatewayError && (error.status === 0 || error.status >= 500);
-      if (!transient || Date.now() + delay > deadline) throw error;
-      logger.warn({ err: error, retry_in_ms: delay }, 'worker: registration failed; retrying');
+      if (!transient || Date.now() + delay > deadline) {
+        throw gatewayRegistrationError(gatewayUrl, Date.now() - started, error);
+      }
+      logger.warn({ reason: (error as Error).message, retry_in_ms: delay }, 'worker: registration failed; retrying');
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
   }
@@ -385,6 +428,7 @@ function asDeclared(
   return {
     register: (registration, nowMs) => registry.register(registration, nowMs),
     heartbeat: (id, seq, nowMs) => registry.heartbeat(id, seq, nowMs),
+    leave: (id, seq, nowMs) => registry.leave(id, seq, nowMs),
     get: async (id) => {
       const w = await registry.get(id);
       return w && adjust(w);
@@ -400,7 +444,8 @@ export async function runWorkerCli(config: Config): Promise<void> {
   const logger = createProcessLogger(config);
   const worker = await startWorker(config, { logger });
   const exitAfterStop = (code: number) => {
-    setTimeout(() => process.exit(1), WORKER_DRAIN_MS + 15_000).unref();
+    // The whole stop (leave, drain, final sync) stays within drain + AFTER_DRAIN_MS + the leave's bound.
+    setTimeout(() => process.exit(1), config.workerDrainMs + WORKER_LEAVE_TIMEOUT_MS + AFTER_DRAIN_MS).unref();
     worker.stop().then(
       () => process.exit(code),
       (error: unknown) => {
@@ -414,7 +459,7 @@ export async function runWorkerCli(config: Config): Promise<void> {
     exitAfterStop(1);
   });
   const onSignal = (signal: string) => {
-    logger.info({ signal }, 'worker: draining');
+    logger.info({ signal, drain_seconds: config.workerDrainMs / 1000 }, 'worker: draining');
     exitAfterStop(0);
   };
   process.once('SIGINT', () => onSignal('SIGINT'));

@@ -9,8 +9,15 @@ import { meetsWorkerTier } from './worker-trust.js';
  * required tools it all advertises; 2.7: each tool's `min_trust_tier`; 7: 503 `no_workers`).
  */
 
-/** A worker is online while its last registration or heartbeat is at most this old. */
-export const ONLINE_WINDOW_MS = 90_000;
+/** How often a worker heartbeats (the gateway tells it so: `next_heartbeat_within_s`). */
+export const HEARTBEAT_INTERVAL_MS = 10_000;
+/** Beats a worker may miss before it counts as offline. */
+export const MISSED_HEARTBEATS = 3;
+/**
+ * A worker is online while its last registration or heartbeat is at most this old (30 s: a killed worker is
+ * offline within 30 s; one that stops gracefully says so at once, `POST /svc/workers/leave`).
+ */
+export const ONLINE_WINDOW_MS = HEARTBEAT_INTERVAL_MS * MISSED_HEARTBEATS;
 
 /** The fields selection reads; the registry's WorkerRecord has them (core does not import store/). */
 export interface SelectableWorker {
@@ -22,6 +29,8 @@ export interface SelectableWorker {
   relay: boolean;
   trust_tier: WorkerTier;
   last_seen_ms: number;
+  /** When the worker announced it was leaving (a graceful stop); null or absent while it has not. */
+  left_at_ms?: number | null;
 }
 
 export interface WorkerNeed {
@@ -41,11 +50,11 @@ export interface WorkerNeed {
 }
 
 /**
- * Online: seen within the last 90 s (three missed 30 s heartbeats). A `last_seen_ms` ahead of `nowMs`
- * (another node's clock running fast) counts as seen now.
+ * Online: not left, and seen within the last 30 s (three missed 10 s heartbeats). A `last_seen_ms` ahead of
+ * `nowMs` (another node's clock running fast) counts as seen now.
  */
-export const isOnline = (w: Pick<SelectableWorker, 'last_seen_ms'>, nowMs: number): boolean =>
-  nowMs - w.last_seen_ms <= ONLINE_WINDOW_MS;
+export const isOnline = (w: Pick<SelectableWorker, 'last_seen_ms' | 'left_at_ms'>, nowMs: number): boolean =>
+  (w.left_at_ms ?? null) === null && nowMs - w.last_seen_ms <= ONLINE_WINDOW_MS;
 
 /**
  * The workers that may run the job: online compute workers (relays route jobs, they do not run them)

@@ -41,7 +41,7 @@ COMPOSE_MODULE=github.com/docker/compose/v5
 COMPOSE_VERSION=v5.6.0
 
 DOCKERFILES=(Dockerfile worker-images/cpu/Dockerfile worker-images/gpu/Dockerfile)
-SHELL_SCRIPTS=(deploy/mongo-init/entrypoint.sh deploy/temporal/setup.sh worker-images/healthcheck.sh scripts/lint-deploy.sh)
+SHELL_SCRIPTS=(deploy/mongo-init/entrypoint.sh deploy/temporal/setup.sh worker-images/healthcheck.sh scripts/lint-deploy.sh scripts/smoke-build.sh)
 
 [ $# -eq 0 ] || {
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2

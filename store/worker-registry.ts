@@ -47,6 +47,11 @@ export interface WorkerRecord extends WorkerRegistration {
   last_seen_ms: number;
   /** Highest heartbeat sequence number accepted; a heartbeat must exceed it (replays are refused). */
   heartbeat_seq: number;
+  /**
+   * When the worker announced a graceful stop (`leave`, ms); null while it has not, or since it registered or
+   * beat again. A worker that left is offline (core/worker-selection.ts `isOnline`) whatever its last_seen.
+   */
+  left_at_ms: number | null;
 }
 
 export interface WorkerRegistry {
@@ -64,6 +69,14 @@ export interface WorkerRegistry {
    * A seq that is not a positive safe integer is a caller bug: RangeError.
    */
   heartbeat(pk: string, seq: number, nowMs: number): Promise<WorkerRecord>;
+  /**
+   * The worker stops (docs/operations.md "Worker lifecycle"): sets left_at_ms to `nowMs`, so it is offline at
+   * once. Signed and sequenced like a heartbeat: `seq` must exceed the stored heartbeat_seq and becomes it, so a
+   * replayed leave (or a heartbeat sent before it) is ServiceError('stale_request'); an unknown pk is
+   * ServiceError('worker_not_found'). A later registration or heartbeat clears left_at_ms (the worker is back).
+   * last_seen_ms does not move.
+   */
+  leave(pk: string, seq: number, nowMs: number): Promise<WorkerRecord>;
   get(pk: string): Promise<WorkerRecord | null>;
   /** Every registered worker (online or not), ordered by pk; `online` is the caller's (core/worker-selection.ts). */
   list(): Promise<WorkerRecord[]>;

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Health of a swarm worker container, as the fabric sees it: healthy when the gateway (GATEWAY_URL) lists
-# this worker's node key as online (a heartbeat within the last 90 s). The worker serves no HTTP of its own,
+# this worker's node key as online (a heartbeat within the last 30 s, and not left). The worker serves no HTTP of its own,
 # and "registered and heartbeating" is what makes it eligible for jobs.
 #
 # The node key is NODE_SECRET_KEY when set (64-hex seed, or 128-hex seed‖public key), else

@@ -1,7 +1,7 @@
 /**
  * This node as a swarm worker (the embedded default's one built-in worker): when WORKER_RUNTIME_URL names a
  * local OpenAI-compatible runtime, the node registers itself in the worker registry under its own key,
- * heartbeats every 30 s (the registry marks it offline after 90 s without one), and pre-warms the configured
+ * heartbeats every 10 s (the registry marks it offline after 30 s without one), and pre-warms the configured
  * models (docs/protocol.md §1.12: only tinyllama by default) with a one-token completion each.
  *
  * Warm state is what this process has seen: a model is warm once the runtime answered for it. The first
@@ -14,9 +14,10 @@ import type { Logger } from 'pino';
 import { supportedHardwareTier } from '../../core/hardware-tier.js';
 import type { WorkerHardware, WorkerRegistry } from '../../store/worker-registry.js';
 import { ServiceError } from '../../core/errors.js';
+import { HEARTBEAT_INTERVAL_MS } from '../../core/worker-selection.js';
 import { createRuntimeClient, type RuntimeClient } from './runtime-client.js';
 
-export const HEARTBEAT_MS = 30_000;
+export const HEARTBEAT_MS = HEARTBEAT_INTERVAL_MS;
 
 export interface LocalWorkerConfig {
   runtimeUrl: string;

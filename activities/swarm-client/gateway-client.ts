@@ -41,6 +41,13 @@ export interface RegisteredWorker extends WorkerDeclaration {
   heartbeat_seq: number;
 }
 
+export interface LeaveAnswer {
+  pk: string;
+  seq: number;
+  online: false;
+  left_at: string;
+}
+
 export interface HeartbeatAnswer {
   pk: string;
   seq: number;
@@ -71,7 +78,7 @@ export function createGatewayClient(options: GatewayClientOptions) {
   const clock = options.clock ?? Date.now;
   let lastSeq = 0;
 
-  async function post<T>(path: string, unsigned: Record<string, unknown>): Promise<T> {
+  async function post<T>(path: string, unsigned: Record<string, unknown>, timeoutMs = options.timeoutMs): Promise<T> {
     const { body, signature } = signRequestBody(options.signer.secretKey, unsigned);
     let res: Response;
     try {
@@ -79,7 +86,7 @@ export function createGatewayClient(options: GatewayClientOptions) {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-idn-signature': signature },
         body: JSON.stringify(body),
-        signal: AbortSignal.timeout(options.timeoutMs),
+        signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (error) {
       // fetch's own message is "fetch failed"; the reason (ECONNREFUSED, a timeout …) is its cause.
@@ -128,6 +135,17 @@ export function createGatewayClient(options: GatewayClientOptions) {
     /** One heartbeat: `seq` (default: one above the last accepted) must exceed every seq sent before. */
     async heartbeat(seq: number = lastSeq + 1): Promise<HeartbeatAnswer> {
       const answer = await post<HeartbeatAnswer>('/svc/workers/heartbeat', { seq, created_at: createdAt() });
+      lastSeq = Math.max(lastSeq, seq);
+      return answer;
+    },
+    /**
+     * Announces a graceful stop (`POST /svc/workers/leave`): the gateway counts this worker offline from its
+     * answer on. Sequenced like a heartbeat, so no earlier heartbeat can bring it back. `timeoutMs` bounds it
+     * (a stopping worker does not wait long for a gateway that does not answer).
+     */
+    async leave(timeoutMs = options.timeoutMs): Promise<LeaveAnswer> {
+      const seq = lastSeq + 1;
+      const answer = await post<LeaveAnswer>('/svc/workers/leave', { seq, created_at: createdAt() }, timeoutMs);
       lastSeq = Math.max(lastSeq, seq);
       return answer;
     },

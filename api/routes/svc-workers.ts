@@ -1,20 +1,29 @@
 import { pass } from '../../core/check.js';
 import { ServiceError } from '../../core/errors.js';
-import { isOnline } from '../../core/worker-selection.js';
+import { HEARTBEAT_INTERVAL_MS, isOnline, ONLINE_WINDOW_MS } from '../../core/worker-selection.js';
 import type { RateLimitStore } from '../../store/types.js';
 import type { WorkerRecord, WorkerRegistration, WorkerRegistry } from '../../store/worker-registry.js';
 import { route, type RouteSpec } from '../route-spec.js';
-import { heartbeatResponseSchema, registeredWorkerSchema, workerListSchema } from '../schemas/swarm-responses.js';
+import {
+  heartbeatResponseSchema,
+  leaveResponseSchema,
+  registeredWorkerSchema,
+  workerListSchema,
+} from '../schemas/swarm-responses.js';
 import {
   checkHeartbeatRequest,
+  checkLeaveRequest,
   checkRegisterRequest,
   heartbeatRequestSchema,
+  leaveRequestSchema,
   registerRequestSchema,
   type HeartbeatRequest,
+  type LeaveRequest,
 } from '../schemas/worker-requests.js';
 
-/** What a worker is told: beat at least this often. Three missed beats (90 s) and it is offline. */
-export const HEARTBEAT_INTERVAL_S = 30;
+/** What a worker is told: beat at least this often. Three missed beats (30 s) and it is offline. */
+export const HEARTBEAT_INTERVAL_S = HEARTBEAT_INTERVAL_MS / 1000;
+const WINDOW_S = ONLINE_WINDOW_MS / 1000;
 
 /**
  * The swarm's worker registry over HTTP (docs/protocol.md §1.4–1.6, 2.7). Registration and heartbeats are signed by the
@@ -109,10 +118,35 @@ export const workerRoutes = (deps: {
     },
     docs: {
       summary: 'Worker heartbeat (signed by the worker key)',
-      description: '`seq` must exceed the last accepted one (a replay is 401 `stale_request`); beat every 30 s.',
+      description: `\`seq\` must exceed the last accepted one (a replay is 401 \`stale_request\`); beat every ${HEARTBEAT_INTERVAL_S} s.`,
       tags: ['Workers'],
       body: heartbeatRequestSchema,
       responses: { 200: { description: 'Seen', schema: heartbeatResponseSchema } },
+      errors: ['invalid_request', 'worker_not_found'],
+    },
+  }),
+  route<LeaveRequest>({
+    method: 'POST',
+    path: '/svc/workers/leave',
+    auth: 'signed',
+    jsonBody: true,
+    facets: [],
+    preflight: ({ body }) => checkLeaveRequest(body),
+    handler: async (ctx, leave, gates) => {
+      const pk = signer(gates.requester?.pk);
+      const now = deps.clock();
+      const record = await deps.workers.leave(pk, leave.seq, now);
+      ctx.body = { pk, seq: leave.seq, online: false, left_at: new Date(record.left_at_ms ?? now).toISOString() };
+    },
+    docs: {
+      summary: 'Worker leaves (signed by the worker key)',
+      description:
+        'A worker stopping gracefully says so first: from this answer on it is offline (in `/svc/workers`, ' +
+        '`/svc/status`, routing) until it registers or beats again. Sequenced like a heartbeat: `seq` must exceed ' +
+        'the last accepted one, so a replayed leave is 401 `stale_request`; `created_at` is required.',
+      tags: ['Workers'],
+      body: leaveRequestSchema,
+      responses: { 200: { description: 'Left', schema: leaveResponseSchema } },
       errors: ['invalid_request', 'worker_not_found'],
     },
   }),
@@ -129,7 +163,7 @@ export const workerRoutes = (deps: {
     },
     docs: {
       summary: 'Registered workers',
-      description: 'Without hardware details; `online` means seen within 90 s.',
+      description: `Without hardware details; \`online\` means not left and seen within ${WINDOW_S} s.`,
       tags: ['Workers'],
       responses: { 200: { description: 'The workers', schema: workerListSchema } },
     },

@@ -152,6 +152,13 @@ export const heartbeatResponseSchema = z.object({
   next_heartbeat_within_s: z.int(),
 });
 
+export const leaveResponseSchema = z.object({
+  pk: z.string(),
+  seq: z.int(),
+  online: z.literal(false),
+  left_at: z.string(),
+});
+
 export const earningsSchema = z.object({
   worker_pk: z.string(),
   days: z.int(),

@@ -54,6 +54,10 @@ export const heartbeatRequestSchema = z.strictObject({
 
 export type HeartbeatRequest = z.infer<typeof heartbeatRequestSchema>;
 
+/** A leave is sequenced like a heartbeat, and its `created_at` is required (gate 1 refuses one older than 5 min). */
+export const leaveRequestSchema = heartbeatRequestSchema.extend({ created_at: z.string() });
+export type LeaveRequest = z.infer<typeof leaveRequestSchema>;
+
 const unique = <T>(values: readonly T[]): T[] => [...new Set(values)];
 
 /**
@@ -88,3 +92,4 @@ export function checkRegisterRequest(body: unknown): Check<WorkerRegistration> {
 }
 
 export const checkHeartbeatRequest = (body: unknown): Check<HeartbeatRequest> => zodCheck(heartbeatRequestSchema, body);
+export const checkLeaveRequest = (body: unknown): Check<LeaveRequest> => zodCheck(leaveRequestSchema, body);

@@ -27,6 +27,8 @@ interface LivenessDoc {
   pk: string;
   heartbeat_seq: number;
   last_seen_ms: number;
+  /** Set by a leave, cleared by the next registration or heartbeat (absent on older documents: not left). */
+  left_at_ms?: number | null;
 }
 
 /** One accepted heartbeat: the unique (pk, seq) index lets each seq be accepted once, on every engine. */
@@ -150,13 +152,34 @@ export async function createMongoWorkerRegistry(
 
   /** `$max` keeps both fields monotonic on MongoDB; on FerretDB a lost update only leaves them lower. */
   async function markSeen(pk: string, seq: number, nowMs: number): Promise<void> {
+    const update = { $max: { heartbeat_seq: seq, last_seen_ms: nowMs }, $set: { left_at_ms: null } };
     try {
-      await liveness.updateOne({ pk }, { $max: { heartbeat_seq: seq, last_seen_ms: nowMs } }, { upsert: true });
+      await liveness.updateOne({ pk }, update, { upsert: true });
     } catch (error) {
       // Two first writes upserted at once; the other one created the document, so move it instead.
       if (!isDuplicateKey(error)) throw error;
-      await liveness.updateOne({ pk }, { $max: { heartbeat_seq: seq, last_seen_ms: nowMs } });
+      await liveness.updateOne({ pk }, update);
     }
+  }
+
+  /** A heartbeat's or leave's seq, claimed once (see above); throws what the caller is told otherwise. */
+  async function claimSeq(pk: string, seq: number, nowMs: number, what: string): Promise<void> {
+    if (!Number.isSafeInteger(seq) || seq < 1) {
+      throw new RangeError(`heartbeat seq must be a positive integer: ${seq}`);
+    }
+    const [known, live] = await Promise.all([
+      workers.findOne({ pk }, { projection: { _id: 1 } }),
+      liveness.findOne({ pk }, NO_ID),
+    ]);
+    if (known === null) throw new ServiceError('worker_not_found', `no worker registered with pk ${pk}`);
+    const stored = live?.heartbeat_seq ?? 0;
+    const replay = new ServiceError(
+      'stale_request',
+      `${what} seq ${seq} does not exceed the last accepted seq ${stored} (a replay?)`,
+    );
+    if (seq <= stored) throw replay;
+    const claimed = await insertClaimed(claims, { pk, seq, expires_at: new Date(nowMs + CLAIM_RETENTION_MS) });
+    if (!claimed) throw replay;
   }
 
   return {
@@ -184,22 +207,7 @@ export async function createMongoWorkerRegistry(
       return record;
     },
     async heartbeat(pk, seq, nowMs) {
-      if (!Number.isSafeInteger(seq) || seq < 1) {
-        throw new RangeError(`heartbeat seq must be a positive integer: ${seq}`);
-      }
-      const [known, live] = await Promise.all([
-        workers.findOne({ pk }, { projection: { _id: 1 } }),
-        liveness.findOne({ pk }, NO_ID),
-      ]);
-      if (known === null) throw new ServiceError('worker_not_found', `no worker registered with pk ${pk}`);
-      const stored = live?.heartbeat_seq ?? 0;
-      const replay = new ServiceError(
-        'stale_request',
-        `heartbeat seq ${seq} does not exceed the last accepted seq ${stored} (a replay?)`,
-      );
-      if (seq <= stored) throw replay;
-      const claimed = await insertClaimed(claims, { pk, seq, expires_at: new Date(nowMs + CLAIM_RETENTION_MS) });
-      if (!claimed) throw replay;
+      await claimSeq(pk, seq, nowMs, 'heartbeat');
       await markSeen(pk, seq, nowMs);
       // Off the caller's path; close() waits for it. A failed prune is retried at the next heartbeat.
       pruning = pruning
@@ -208,6 +216,13 @@ export async function createMongoWorkerRegistry(
         .catch(() => undefined);
       const record = await get(pk);
       if (record === null) throw new Error(`worker ${pk} vanished during its heartbeat`);
+      return record;
+    },
+    async leave(pk, seq, nowMs) {
+      await claimSeq(pk, seq, nowMs, 'leave');
+      await liveness.updateOne({ pk }, { $max: { heartbeat_seq: seq }, $set: { left_at_ms: nowMs } });
+      const record = await get(pk);
+      if (record === null) throw new Error(`worker ${pk} vanished while leaving`);
       return record;
     },
     get,
@@ -288,5 +303,6 @@ function toRecord(doc: WorkerDoc, live: LivenessDoc | null, t: TrustState): Work
     registered_at: doc.registered_at,
     last_seen_ms: live?.last_seen_ms ?? Date.parse(doc.registered_at),
     heartbeat_seq: live?.heartbeat_seq ?? 0,
+    left_at_ms: live?.left_at_ms ?? null,
   };
 }

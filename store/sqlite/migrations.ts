@@ -9,6 +9,7 @@ export interface SqliteMigration {
 
 import {
   WORKER_DECLARED_AT_MIGRATION,
+  WORKER_LEFT_AT_MIGRATION,
   WORKER_OUTCOMES_MIGRATION,
   WORKER_REGISTRY_MIGRATION,
 } from './worker-registry-schema.js';
@@ -81,4 +82,5 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   LEDGER_MIGRATION,
   WORKER_DECLARED_AT_MIGRATION,
   JOB_REQUESTER_MIGRATION,
+  WORKER_LEFT_AT_MIGRATION,
 ];

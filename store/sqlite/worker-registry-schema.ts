@@ -41,6 +41,14 @@ export const WORKER_DECLARED_AT_MIGRATION: SqliteMigration = {
 };
 
 /**
+ * When each worker announced a graceful stop (ms; NULL while it has not): store/worker-registry.ts `leave`.
+ */
+export const WORKER_LEFT_AT_MIGRATION: SqliteMigration = {
+  id: '0011-worker-left-at',
+  sql: `ALTER TABLE workers ADD COLUMN left_at_ms INTEGER;`,
+};
+
+/**
  * The outcomes already counted (store/sqlite/worker-registry.ts `recordOutcome`): one row per (worker, job), so
  * a job's outcome counts once however often it is recorded (a retried final activity, a replayed request).
  * `outcome` is the one that counted. Rows are kept for good: a job may be retried long after it ran.

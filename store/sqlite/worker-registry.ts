@@ -26,6 +26,7 @@ interface WorkerRow {
   registered_at: string;
   last_seen_ms: number;
   heartbeat_seq: number;
+  left_at_ms: number | null;
 }
 
 type DeclarationParams = [string, string, string, string, string, number, number, string, string, number, number];
@@ -46,12 +47,19 @@ export function createSqliteWorkerRegistry(db: SqliteDatabase): WorkerRegistry {
     ON CONFLICT (pk) DO UPDATE SET
       h3_cell = excluded.h3_cell, models = excluded.models, tools = excluded.tools, hardware = excluded.hardware,
       hardware_tier = excluded.hardware_tier, relay = excluded.relay, version = excluded.version,
-      last_seen_ms = MAX(last_seen_ms, excluded.last_seen_ms), declared_at_ms = excluded.declared_at_ms
+      last_seen_ms = MAX(last_seen_ms, excluded.last_seen_ms), declared_at_ms = excluded.declared_at_ms,
+      left_at_ms = NULL
     WHERE excluded.declared_at_ms >= workers.declared_at_ms
     RETURNING *
   `);
   const beat = db.prepare<[number, number, string, number], WorkerRow>(`
-    UPDATE workers SET heartbeat_seq = ?, last_seen_ms = MAX(last_seen_ms, ?)
+    UPDATE workers SET heartbeat_seq = ?, last_seen_ms = MAX(last_seen_ms, ?), left_at_ms = NULL
+    WHERE pk = ? AND heartbeat_seq < ?
+    RETURNING *
+  `);
+  // A leave consumes its seq like a heartbeat (one conditional UPDATE: a replay changes nothing).
+  const depart = db.prepare<[number, number, string, number], WorkerRow>(`
+    UPDATE workers SET heartbeat_seq = ?, left_at_ms = ?
     WHERE pk = ? AND heartbeat_seq < ?
     RETURNING *
   `);
@@ -75,6 +83,16 @@ export function createSqliteWorkerRegistry(db: SqliteDatabase): WorkerRegistry {
     const next = applyOutcome(trustOf(row), kind);
     return setTrust.get(next.trust_tier, next.jobs_completed, next.jobs_failed, next.streak, pk);
   });
+
+  /** Why a sequenced update changed nothing: an unknown worker, or a seq that is not above the stored one. */
+  const refusal = (pk: string, seq: number, what: string): ServiceError => {
+    const stored = byPk.get(pk);
+    if (!stored) return new ServiceError('worker_not_found', `no worker registered with pk ${pk}`);
+    return new ServiceError(
+      'stale_request',
+      `${what} seq ${seq} does not exceed the last accepted seq ${stored.heartbeat_seq} (a replay?)`,
+    );
+  };
 
   return {
     async register(r: WorkerRegistration, nowMs: number) {
@@ -105,12 +123,13 @@ export function createSqliteWorkerRegistry(db: SqliteDatabase): WorkerRegistry {
       assertSeq(seq);
       const row = beat.get(seq, nowMs, pk, seq);
       if (row) return toRecord(row);
-      const stored = byPk.get(pk);
-      if (!stored) throw new ServiceError('worker_not_found', `no worker registered with pk ${pk}`);
-      throw new ServiceError(
-        'stale_request',
-        `heartbeat seq ${seq} does not exceed the last accepted seq ${stored.heartbeat_seq} (a replay?)`,
-      );
+      throw refusal(pk, seq, 'heartbeat');
+    },
+    async leave(pk, seq, nowMs) {
+      assertSeq(seq);
+      const row = depart.get(seq, nowMs, pk, seq);
+      if (row) return toRecord(row);
+      throw refusal(pk, seq, 'leave');
     },
     async get(pk) {
       const row = byPk.get(pk);
@@ -163,5 +182,6 @@ function toRecord(row: WorkerRow): WorkerRecord {
     registered_at: row.registered_at,
     last_seen_ms: row.last_seen_ms,
     heartbeat_seq: row.heartbeat_seq,
+    left_at_ms: row.left_at_ms ?? null,
   };
 }

@@ -14,6 +14,7 @@ import {
   chatCompletionSchema,
   earningsSchema,
   heartbeatResponseSchema,
+  leaveResponseSchema,
   inferenceStatsSchema,
   marketplaceSchema,
   modelListSchema,
@@ -116,6 +117,8 @@ describe('documented answer schemas match real answers', function () {
     );
     const beat = signJob(node, { seq: Date.now() });
     conforms(heartbeatResponseSchema, await gw.post('/svc/workers/heartbeat', beat.body, beat.headers));
+    const leave = signJob(node, { seq: Date.now() + 1, created_at: new Date().toISOString() });
+    conforms(leaveResponseSchema, await gw.post('/svc/workers/leave', leave.body, leave.headers));
     conforms(workerListSchema, await gw.get('/svc/workers'));
     conforms(earningsSchema, await gw.get(`/svc/workers/${node.publicKey}/earnings`));
   });

@@ -269,6 +269,21 @@ describe('signed requests: tampering, key swaps and replays', function () {
     accepted: 200,
   };
 
+  const leave: SignedRoute = {
+    name: 'POST /svc/workers/leave',
+    path: () => '/svc/workers/leave',
+    setup: async () => {
+      const signed = sign(alice, registration(0));
+      assert.equal((await sendSigned(register, signed)).status, 201);
+    },
+    body: (variant) => ({ seq: variant + 1, created_at: iso(now) }),
+    topLevel: (body) => {
+      body.seq = 1000;
+    },
+    observe: workersListed,
+    accepted: 200,
+  };
+
   const sync: SignedRoute = {
     name: 'POST /store/sync',
     path: () => '/store/sync',
@@ -315,7 +330,7 @@ describe('signed requests: tampering, key swaps and replays', function () {
     accepted: 200,
   };
 
-  const routes = [compute, register, heartbeat, sync, epochs, purchase];
+  const routes = [compute, register, heartbeat, leave, sync, epochs, purchase];
 
   it('covers every signed route of the gateway (read from /openapi.json)', async () => {
     const doc = (await gw.get('/openapi.json')).body as {
@@ -435,7 +450,7 @@ describe('signed requests: tampering, key swaps and replays', function () {
       const upgraded = sign(alice, registration(1)); // v0.2.0, signed a minute later
       assert.equal((await sendSigned(register, upgraded)).status, 200);
       const before = await workersListed();
-      now += 60_000; // the captured v0.1.0 is 2 minutes old: fresh enough for gate 1
+      now += 20_000; // the captured v0.1.0 is 80 s old: fresh enough for gate 1 (the worker is still online)
       assertRefused(await sendSigned(register, old), 'stale_request');
       assert.deepEqual(await workersListed(), before);
       assert.equal(((before as Body[])[0] as { version: string }).version, '0.2.0');
@@ -449,6 +464,19 @@ describe('signed requests: tampering, key swaps and replays', function () {
       now += 20_000;
       assertRefused(await sendSigned(heartbeat, beat), 'stale_request');
       assert.deepEqual(await workersListed(), before, 'last_seen did not move');
+    });
+
+    it('POST /svc/workers/leave: a replayed leave (the worker back since) is 401 stale_request, still online', async () => {
+      await leave.setup();
+      const left = sign(alice, leave.body(0));
+      assert.equal((await sendSigned(leave, left)).status, 200);
+      assert.equal(((await workersListed()) as unknown as { online: boolean }[])[0]?.online, false);
+      now += 1_000;
+      assert.equal((await sendSigned(heartbeat, sign(alice, heartbeat.body(1)))).status, 200);
+      const before = await workersListed();
+      assert.equal((before as unknown as { online: boolean }[])[0]?.online, true, 'back after a newer heartbeat');
+      assertRefused(await sendSigned(leave, left), 'stale_request');
+      assert.deepEqual(await workersListed(), before, 'the replay took nobody offline');
     });
 
     it('POST /store/sync: a replay lists the records as duplicates and stores nothing new; stale after 5 minutes', async () => {

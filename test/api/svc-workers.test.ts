@@ -221,7 +221,7 @@ describe('worker registry over HTTP (/svc/workers)', () => {
         seq: 1,
         trust_tier: 'seedling',
         online: true,
-        next_heartbeat_within_s: 30,
+        next_heartbeat_within_s: 10,
       });
       assert.equal((await gw.workers.get(alice.publicKey))?.last_seen_ms, now);
     });
@@ -270,16 +270,16 @@ describe('worker registry over HTTP (/svc/workers)', () => {
   });
 
   describe('going offline', () => {
-    it('is online for 90 s after its last sign of life, then neither listed online nor eligible', async () => {
+    it('is online for 30 s after its last sign of life, then neither listed online nor eligible', async () => {
       await register(alice);
-      now = T0 + 90_000;
+      now = T0 + 30_000;
       assert.deepEqual(
         eligibleWorkers(await gw.workers.list(), { model: 'tinyllama' }, now).map((w) => w.pk),
         [alice.publicKey],
       );
       assert.equal((await listed()).workers[0]?.online, true);
 
-      now = T0 + 90_001;
+      now = T0 + 30_001;
       assert.deepEqual(eligibleWorkers(await gw.workers.list(), { model: 'tinyllama' }, now), []);
       const list = await listed();
       assert.equal(list.workers[0]?.online, false);
@@ -288,6 +288,69 @@ describe('worker registry over HTTP (/svc/workers)', () => {
       assert.equal((await heartbeat(alice, 1)).status, 200);
       assert.equal((await listed()).workers[0]?.online, true);
       assert.equal(eligibleWorkers(await gw.workers.list(), { model: 'tinyllama' }, now).length, 1);
+    });
+  });
+
+  describe('POST /svc/workers/leave', () => {
+    const leave = (key: KeyPair, seq: number) =>
+      send(gw, '/svc/workers/leave', signJob(key, { seq, created_at: new Date(now).toISOString() }));
+    const status = async () =>
+      (await gw.get('/svc/status')).body as { workers: { registered: number; online: number } };
+
+    it('takes the worker offline at once: in /svc/workers, /svc/status and routing', async () => {
+      await register(alice);
+      assert.equal((await heartbeat(alice, 1)).status, 200);
+      assert.equal((await status()).workers.online, 1);
+      now += 1_000;
+      const res = await leave(alice, 2);
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(res.body, {
+        pk: alice.publicKey,
+        seq: 2,
+        online: false,
+        left_at: new Date(now).toISOString(),
+      });
+      const list = await listed();
+      assert.equal(list.workers[0]?.online, false);
+      assert.equal(list.online, 0);
+      const counted = (await status()).workers;
+      assert.equal(counted.registered, 1);
+      assert.equal(counted.online, 0);
+      assert.deepEqual(eligibleWorkers(await gw.workers.list(), { model: 'tinyllama' }, now), []);
+    });
+
+    it('is replay-safe: a resent leave, or a heartbeat sent before it, is 401 stale_request', async () => {
+      await register(alice);
+      const captured = signJob(alice, { seq: 5, created_at: new Date(now).toISOString() });
+      assert.equal((await send(gw, '/svc/workers/leave', captured)).status, 200);
+      // The worker comes back: it registers again and beats above the leave's seq.
+      assert.equal((await register(alice, { created_at: new Date(now + 1).toISOString() })).status, 200);
+      assert.equal((await heartbeat(alice, 6)).status, 200);
+      assert.equal((await listed()).workers[0]?.online, true);
+      // The captured leave resent (within gate 1's 5 minutes) does not take it offline again.
+      const resent = await send(gw, '/svc/workers/leave', captured);
+      assert.equal(resent.status, 401);
+      assert.equal(errorOf(resent), 'stale_request');
+      // Nor does an old heartbeat bring back a worker that left.
+      assert.equal((await leave(alice, 7)).status, 200);
+      assert.equal(errorOf(await heartbeat(alice, 6)), 'stale_request');
+      assert.equal((await listed()).workers[0]?.online, false);
+    });
+
+    it('needs created_at, the worker key, and a registered worker', async () => {
+      await register(alice);
+      const undated = await send(gw, '/svc/workers/leave', signJob(alice, { seq: 1 }));
+      assert.equal(undated.status, 400);
+      assert.equal(errorOf(undated), 'invalid_request');
+      const stranger = await leave(generateKeyPair(), 1);
+      assert.equal(stranger.status, 404);
+      assert.equal(errorOf(stranger), 'worker_not_found');
+      const mallory = generateKeyPair();
+      const body = { seq: 1, created_at: new Date(now).toISOString(), requester_pk: alice.publicKey };
+      const signature = signMessage(mallory.secretKey, requestSigningMessage(body));
+      const forged = await gw.post('/svc/workers/leave', { ...body, signature }, { 'x-idn-signature': signature });
+      assert.equal(forged.status, 401);
+      assert.equal((await listed()).workers[0]?.online, true, 'nobody else can take a worker offline');
     });
   });
 

@@ -16,7 +16,7 @@ import { loadConfig } from '../../bin/config.js';
 import { readKeyFile } from '../../bin/key-file.js';
 import { parseNvidiaSmi, startWorker, workerCheck, type RunningWorker } from '../../bin/worker.js';
 import { createRecordBatcher } from '../../activities/proof/record-batcher.js';
-import { DEFAULT_EPOCH_GENESIS_MS } from '../../core/epoch.js';
+import { DEFAULT_EPOCH_GENESIS_MS, EPOCH_MS } from '../../core/epoch.js';
 import { generateKeyPair, type KeyPair } from '../../core/identity.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
@@ -77,7 +77,7 @@ describe('geofabric worker', () => {
       assert.equal(first.pk, key.publicKey);
       assert.ok(second.seq > first.seq, `${second.seq} > ${first.seq}`);
       assert.equal(second.online, true);
-      assert.equal(second.next_heartbeat_within_s, 30);
+      assert.equal(second.next_heartbeat_within_s, 10);
       assert.equal((await stored(key.publicKey)).heartbeat_seq, second.seq);
       const [listedWorker] = (await listed()).filter((w) => w.pk === key.publicKey);
       assert.deepEqual(listedWorker && { ...listedWorker }, {
@@ -170,6 +170,7 @@ describe('geofabric worker', () => {
 
       await worker.stop();
       await worker.stop(); // idempotent
+      assert.equal((await listed()).find((w) => w.pk === worker!.pk)?.online, false, 'it left the registry');
       const after = (await stored(worker.pk)).heartbeat_seq;
       await sleep(200);
       assert.equal((await stored(worker.pk)).heartbeat_seq, after, 'no heartbeat after stop');
@@ -227,6 +228,39 @@ describe('geofabric worker', () => {
       worker = undefined;
     });
 
+    it('seals at a graceful stop every epoch that has ended, without waiting out the seal grace', async () => {
+      // Ten seconds into an hour: the previous epoch has ended, but its 60 s grace has not passed.
+      const hourStart = Math.floor(Date.now() / EPOCH_MS) * EPOCH_MS;
+      const clock = () => hourStart + 10_000;
+      const gateway = await startGateway({ clock }); // on the worker's clock, for its signed requests
+      after(() => gateway.close());
+      const config = env({ WORKER_RELAY: 'true', GATEWAY_URL: gateway.url });
+      worker = await startWorker(config, { logger: silent, hardware: LAPTOP, clock });
+      const workerKey = readKeyFile(join(dataDir, 'worker', 'node-key.json'));
+      const db = openSqlite(join(dataDir, 'worker', 'worker.db'));
+      const local = createSqliteProofStore(db);
+      const writer = createRecordBatcher({
+        store: local,
+        signer: workerKey,
+        clock: () => hourStart - 5_000, // the last seconds of the previous epoch
+        genesisMs: DEFAULT_EPOCH_GENESIS_MS,
+      });
+      const record = await writer.write({
+        id: 'job-2:ask',
+        h3_cell: ROME,
+        collection_type: 'inference',
+        payload_type: 'hive/inference',
+        payload: { model: 'tinyllama', text: 'late in the hour' },
+      });
+      await writer.close();
+      assert.equal(await local.latestSeal(worker.pk), null, 'not sealed yet: inside the grace');
+      await worker.stop();
+      const seal = await local.latestSeal(worker.pk);
+      assert.equal(seal?.epoch, record.address.epoch, 'the ended epoch was sealed at the stop');
+      db.close();
+      worker = undefined;
+    });
+
     it('learns its trust tier from the gateway', async () => {
       worker = await startWorker(env({ WORKER_RELAY: 'true' }), { logger: silent, hardware: LAPTOP });
       assert.equal(worker.trustTier(), 'seedling');
@@ -236,10 +270,15 @@ describe('geofabric worker', () => {
       const started = Date.now();
       await assert.rejects(
         startWorker(env({ WORKER_RELAY: 'true' }), { logger: silent, hardware: { ...LAPTOP, ram_gb: 0 } }),
-        {
-          name: 'GatewayError',
-          status: 400,
-          code: 'invalid_request',
+        (error: Error) => {
+          // One line naming GATEWAY_URL (bin/startup-errors.ts), the gateway's refusal as its cause.
+          assert.equal(error.name, 'StartupError');
+          assert.match(
+            error.message,
+            /^GATEWAY_URL=\S+: the gateway refused this worker's registration \(HTTP 400 invalid_request/,
+          );
+          assert.ok(error.cause instanceof GatewayError && error.cause.status === 400);
+          return true;
         },
       );
       assert.ok(Date.now() - started < 2_000, 'a refusal is final: no retries');
@@ -292,7 +331,12 @@ describe('geofabric worker', () => {
         const [code] = await exited;
         assert.equal(code, 0, log);
         assert.match(log, /worker: draining/);
+        assert.match(log, /worker: left the registry/);
         assert.match(log, /worker: stopped/);
+        // It said so before it stopped: offline at once, not after the liveness window.
+        const [gone] = await listed();
+        assert.equal(gone?.online, false);
+        assert.equal(((await gw.get('/svc/status')).body as { workers: { online: number } }).workers.online, 0);
       } finally {
         if (child.exitCode === null) child.kill('SIGKILL');
         rmSync(dataDir, { recursive: true, force: true });

@@ -32,11 +32,17 @@ const worker = (overrides: Partial<SelectableWorker> = {}): SelectableWorker => 
 const pks = (workers: readonly SelectableWorker[]) => workers.map((w) => w.pk);
 
 describe('worker selection', () => {
-  it('counts a worker online for 90 s after it was last seen', () => {
-    assert.equal(ONLINE_WINDOW_MS, 90_000);
-    assert.equal(isOnline(worker({ last_seen_ms: NOW - 90_000 }), NOW), true);
-    assert.equal(isOnline(worker({ last_seen_ms: NOW - 90_001 }), NOW), false);
+  it('counts a worker online for 30 s after it was last seen (three missed 10 s beats)', () => {
+    assert.equal(ONLINE_WINDOW_MS, 30_000);
+    assert.equal(isOnline(worker({ last_seen_ms: NOW - 30_000 }), NOW), true);
+    assert.equal(isOnline(worker({ last_seen_ms: NOW - 30_001 }), NOW), false);
     assert.equal(isOnline(worker({ last_seen_ms: NOW + 5_000 }), NOW), true);
+  });
+
+  it('counts a worker that left offline at once, however recently it was seen', () => {
+    assert.equal(isOnline(worker({ last_seen_ms: NOW, left_at_ms: NOW }), NOW), false);
+    assert.equal(isOnline(worker({ last_seen_ms: NOW, left_at_ms: null }), NOW), true);
+    assert.deepEqual(eligibleWorkers([worker({ left_at_ms: NOW - 1 })], { model: 'tinyllama' }, NOW), []);
   });
 
   it('keeps only online compute workers that serve the model', () => {
@@ -106,7 +112,7 @@ describe('worker selection', () => {
 
   it('breaks ties by higher trust tier, then most recently seen, then pk', () => {
     const a = worker({ trust_tier: 'explorer', last_seen_ms: NOW - 1000 });
-    const b = worker({ trust_tier: 'navigator', last_seen_ms: NOW - 60_000 });
+    const b = worker({ trust_tier: 'navigator', last_seen_ms: NOW - 20_000 });
     const c = worker({ trust_tier: 'explorer', last_seen_ms: NOW });
     const d = worker({ trust_tier: 'explorer', last_seen_ms: NOW });
     assert.deepEqual(pks(eligibleWorkers([a, d, c, b], { cell: ROME }, NOW)), [b.pk, c.pk, d.pk, a.pk]);

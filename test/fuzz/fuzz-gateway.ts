@@ -110,6 +110,7 @@ export async function startFuzzGateway() {
   const workers: WorkerRegistry = {
     register: (registration, nowMs) => registry.register(registration, nowMs),
     heartbeat: (pk, seq, nowMs) => registry.heartbeat(pk, seq, nowMs),
+    leave: (pk, seq, nowMs) => registry.leave(pk, seq, nowMs),
     get: (pk) => registry.get(pk),
     list: async () => (await registry.list()).filter((w) => w.pk === node.publicKey),
     recordOutcome: (pk, outcome, jobId) => registry.recordOutcome(pk, outcome, jobId),

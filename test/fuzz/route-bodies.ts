@@ -197,6 +197,7 @@ const BODIES: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     version: fc.constantFrom('0.1.0', '1', 'v1.0.0', '0.1.0-rc.1+build'),
   }),
   '/svc/workers/heartbeat': objectOf({ seq: fc.constantFrom(1, 2, 0, -1, 1.5, 2 ** 53, Date.parse('2026-03-01')) }),
+  '/svc/workers/leave': objectOf({ seq: fc.constantFrom(1, 2, 0, -1, 1.5, 2 ** 53, Date.parse('2026-03-01')) }),
 };
 
 const ANY_FIELDS = Object.fromEntries(
@@ -288,6 +289,7 @@ function validBodies(key: KeyPair, nowMs: number): Record<string, Record<string,
       },
     ],
     '/svc/workers/heartbeat': [{ seq: nowMs }],
+    '/svc/workers/leave': [{ seq: nowMs, created_at: now }],
   };
 }
 

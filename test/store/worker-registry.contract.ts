@@ -48,6 +48,7 @@ export function describeWorkerRegistryContract(name: string, factory: WorkerRegi
         registered_at: new Date(T0).toISOString(),
         last_seen_ms: T0,
         heartbeat_seq: 0,
+        left_at_ms: null,
       });
       assert.deepEqual(await store.get(r.pk), record);
     });
@@ -175,6 +176,42 @@ export function describeWorkerRegistryContract(name: string, factory: WorkerRegi
         const r = registration();
         await store.register(r, T0);
         for (const seq of [0, -1, 1.5, Number.NaN]) await assert.rejects(store.heartbeat(r.pk, seq, T0), RangeError);
+      });
+    });
+
+    describe('leave', () => {
+      it('marks the worker left at that time and takes its seq; last_seen stays', async () => {
+        const r = registration();
+        await store.register(r, T0);
+        await store.heartbeat(r.pk, 3, T0 + 1000);
+        const left = await store.leave(r.pk, 4, T0 + 2000);
+        assert.equal(left.left_at_ms, T0 + 2000);
+        assert.equal(left.heartbeat_seq, 4);
+        assert.equal(left.last_seen_ms, T0 + 1000);
+        assert.equal((await store.get(r.pk))?.left_at_ms, T0 + 2000);
+        assert.equal((await store.list())[0]?.left_at_ms, T0 + 2000);
+      });
+
+      it('refuses a replayed seq (stale_request) and an unknown worker (worker_not_found)', async () => {
+        const r = registration();
+        await store.register(r, T0);
+        await store.heartbeat(r.pk, 5, T0 + 1000);
+        await rejectsWith(store.leave(r.pk, 5, T0 + 2000), 'stale_request');
+        await rejectsWith(store.leave(generateKeyPair().publicKey, 1, T0), 'worker_not_found');
+        assert.equal((await store.get(r.pk))?.left_at_ms, null);
+        await store.leave(r.pk, 6, T0 + 2000);
+        // A heartbeat sent before the leave (a lower seq) does not bring the worker back.
+        await rejectsWith(store.heartbeat(r.pk, 6, T0 + 3000), 'stale_request');
+        assert.equal((await store.get(r.pk))?.left_at_ms, T0 + 2000);
+      });
+
+      it('is cleared by the next registration or heartbeat: the worker is back', async () => {
+        const r = registration();
+        await store.register(r, T0);
+        await store.leave(r.pk, 1, T0 + 1000);
+        assert.equal((await store.register({ ...r, declared_at_ms: T0 + 2000 }, T0 + 2000)).left_at_ms, null);
+        await store.leave(r.pk, 2, T0 + 3000);
+        assert.equal((await store.heartbeat(r.pk, 3, T0 + 4000)).left_at_ms, null);
       });
     });
 
