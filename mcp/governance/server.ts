@@ -24,6 +24,7 @@ import { readJsonBody } from '../../api/json-body.js';
 import type { DelegationCertificate } from '../../core/delegation-cert.js';
 import type { KeyPair } from '../../core/identity.js';
 import type { AuditStore } from '../../store/audit-store.js';
+import type { SessionLimits } from '../shared/session-table.js';
 import { createMcpHttpApp, originGate, silentLogger, type McpHttpLogger } from '../shared/mcp-http-app.js';
 import { createMcpTransports } from '../shared/mcp-transports.js';
 import { createChainBook, type ChainBook } from './chain-book.js';
@@ -60,6 +61,8 @@ export interface GovernanceServerDeps {
   allowedHosts?: string[];
   /** Rate limits, trusted proxy and receive timeouts (RATE_LIMIT_*, TRUST_PROXY, *_TIMEOUT_SECONDS). */
   limits?: HttpLimits | undefined;
+  /** MCP session bounds (MCP_MAX_SESSIONS …; mcp/shared/session-table.ts); the defaults otherwise. */
+  sessionLimits?: SessionLimits | undefined;
   /** TOKEN_TTL_SECONDS: the longest lifetime of an issued token (default 900). */
   tokenTtlSeconds?: number;
   /** TRUSTED_PRINCIPALS: roots whose chains verify (tools, /token); unset or empty: any root. */
@@ -122,6 +125,7 @@ export function createGovernanceServer(deps: GovernanceServerDeps): GovernanceSe
     buildServer,
     onError: (error) => logger.error({ err: error }, 'closing an MCP session failed'),
     ...(deps.limits?.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: deps.limits.requestTimeoutMs }),
+    sessionLimits: deps.sessionLimits,
   });
 
   const router = new Router();
