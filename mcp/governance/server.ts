@@ -126,6 +126,8 @@ export function createGovernanceServer(deps: GovernanceServerDeps): GovernanceSe
     onError: (error) => logger.error({ err: error }, 'closing an MCP session failed'),
     ...(deps.limits?.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: deps.limits.requestTimeoutMs }),
     sessionLimits: deps.sessionLimits,
+    serverInfo: { name: GOVERNANCE_SERVICE, version: GOVERNANCE_VERSION },
+    capabilities: { tools: {} },
   });
 
   const router = new Router();

@@ -210,6 +210,8 @@ export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionSe
     onError: (error) => logger.error({ err: error }, 'closing an MCP session failed'),
     ...(deps.limits?.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: deps.limits.requestTimeoutMs }),
     sessionLimits: deps.sessionLimits,
+    serverInfo: { name: PERCEPTION_SERVICE, version: PERCEPTION_VERSION },
+    capabilities: { tools: {}, resources: {} },
   });
 
   /** The request's verified bearer token; null without one (unless required); throws 401 token_invalid. */

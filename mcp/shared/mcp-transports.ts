@@ -22,9 +22,15 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ClientRequestSchema, ErrorCode, isJSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ClientRequestSchema,
+  ErrorCode,
+  isJSONRPCRequest,
+  type ServerCapabilities,
+} from '@modelcontextprotocol/sdk/types.js';
 import { readJsonBody } from '../../api/json-body.js';
 import { ServiceError } from '../../core/errors.js';
+import { createStatelessShell, isStatelessRequest } from './stateless.js';
 import { DEFAULT_SESSION_LIMITS, SessionTable, type SessionLimits, type TableEntry } from './session-table.js';
 
 /**
@@ -142,8 +148,18 @@ export function createMcpTransports(deps: {
   requestTimeoutMs?: number;
   /** Session bounds (MCP_MAX_SESSIONS …); DEFAULT_SESSION_LIMITS otherwise. */
   sessionLimits?: SessionLimits | undefined;
+  /** What `server/discover` of the stateless revision (stateless.ts) says of the server. */
+  serverInfo: { name: string; version: string };
+  capabilities: ServerCapabilities;
 }): McpTransports {
   const limits = deps.sessionLimits ?? DEFAULT_SESSION_LIMITS;
+  const stateless = createStatelessShell({
+    buildServer: deps.buildServer,
+    serverInfo: deps.serverInfo,
+    capabilities: deps.capabilities,
+    ...(deps.onError === undefined ? {} : { onError: deps.onError }),
+    wrapTransport: (transport) => answerInvalidParams(transport, deps.onError),
+  });
   const postBody = (ctx: Context): Promise<unknown> =>
     ctx.method === 'POST' ? readJsonBody(ctx, MAX_MCP_BODY_BYTES, deps.requestTimeoutMs) : Promise.resolve(undefined);
   const streamable = new SessionTable<Session & { transport: StreamableHTTPServerTransport }>(limits);
@@ -164,6 +180,28 @@ export function createMcpTransports(deps: {
 
   return {
     async streamable(ctx, auth = null) {
+      const body = await postBody(ctx);
+      // Revision 2026-07-28 and later: one self-contained request, no session (an Mcp-Session-Id is ignored).
+      if (isStatelessRequest(body)) {
+        const closed = new AbortController();
+        const onClose = () => {
+          if (!ctx.res.writableFinished) closed.abort();
+        };
+        ctx.res.once('close', onClose);
+        const answer = await stateless.answer(body, {
+          header: (name) => ctx.get(name),
+          auth: auth?.info,
+          signal: closed.signal,
+        });
+        if (closed.signal.aborted) {
+          ctx.respond = false; // nobody is listening
+          if (!ctx.res.writableEnded) ctx.res.end();
+          return;
+        }
+        ctx.status = answer.status;
+        if (answer.body !== undefined) ctx.body = answer.body;
+        return;
+      }
       const sessionId = ctx.get('mcp-session-id');
       if (sessionId !== '') {
         const session = streamable.touch(sessionId);
@@ -171,7 +209,6 @@ export function createMcpTransports(deps: {
         if (session === undefined) throw new ServiceError('not_found', 'unknown or closed MCP session');
         checkBinding(session, auth);
         await busy(session, async () => {
-          const body = await postBody(ctx);
           ctx.respond = false;
           await session.transport.handleRequest(attach(ctx, auth), ctx.res, body);
         });
@@ -180,7 +217,6 @@ export function createMcpTransports(deps: {
       if (ctx.method !== 'POST') {
         throw new ServiceError('invalid_request', 'an Mcp-Session-Id header is required; initialize with POST first');
       }
-      const body = await postBody(ctx);
       const client = ctx.ip;
       const principal = auth?.agentPk ?? null;
       if (!streamable.admit(client, principal)) {
