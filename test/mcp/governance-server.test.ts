@@ -758,6 +758,22 @@ describe('governance server (MCP)', function () {
       ...extra,
     });
 
+    it('takes the chain in the encodings the governance tools take: JSON array or object, its text, or base64', async () => {
+      const gov = await governance();
+      const json = JSON.stringify(chain);
+      const encodings = [chain, chain[chain.length - 1], json, Buffer.from(json).toString('base64')];
+      for (const [i, delegation_chain] of encodings.entries()) {
+        const { body, signature } = signedRequest(agent, tokenBody({ delegation_chain }));
+        const res = await gov.post('/token', body, { 'x-idn-signature': signature });
+        assert.equal(res.status, 200, `encoding ${i}: ${JSON.stringify(res.body)}`);
+        assert.equal((res.body.claims as Record<string, unknown>).idn_agent_pk, agent.publicKey);
+      }
+      const { body, signature } = signedRequest(agent, tokenBody({ delegation_chain: 'not base64 of a chain' }));
+      const bad = await gov.post('/token', body, { 'x-idn-signature': signature });
+      assert.equal(bad.status, 403);
+      assert.equal(bad.body.error, 'delegation_invalid');
+    });
+
     it('issues a short-lived EdDSA JWT with the idn_* claims for a signed request', async () => {
       const gov = await governance({ tokenTtlSeconds: 600 });
       await perceptionCalls([CELL, INSIDE]);
