@@ -55,20 +55,31 @@ interface Session extends TableEntry {
   agentPk: string | null;
 }
 
-/** 401 for a missing or unusable bearer token, with the RFC 6750 challenge. */
+/** An RFC 6750 `error_description`: a quoted string of printable ASCII, without quote or backslash. */
+const quoted = (text: string): string => `"${text.replace(/[^\x20-\x7e]|["\\]/g, "'")}"`;
+
+/**
+ * 401 for a missing or unusable bearer token, with the RFC 6750 challenge the MCP authorization spec asks for:
+ * `error="invalid_token"` and the reason as `error_description` when a token was presented.
+ */
 export function tokenError(detail: string, presented = true): ServiceError {
-  const challenge = `Bearer realm="geofabric-perception"${presented ? ', error="invalid_token"' : ''}`;
+  const challenge = presented
+    ? `Bearer realm="geofabric-perception", error="invalid_token", error_description=${quoted(detail)}`
+    : 'Bearer realm="geofabric-perception"';
   return new ServiceError('token_invalid', detail, { 'www-authenticate': challenge });
+}
+
+/** 403 for a valid token that may not do this (another agent's session): RFC 6750 insufficient_scope. */
+export function tokenForbidden(detail: string): ServiceError {
+  const challenge = `Bearer realm="geofabric-perception", error="insufficient_scope", error_description=${quoted(detail)}`;
+  return new ServiceError('token_agent_mismatch', detail, { 'www-authenticate': challenge });
 }
 
 /** Refuses a request whose token does not match its session's binding. */
 function checkBinding(session: Session, auth: RequestAuth | null): void {
   if (session.agentPk === null) {
     if (auth !== null) {
-      throw new ServiceError(
-        'token_agent_mismatch',
-        'this MCP session was opened without a bearer token; open a new session to use one',
-      );
+      throw tokenForbidden('this MCP session was opened without a bearer token; open a new session to use one');
     }
     return;
   }
@@ -76,8 +87,7 @@ function checkBinding(session: Session, auth: RequestAuth | null): void {
     throw tokenError(`this MCP session is bound to agent ${session.agentPk}: send its bearer token`, false);
   }
   if (auth.agentPk !== session.agentPk) {
-    throw new ServiceError(
-      'token_agent_mismatch',
+    throw tokenForbidden(
       `this MCP session is bound to agent ${session.agentPk}, not to the token's agent ${auth.agentPk}`,
     );
   }

@@ -30,6 +30,14 @@ import { createSqliteAuditStore } from '../../store/sqlite/audit-store.js';
 import { openSqlite, type SqliteDatabase } from '../../store/sqlite/open-database.js';
 import { startOpenMeteoServer, type OpenMeteoServer } from '../helpers/open-meteo-server.js';
 
+/** The error code of a refusal: `error` of `{error, detail}`, or `error.data.reason` of the JSON-RPC body MCP routes answer. */
+function errorCode(body: unknown): string {
+  const error = (body as { error?: unknown }).error;
+  return typeof error === 'string'
+    ? error
+    : String((error as { data?: { reason?: unknown } } | undefined)?.data?.reason);
+}
+
 const NOW = Date.parse('2026-03-01T12:00:00Z');
 const DAY = 86_400_000;
 const CELL = DEFAULT_PERCEPTION_CELL;
@@ -314,9 +322,15 @@ describe('governance server (MCP)', function () {
         });
       const foreign = await init('https://evil.example.com');
       assert.equal(foreign.status, 403);
+      // An MCP route refuses in JSON-RPC, so an SDK surfaces the reason.
       assert.deepEqual(await foreign.json(), {
-        error: 'origin_not_allowed',
-        detail: 'origin https://evil.example.com may not use /mcp',
+        jsonrpc: '2.0',
+        id: null,
+        error: {
+          code: -32000,
+          message: 'origin https://evil.example.com may not use /mcp',
+          data: { reason: 'origin_not_allowed', detail: 'origin https://evil.example.com may not use /mcp' },
+        },
       });
       assert.equal((await init('null')).status, 403);
       const token = await gov.post('/token', {}, { origin: 'https://evil.example.com' });
@@ -920,7 +934,7 @@ describe('governance server (MCP)', function () {
           });
         const none = await init({});
         assert.equal(none.status, 401);
-        assert.equal(((await none.json()) as { error: string }).error, 'token_invalid');
+        assert.equal(errorCode(await none.json()), 'token_invalid');
         // A token from another issuer (another governance key) is refused.
         const rogue = await governance();
         const again = signedRequest(agent, tokenBody({ nonce: 'rogue' }));

@@ -235,6 +235,20 @@ describe('MCP revision 2026-07-28 (stateless) beside the session revisions on /m
     const { url } = await perception({ verifierPk: generateKeyPair().publicKey });
     const reply = await modern(url, 'tools/list', {}, { headers: { authorization: 'Bearer not-a-token' } });
     assert.equal(reply.status, 401);
-    assert.match(reply.headers.get('www-authenticate') ?? '', /invalid_token/);
+    assert.match(
+      reply.headers.get('www-authenticate') ?? '',
+      /^Bearer realm="geofabric-perception", error="invalid_token", error_description="token is not a compact JWT/,
+    );
+    // A JSON-RPC error body, so an SDK surfaces the reason.
+    assert.deepEqual(Object.keys(reply.body ?? {}).sort(), ['error', 'id', 'jsonrpc']);
+    const error = reply.body?.error as { code: number; message: string; data: { reason: string } };
+    assert.equal(error.code, -32000);
+    assert.equal(error.data.reason, 'token_invalid');
+    // The SDK client (legacy era) shows it too.
+    const client = new Client({ name: 'bad-token', version: '1.0.0' });
+    const transport = new StreamableHTTPClientTransport(new URL(url), {
+      requestInit: { headers: { authorization: 'Bearer not-a-token' } },
+    });
+    await assert.rejects(client.connect(transport), /token is not a compact JWT.*token_invalid/);
   });
 });
