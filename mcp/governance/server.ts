@@ -1,7 +1,7 @@
 /**
  * The governance tool server (docs/protocol.md §4.3) as a Koa app:
  *
- *   POST|GET|DELETE /mcp   MCP Streamable HTTP (stateful sessions): verify_jurisdiction,
+ *   POST|GET|DELETE /mcp   MCP Streamable HTTP (stateless 2026-07-28 and sessions): verify_jurisdiction,
  *                          generate_audit_proof, check_delegation_chain                           Origin-checked
  *   GET  /health           {status, service, version 0.1.0, tools, cert_loaded} plus server_pk, agent_pk
  *   POST /token            a short-lived JWT for an agent (body signed by it, X-Idn-Signature)     Origin-checked

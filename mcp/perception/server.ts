@@ -1,7 +1,7 @@
 /**
  * The perception and compliance service (docs/protocol.md §4.2) as a Koa app:
  *
- *   POST|GET|DELETE /mcp        MCP Streamable HTTP, stateful sessions                     token
+ *   POST|GET|DELETE /mcp        MCP Streamable HTTP: stateless 2026-07-28 and sessions     token
  *   GET /sse, POST /message     MCP over the older SSE transport                            token
  *   GET  /health                docs/protocol.md §2.8 health; chain_tip = the next block index
  *   POST /epoch/roll            rolls every block since the last epoch; none → 500 with docs/protocol.md §7's message  token

@@ -1,6 +1,6 @@
 /**
- * The perception server's two MCP transports in Koa (docs/architecture.md): Streamable HTTP at `/mcp` (stateful
- * sessions, one McpServer per session) and the older SSE transport at `GET /sse` + `POST /message?sessionId=`.
+ * The MCP transports of both servers in Koa (docs/architecture.md): Streamable HTTP at `/mcp` (stateful
+ * sessions, one McpServer per session; a stateless 2026-07-28 request goes to stateless.ts) and the older SSE transport at `GET /sse` + `POST /message?sessionId=`.
  * POST bodies are read and parsed here (api/json-body.ts: size bound, strict JSON, so a repeated key or deep
  * nesting is 400 `invalid_json` as on every other route) and handed to the SDK as its `parsedBody`; the SDK
  * writes the response on the raw stream (`ctx.respond = false`). Every session gets a fresh McpServer from `buildServer`, which registers the tools through
