@@ -6,6 +6,7 @@ import type { WebSearchConfig } from '../activities/tools/web-search.js';
 import { DEFAULT_EPOCH_GENESIS_MS, EPOCH_MS, parseEpochGenesis } from '../core/epoch.js';
 import { PROXY_HEADERS } from '../core/forwarded.js';
 import type { HttpLimits } from '../api/http-limits.js';
+import type { SessionLimits } from '../mcp/shared/session-table.js';
 import type { ProofSyncConfig } from '../api/app-deps.js';
 import { SERVICE_VERSION } from '../api/version.js';
 import { isCell, DEFAULT_JOB_CELL } from '../core/h3-cell.js';
@@ -87,6 +88,12 @@ export const envSchema = z.object({
     .min(0)
     .max(2 ** 40)
     .default(32 * 1024 * 1024),
+  // MCP Streamable HTTP sessions of each MCP server (mcp/shared/session-table.ts): in all, per client address,
+  // per bearer-token agent; the least recently used idle one makes room for a new one. Idle ones close.
+  MCP_MAX_SESSIONS: z.coerce.number().int().min(1).max(1_000_000).default(1000),
+  MCP_SESSIONS_PER_CLIENT: z.coerce.number().int().min(1).max(1_000_000).default(100),
+  MCP_SESSIONS_PER_PRINCIPAL: z.coerce.number().int().min(1).max(1_000_000).default(100),
+  MCP_SESSION_IDLE_SECONDS: z.coerce.number().int().min(10).max(86_400).default(600),
   // Behind reverse proxies: take the client address (the per-IP limit), host and scheme (absolute URLs) from
   // what the proxies forwarded, at the position the outermost of TRUST_PROXY_HOPS proxies wrote; only the one
   // header family TRUST_PROXY_HEADER names is read. Off, both are ignored: a client cannot pick its address.
@@ -343,6 +350,24 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
     section: 'Abuse bounds',
     description:
       'request body bytes per client address per minute, charged from Content-Length before the body is read (2 s burst; 429 `rate_limit`); 0 turns it off',
+  },
+  MCP_MAX_SESSIONS: {
+    section: 'Abuse bounds',
+    description:
+      'open MCP Streamable HTTP sessions per MCP server; a new one closes the least recently used idle one (429 only when all are busy)',
+  },
+  MCP_SESSIONS_PER_CLIENT: {
+    section: 'Abuse bounds',
+    description: "open MCP sessions per client address; past it the address's least recently used idle one is closed",
+  },
+  MCP_SESSIONS_PER_PRINCIPAL: {
+    section: 'Abuse bounds',
+    description:
+      "open MCP sessions per bearer-token agent; past it that agent's least recently used idle one is closed",
+  },
+  MCP_SESSION_IDLE_SECONDS: {
+    section: 'Abuse bounds',
+    description: 'an MCP session without a request for this long is closed (its client gets 404 and initializes again)',
   },
   TRUST_PROXY: {
     section: 'Abuse bounds',
@@ -796,6 +821,8 @@ export interface Config {
   bodyLimitBytes: number;
   /** Request abuse bounds shared by the gateway and both MCP servers (api/http-limits.ts). */
   httpLimits: HttpLimits;
+  /** MCP_MAX_SESSIONS, MCP_SESSIONS_PER_CLIENT, MCP_SESSIONS_PER_PRINCIPAL, MCP_SESSION_IDLE_SECONDS. */
+  mcpSessions: SessionLimits;
   /** STORE_MAX_MB in bytes: the SQLite store's cap; undefined: none but the disk. */
   storeMaxBytes: number | undefined;
   mongo: { uri: string; db: string } | null;
@@ -1050,6 +1077,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       trustProxyHeader: e.TRUST_PROXY_HEADER,
       requestTimeoutMs: e.REQUEST_TIMEOUT_SECONDS * 1000,
       headersTimeoutMs: Math.min(e.HEADERS_TIMEOUT_SECONDS, e.REQUEST_TIMEOUT_SECONDS) * 1000,
+    },
+    mcpSessions: {
+      max: e.MCP_MAX_SESSIONS,
+      perClient: e.MCP_SESSIONS_PER_CLIENT,
+      perPrincipal: e.MCP_SESSIONS_PER_PRINCIPAL,
+      idleMs: e.MCP_SESSION_IDLE_SECONDS * 1000,
     },
     storeMaxBytes: e.STORE_MAX_MB === undefined ? undefined : e.STORE_MAX_MB * 1024 * 1024,
     mongo: e.MONGODB_URI ? { uri: e.MONGODB_URI, db: e.MONGODB_DB } : null,

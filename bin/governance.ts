@@ -81,6 +81,7 @@ export async function startGovernance(
     allowedOrigins: config.governance.allowedOrigins,
     allowedHosts: config.governance.allowedHosts,
     limits: config.httpLimits,
+    sessionLimits: config.mcpSessions,
     tokenTtlSeconds: config.governance.tokenTtlSeconds,
     trustedPrincipals: config.trustedPrincipals,
     logger,

@@ -57,6 +57,7 @@ export async function startPerception(
     allowedOrigins: config.perception.allowedOrigins,
     allowedHosts: config.perception.allowedHosts,
     limits: config.httpLimits,
+    sessionLimits: config.mcpSessions,
     ...(tokenIssuerPk === undefined
       ? {}
       : { tokenVerifier: { issuerPk: tokenIssuerPk, issuer: TOKEN_ISSUER, audience: TOKEN_AUDIENCE } }),

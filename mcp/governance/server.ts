@@ -1,7 +1,7 @@
 /**
  * The governance tool server (docs/protocol.md §4.3) as a Koa app:
  *
- *   POST|GET|DELETE /mcp   MCP Streamable HTTP (stateful sessions): verify_jurisdiction,
+ *   POST|GET|DELETE /mcp   MCP Streamable HTTP (stateless 2026-07-28 and sessions): verify_jurisdiction,
  *                          generate_audit_proof, check_delegation_chain                           Origin-checked
  *   GET  /health           {status, service, version 0.1.0, tools, cert_loaded} plus server_pk, agent_pk
  *   POST /token            a short-lived JWT for an agent (body signed by it, X-Idn-Signature)     Origin-checked
@@ -24,6 +24,7 @@ import { readJsonBody } from '../../api/json-body.js';
 import type { DelegationCertificate } from '../../core/delegation-cert.js';
 import type { KeyPair } from '../../core/identity.js';
 import type { AuditStore } from '../../store/audit-store.js';
+import type { SessionLimits } from '../shared/session-table.js';
 import { createMcpHttpApp, originGate, silentLogger, type McpHttpLogger } from '../shared/mcp-http-app.js';
 import { createMcpTransports } from '../shared/mcp-transports.js';
 import { createChainBook, type ChainBook } from './chain-book.js';
@@ -60,6 +61,8 @@ export interface GovernanceServerDeps {
   allowedHosts?: string[];
   /** Rate limits, trusted proxy and receive timeouts (RATE_LIMIT_*, TRUST_PROXY, *_TIMEOUT_SECONDS). */
   limits?: HttpLimits | undefined;
+  /** MCP session bounds (MCP_MAX_SESSIONS …; mcp/shared/session-table.ts); the defaults otherwise. */
+  sessionLimits?: SessionLimits | undefined;
   /** TOKEN_TTL_SECONDS: the longest lifetime of an issued token (default 900). */
   tokenTtlSeconds?: number;
   /** TRUSTED_PRINCIPALS: roots whose chains verify (tools, /token); unset or empty: any root. */
@@ -122,6 +125,9 @@ export function createGovernanceServer(deps: GovernanceServerDeps): GovernanceSe
     buildServer,
     onError: (error) => logger.error({ err: error }, 'closing an MCP session failed'),
     ...(deps.limits?.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: deps.limits.requestTimeoutMs }),
+    sessionLimits: deps.sessionLimits,
+    serverInfo: { name: GOVERNANCE_SERVICE, version: GOVERNANCE_VERSION },
+    capabilities: { tools: {} },
   });
 
   const router = new Router();

@@ -25,17 +25,13 @@ import { decodeProtectedHeader, errors, importJWK, jwtVerify, SignJWT, type Cryp
 import { z } from 'zod';
 import { CanonicalJsonError } from '../../core/canonical-json.js';
 import { fail, pass, type Check } from '../../core/check.js';
-import {
-  parseDelegationChain,
-  verifyDelegationChain,
-  type DelegationCertificate,
-  type DelegationGrant,
-} from '../../core/delegation-cert.js';
+import { verifyDelegationChain, type DelegationCertificate, type DelegationGrant } from '../../core/delegation-cert.js';
 import { CREATED_AT_SKEW_MS, requestSigningMessage } from '../../core/gates/signature.js';
 import { isHex } from '../../core/hex.js';
 import { checkPublicKey, keyPairFromSecret, verifySignature, type KeyPair } from '../../core/identity.js';
 import { idnTokenClaimsSchema, type IdnTokenClaims } from '../../core/idn-token-claims.js';
 import { describeZodIssue } from '../../core/zod-issue.js';
+import { parseChainArgument } from './chain-book.js';
 
 /** `iss` and `aud` of the tokens the governance server issues for the perception server. */
 export const TOKEN_ISSUER = 'geofabric-governance';
@@ -303,7 +299,8 @@ export function checkTokenRequest(input: {
     return fail('stale_request', 'created_at is more than 5 minutes away from the server clock');
   }
 
-  const chain = parseDelegationChain(body.delegation_chain);
+  // The encodings the governance tools take too: a certificate or chain as JSON, or its base64 text.
+  const chain = parseChainArgument(body.delegation_chain);
   if (!chain.ok) return chain;
   const grant = verifyDelegationChain(chain.value, {
     now: input.nowMs,

@@ -17,10 +17,10 @@ import { z } from 'zod';
 import { checkDelegationChain, verifyJurisdiction } from '../../core/governance-checks.js';
 import { MAX_CHAIN_LENGTH, type DelegationCertificate } from '../../core/delegation-cert.js';
 import { ServiceError } from '../../core/errors.js';
-import { isCell } from '../../core/h3-cell.js';
 import { checkPublicKey, type KeyPair } from '../../core/identity.js';
 import type { AuditStore } from '../../store/audit-store.js';
 import { DEFAULT_REPORT_FROM } from '../perception/reports.js';
+import { cellArgument, errorResult, okResult, outputSchemaOf } from '../shared/structured.js';
 import { generateAuditProof } from './audit-proof.js';
 import { parseChainArgument, type ChainBook } from './chain-book.js';
 import type { ComplianceClient } from './compliance-client.js';
@@ -56,6 +56,10 @@ export interface GovernanceTool<Shape extends z.ZodRawShape> {
   title: string;
   description: string;
   inputSchema: Shape;
+  /** The fields of a successful result, declared in the outputSchema (mcp/shared/structured.ts). */
+  outputSchema?: z.ZodRawShape;
+  /** A signed document: its text is kept as signed, structured under this name (structured.ts okResult). */
+  document?: string;
   run(args: z.infer<z.ZodObject<Shape>>, signal: AbortSignal | undefined): Promise<unknown>;
 }
 
@@ -76,7 +80,12 @@ const agentKey = z
   });
 
 const subjectArgs = {
-  agent_pk: agentKey.optional().describe("the agent to answer for (default: the server's configured subject)"),
+  agent_pk: agentKey
+    .optional()
+    .describe(
+      "the agent to answer for: its Ed25519 public key, 64 lowercase hex (default: the server's configured subject)",
+    )
+    .meta({ examples: ['3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29'] }),
   delegation_chain: z
     .union([
       z.string().min(1).max(MAX_CHAIN_TEXT),
@@ -87,20 +96,32 @@ const subjectArgs = {
     .describe(
       'the delegation certificate or chain (root first) to judge: JSON, or base64 of it as in x-svc-delegation-cert ' +
         '(default: the chain the server knows for agent_pk)',
-    ),
+    )
+    .meta({ examples: ['W3sidmVyc2lvbiI6MSwiYWdlbnRfcGsiOiIuLi4ifV0='] }),
 };
 
 const instant = z
   .union([z.iso.datetime({ offset: true }), z.iso.date()])
-  .describe('ISO 8601 date-time with Z or an offset, or a date');
+  .describe('ISO 8601 date-time with Z or an offset, or a date')
+  .meta({ examples: ['2026-03-01T00:00:00Z', '2026-03-01'] });
 
 const jurisdictionArgs = {
-  h3_cell: z.string().refine(isCell, 'must be a valid H3 cell (15 lowercase hex)').describe('the cell to act in'),
-  facet: z.string().min(1).max(200).describe('the capability to exercise, e.g. perception'),
+  h3_cell: cellArgument('the cell the agent wants to act in'),
+  facet: z
+    .string()
+    .min(1)
+    .max(200)
+    .describe('the capability to exercise (a facet of the certificate)')
+    .meta({ examples: ['perception'] }),
   ...subjectArgs,
 };
 const delegationArgs = {
-  tool_name: z.string().min(1).max(200).describe('the tool the agent wants to call'),
+  tool_name: z
+    .string()
+    .min(1)
+    .max(200)
+    .describe('the MCP tool the agent wants to call')
+    .meta({ examples: ['perception_weather'] }),
   ...subjectArgs,
 };
 const auditArgs = {
@@ -178,6 +199,7 @@ export function createGovernanceTools(deps: GovernanceToolDeps): AnyGovernanceTo
       'the H3 cell (inside an authorized cell by H3 containment) and the facet. Answers authorized, each check, ' +
       'agent_pk, principal_pk, valid_until, the errors and the jurisdiction of the cell (country, frameworks).',
     inputSchema: jurisdictionArgs,
+    outputSchema: { authorized: z.boolean().describe('whether the agent may act in the cell with the facet') },
     async run(args) {
       const { agentPk, chain } = resolveSubject(chains, args);
       return verifyJurisdiction({
@@ -199,6 +221,7 @@ export function createGovernanceTools(deps: GovernanceToolDeps): AnyGovernanceTo
       'not in denied_tools). Answers authorized, human_principal_pk, agent_pk, signature_valid, tool_allowed, ' +
       'allowed_tools, depth and cert_hash.',
     inputSchema: delegationArgs,
+    outputSchema: { authorized: z.boolean().describe('whether the chain verifies and allows the tool') },
     async run(args) {
       const { agentPk, chain } = resolveSubject(chains, args);
       return checkDelegationChain({
@@ -219,6 +242,14 @@ export function createGovernanceTools(deps: GovernanceToolDeps): AnyGovernanceTo
       'score, violations and the regulatory basis (EU AI Act Art. 12, Art. 14). Check it offline with ' +
       '`geofabric audit verify bundle.json`.',
     inputSchema: auditArgs,
+    outputSchema: {
+      bundle: z
+        .looseObject({ agent_pk: z.string().describe('the audited agent') })
+        .describe(
+          'the signed evidence bundle; the text block is this bundle alone, as `geofabric audit verify` reads it',
+        ),
+    },
+    document: 'bundle',
     async run(args, signal) {
       const { agentPk, chain } = resolveSubject(chains, args);
       // Unlike the other tools, an agent without a known certificate still gets its chain's evidence.
@@ -238,18 +269,20 @@ export function createGovernanceTools(deps: GovernanceToolDeps): AnyGovernanceTo
   return [jurisdiction, audit, delegation];
 }
 
-const textResult = (text: string, isError = false): CallToolResult =>
-  isError ? { content: [{ type: 'text', text }], isError: true } : { content: [{ type: 'text', text }] };
-
 /** What a failed call may tell its caller; anything unexpected is reported as an internal error only. */
 function failure(name: string, error: unknown, onError?: (error: unknown) => void): CallToolResult {
-  if (error instanceof GovernanceToolError) return textResult(`${name} failed (${error.code}): ${error.message}`, true);
-  if (error instanceof ServiceError) return textResult(`${name} failed (${error.code}): ${error.detail ?? ''}`, true);
+  if (error instanceof GovernanceToolError)
+    return errorResult(error.code, error.message, `${name} failed (${error.code}): ${error.message}`);
+  if (error instanceof ServiceError) {
+    const detail = error.detail ?? '';
+    return errorResult(error.code, detail, `${name} failed (${error.code}): ${detail}`);
+  }
   onError?.(error);
-  return textResult(`${name} failed (internal_error): the tool failed with an internal error`, true);
+  const detail = 'the tool failed with an internal error';
+  return errorResult('internal_error', detail, `${name} failed (internal_error): ${detail}`);
 }
 
-/** Registers the tools on `server`; results are JSON text. */
+/** Registers the tools on `server`: structured results (mcp/shared/structured.ts) with their JSON as text. */
 export function registerGovernanceTools(
   server: McpServer,
   tools: readonly AnyGovernanceTool[],
@@ -258,11 +291,18 @@ export function registerGovernanceTools(
   for (const tool of tools) {
     server.registerTool(
       tool.name,
-      { title: tool.title, description: tool.description, inputSchema: tool.inputSchema },
+      {
+        title: tool.title,
+        description: tool.description,
+        // Strict: an argument the tool does not know is refused, not silently dropped.
+        inputSchema: z.strictObject(tool.inputSchema),
+        outputSchema: outputSchemaOf(tool.outputSchema),
+      },
       // The SDK has validated the arguments against inputSchema (an error names the field).
       (async (args: Record<string, unknown>, extra: { signal?: AbortSignal }) => {
         try {
-          return textResult(JSON.stringify(await tool.run(args, extra.signal)));
+          const cell = typeof args.h3_cell === 'string' ? args.h3_cell : undefined;
+          return okResult(await tool.run(args, extra.signal), cell, tool.document);
         } catch (error) {
           return failure(tool.name, error, onError);
         }

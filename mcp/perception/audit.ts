@@ -67,6 +67,7 @@ import { resolveJurisdiction } from '../../core/jurisdiction.js';
 import { preflightTool, requiresHumanApproval, type ChainRights } from '../../core/tool-preflight.js';
 import { describeZodIssue } from '../../core/zod-issue.js';
 import type { AuditStore } from '../../store/audit-store.js';
+import { errorResult, okResult, outputSchemaOf } from '../shared/structured.js';
 import { onBehalfOf, type OnBehalf } from './session-auth.js';
 import { ToolError, type PerceptionTool } from './tool-def.js';
 
@@ -145,9 +146,6 @@ function createLock(): <T>(fn: () => Promise<T>) => Promise<T> {
     return run;
   };
 }
-
-const textResult = (text: string, isError: boolean): CallToolResult =>
-  isError ? { content: [{ type: 'text', text }], isError: true } : { content: [{ type: 'text', text }] };
 
 /** What a failed tool may tell its caller: ToolError and ServiceError texts are written for clients. */
 function describeFailure(error: unknown): { code: string; message: string; expected: boolean } {
@@ -262,9 +260,10 @@ export function createAuditor(deps: AuditorDeps): Auditor {
     await storeViolation(violation);
     return {
       outcome: 'error',
-      result: textResult(
+      result: errorResult(
+        'chain_break',
+        'the audit breadcrumb of this call could not be persisted; the result is withheld',
         `${toolName}: the audit breadcrumb of this call could not be persisted (chain_break); the result is withheld`,
-        true,
       ),
       blockIndex: null,
       violation,
@@ -334,7 +333,7 @@ export function createAuditor(deps: AuditorDeps): Auditor {
     if (!appended.ok) await chainBreak(where.tool_name, input.cell, appended.detail);
     return {
       outcome: 'blocked',
-      result: textResult(input.message, true),
+      result: errorResult(v?.type ?? 'blocked', input.message, input.message),
       blockIndex: appended.ok ? appended.index : null,
       ...(violation ? { violation } : {}),
     };
@@ -476,13 +475,17 @@ export function createAuditor(deps: AuditorDeps): Auditor {
     if (outcome === 'error') {
       return {
         outcome,
-        result: textResult(`${tool.name} failed (${failure?.code}): ${failure?.message}`, true),
+        result: errorResult(
+          failure?.code ?? 'internal_error',
+          failure?.message ?? '',
+          `${tool.name} failed (${failure?.code}): ${failure?.message}`,
+        ),
         blockIndex: appended.index,
       };
     }
     return {
       outcome,
-      result: textResult(JSON.stringify(value ?? null), false),
+      result: okResult(value, namedCell),
       value,
       blockIndex: appended.index,
     };
@@ -499,7 +502,9 @@ export function createAuditor(deps: AuditorDeps): Auditor {
         {
           title: tool.title,
           description: tool.description,
-          inputSchema: tool.inputSchema,
+          // Strict: an argument the tool does not know is refused, not silently dropped.
+          inputSchema: z.strictObject(tool.inputSchema),
+          outputSchema: outputSchemaOf(tool.outputSchema),
           ...(tool.meta || tool.coaz ? { _meta: toolMeta(tool) } : {}),
         },
         // The SDK has validated the arguments against inputSchema (an error names the field).
@@ -511,14 +516,12 @@ export function createAuditor(deps: AuditorDeps): Auditor {
       );
     },
     async call(tool, rawArgs, onBehalf) {
-      const parsed = z.object(tool.inputSchema).safeParse(rawArgs ?? {});
+      const parsed = z.strictObject(tool.inputSchema).safeParse(rawArgs ?? {});
       if (!parsed.success) {
+        const detail = describeZodIssue(parsed.error, 'arguments');
         return {
           outcome: 'error',
-          result: textResult(
-            `invalid arguments for ${tool.name}: ${describeZodIssue(parsed.error, 'arguments')}`,
-            true,
-          ),
+          result: errorResult('invalid_request', detail, `invalid arguments for ${tool.name}: ${detail}`),
           blockIndex: null,
         };
       }

@@ -1,7 +1,7 @@
 /**
  * The perception and compliance service (docs/protocol.md §4.2) as a Koa app:
  *
- *   POST|GET|DELETE /mcp        MCP Streamable HTTP, stateful sessions                     token
+ *   POST|GET|DELETE /mcp        MCP Streamable HTTP: stateless 2026-07-28 and sessions     token
  *   GET /sse, POST /message     MCP over the older SSE transport                            token
  *   GET  /health                docs/protocol.md §2.8 health; chain_tip = the next block index
  *   POST /epoch/roll            rolls every block since the last epoch; none → 500 with docs/protocol.md §7's message  token
@@ -53,6 +53,7 @@ import { BoundedSet } from '../../core/bounded-set.js';
 import { verifyIdnToken } from '../governance/token.js';
 import { createAuditor, type AnyPerceptionTool, type Auditor } from './audit.js';
 import { authInfoOf } from './session-auth.js';
+import type { SessionLimits } from '../shared/session-table.js';
 import { createMcpHttpApp, originGate, silentLogger, type McpHttpLogger } from '../shared/mcp-http-app.js';
 import { createMcpTransports, tokenError, type RequestAuth } from '../shared/mcp-transports.js';
 import { createReportService, DEFAULT_REPORT_FROM, type ReportService } from './reports.js';
@@ -92,6 +93,8 @@ export interface PerceptionServerDeps {
   allowedHosts?: string[];
   /** Rate limits, trusted proxy and receive timeouts (RATE_LIMIT_*, TRUST_PROXY, *_TIMEOUT_SECONDS). */
   limits?: HttpLimits | undefined;
+  /** MCP session bounds (MCP_MAX_SESSIONS …; mcp/shared/session-table.ts); the defaults otherwise. */
+  sessionLimits?: SessionLimits | undefined;
   /** Other agents' chains whose certificates reports may show. */
   knownChains?: DelegationCertificate[][];
   logger?: PerceptionLogger;
@@ -206,6 +209,9 @@ export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionSe
     buildServer,
     onError: (error) => logger.error({ err: error }, 'closing an MCP session failed'),
     ...(deps.limits?.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: deps.limits.requestTimeoutMs }),
+    sessionLimits: deps.sessionLimits,
+    serverInfo: { name: PERCEPTION_SERVICE, version: PERCEPTION_VERSION },
+    capabilities: { tools: {}, resources: {} },
   });
 
   /** The request's verified bearer token; null without one (unless required); throws 401 token_invalid. */

@@ -26,6 +26,11 @@ export interface PerceptionTool<Shape extends z.ZodRawShape = z.ZodRawShape> {
   description: string;
   /** zod raw shape (the MCP SDK's `inputSchema`): bad arguments become a tool error naming the field. */
   inputSchema: Shape;
+  /**
+   * The fields of a successful result (zod raw shape), declared in the tool's `outputSchema` beside `status`,
+   * `code`/`detail` and `lat`/`lon` (mcp/shared/structured.ts).
+   */
+  outputSchema?: z.ZodRawShape;
   /** The delegation facet the call exercises (a certificate's `facets` must contain it). */
   facet: string;
   /** The H3 cell the call acts in, for the jurisdiction check and the breadcrumb (default: the server's cell). */

@@ -25,10 +25,20 @@ export const silentLogger: McpHttpLogger = { info: () => undefined, error: () =>
 
 /** Request headers an MCP client (browser or not) sends: the CORS allow-list of the MCP routes. */
 export const MCP_REQUEST_HEADERS =
-  'content-type, accept, authorization, mcp-session-id, mcp-protocol-version, last-event-id';
+  'content-type, accept, authorization, mcp-session-id, mcp-protocol-version, mcp-method, mcp-name, last-event-id';
+
+/** The routes MCP clients speak JSON-RPC on. */
+const MCP_ROUTES = new Set(['/mcp', '/sse', '/message']);
+/**
+ * The JSON-RPC error code of a refusal before the MCP layer (authorization, origin): -32000, the
+ * implementation-defined code the SDK's own transports answer HTTP-level refusals with.
+ */
+export const MCP_HTTP_ERROR_CODE = -32000;
 
 /**
- * Errors leave as `{ error, detail? }` (core/errors.ts), mapped as the gateway maps them (api/http-errors.ts: a
+ * Errors leave as `{ error, detail? }` (core/errors.ts), except a 401 or 403 on an MCP route: there an SDK
+ * surfaces only a JSON-RPC error, so the body is `{jsonrpc, id: null, error: {code: -32000, message, data:
+ * {reason, detail}}}` (reason = the error code), beside the WWW-Authenticate challenge; mapped as the gateway maps them (api/http-errors.ts: a
  * full or unreachable store is 507/503); anything else is logged and becomes internal_error.
  */
 function errorMiddleware(logger: McpHttpLogger): Middleware {
@@ -48,7 +58,18 @@ function errorMiddleware(logger: McpHttpLogger): Middleware {
       }
       ctx.status = failure.status;
       ctx.set(failure.headers);
-      ctx.body = failure.toBody();
+      ctx.body =
+        MCP_ROUTES.has(ctx.path) && (failure.status === 401 || failure.status === 403)
+          ? {
+              jsonrpc: '2.0',
+              id: null,
+              error: {
+                code: MCP_HTTP_ERROR_CODE,
+                message: failure.detail ?? failure.code,
+                data: { reason: failure.code, ...(failure.detail === undefined ? {} : { detail: failure.detail }) },
+              },
+            }
+          : failure.toBody();
     }
   };
 }

@@ -1,6 +1,6 @@
 /**
- * The perception server's two MCP transports in Koa (docs/architecture.md): Streamable HTTP at `/mcp` (stateful
- * sessions, one McpServer per session) and the older SSE transport at `GET /sse` + `POST /message?sessionId=`.
+ * The MCP transports of both servers in Koa (docs/architecture.md): Streamable HTTP at `/mcp` (stateful
+ * sessions, one McpServer per session; a stateless 2026-07-28 request goes to stateless.ts) and the older SSE transport at `GET /sse` + `POST /message?sessionId=`.
  * POST bodies are read and parsed here (api/json-body.ts: size bound, strict JSON, so a repeated key or deep
  * nesting is 400 `invalid_json` as on every other route) and handed to the SDK as its `parsedBody`; the SDK
  * writes the response on the raw stream (`ctx.respond = false`). Every session gets a fresh McpServer from `buildServer`, which registers the tools through
@@ -22,19 +22,24 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ClientRequestSchema, ErrorCode, isJSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ClientRequestSchema,
+  ErrorCode,
+  isJSONRPCRequest,
+  type ServerCapabilities,
+} from '@modelcontextprotocol/sdk/types.js';
 import { readJsonBody } from '../../api/json-body.js';
 import { ServiceError } from '../../core/errors.js';
+import { createStatelessShell, isStatelessRequest } from './stateless.js';
+import { DEFAULT_SESSION_LIMITS, SessionTable, type SessionLimits, type TableEntry } from './session-table.js';
 
-/** Open sessions per transport; past this a new session is refused until one closes. */
-export const MAX_SESSIONS = 1000;
 /**
- * A Streamable HTTP session with no request for this long is closed (its client may have gone without a
- * DELETE); a client coming back gets 404 and initializes again, as the MCP spec has it. SSE sessions end
- * with their stream.
+ * Streamable HTTP sessions live in a SessionTable (session-table.ts): bounded in all, per client address and
+ * per principal, the least recently used idle one closed to make room, and any idle past `idleMs` closed (its
+ * client may have gone without a DELETE; coming back it gets 404 and initializes again, as the MCP spec has
+ * it). SSE sessions end with their stream; at `max` open streams a new one is refused.
  */
-export const SESSION_IDLE_MS = 30 * 60_000;
-const SWEEP_MS = 60_000;
+const MAX_SWEEP_MS = 60_000;
 /** Largest JSON-RPC POST body: the SDK's own bound for SSE messages, now also for Streamable HTTP (which had none). */
 export const MAX_MCP_BODY_BYTES = 4 * 1024 * 1024;
 
@@ -44,28 +49,37 @@ export interface RequestAuth {
   info: AuthInfo;
 }
 
-interface Session {
+interface Session extends TableEntry {
   server: McpServer;
-  lastSeen: number;
   /** The token agent the session is bound to; null for a session opened without a token. */
   agentPk: string | null;
-  close(): Promise<void>;
 }
 
-/** 401 for a missing or unusable bearer token, with the RFC 6750 challenge. */
+/** An RFC 6750 `error_description`: a quoted string of printable ASCII, without quote or backslash. */
+const quoted = (text: string): string => `"${text.replace(/[^\x20-\x7e]|["\\]/g, "'")}"`;
+
+/**
+ * 401 for a missing or unusable bearer token, with the RFC 6750 challenge the MCP authorization spec asks for:
+ * `error="invalid_token"` and the reason as `error_description` when a token was presented.
+ */
 export function tokenError(detail: string, presented = true): ServiceError {
-  const challenge = `Bearer realm="geofabric-perception"${presented ? ', error="invalid_token"' : ''}`;
+  const challenge = presented
+    ? `Bearer realm="geofabric-perception", error="invalid_token", error_description=${quoted(detail)}`
+    : 'Bearer realm="geofabric-perception"';
   return new ServiceError('token_invalid', detail, { 'www-authenticate': challenge });
+}
+
+/** 403 for a valid token that may not do this (another agent's session): RFC 6750 insufficient_scope. */
+export function tokenForbidden(detail: string): ServiceError {
+  const challenge = `Bearer realm="geofabric-perception", error="insufficient_scope", error_description=${quoted(detail)}`;
+  return new ServiceError('token_agent_mismatch', detail, { 'www-authenticate': challenge });
 }
 
 /** Refuses a request whose token does not match its session's binding. */
 function checkBinding(session: Session, auth: RequestAuth | null): void {
   if (session.agentPk === null) {
     if (auth !== null) {
-      throw new ServiceError(
-        'token_agent_mismatch',
-        'this MCP session was opened without a bearer token; open a new session to use one',
-      );
+      throw tokenForbidden('this MCP session was opened without a bearer token; open a new session to use one');
     }
     return;
   }
@@ -73,8 +87,7 @@ function checkBinding(session: Session, auth: RequestAuth | null): void {
     throw tokenError(`this MCP session is bound to agent ${session.agentPk}: send its bearer token`, false);
   }
   if (auth.agentPk !== session.agentPk) {
-    throw new ServiceError(
-      'token_agent_mismatch',
+    throw tokenForbidden(
       `this MCP session is bound to agent ${session.agentPk}, not to the token's agent ${auth.agentPk}`,
     );
   }
@@ -132,6 +145,8 @@ export interface McpTransports {
   /** POST /message?sessionId=. */
   message(ctx: Context, auth?: RequestAuth | null): Promise<void>;
   sessions(): { streamable: number; sse: number };
+  /** The bounds in force (session-table.ts). */
+  limits: SessionLimits;
   /** Closes every session (ends open SSE streams). */
   close(): Promise<void>;
 }
@@ -141,42 +156,82 @@ export function createMcpTransports(deps: {
   onError?: (error: unknown) => void;
   /** How long a POST body may take to arrive (api/json-body.ts's default otherwise). */
   requestTimeoutMs?: number;
+  /** Session bounds (MCP_MAX_SESSIONS …); DEFAULT_SESSION_LIMITS otherwise. */
+  sessionLimits?: SessionLimits | undefined;
+  /** What `server/discover` of the stateless revision (stateless.ts) says of the server. */
+  serverInfo: { name: string; version: string };
+  capabilities: ServerCapabilities;
 }): McpTransports {
+  const limits = deps.sessionLimits ?? DEFAULT_SESSION_LIMITS;
+  const stateless = createStatelessShell({
+    buildServer: deps.buildServer,
+    serverInfo: deps.serverInfo,
+    capabilities: deps.capabilities,
+    ...(deps.onError === undefined ? {} : { onError: deps.onError }),
+    wrapTransport: (transport) => answerInvalidParams(transport, deps.onError),
+  });
   const postBody = (ctx: Context): Promise<unknown> =>
     ctx.method === 'POST' ? readJsonBody(ctx, MAX_MCP_BODY_BYTES, deps.requestTimeoutMs) : Promise.resolve(undefined);
-  const streamable = new Map<string, Session & { transport: StreamableHTTPServerTransport }>();
+  const streamable = new SessionTable<Session & { transport: StreamableHTTPServerTransport }>(limits);
   const sse = new Map<string, Session & { transport: SSEServerTransport }>();
 
   const closeQuietly = (server: McpServer) => server.close().catch((error: unknown) => deps.onError?.(error));
-  const sweep = setInterval(() => {
-    const idleSince = Date.now() - SESSION_IDLE_MS;
-    for (const [id, session] of streamable) {
-      if (session.lastSeen >= idleSince) continue;
-      streamable.delete(id);
-      void session.close();
-    }
-  }, SWEEP_MS);
+  const sweep = setInterval(() => streamable.sweep(), Math.max(1000, Math.min(MAX_SWEEP_MS, limits.idleMs / 2)));
   sweep.unref();
+  /** Runs one request of a session (a GET stream while it stays open), which counts as busy meanwhile: never evicted. */
+  const busy = async (session: Session, work: () => Promise<void>): Promise<void> => {
+    session.inflight += 1;
+    try {
+      await work();
+    } finally {
+      session.inflight -= 1;
+    }
+  };
 
   return {
     async streamable(ctx, auth = null) {
+      const body = await postBody(ctx);
+      // Revision 2026-07-28 and later: one self-contained request, no session (an Mcp-Session-Id is ignored).
+      if (isStatelessRequest(body)) {
+        const closed = new AbortController();
+        const onClose = () => {
+          if (!ctx.res.writableFinished) closed.abort();
+        };
+        ctx.res.once('close', onClose);
+        const answer = await stateless.answer(body, {
+          header: (name) => ctx.get(name),
+          auth: auth?.info,
+          signal: closed.signal,
+        });
+        if (closed.signal.aborted) {
+          ctx.respond = false; // nobody is listening
+          if (!ctx.res.writableEnded) ctx.res.end();
+          return;
+        }
+        ctx.status = answer.status;
+        if (answer.body !== undefined) ctx.body = answer.body;
+        return;
+      }
       const sessionId = ctx.get('mcp-session-id');
       if (sessionId !== '') {
-        const session = streamable.get(sessionId);
+        const session = streamable.touch(sessionId);
         // 404 tells an MCP client its session is gone and it should initialize a new one.
         if (session === undefined) throw new ServiceError('not_found', 'unknown or closed MCP session');
         checkBinding(session, auth);
-        session.lastSeen = Date.now();
-        const body = await postBody(ctx);
-        ctx.respond = false;
-        await session.transport.handleRequest(attach(ctx, auth), ctx.res, body);
+        await busy(session, async () => {
+          ctx.respond = false;
+          await session.transport.handleRequest(attach(ctx, auth), ctx.res, body);
+        });
         return;
       }
       if (ctx.method !== 'POST') {
         throw new ServiceError('invalid_request', 'an Mcp-Session-Id header is required; initialize with POST first');
       }
-      if (streamable.size >= MAX_SESSIONS) throw new ServiceError('quota_exceeded', 'too many open MCP sessions');
-      const body = await postBody(ctx);
+      const client = ctx.ip;
+      const principal = auth?.agentPk ?? null;
+      if (!streamable.admit(client, principal)) {
+        throw new ServiceError('quota_exceeded', 'too many open MCP sessions, all of them busy: retry later');
+      }
       const server = deps.buildServer();
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: randomUUID,
@@ -184,8 +239,11 @@ export function createMcpTransports(deps: {
           streamable.set(id, {
             server,
             transport,
+            client,
+            principal,
             lastSeen: Date.now(),
-            agentPk: auth?.agentPk ?? null,
+            inflight: 0,
+            agentPk: principal,
             close: () => closeQuietly(server),
           });
         },
@@ -205,7 +263,7 @@ export function createMcpTransports(deps: {
     },
 
     async sse(ctx, auth = null) {
-      if (sse.size >= MAX_SESSIONS) throw new ServiceError('quota_exceeded', 'too many open MCP sessions');
+      if (sse.size >= limits.max) throw new ServiceError('quota_exceeded', 'too many open MCP sessions');
       ctx.respond = false;
       const transport = new SSEServerTransport('/message', ctx.res);
       const server = deps.buildServer();
@@ -213,7 +271,10 @@ export function createMcpTransports(deps: {
       sse.set(id, {
         server,
         transport,
+        client: ctx.ip,
+        principal: auth?.agentPk ?? null,
         lastSeen: Date.now(),
+        inflight: 0,
         agentPk: auth?.agentPk ?? null,
         close: () => closeQuietly(server),
       });
@@ -239,6 +300,7 @@ export function createMcpTransports(deps: {
     },
 
     sessions: () => ({ streamable: streamable.size, sse: sse.size }),
+    limits,
 
     async close() {
       clearInterval(sweep);

@@ -163,10 +163,27 @@ export function assertCleanAnswer(res: FuzzResponse, context: string, rules: Ans
   }
   if (rules.otherErrorBody?.(body, res) === true) return;
   const code = (body as { error?: unknown } | null)?.error;
+  if ((body as { jsonrpc?: unknown } | null)?.jsonrpc === '2.0') return assertJsonRpcRefusal(code, res.status, where);
   if (typeof code === 'object' && code !== null) return assertOpenAiError(code, res.status, where);
   assert.equal(typeof code, 'string', `error body without a string error: ${where}`);
   assert.ok(Object.hasOwn(ERROR_STATUS, code as string), `error code not in core/errors.ts: ${where}`);
   assert.equal(res.status, ERROR_STATUS[code as keyof typeof ERROR_STATUS], `status is not the table's: ${where}`);
+}
+
+/**
+ * A JSON-RPC refusal of an MCP route (mcp/shared/mcp-http-app.ts: 401/403 before the MCP layer): a numeric
+ * code, a message, and the table code with this status as `data.reason`.
+ */
+function assertJsonRpcRefusal(error: unknown, status: number, where: string): void {
+  const e = error as { code?: unknown; message?: unknown; data?: { reason?: unknown } } | undefined;
+  assert.equal(typeof e?.code, 'number', `JSON-RPC error without a code: ${where}`);
+  assert.equal(typeof e?.message, 'string', `JSON-RPC error without a message: ${where}`);
+  const reason = e?.data?.reason;
+  assert.ok(
+    typeof reason === 'string' && Object.hasOwn(ERROR_STATUS, reason),
+    `reason not in core/errors.ts: ${where}`,
+  );
+  assert.equal(status, ERROR_STATUS[reason as keyof typeof ERROR_STATUS], `status is not the table's: ${where}`);
 }
 
 /**

@@ -30,6 +30,14 @@ import { createSqliteAuditStore } from '../../store/sqlite/audit-store.js';
 import { openSqlite, type SqliteDatabase } from '../../store/sqlite/open-database.js';
 import { startOpenMeteoServer, type OpenMeteoServer } from '../helpers/open-meteo-server.js';
 
+/** The error code of a refusal: `error` of `{error, detail}`, or `error.data.reason` of the JSON-RPC body MCP routes answer. */
+function errorCode(body: unknown): string {
+  const error = (body as { error?: unknown }).error;
+  return typeof error === 'string'
+    ? error
+    : String((error as { data?: { reason?: unknown } } | undefined)?.data?.reason);
+}
+
 const NOW = Date.parse('2026-03-01T12:00:00Z');
 const DAY = 86_400_000;
 const CELL = DEFAULT_PERCEPTION_CELL;
@@ -314,9 +322,15 @@ describe('governance server (MCP)', function () {
         });
       const foreign = await init('https://evil.example.com');
       assert.equal(foreign.status, 403);
+      // An MCP route refuses in JSON-RPC, so an SDK surfaces the reason.
       assert.deepEqual(await foreign.json(), {
-        error: 'origin_not_allowed',
-        detail: 'origin https://evil.example.com may not use /mcp',
+        jsonrpc: '2.0',
+        id: null,
+        error: {
+          code: -32000,
+          message: 'origin https://evil.example.com may not use /mcp',
+          data: { reason: 'origin_not_allowed', detail: 'origin https://evil.example.com may not use /mcp' },
+        },
       });
       assert.equal((await init('null')).status, 403);
       const token = await gov.post('/token', {}, { origin: 'https://evil.example.com' });
@@ -758,6 +772,22 @@ describe('governance server (MCP)', function () {
       ...extra,
     });
 
+    it('takes the chain in the encodings the governance tools take: JSON array or object, its text, or base64', async () => {
+      const gov = await governance();
+      const json = JSON.stringify(chain);
+      const encodings = [chain, chain[chain.length - 1], json, Buffer.from(json).toString('base64')];
+      for (const [i, delegation_chain] of encodings.entries()) {
+        const { body, signature } = signedRequest(agent, tokenBody({ delegation_chain }));
+        const res = await gov.post('/token', body, { 'x-idn-signature': signature });
+        assert.equal(res.status, 200, `encoding ${i}: ${JSON.stringify(res.body)}`);
+        assert.equal((res.body.claims as Record<string, unknown>).idn_agent_pk, agent.publicKey);
+      }
+      const { body, signature } = signedRequest(agent, tokenBody({ delegation_chain: 'not base64 of a chain' }));
+      const bad = await gov.post('/token', body, { 'x-idn-signature': signature });
+      assert.equal(bad.status, 403);
+      assert.equal(bad.body.error, 'delegation_invalid');
+    });
+
     it('issues a short-lived EdDSA JWT with the idn_* claims for a signed request', async () => {
       const gov = await governance({ tokenTtlSeconds: 600 });
       await perceptionCalls([CELL, INSIDE]);
@@ -904,7 +934,7 @@ describe('governance server (MCP)', function () {
           });
         const none = await init({});
         assert.equal(none.status, 401);
-        assert.equal(((await none.json()) as { error: string }).error, 'token_invalid');
+        assert.equal(errorCode(await none.json()), 'token_invalid');
         // A token from another issuer (another governance key) is refused.
         const rogue = await governance();
         const again = signedRequest(agent, tokenBody({ nonce: 'rogue' }));

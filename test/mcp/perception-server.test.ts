@@ -225,6 +225,7 @@ describe('perception server (MCP)', function () {
         ]);
         assert.deepEqual(Object.keys(byName.get('perception_fetch_tile')!.inputSchema.properties ?? {}).sort(), [
           'bands',
+          'days_back',
           'h3_cell',
           'max_cloud_cover',
         ]);
@@ -769,7 +770,10 @@ describe('perception server (MCP)', function () {
         });
       const foreign = await mcp('https://evil.example.com');
       assert.equal(foreign.status, 403);
-      assert.equal(((await foreign.json()) as { error: string }).error, 'origin_not_allowed');
+      // A JSON-RPC error without an id, as the MCP transport spec allows, so an SDK surfaces the reason.
+      const refusal = (await foreign.json()) as { id: unknown; error: { data: { reason: string } } };
+      assert.equal(refusal.id, null);
+      assert.equal(refusal.error.data.reason, 'origin_not_allowed');
       for (const path of ['/sse', '/message?sessionId=x']) {
         const res = await fetch(`${h.url}${path}`, {
           method: path === '/sse' ? 'GET' : 'POST',

@@ -24,6 +24,14 @@ import { createSqliteAuditStore } from '../../store/sqlite/audit-store.js';
 import { openSqlite, type SqliteDatabase } from '../../store/sqlite/open-database.js';
 import { startOpenMeteoServer, type OpenMeteoServer } from '../helpers/open-meteo-server.js';
 
+/** The error code of a refusal: `error` of `{error, detail}`, or `error.data.reason` of the JSON-RPC body MCP routes answer. */
+function errorCode(body: unknown): string {
+  const error = (body as { error?: unknown }).error;
+  return typeof error === 'string'
+    ? error
+    : String((error as { data?: { reason?: unknown } } | undefined)?.data?.reason);
+}
+
 const NOW = Date.parse('2026-03-01T12:00:00Z');
 const DAY = 86_400_000;
 const CELL = DEFAULT_PERCEPTION_CELL;
@@ -231,8 +239,8 @@ describe('perception server with agent tokens', function () {
       for (const [name, value, detail] of cases) {
         const res = await h.initialize({ authorization: `Bearer ${value}` });
         assert.equal(res.status, 401, name);
-        assert.equal(res.body.error, 'token_invalid', name);
-        assert.match(String(res.body.detail), detail, name);
+        assert.equal(errorCode(res.body), 'token_invalid', name);
+        assert.match(String((res.body.error as { message: string }).message), detail, name);
         assert.match(String(res.challenge), /^Bearer realm="geofabric-perception", error="invalid_token"/, name);
       }
       const basic = await h.initialize({ authorization: 'Basic dXNlcjpwYXNz' });
@@ -246,7 +254,7 @@ describe('perception server with agent tokens', function () {
       const required = await start({ requireToken: true });
       const res = await required.initialize({});
       assert.equal(res.status, 401);
-      assert.equal(res.body.error, 'token_invalid');
+      assert.equal(errorCode(res.body), 'token_invalid');
       assert.equal(res.challenge, 'Bearer realm="geofabric-perception"');
       const sse = await fetch(`${required.url}/sse`);
       assert.equal(sse.status, 401);
@@ -254,7 +262,8 @@ describe('perception server with agent tokens', function () {
       const plain = await start({ verifier: false });
       const refused = await plain.initialize({ authorization: `Bearer ${(await token(agentA)).token}` });
       assert.equal(refused.status, 401);
-      assert.match(String(refused.body.detail), /accepts no bearer tokens/);
+      assert.match(String((refused.body.error as { message: string }).message), /accepts no bearer tokens/);
+      assert.match(String(refused.challenge), /error_description="this server accepts no bearer tokens/);
       assert.equal((await plain.initialize({})).status, 200);
       assert.throws(
         () =>
@@ -284,7 +293,7 @@ describe('perception server with agent tokens', function () {
       for (const [method, path] of routes) {
         const res = await fetch(`${h.url}${path}`, { method });
         assert.equal(res.status, 401, `${method} ${path}`);
-        assert.equal(((await res.json()) as { error: string }).error, 'token_invalid');
+        assert.equal(errorCode(await res.json()), 'token_invalid');
         assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer/);
         const forged = await fetch(`${h.url}${path}`, { method, headers: { authorization: 'Bearer x.y.z' } });
         assert.equal(forged.status, 401, `${method} ${path} with a forged token`);
@@ -323,7 +332,7 @@ describe('perception server with agent tokens', function () {
       ] as const) {
         const res = await fetch(`${h.url}${path}`, { method, headers, ...(method === 'POST' ? { body: '{}' } : {}) });
         assert.equal(res.status, 403, `${method} ${path}`);
-        assert.equal(((await res.json()) as { error: string }).error, 'origin_not_allowed');
+        assert.equal(errorCode(await res.json()), 'origin_not_allowed');
       }
       // A rebound name: the browser's Origin and Host are the attacker's, the socket is ours.
       const port = new URL(h.url).port;
@@ -368,10 +377,22 @@ describe('perception server with agent tokens', function () {
 
       const asB = await raw({ authorization: `Bearer ${(await token(agentB)).token}` });
       assert.equal(asB.status, 403);
-      assert.equal(((await asB.json()) as { error: string }).error, 'token_agent_mismatch');
+      assert.match(
+        asB.headers.get('www-authenticate') ?? '',
+        /error="insufficient_scope", error_description="this MCP session/,
+      );
+      assert.equal(errorCode(await asB.json()), 'token_agent_mismatch');
       const anonymous = await raw({});
       assert.equal(anonymous.status, 401);
-      assert.match(((await anonymous.json()) as { detail: string }).detail, /bound to agent/);
+      const refusal = (await anonymous.json()) as {
+        jsonrpc: string;
+        id: null;
+        error: { code: number; message: string };
+      };
+      assert.equal(refusal.jsonrpc, '2.0');
+      assert.equal(refusal.id, null);
+      assert.equal(refusal.error.code, -32000);
+      assert.match(refusal.error.message, /bound to agent/);
 
       // Through the SDK client: a refreshed token of A keeps working, B's token is refused.
       now += 60_000;

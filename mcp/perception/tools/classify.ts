@@ -25,8 +25,8 @@
  * Tasks: `flood_detection` only (e.g. Prithvi fine-tuned on Sen1Floods11); others are planned.
  */
 import { z } from 'zod';
-import { isCell } from '../../../core/h3-cell.js';
 import { cellPolygon } from '../../../activities/imagery/stac-client.js';
+import { cellArgument } from '../../shared/structured.js';
 import { cellToolCoaz, ToolError, type PerceptionTool } from '../tool-def.js';
 import { fetchUpstreamJson } from './upstream-fetch.js';
 
@@ -34,18 +34,20 @@ export const CLASSIFY_TASKS = ['flood_detection'] as const;
 export const DEFAULT_CLASSIFY_MODEL = 'prithvi-flood';
 
 export const classifyInputSchema = {
-  h3_cell: z.string().refine(isCell, 'must be a valid H3 cell (15 lowercase hex)'),
+  h3_cell: cellArgument('the cell to classify'),
   model: z
     .string()
     .regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/, 'must be a model name (letters, digits, . _ : / -; at most 128)')
     .optional()
     .default(DEFAULT_CLASSIFY_MODEL)
-    .describe(`model name on the inference endpoint (default ${DEFAULT_CLASSIFY_MODEL})`),
+    .describe(`model name on the inference endpoint (default ${DEFAULT_CLASSIFY_MODEL})`)
+    .meta({ examples: [DEFAULT_CLASSIFY_MODEL] }),
   task: z
     .enum(CLASSIFY_TASKS)
     .optional()
     .default('flood_detection')
-    .describe('inference task; flood_detection is supported'),
+    .describe('inference task; flood_detection is supported')
+    .meta({ examples: ['flood_detection'] }),
 };
 type ClassifyArgs = z.infer<z.ZodObject<typeof classifyInputSchema>>;
 

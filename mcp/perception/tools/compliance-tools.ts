@@ -19,7 +19,8 @@ const agentPkArg = {
     .string()
     .regex(/^[0-9a-f]{64}$/, 'must be an Ed25519 public key (64 lowercase hex)')
     .optional()
-    .describe("the agent's public key (default: this server's agent)"),
+    .describe("the agent's Ed25519 public key, 64 lowercase hex (default: this server's agent)")
+    .meta({ examples: ['3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29'] }),
 };
 const noArgs = {};
 

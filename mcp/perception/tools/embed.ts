@@ -2,12 +2,11 @@
  * `perception_embed` (docs/protocol.md §4.2): listed so agents can discover it, not available yet (planned). It still
  * validates its cell, so the pre-flight and the breadcrumb see the call like any other.
  */
-import { z } from 'zod';
-import { isCell } from '../../../core/h3-cell.js';
+import { cellArgument } from '../../shared/structured.js';
 import { ToolError, type PerceptionTool } from '../tool-def.js';
 
 export const embedInputSchema = {
-  h3_cell: z.string().refine(isCell, 'must be a valid H3 cell (15 lowercase hex)'),
+  h3_cell: cellArgument('the cell to embed'),
 };
 
 export function createEmbedTool(): PerceptionTool {

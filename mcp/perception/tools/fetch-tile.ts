@@ -12,8 +12,7 @@
  * are looked up. B10 (cirrus) does not exist in L2A products and is refused by the schema.
  */
 import { z } from 'zod';
-import { isCell } from '../../../core/h3-cell.js';
-import { resolveWindow, stacInterval } from '../../../activities/imagery/date-window.js';
+import { DEFAULT_WINDOW_DAYS, resolveWindow, stacInterval } from '../../../activities/imagery/date-window.js';
 import { createStacClient, type StacClientConfig } from '../../../activities/imagery/stac-client.js';
 import {
   httpLink,
@@ -23,6 +22,7 @@ import {
   type Scene,
   type StacItem,
 } from '../../../activities/imagery/stac-item.js';
+import { cellArgument } from '../../shared/structured.js';
 import { cellToolCoaz, ToolError, type PerceptionTool } from '../tool-def.js';
 import { fetchUpstreamJson } from './upstream-fetch.js';
 
@@ -47,25 +47,39 @@ const BAND_NAMES = Object.keys(BAND_ASSET_KEYS) as [BandName, ...BandName[]];
 
 export const DEFAULT_BANDS: readonly BandName[] = ['B02', 'B03', 'B04', 'B08'];
 export const DEFAULT_MAX_CLOUD_COVER = 20;
+/** The longest search window `days_back` may ask for: a year of scenes. */
+export const MAX_DAYS_BACK = 365;
+const DAY_MS = 86_400_000;
 /** Candidates asked for; the catalog sorts them clearest first, so the best is among them. */
 const CANDIDATES = 100;
 
 export const fetchTileInputSchema = {
-  h3_cell: z.string().refine(isCell, 'must be a valid H3 cell (15 lowercase hex)'),
+  h3_cell: cellArgument('the cell the scene must cover'),
+  days_back: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_DAYS_BACK)
+    .optional()
+    .default(DEFAULT_WINDOW_DAYS)
+    .describe(`how many days before now the scene search reaches (1-${MAX_DAYS_BACK}, default ${DEFAULT_WINDOW_DAYS})`)
+    .meta({ examples: [DEFAULT_WINDOW_DAYS] }),
   max_cloud_cover: z
     .number()
     .min(0)
     .max(100)
     .optional()
     .default(DEFAULT_MAX_CLOUD_COVER)
-    .describe('maximum scene cloud cover in percent (default 20)'),
+    .describe('maximum scene cloud cover in percent, 0-100 (default 20)')
+    .meta({ examples: [DEFAULT_MAX_CLOUD_COVER] }),
   bands: z
     .array(z.enum(BAND_NAMES))
     .min(1)
     .max(BAND_NAMES.length)
     .optional()
     .default(() => [...DEFAULT_BANDS])
-    .describe(`Sentinel-2 L2A bands among ${BAND_NAMES.join(', ')} (default B02, B03, B04, B08)`),
+    .describe(`Sentinel-2 L2A bands among ${BAND_NAMES.join(', ')} (default B02, B03, B04, B08)`)
+    .meta({ examples: [[...DEFAULT_BANDS]] }),
 };
 type FetchTileArgs = z.infer<z.ZodObject<typeof fetchTileInputSchema>>;
 
@@ -138,14 +152,20 @@ export function createFetchTileTool(deps: FetchTileDeps): PerceptionTool {
     name: 'perception_fetch_tile',
     title: 'Sentinel-2 scene over an H3 cell',
     description:
-      'Finds the least cloudy (then newest) Sentinel-2 L2A scene of the last 30 days over an H3 cell under a cloud ' +
+      'Finds the least cloudy (then newest) Sentinel-2 L2A scene of the last days_back days (default 30) over an H3 cell under a cloud ' +
       'cover limit, and returns its STAC metadata and the URLs of the requested bands (Cloud-Optimized GeoTIFFs).',
     inputSchema: fetchTileInputSchema,
+    outputSchema: {
+      h3_cell: z.string(),
+      window: z.looseObject({ from: z.string(), to: z.string() }).describe('the searched date window (ISO 8601)'),
+      scene_count: z.number().int().describe('scenes matching the cell, window and cloud filter'),
+      band_urls: z.record(z.string(), z.string()).describe('requested band → Cloud-Optimized GeoTIFF URL'),
+    },
     facet: 'perception',
     cellOf: (args) => args.h3_cell,
     coaz: cellToolCoaz({ max_cloud_cover: 'params.max_cloud_cover', bands: 'params.bands' }),
     async run(args: FetchTileArgs, context): Promise<FetchTileResult> {
-      const window = resolveWindow(undefined, undefined, context.now);
+      const window = resolveWindow(context.now - args.days_back * DAY_MS, undefined, context.now);
       if (!window.ok) throw new ToolError(window.error, window.detail);
       const body = client.searchBody({
         cell: args.h3_cell,

@@ -15,7 +15,8 @@
  * `write_to_spatial_memory` is accepted and echoed; spatial memory is not built, and the result says so.
  */
 import { z } from 'zod';
-import { cellCentroid, DEFAULT_PERCEPTION_CELL, isCell } from '../../../core/h3-cell.js';
+import { cellCentroid, DEFAULT_PERCEPTION_CELL } from '../../../core/h3-cell.js';
+import { cellArgument } from '../../shared/structured.js';
 import { cellToolCoaz, ToolError, type PerceptionTool } from '../tool-def.js';
 import { fetchUpstreamJson, upstreamReason } from './upstream-fetch.js';
 
@@ -36,16 +37,18 @@ export const ARCHIVE_AFTER_MS = 5 * DAY_MS;
 export const ARCHIVE_START_MS = Date.UTC(1940, 0, 1);
 
 export const weatherInputSchema = {
-  h3_cell: z.string().refine(isCell, 'must be a valid H3 cell (15 lowercase hex)'),
+  h3_cell: cellArgument('where to read the weather (the cell centroid)'),
   timestamp: z.iso
     .datetime({ offset: true })
     .optional()
-    .describe('ISO 8601 instant from 1940-01-01 to 16 days ahead (default: now); its UTC hour is looked up'),
+    .describe('ISO 8601 instant from 1940-01-01 to 16 days ahead (default: now); its UTC hour is looked up')
+    .meta({ examples: ['2026-03-01T12:00:00Z'] }),
   write_to_spatial_memory: z
     .boolean()
     .optional()
     .default(false)
-    .describe('accepted and echoed; spatial memory is not available yet'),
+    .describe('accepted and echoed; spatial memory is not available yet')
+    .meta({ examples: [false] }),
 };
 type WeatherArgs = z.infer<z.ZodObject<typeof weatherInputSchema>>;
 
@@ -272,6 +275,14 @@ export function createWeatherTool(deps: WeatherDeps): PerceptionTool {
       'conditions word at the centroid of an H3 cell, now or at an ISO 8601 timestamp from 1940-01-01 to 16 days ' +
       'ahead: the ERA5 archive answers instants older than 5 days, the forecast API the rest (`source` says which).',
     inputSchema: weatherInputSchema,
+    outputSchema: {
+      h3_cell: z.string(),
+      observed_at: z.string().describe("the upstream's time of the values, ISO 8601 UTC"),
+      temperature_c: z.number().nullable(),
+      wind_speed_ms: z.number().nullable(),
+      precipitation_mm: z.number().nullable(),
+      conditions: z.string().describe('the weather code as a short word, e.g. rain'),
+    },
     facet: 'perception',
     cellOf: (args) => args.h3_cell,
     coaz: cellToolCoaz(),
