@@ -19,6 +19,8 @@ import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runti
 import type { TileConfig } from '../../activities/tiles/index.js';
 import { TILE_STYLES } from '../../core/tile-styles.js';
 import { ROME_CELL } from '../helpers/cog-fixture.js';
+import { temporalQueuePollers } from '../../api/temporal-queue-pollers.js';
+import { workerIdentity } from '../../core/worker-identity.js';
 import { startGateway } from '../helpers/gateway.js';
 import { TEST_NOW, startImageryCatalog, type ImageryCatalog } from '../helpers/imagery-fixtures.js';
 import { startXyzServer, type XyzServer } from '../helpers/xyz-server.js';
@@ -57,6 +59,8 @@ describe('Compound jobs on the Temporal dev server (live)', function () {
     gw = await startGateway({
       swarm: { backboneUrl: backbone.url },
       naming,
+      // As bin/start.ts wires it: a registered worker counts for routing only while it polls its queue.
+      pollers: temporalQueuePollers(client, namespace, Date.now),
       jobWaitMs: 60_000,
       jobRunner: () =>
         createTemporalJobRunner({
@@ -147,7 +151,7 @@ describe('Compound jobs on the Temporal dev server (live)', function () {
       );
     }
     const queue = stepQueue(ROME, [], naming);
-    const doomed = spawnHangingWorker(address, namespace, queue);
+    const doomed = spawnHangingWorker(address, namespace, queue, workerIdentity(a.publicKey));
     let rescuer: TemporalWorkers | undefined;
     try {
       await waitForLine(doomed, 'ready');
@@ -271,6 +275,7 @@ describe('The satellite → AI → map chain on the Temporal dev server (live)',
     gw = await startGateway({
       clock: () => TEST_NOW,
       naming,
+      pollers: temporalQueuePollers(client, namespace, Date.now),
       imagery: { stacUrl: catalog.stac.url },
       tiles: {
         templates: Object.fromEntries(TILE_STYLES.map((s) => [s, xyz.template('png')])) as TileConfig['templates'],
@@ -358,8 +363,8 @@ describe('The satellite → AI → map chain on the Temporal dev server (live)',
   });
 });
 
-function spawnHangingWorker(address: string, namespace: string, queue: string): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', HANGING_WORKER, address, namespace, queue], {
+function spawnHangingWorker(address: string, namespace: string, queue: string, identity: string): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', HANGING_WORKER, address, namespace, queue, identity], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
 }

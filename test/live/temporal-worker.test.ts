@@ -18,6 +18,7 @@ import { generateKeyPair } from '../../core/identity.js';
 import type { ComputeResponse } from '../../core/job-record.js';
 import { gatewayQueue, jobQueue, type QueueNaming } from '../../core/task-queues.js';
 import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
+import { temporalQueuePollers } from '../../api/temporal-queue-pollers.js';
 import { startGateway } from '../helpers/gateway.js';
 import { inferenceJob, signJob } from '../helpers/jobs.js';
 import { bundleWorkflows } from '../workflows/workflow-bundle.js';
@@ -62,6 +63,8 @@ describe('geofabric worker on Temporal (live)', function () {
   beforeEach(async () => {
     gw = await startGateway({
       naming,
+      // As bin/start.ts wires it: a registered worker counts for routing only while it polls its queue.
+      pollers: temporalQueuePollers(client, namespace, Date.now),
       jobWaitMs: 60_000,
       jobRunner: () =>
         createTemporalJobRunner({
