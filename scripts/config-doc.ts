@@ -57,6 +57,14 @@ export const DEV_ENV: Record<string, { where: string; description: string }> = {
   },
   CHROMIUM_PATH: { where: '`npm test`', description: 'browser for the dashboard test (default `/usr/bin/chromium`)' },
   TEST_LOG: { where: '`npm test`', description: "pino level of the test gateways' logs (default `silent`)" },
+  MCP_PYTHON: {
+    where: '`npm run test:live`',
+    description: 'a Python with the official `mcp` SDK (2.x): the live suite drives both MCP servers with it',
+  },
+  CI: {
+    where: '`npm run test:live`',
+    description: 'set by CI: a live suite whose prerequisite (`MCP_PYTHON`) is missing fails instead of skipping',
+  },
   RECORD_FIXTURES: {
     where: '`npm run test:live`',
     description: '`1` re-records the Temporal history fixture the unit suite replays',

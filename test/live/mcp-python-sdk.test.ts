@@ -56,7 +56,7 @@ describe('MCP servers with the official Python SDK (live)', function () {
     }
     dataDir = mkdtempSync(join(tmpdir(), 'geofabric-python-mcp-'));
     node = spawnGeofabric(['start'], {
-      PATH: process.env.PATH,
+      ...process.env,
       DATA_DIR: dataDir,
       PORT: '0',
       PERCEPTION_PORT: '0',
