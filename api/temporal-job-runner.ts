@@ -5,12 +5,17 @@
  * Search attributes let an operator find runs in the Temporal UI by cell, requester, epoch, step types and
  * status (`H3Cell = '861e8050fffffff' AND JobStatus = 'failed'`); the memo carries the budget and steps.
  */
-import { WorkflowFailedError, type Client } from '@temporalio/client';
+import {
+  WithStartWorkflowOperation,
+  WorkflowFailedError,
+  WorkflowUpdateFailedError,
+  type Client,
+} from '@temporalio/client';
 import { ServiceError } from '../core/errors.js';
 import type { ComputeResponse } from '../core/job-record.js';
 import type { ComputeJobInput } from '../core/job-steps.js';
 import { gatewayQueue, jobQueue, type QueueNaming } from '../core/task-queues.js';
-import type { ComputeJobTimeouts, computeJob } from '../workflows/compute-job.js';
+import { jobResultUpdate, type ComputeJobTimeouts, type computeJob } from '../workflows/compute-job.js';
 import { EPOCH, H3_CELL, JOB_STATUS, REQUESTER, STEP_TYPES } from '../workflows/search-attributes.js';
 import { withinWait, type JobRunner } from './job-runner.js';
 
@@ -28,7 +33,7 @@ export const workflowIdOf = (jobId: string): string => `job-${jobId}`;
 
 export function createTemporalJobRunner(deps: TemporalRunnerDeps): JobRunner {
   async function start(job: ComputeJobInput): Promise<ComputeResponse> {
-    const handle = await deps.client.workflow.start<typeof computeJob>('computeJob', {
+    const startRun = new WithStartWorkflowOperation<typeof computeJob>('computeJob', {
       taskQueue: jobQueue(deps.naming),
       workflowId: workflowIdOf(job.job_id),
       workflowIdConflictPolicy: 'USE_EXISTING',
@@ -51,9 +56,11 @@ export function createTemporalJobRunner(deps: TemporalRunnerDeps): JobRunner {
       staticSummary: `compute job ${job.job_id} in ${job.h3_cell}: ${job.steps.length} step(s)`,
     });
     try {
-      return await handle.result();
+      // Update-with-start: one call starts the run (or joins the open one) and returns when finishJob has
+      // answered, instead of long-polling the history for the close event.
+      return await deps.client.workflow.executeUpdateWithStart(jobResultUpdate, { startWorkflowOperation: startRun });
     } catch (error) {
-      if (error instanceof WorkflowFailedError) {
+      if (error instanceof WorkflowUpdateFailedError || error instanceof WorkflowFailedError) {
         throw new ServiceError('job_timeout', `job ${job.job_id} stopped before finishing (${error.message})`);
       }
       throw error;

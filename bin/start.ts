@@ -26,10 +26,10 @@ import { createApp } from '../api/app.js';
 import { createMetrics, type GatewayMetrics } from '../api/metrics.js';
 import { createEmbeddedJobRunner, type JobRunner } from '../api/job-runner.js';
 import { createTemporalJobRunner } from '../api/temporal-job-runner.js';
-import { backboneQueue, gatewayQueue, jobQueue } from '../core/task-queues.js';
+import { jobQueue } from '../core/task-queues.js';
 import { Client, Connection } from '@temporalio/client';
 import type { Logger } from 'pino';
-import { startTemporalWorkers } from './temporal-workers.js';
+import { gatewayQueueSpecs, startTemporalWorkers } from './temporal-workers.js';
 import { listenHttp } from '../api/http-server.js';
 import { ConfigError, DEFAULT_TILE_TEMPLATES, type Config } from './config.js';
 import { startDemoUpstream, type DemoUpstream } from './demo-upstream.js';
@@ -424,12 +424,8 @@ async function startOrchestration(
     address: config.temporal.address,
     namespace: config.temporal.namespace,
     logger,
-    queues: [
-      // sealEpoch runs its activity on its own queue: the job queue.
-      { taskQueue: jobQueue(config.naming), workflows: true, activities: seals },
-      { taskQueue: gatewayQueue(config.naming), activities: { ...compute.jobs, ...steps } },
-      { taskQueue: backboneQueue(config.naming), activities: { inferenceStep: steps.inferenceStep } },
-    ],
+    // sealEpoch runs its activity on its own queue: the job queue.
+    queues: gatewayQueueSpecs(config.naming, { jobs: compute.jobs, steps, extra: seals }),
   });
   workers.running.catch((error: unknown) => logger.error({ err: error }, 'temporal workers stopped'));
   const connection = await connectingToTemporal(config.temporal.address, 'gateway', () =>

@@ -12,13 +12,35 @@ import {
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import type { Logger } from 'pino';
+import type { JobActivities } from '../activities/compute/job-activities.js';
+import type { StepActivities } from '../activities/compute/step-activities.js';
+import { backboneQueue, gatewayQueue, jobQueue, type QueueNaming } from '../core/task-queues.js';
 import { connectingToTemporal } from './startup-errors.js';
+import { installTemporalRuntime } from './temporal-logger.js';
 
 export interface QueueSpec {
   taskQueue: string;
   activities?: object;
   /** Serve the compute-job and seal workflows on this queue. */
   workflows?: boolean;
+}
+
+/**
+ * A gateway's queues: the job queue runs the workflows and, as local activities, routeJob and finishJob (a
+ * local activity runs in the process of the workflow task, so this one must hold the gateway's stores), plus
+ * `extra` (the seal activities); the gateway queue serves the steps no cell worker takes, and routeJob and
+ * finishJob for runs started before they became local (workflows/compute-job.ts LOCAL_GATEWAY_PATCH); the
+ * backbone queue serves inference.
+ */
+export function gatewayQueueSpecs(
+  naming: QueueNaming,
+  { jobs, steps, extra }: { jobs: JobActivities; steps: StepActivities; extra?: object },
+): QueueSpec[] {
+  return [
+    { taskQueue: jobQueue(naming), workflows: true, activities: { ...extra, ...jobs } },
+    { taskQueue: gatewayQueue(naming), activities: { ...jobs, ...steps } },
+    { taskQueue: backboneQueue(naming), activities: { inferenceStep: steps.inferenceStep } },
+  ];
 }
 
 export interface TemporalWorkersOptions {
@@ -48,6 +70,7 @@ export interface TemporalWorkers {
 }
 
 export async function startTemporalWorkers(options: TemporalWorkersOptions): Promise<TemporalWorkers> {
+  installTemporalRuntime(options.logger); // the SDK's and Core's logs as the process's JSON lines
   const connection = await connectingToTemporal(options.address, options.role ?? 'gateway', () =>
     NativeConnection.connect({ address: options.address }),
   );

@@ -5,7 +5,17 @@
  * the settlement entry and the stored job. Deterministic: it imports `core/` and activity types only.
  */
 import { ApplicationFailure, TimeoutFailure, TimeoutType } from '@temporalio/common';
-import { proxyActivities, upsertSearchAttributes, type ActivityOptions } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  condition,
+  defineUpdate,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  upsertSearchAttributes,
+  type ActivityOptions,
+} from '@temporalio/workflow';
 import type { JobActivities, StepRoute } from '../activities/compute/job-activities.js';
 import type { StepActivities } from '../activities/compute/step-activities.js';
 import type { ComputeResponse } from '../core/job-record.js';
@@ -39,14 +49,36 @@ export interface ComputeJobArgs {
   timeouts?: Partial<ComputeJobTimeouts>;
 }
 
+/**
+ * The finished job (the ComputeResponse), for whoever starts or joins the run: the gateway sends it with the
+ * start (update-with-start) and learns the answer the moment finishJob returns, without polling the history.
+ */
+export const jobResultUpdate = defineUpdate<ComputeResponse>('jobResult');
+
+/**
+ * Runs from this version on: routeJob and finishJob run as local activities in the gateway process that runs
+ * the workflow (no task-queue round trip), and a failed job fails the workflow. Runs started before it replay
+ * the old commands (remote activities on the gateway queue, a completed workflow).
+ */
+export const LOCAL_GATEWAY_PATCH = 'gateway-local-activities';
+
 export async function computeJob(args: ComputeJobArgs): Promise<ComputeResponse> {
   const { job } = args;
   const timeouts = { ...DEFAULT_JOB_TIMEOUTS, ...args.timeouts };
-  const gateway = proxyActivities<JobActivities>({
-    taskQueue: args.gatewayQueue,
-    startToCloseTimeout: '30 s',
-    retry: { initialInterval: '1 s', backoffCoefficient: 2, maximumInterval: '30 s', maximumAttempts: 10 },
+  const answer: { response?: ComputeResponse } = {};
+  setHandler(jobResultUpdate, async () => {
+    await condition(() => answer.response !== undefined);
+    return answer.response!;
   });
+  const local = patched(LOCAL_GATEWAY_PATCH);
+  const gatewayRetry = { initialInterval: '1 s', backoffCoefficient: 2, maximumInterval: '30 s', maximumAttempts: 10 };
+  const gateway = local
+    ? proxyLocalActivities<JobActivities>({ startToCloseTimeout: '30 s', retry: gatewayRetry })
+    : proxyActivities<JobActivities>({
+        taskQueue: args.gatewayQueue,
+        startToCloseTimeout: '30 s',
+        retry: gatewayRetry,
+      });
 
   let result: ScheduleResult;
   let routes: Record<string, StepRoute> | undefined;
@@ -67,7 +99,9 @@ export async function computeJob(args: ComputeJobArgs): Promise<ComputeResponse>
       },
       async (step, dependency) => {
         const { type, input } = stepActivityInput(job, specs.get(step.id)!, dependency);
-        const activities = onQueue(routes[step.id]!.queue);
+        const queue = routes[step.id]!.queue;
+        // The Web UI shows it on the step's activity: an operator reads the run without decoding payloads.
+        const activities = onQueue(queue, `step ${step.id}: ${type} on ${queue}`);
         const run = await (
           activities[STEP_ACTIVITY[type]] as (i: typeof input) => ReturnType<StepActivities['inferenceStep']>
         )(input);
@@ -81,18 +115,37 @@ export async function computeJob(args: ComputeJobArgs): Promise<ComputeResponse>
       describeWorkflowStepError,
     );
   }
-  const response = await gateway.finishJob(job, result!);
+  const response = (answer.response = await gateway.finishJob(job, result!));
   upsertSearchAttributes([{ key: JOB_STATUS, value: response.status }]);
+  if (local) {
+    await condition(allHandlersFinished); // the answer reaches the gateway before the run closes
+    if (response.status === 'failed') throw jobFailure(response);
+  }
   return response;
 }
 
-/** One activity proxy per queue: steps on the gateway's own queue need no queue-wait limit. */
+/**
+ * A failed job as the workflow's failure (status Failed in Temporal): type = the error code, message = the
+ * step and the detail, non-retryable; the first detail is the ComputeResponse, as stored.
+ */
+export function jobFailure(response: ComputeResponse): ApplicationFailure {
+  const error = response.error;
+  const where = error?.step_id ? `step "${error.step_id}": ` : '';
+  return ApplicationFailure.create({
+    type: error?.code ?? 'job_failed',
+    message: `job ${response.job_id} failed: ${where}${error?.detail ?? 'no detail'}`,
+    nonRetryable: true,
+    details: [response],
+  });
+}
+
+/** Activity options per queue: steps on the gateway's own queue need no queue-wait limit. */
 function stepProxies(gatewayQueue: string, timeouts: ComputeJobTimeouts) {
-  const proxies = new Map<string, StepActivities>();
-  return (queue: string): StepActivities => {
-    let proxy = proxies.get(queue);
-    if (!proxy) {
-      const options: ActivityOptions = {
+  const proxies = new Map<string, ActivityOptions>();
+  return (queue: string, summary: string): StepActivities => {
+    let options = proxies.get(queue);
+    if (!options) {
+      options = {
         taskQueue: queue,
         startToCloseTimeout: timeouts.stepMs,
         heartbeatTimeout: timeouts.heartbeatMs,
@@ -104,10 +157,9 @@ function stepProxies(gatewayQueue: string, timeouts: ComputeJobTimeouts) {
         },
       };
       if (queue !== gatewayQueue) options.scheduleToStartTimeout = timeouts.queueWaitMs;
-      proxy = proxyActivities<StepActivities>(options);
-      proxies.set(queue, proxy);
+      proxies.set(queue, options);
     }
-    return proxy;
+    return proxyActivities<StepActivities>({ ...options, summary });
   };
 }
 

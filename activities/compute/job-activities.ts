@@ -221,10 +221,8 @@ export function createJobActivities(deps: JobActivityDeps) {
         },
         ...(result.error ? { error: result.error } : {}),
       };
-      const finished = await deps.jobs.finish(jobRecordOf(job, status, response, deps.clock()));
-      // Posted from the stored job, not this attempt's answer: a duplicate finish posts the very same entries.
-      if (deps.ledger) await postJobEntries(deps, deps.ledger, finished, finished.response ?? response);
-      // Each swarm worker that ran a step counts the job once (the registry ignores a repeated job id).
+      // Each swarm worker that ran a step counts the job once (the registry ignores a repeated job id); the counts
+      // do not depend on the stored job, so they are written while it is.
       const workers = new Set(
         result.steps.flatMap((s) =>
           s.status === 'complete' && s.worker_pk && s.worker_pk !== BACKBONE_WORKER && s.worker_pk !== deps.nodePk
@@ -232,7 +230,15 @@ export function createJobActivities(deps: JobActivityDeps) {
             : [],
         ),
       );
-      for (const pk of workers) await deps.workers.recordOutcome(pk, 'completed', job.job_id);
+      const finishing = deps.jobs.finish(jobRecordOf(job, status, response, deps.clock())).then(async (finished) => {
+        // Posted from the stored job, not this attempt's answer: a duplicate finish posts the very same entries.
+        if (deps.ledger) await postJobEntries(deps, deps.ledger, finished, finished.response ?? response);
+        return finished;
+      });
+      const [finished] = await Promise.all([
+        finishing,
+        ...[...workers].map((pk) => deps.workers.recordOutcome(pk, 'completed', job.job_id)),
+      ]);
       if (deps.ledger && deps.onJobPosted) {
         try {
           deps.onJobPosted(job.job_id);
@@ -281,9 +287,11 @@ async function postJobEntries(
     if (s.worker_pk && s.worker_pk !== BACKBONE_WORKER) earners.add(s.worker_pk);
     if (s.relay_pk) earners.add(s.relay_pk);
   }
-  for (const pk of earners) {
-    if (!tiers.has(pk)) tiers.set(pk, (await deps.workers.get(pk))?.hardware_tier ?? null);
-  }
+  await Promise.all(
+    [...earners]
+      .filter((pk) => !tiers.has(pk))
+      .map(async (pk) => tiers.set(pk, (await deps.workers.get(pk))?.hardware_tier ?? null)),
+  );
   const entries = jobLedgerEntries({
     response,
     requesterPk: finished.requester_pk,

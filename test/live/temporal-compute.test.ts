@@ -5,7 +5,8 @@ import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { Client, Connection, type WorkflowExecutionInfo } from '@temporalio/client';
+import { Client, Connection, WorkflowFailedError, type WorkflowExecutionInfo } from '@temporalio/client';
+import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { pino } from 'pino';
 import { withHeartbeats } from '../../activities/compute/heartbeat.js';
@@ -78,7 +79,7 @@ describe('Compound jobs on the Temporal dev server (live)', function () {
       workflowBundle: await bundleWorkflows(),
       gracefulShutdownMs: 1_000,
       queues: [
-        { taskQueue: jobQueue(naming), workflows: true },
+        { taskQueue: jobQueue(naming), workflows: true, activities: gw.compute.jobs },
         { taskQueue: gatewayQueue(naming), activities: { ...gw.compute.jobs, ...gw.compute.steps } },
         { taskQueue: backboneQueue(naming), activities: { inferenceStep: gw.compute.steps.inferenceStep } },
       ],
@@ -117,6 +118,19 @@ describe('Compound jobs on the Temporal dev server (live)', function () {
     assert.equal(attributes.get(EPOCH), job.epoch);
     assert.deepEqual(attributes.get(STEP_TYPES), ['inference']);
     assert.equal(attributes.get(JOB_STATUS), 'complete');
+    // Routing and finishing ran in the gateway's workflow worker (local activities): one activity task, the step,
+    // whose summary the Web UI shows.
+    const events = (await handle.fetchHistory()).events ?? [];
+    const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes);
+    assert.deepEqual(
+      scheduled.map((e) => e.activityTaskScheduledEventAttributes!.activityType?.name),
+      ['inferenceStep'],
+    );
+    assert.equal(
+      defaultPayloadConverter.fromPayload(scheduled[0]!.userMetadata!.summary!),
+      `step ask: inference on ${backboneQueue(naming)}`,
+    );
+    assert.equal(events.filter((e) => e.markerRecordedEventAttributes).length, 3, 'patch, routeJob, finishJob');
     const found = await pollList(
       client,
       `H3Cell = '${ROME}' AND JobStatus = 'complete' AND WorkflowId = '${handle.workflowId}'`,
@@ -239,7 +253,29 @@ describe('Compound jobs on the Temporal dev server (live)', function () {
     assert.equal((res.body as { error: string }).error, 'no_workers');
     assert.equal((res.body as { step_id: string }).step_id, 'ask');
     const handle = client.workflow.getHandle(workflowIdOf((res.body as { job_id: string }).job_id));
-    assert.equal((await handle.describe()).typedSearchAttributes.get(JOB_STATUS), 'failed');
+    const described = await handle.describe();
+    assert.equal(described.typedSearchAttributes.get(JOB_STATUS), 'failed');
+    // An operator sees a failed job as a failed workflow, its failure naming the code, the step and the detail.
+    assert.equal(described.status.name, 'FAILED');
+    const failed = await handle.result().then(
+      () => assert.fail('the workflow of a failed job completed'),
+      (error: unknown) => error,
+    );
+    assert.ok(failed instanceof WorkflowFailedError, String(failed));
+    const cause = failed.cause;
+    assert.ok(cause instanceof ApplicationFailure, String(cause));
+    assert.equal(cause.type, 'no_workers');
+    assert.equal(cause.nonRetryable, true);
+    assert.match(cause.message, /step "ask": .*no eligible worker/);
+    assert.equal((cause.details?.[0] as ComputeResponse).status, 'failed');
+    const listed = await pollList(client, `WorkflowId = '${handle.workflowId}' AND ExecutionStatus = 'Failed'`);
+    assert.deepEqual(
+      listed.map((run) => run.status.name),
+      ['FAILED'],
+    );
+    // The answer is the stored job's, as on the embedded runner.
+    const stored = await gw.get(`/v1/compute/${(res.body as { job_id: string }).job_id}`);
+    assert.equal((stored.body as ComputeResponse).status, 'failed');
   });
 });
 
@@ -290,7 +326,7 @@ describe('The satellite → AI → map chain on the Temporal dev server (live)',
       workflowBundle: await bundleWorkflows(),
       gracefulShutdownMs: 1_000,
       queues: [
-        { taskQueue: jobQueue(naming), workflows: true },
+        { taskQueue: jobQueue(naming), workflows: true, activities: gw.compute.jobs },
         { taskQueue: gatewayQueue(naming), activities: { ...gw.compute.jobs, ...gw.compute.steps } },
         { taskQueue: backboneQueue(naming), activities: { inferenceStep: gw.compute.steps.inferenceStep } },
       ],

@@ -142,7 +142,7 @@ describe('geofabric worker on Temporal (live)', function () {
       workflowBundle: await bundleWorkflows(),
       gracefulShutdownMs: 1_000,
       queues: [
-        { taskQueue: jobQueue(naming), workflows: true },
+        { taskQueue: jobQueue(naming), workflows: true, activities: gw.compute.jobs },
         {
           taskQueue: gatewayQueue(naming),
           activities: { ...gw.compute.jobs, ...withHeartbeats(gw.compute.steps, 1_000) },
@@ -205,7 +205,7 @@ describe('geofabric worker on Temporal (live)', function () {
         workflowBundle: await bundleWorkflows(),
         gracefulShutdownMs: 1_000,
         queues: [
-          { taskQueue: jobQueue(naming), workflows: true },
+          { taskQueue: jobQueue(naming), workflows: true, activities: gw.compute.jobs },
           {
             taskQueue: gatewayQueue(naming),
             activities: { ...gw.compute.jobs, ...withHeartbeats(gw.compute.steps, 1_000) },

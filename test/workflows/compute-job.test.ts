@@ -27,6 +27,9 @@ import { bundleWorkflows, sharedWorkflowBundle } from './workflow-bundle.js';
 // Recorded against the dev server by `RECORD_FIXTURES=1 npm run test:live` (test/live/temporal-compute.test.ts);
 // re-record only when computeJob changes on purpose (and version the change, as running workflows would need).
 const FIXTURE = fileURLToPath(new URL('../fixtures/compute-job-history.json', import.meta.url));
+// A run started before LOCAL_GATEWAY_PATCH (routeJob and finishJob on the gateway queue): still open at a
+// deploy, it must replay on the current code.
+const FIXTURE_V1 = fileURLToPath(new URL('../fixtures/compute-job-history-v1.json', import.meta.url));
 const DRIFTED = fileURLToPath(new URL('./fixtures/compute-job-drifted.ts', import.meta.url));
 
 describe('computeJob workflow without a server', function () {
@@ -45,6 +48,13 @@ describe('computeJob workflow without a server', function () {
 
   it('replays the recorded history of a job against the current workflow code', async () => {
     const history = historyFromJSON(JSON.parse(readFileSync(FIXTURE, 'utf8')));
+    await Worker.runReplayHistory({ workflowBundle: bundle }, history);
+  });
+
+  it('replays a history recorded before the gateway activities became local (patched)', async () => {
+    const history = historyFromJSON(JSON.parse(readFileSync(FIXTURE_V1, 'utf8')));
+    const markers = (history.events ?? []).filter((e) => e.markerRecordedEventAttributes);
+    assert.equal(markers.length, 0, 'the old history has no patch marker');
     await Worker.runReplayHistory({ workflowBundle: bundle }, history);
   });
 
