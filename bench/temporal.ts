@@ -5,7 +5,7 @@
  * Workers run in this process against an instant OpenAI-compatible runtime (the backbone), so the figures are
  * orchestration: Temporal's round trips and Geofabric's own activities, never inference.
  *
- * BENCH_JOBS: sequential jobs per latency figure (default 40); BENCH_CONCURRENT_JOBS: jobs for the
+ * BENCH_TEMPORAL_JOBS: sequential jobs per latency figure (default 40); BENCH_TEMPORAL_CONCURRENT_JOBS: jobs for the
  * throughput figure at 16 concurrent clients (default 200).
  */
 import { execFileSync } from 'node:child_process';
@@ -27,8 +27,8 @@ import { startFakeRuntime } from '../test/helpers/fake-openai-runtime.js';
 import { startGateway, type TestGateway } from '../test/helpers/gateway.js';
 import { signJob } from '../test/helpers/jobs.js';
 
-const SEQUENTIAL = Number(process.env.BENCH_JOBS ?? 40);
-const CONCURRENT_JOBS = Number(process.env.BENCH_CONCURRENT_JOBS ?? 200);
+const SEQUENTIAL = Number(process.env.BENCH_TEMPORAL_JOBS ?? 40);
+const CONCURRENT_JOBS = Number(process.env.BENCH_TEMPORAL_CONCURRENT_JOBS ?? 200);
 const CONCURRENCY = 16;
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -128,8 +128,8 @@ async function benchRunner(gw: TestGateway, afterSingle?: () => Promise<void>) {
 }
 
 /** Where one job's time went: its history's events, in ms from the first. */
-async function timeline(client: Client, jobId: string, totalMs: number): Promise<string> {
-  const history = await client.workflow.getHandle(workflowIdOf(jobId)).fetchHistory();
+async function timeline(client: Client, workflowId: string, what: string, totalMs: number): Promise<string> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
   const events = history.events ?? [];
   const t0 = tsToMs(events[0]?.eventTime);
   const rows = events.map((e) => {
@@ -138,7 +138,7 @@ async function timeline(client: Client, jobId: string, totalMs: number): Promise
     const name = attributes?.replace(/EventAttributes$/, '') ?? '?';
     return `+${String(tsToMs(e.eventTime) - t0).padStart(4)} ms ${name}`;
   });
-  return `one single-step job on temporal, ${totalMs.toFixed(0)} ms at the client; its history:\n    ${rows.join('\n    ')}`;
+  return `${what}, ${totalMs.toFixed(0)} ms at the client; its history:\n    ${rows.join('\n    ')}`;
 }
 
 async function benchFloor(address: string, namespace: string) {
@@ -156,13 +156,18 @@ async function benchFloor(address: string, namespace: string) {
   });
   const running = worker.run();
   const client = new Client({ connection: await Connection.connect({ address }), namespace });
+  const lastRun = { workflowId: '', ms: 0 };
   const run = async () => {
-    await client.workflow.execute('oneActivity', { taskQueue, workflowId: `floor-${randomUUID()}` });
+    const t = performance.now();
+    const workflowId = `floor-${randomUUID()}`;
+    await client.workflow.execute('oneActivity', { taskQueue, workflowId });
+    Object.assign(lastRun, { workflowId, ms: performance.now() - t });
   };
   try {
     const latency = await measure(run, SEQUENTIAL);
+    const story = await timeline(client, lastRun.workflowId, 'one bare one-activity workflow', lastRun.ms);
     const perSecond = await throughput(run, CONCURRENT_JOBS);
-    return { ...latency, perSecond };
+    return { ...latency, perSecond, story };
   } finally {
     worker.shutdown();
     await running;
@@ -207,7 +212,7 @@ async function main() {
     });
     let story = '';
     const onTemporal = await benchRunner(gw, async () => {
-      story = await timeline(client, last.jobId, last.ms);
+      story = await timeline(client, workflowIdOf(last.jobId), 'one single-step job on temporal', last.ms);
     }).finally(async () => {
       await workers.shutdown();
       await gw.close();
@@ -224,6 +229,7 @@ async function main() {
       `  engine floor: one-activity workflow, client.workflow.execute p50 ${fmt(floor.p50)}, p99 ${fmt(floor.p99)}`,
     );
     console.log(`  ${story}`);
+    console.log(`  ${floor.story}`);
     console.log(`throughput, ${CONCURRENT_JOBS} single-step jobs at ${CONCURRENCY} concurrent:`);
     console.log(`  embedded ${onEmbedded.perSecond.toFixed(1)} jobs/s`);
     console.log(`  temporal ${onTemporal.perSecond.toFixed(1)} jobs/s`);

@@ -45,6 +45,14 @@ export const DEV_ENV: Record<string, { where: string; description: string }> = {
     where: '`npm run bench:load`',
     description: 'records a worker node pushes through sync during the compute scenario (default 5,000)',
   },
+  BENCH_TEMPORAL_JOBS: {
+    where: '`npm run bench:temporal`',
+    description: 'sequential jobs per latency figure (default 40)',
+  },
+  BENCH_TEMPORAL_CONCURRENT_JOBS: {
+    where: '`npm run bench:temporal`',
+    description: 'jobs (and bare workflows) of the throughput figure at 16 concurrent clients (default 200)',
+  },
   BENCH_LOAD_KEEP: {
     where: '`npm run bench:load`',
     description: "`1` keeps the service's `DATA_DIR` after the run (a failed run always keeps it)",

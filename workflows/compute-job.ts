@@ -130,10 +130,13 @@ export async function computeJob(args: ComputeJobArgs): Promise<ComputeResponse>
  */
 export function jobFailure(response: ComputeResponse): ApplicationFailure {
   const error = response.error;
-  const where = error?.step_id ? `step "${error.step_id}": ` : '';
+  const detail = error?.detail ?? 'no detail';
+  const named = error?.step_id ? `step "${error.step_id}"` : '';
+  // A routing failure's detail names its step already.
+  const where = named && !detail.startsWith(named) ? `${named}: ` : '';
   return ApplicationFailure.create({
     type: error?.code ?? 'job_failed',
-    message: `job ${response.job_id} failed: ${where}${error?.detail ?? 'no detail'}`,
+    message: `job ${response.job_id} failed: ${where}${detail}`,
     nonRetryable: true,
     details: [response],
   });

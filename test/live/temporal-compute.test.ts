@@ -266,7 +266,7 @@ describe('Compound jobs on the Temporal dev server (live)', function () {
     assert.ok(cause instanceof ApplicationFailure, String(cause));
     assert.equal(cause.type, 'no_workers');
     assert.equal(cause.nonRetryable, true);
-    assert.match(cause.message, /step "ask": .*no eligible worker/);
+    assert.match(cause.message, /failed: step "ask": no eligible worker/);
     assert.equal((cause.details?.[0] as ComputeResponse).status, 'failed');
     const listed = await pollList(client, `WorkflowId = '${handle.workflowId}' AND ExecutionStatus = 'Failed'`);
     assert.deepEqual(
@@ -389,13 +389,8 @@ describe('The satellite → AI → map chain on the Temporal dev server (live)',
       const a = e.activityTaskScheduledEventAttributes;
       return a ? [`${a.activityType?.name}@${a.taskQueue?.name?.split('/')[1]}`] : [];
     });
-    assert.deepEqual(scheduled, [
-      'routeJob@gateway',
-      'imageProcessStep@gateway',
-      'inferenceStep@backbone',
-      'tileRenderStep@gateway',
-      'finishJob@gateway',
-    ]);
+    // routeJob and finishJob ran as local activities in the gateway's workflow worker: only the steps crossed a queue.
+    assert.deepEqual(scheduled, ['imageProcessStep@gateway', 'inferenceStep@backbone', 'tileRenderStep@gateway']);
   });
 });
 
