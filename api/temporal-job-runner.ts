@@ -1,6 +1,7 @@
 /**
  * The `temporal` JobRunner: one `computeJob` workflow per job, id `job-<job_id>`, on the job
- * queue. A replayed request while the run is open attaches to it (conflict policy USE_EXISTING); a job the
+ * queue, started by update-with-start so the answer comes back with the `jobResult` update (docs/architecture.md).
+ * A replayed request while the run is open attaches to it (conflict policy USE_EXISTING); a job the
  * store re-opened after a transient failure starts a new run under the same id (reuse ALLOW_DUPLICATE).
  * Search attributes let an operator find runs in the Temporal UI by cell, requester, epoch, step types and
  * status (`H3Cell = '861e8050fffffff' AND JobStatus = 'failed'`); the memo carries the budget and steps.
@@ -8,6 +9,7 @@
 import {
   WithStartWorkflowOperation,
   WorkflowFailedError,
+  WorkflowNotFoundError,
   WorkflowUpdateFailedError,
   type Client,
 } from '@temporalio/client';
@@ -60,7 +62,12 @@ export function createTemporalJobRunner(deps: TemporalRunnerDeps): JobRunner {
       // answered, instead of long-polling the history for the close event.
       return await deps.client.workflow.executeUpdateWithStart(jobResultUpdate, { startWorkflowOperation: startRun });
     } catch (error) {
-      if (error instanceof WorkflowUpdateFailedError || error instanceof WorkflowFailedError) {
+      // The run closed without answering (timed out, terminated): the update finds no open run to wait on.
+      const stopped =
+        error instanceof WorkflowUpdateFailedError ||
+        error instanceof WorkflowFailedError ||
+        error instanceof WorkflowNotFoundError;
+      if (stopped) {
         throw new ServiceError('job_timeout', `job ${job.job_id} stopped before finishing (${error.message})`);
       }
       throw error;

@@ -1,8 +1,9 @@
 /**
  * The compound-job workflow: one run per job, workflow id `job-<job_id>`. It routes the steps
- * (a gateway activity reads the worker registry), runs the shared scheduler (core/job-scheduler.ts) with
- * each step as an activity on its task queue, then has the gateway write the `compute/job` proof record,
- * the settlement entry and the stored job. Deterministic: it imports `core/` and activity types only.
+ * (a gateway local activity reads the worker registry), runs the shared scheduler (core/job-scheduler.ts)
+ * with each step as an activity on its task queue, then has the gateway write the `compute/job` proof record,
+ * the settlement entry and the stored job; the answer goes to the `jobResult` update, and a failed job fails
+ * the run. Deterministic: it imports `core/` and activity types only.
  */
 import { ApplicationFailure, TimeoutFailure, TimeoutType } from '@temporalio/common';
 import {
