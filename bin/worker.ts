@@ -268,7 +268,11 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
         imagery: createImageryActivities({ config: config.imagery, proofs: writer, clock, logger }),
         // sensor_fusion reads the signed readings the gateway holds, each re-verified here.
         fusion: {
-          source: httpTelemetrySource({ gatewayUrl: config.gatewayUrl, genesisMs: config.epochGenesisMs, epochMs: EPOCH_MS }),
+          source: httpTelemetrySource({
+            gatewayUrl: config.gatewayUrl,
+            genesisMs: config.epochGenesisMs,
+            epochMs: EPOCH_MS,
+          }),
           genesisMs: config.epochGenesisMs,
           epochMs: EPOCH_MS,
         },

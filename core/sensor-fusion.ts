@@ -157,7 +157,8 @@ export function fusionWindow(spec: WindowSpec, genesisMs: number, epochMs: numbe
     return pass(window);
   };
   if (spec.epoch !== undefined) {
-    if (!Number.isSafeInteger(genesisMs + (spec.epoch + 1) * epochMs)) return fail('invalid_date', 'epoch is out of range');
+    if (!Number.isSafeInteger(genesisMs + (spec.epoch + 1) * epochMs))
+      return fail('invalid_date', 'epoch is out of range');
     const { start, end } = epochWindow(spec.epoch, genesisMs, epochMs);
     return of(start, end);
   }
@@ -180,4 +181,5 @@ export function fusionWindow(spec: WindowSpec, genesisMs: number, epochMs: numbe
 }
 
 /** How many cell-epochs a step covers: what it is priced by. */
-export const cellEpochs = (cells: number, window: FusionWindow): number => cells * (window.epochTo - window.epochFrom + 1);
+export const cellEpochs = (cells: number, window: FusionWindow): number =>
+  cells * (window.epochTo - window.epochFrom + 1);

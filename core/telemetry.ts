@@ -160,14 +160,21 @@ const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\
  * moved past). A reading ahead of the clock but in the next epoch is refused too: writing it would close the
  * current epoch for this node's writer.
  */
-export function checkReading(reading: ReadingInput, index: number, clock: ReadingClock): CheckedReading | ReadingRefusal {
+export function checkReading(
+  reading: ReadingInput,
+  index: number,
+  clock: ReadingClock,
+): CheckedReading | ReadingRefusal {
   const refuse = (code: ReadingRefusal['code'], detail: string): ReadingRefusal => ({ index, code, detail });
   if (!isQuantity(reading.quantity)) {
     return refuse('unknown_quantity', `quantity "${reading.quantity}" is not one of ${QUANTITY_NAMES.join(', ')}`);
   }
   const quantity: Quantity = QUANTITIES[reading.quantity];
   if (reading.unit !== quantity.unit) {
-    return refuse('unit_mismatch', `${reading.quantity} is reported in "${quantity.unit}" (UCUM), not "${reading.unit}"`);
+    return refuse(
+      'unit_mismatch',
+      `${reading.quantity} is reported in "${quantity.unit}" (UCUM), not "${reading.unit}"`,
+    );
   }
   if (!Number.isFinite(reading.value) || reading.value < quantity.min || reading.value > quantity.max) {
     return refuse(
@@ -184,11 +191,17 @@ export function checkReading(reading: ReadingInput, index: number, clock: Readin
   const epoch = epochAt(observedMs, clock.genesisMs, clock.epochMs);
   const current = epochAt(clock.nowMs, clock.genesisMs, clock.epochMs);
   if (epoch > current) {
-    return refuse('reading_in_future', `observed_at falls in epoch ${epoch}, which has not opened yet (now ${current})`);
+    return refuse(
+      'reading_in_future',
+      `observed_at falls in epoch ${epoch}, which has not opened yet (now ${current})`,
+    );
   }
   if (epoch < clock.oldestEpoch) {
     const since = new Date(epochWindow(clock.oldestEpoch, clock.genesisMs, clock.epochMs).start).toISOString();
-    return refuse('reading_too_old', `the proof store accepts readings observed since ${since} (epoch ${clock.oldestEpoch})`);
+    return refuse(
+      'reading_too_old',
+      `the proof store accepts readings observed since ${since} (epoch ${clock.oldestEpoch})`,
+    );
   }
   return {
     index,

@@ -82,7 +82,10 @@ export const telemetryRoutes = (telemetry: TelemetryActivities) => [
       body: telemetryBatchSchema,
       responses: {
         200: { description: 'Every reading accepted', schema: telemetryIngestSchema },
-        207: { description: 'Some readings accepted, the others refused with a code each', schema: telemetryIngestSchema },
+        207: {
+          description: 'Some readings accepted, the others refused with a code each',
+          schema: telemetryIngestSchema,
+        },
         422: { description: 'No reading accepted (`readings_refused`)', schema: telemetryRefusedSchema },
       },
       errors: ['invalid_request', 'readings_refused', 'storage_full'],

@@ -54,7 +54,10 @@ export const telemetryRefusedSchema = telemetryIngestSchema.extend({
 
 export const telemetryQueryDocs = z.object({
   cell: z.string().describe('H3 cell: readings of devices in it (any finer resolution)'),
-  quantity: z.string().optional().describe(`One of ${QUANTITY_NAMES.join(', ')}`),
+  quantity: z
+    .string()
+    .optional()
+    .describe(`One of ${QUANTITY_NAMES.join(', ')}`),
   from: z.string().optional().describe('Phenomenon time from (YYYY-MM-DD or ISO 8601 UTC), inclusive'),
   to: z.string().optional().describe('Phenomenon time to, inclusive (a date alone: its whole day)'),
   limit: z.string().optional().describe('Records scanned per page, 1–1000 (default 100)'),
