@@ -282,7 +282,7 @@ describe('job steps: activity inputs (docs/protocol.md §2.2 rules 1, 2)', () =>
       type: 'sensor_fusion',
       input: { job_id: j.job_id, step_id: 'fuse', quantity: 'pm10', h3_cell: j.h3_cell, rings: 0, job_epoch: j.epoch },
     });
-    const there = stepActivityInput(j, stepOf(j, 'there'), undefined).input as Record<string, unknown>;
+    const there = stepActivityInput(j, stepOf(j, 'there'), undefined).input as unknown as Record<string, unknown>;
     assert.equal(there.h3_cell, '851e8053fffffff');
     assert.equal(there.rings, 2);
     assert.equal(there.epoch, 5);
