@@ -9,6 +9,8 @@ import { DEFAULT_EPOCH_GENESIS_MS } from '../../core/epoch.js';
 import { signRequestBody } from '../../core/gates/signature.js';
 import { generateKeyPair, type KeyPair } from '../../core/identity.js';
 import { checkRecord } from '../../core/proof-record.js';
+import { verifyReceipt, type JobReceipt } from '../../core/receipt.js';
+import { sealThrough } from '../helpers/proofs.js';
 import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
 import { startGateway, type TestResponse } from '../helpers/gateway.js';
 import { signJob } from '../helpers/jobs.js';
@@ -347,6 +349,34 @@ describe('IoT telemetry and sensor fusion (POST/GET /v1/telemetry, sensor_fusion
         (m) => m.role === 'system' && m.content.includes('Output of the job\'s step "fuse"'),
       );
       assert.ok(context && context.content.includes('"value":13.5'), JSON.stringify(messages));
+    });
+
+    it("puts the fusion's signed inputs in the job receipt, which recomputes the fusion from them", async () => {
+      const runtime = await startFakeRuntime(BACKBONE_MODEL, () => ({ content: 'fine' }));
+      runtimes.push(runtime);
+      const gw = await gateway({ swarm: { backboneUrl: runtime.url } });
+      await seed(gw);
+      const signed = signJob(generateKeyPair(), fusionJob());
+      const res = await gw.post('/v1/compute', signed.body, signed.headers);
+      assert.equal(res.status, 200, res.text);
+      const jobId = (res.body as { job_id: string }).job_id;
+      await gw.writer.flush();
+      await sealThrough(gw.proofs, gw.node, EPOCH + 1);
+      const receipt = (await gw.get(`/v1/compute/${jobId}/receipt`)).body as JobReceipt;
+      const inputs = receipt.records.filter((r) => r.role === 'input');
+      assert.equal(inputs.length, 10);
+      assert.ok(inputs.every((r) => r.step_id === 'fuse' && r.seal !== null));
+      const verdict = verifyReceipt(receipt, { sealerPk: gw.node.publicKey });
+      assert.ok(verdict.ok, JSON.stringify(verdict.checks.filter((c) => !c.ok)));
+      assert.match(verdict.checks.find((c) => c.name === 'fusion_inputs')!.detail, /1 fusion step\(s\) recomputed/);
+      // An input dropped, or a reading's value changed, is caught.
+      const dropped = structuredClone(receipt);
+      dropped.records = dropped.records.filter((r) => r.record_id !== inputs[0]!.record_id);
+      assert.equal(verifyReceipt(dropped).failedCheck, 'fusion_inputs');
+      const forged = structuredClone(receipt);
+      const input = forged.records.find((r) => r.role === 'input')!;
+      (input.record!.payload as { value: number }).value = 50;
+      assert.equal(verifyReceipt(forged).failedCheck, 'fusion_inputs');
     });
 
     it('prices by cell-epochs covered: rings 1 over a 3-epoch window is 7 × 3 × 0.0005', async () => {
