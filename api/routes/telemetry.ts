@@ -140,6 +140,9 @@ function listQuery(query: Record<string, string | string[] | undefined>): Check<
   if (!from.ok) return from;
   const to = parseDateParam(query.to, 'to', 'end');
   if (!to.ok) return to;
+  if (from.value !== undefined && to.value !== undefined && from.value > to.value) {
+    return fail('invalid_date', 'from is after to');
+  }
   const limit = integerParam(
     query.limit,
     'limit',
