@@ -125,6 +125,7 @@ export interface ReadingRefusal {
     | 'reading_too_old'
     | 'invalid_date'
     | 'rate_limit'
+    | 'record_conflict'
   >;
   detail: string;
 }

@@ -155,11 +155,21 @@ export function createTelemetryActivities(deps: TelemetryDeps) {
           continue;
         }
         records.forEach((record, i) => {
+          const sent = group[i]!;
           const payload = telemetryPayloadOf(record.payload);
+          // The device already reported this instant with another value: the stored reading stands.
+          if (payload !== null && payload.value !== sent.value) {
+            refused.push({
+              index: sent.index,
+              code: 'record_conflict',
+              detail: `${sent.quantity} at ${sent.observed_at} is already stored with the value ${payload.value} (${record.id})`,
+            });
+            return;
+          }
           const fresh = record.written_at === writtenAt && payload?.batch.request_hash === batch.requestHash;
           // The same reading twice in one batch: the second is the duplicate.
           const seen = accepted.some((a) => a.record_id === record.id);
-          accepted.push({ index: group[i]!.index, record_id: record.id, epoch, duplicate: !fresh || seen });
+          accepted.push({ index: sent.index, record_id: record.id, epoch, duplicate: !fresh || seen });
         });
       }
       accepted.sort((a, b) => a.index - b.index);

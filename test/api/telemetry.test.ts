@@ -112,6 +112,10 @@ describe('IoT telemetry and sensor fusion (POST/GET /v1/telemetry, sensor_fusion
     );
     const stored = await gw.proofs.queryRecords({ cell: JOB_CELL, collection: 'telemetry', limit: 10 });
     assert.equal(stored.records.length, 1);
+    // Another value for the same instant is a conflict: the stored reading stands.
+    const changed = await send(gw, batch(device, DEVICE_CELLS[0]!, [pm(99, 10)]));
+    assert.equal(changed.status, 422, changed.text);
+    assert.equal(ingest(changed).refused[0]!.code, 'record_conflict');
   });
 
   it('accepts part of a batch: 207 with a code for each refused reading; 422 when none is accepted', async () => {
