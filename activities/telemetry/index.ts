@@ -140,6 +140,9 @@ export function createTelemetryActivities(deps: TelemetryDeps) {
           } satisfies TelemetryPayload,
           written_at: writtenAt,
         }));
+        // Already stored (an earlier send, or a replay of this one): answered as a duplicate.
+        const stored = new Set<string>();
+        for (const entry of entries) if ((await deps.store.getRecord(entry.id)) !== null) stored.add(entry.id);
         let records: ProofRecord[];
         try {
           records = await deps.store.appendRecords(deps.signer, entries);
@@ -166,10 +169,14 @@ export function createTelemetryActivities(deps: TelemetryDeps) {
             });
             return;
           }
-          const fresh = record.written_at === writtenAt && payload?.batch.request_hash === batch.requestHash;
           // The same reading twice in one batch: the second is the duplicate.
           const seen = accepted.some((a) => a.record_id === record.id);
-          accepted.push({ index: sent.index, record_id: record.id, epoch, duplicate: !fresh || seen });
+          accepted.push({
+            index: sent.index,
+            record_id: record.id,
+            epoch,
+            duplicate: stored.has(entries[i]!.id) || seen,
+          });
         });
       }
       accepted.sort((a, b) => a.index - b.index);
