@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { ImageryActivities } from '../activities/imagery/index.js';
 import type { Swarm } from '../activities/inference/index.js';
 import type { TileActivities } from '../activities/tiles/index.js';
+import type { TelemetryActivities } from '../activities/telemetry/index.js';
 import type { ApiKeyStore } from '../store/api-key-store.js';
 import type { JobStore } from '../store/job-store.js';
 import type { LedgerStore } from '../store/ledger-store.js';
@@ -63,6 +64,8 @@ export interface AppDeps {
   proofs: ProofStore;
   tiles: TileActivities;
   imagery: ImageryActivities;
+  /** IoT telemetry ingest and listing (docs/protocol.md §2.10). */
+  telemetry: TelemetryActivities;
   workers: WorkerRegistry;
   apiKeyStore: ApiKeyStore;
   swarm: Swarm;

@@ -25,6 +25,7 @@ import { receiptRoutes } from './routes/receipt.js';
 import { storeRoutes } from './routes/store.js';
 import { svcRoutes } from './routes/svc.js';
 import { workerRoutes } from './routes/svc-workers.js';
+import { telemetryRoutes } from './routes/telemetry.js';
 import { tileRoutes } from './routes/tiles.js';
 import { toolRoutes } from './routes/tools.js';
 
@@ -63,6 +64,7 @@ export function createApp(deps: AppDeps): Koa {
     ...modelRoutes(deps.swarm),
     ...tileRoutes(deps.tiles),
     ...imageryRoutes(deps.imagery),
+    ...telemetryRoutes(deps.telemetry),
     ...workerRoutes({
       workers: deps.workers,
       clock: deps.clock,

@@ -26,6 +26,7 @@ export const TAGS: readonly { name: string; description: string }[] = [
     description: 'Map tiles by H3 cell with proof headers, grids and statistics (docs/protocol.md §2.4)',
   },
   { name: 'Imagery', description: 'Sentinel-2 scene search, NDVI and processing (docs/protocol.md §2.5)' },
+  { name: 'Telemetry', description: 'Signed IoT sensor readings and their GeoJSON listing (docs/protocol.md §2.10)' },
   { name: 'Swarm', description: 'Swarm status, model marketplace and the inference audit (docs/protocol.md §4.1)' },
   { name: 'Workers', description: 'Worker registration, heartbeats and earnings (docs/protocol.md §1.4–1.6, 2.7)' },
   { name: 'Tools', description: 'The tool registry (docs/protocol.md §2.7)' },

@@ -53,6 +53,7 @@ export async function benchEmbeddedJobs(jobs = 2_000, concurrency = 16) {
     inferenceStep: async () => instant(node),
     tileRenderStep: async () => instant(node),
     imageProcessStep: async () => instant(node),
+    sensorFusionStep: async () => instant(node),
   };
   const gw = await startGateway({
     jobRunner: (compute) => createEmbeddedJobRunner({ steps, jobs: compute.jobs, waitMs: 30_000 }),

@@ -4,6 +4,7 @@ import { createSealActivities, type SealActivities } from '../activities/proof/s
 import { ensureSealSchedule } from '../activities/proof/seal-schedule.js';
 import { createSyncAgent } from '../activities/proof/sync-agent.js';
 import { createImageryActivities } from '../activities/imagery/index.js';
+import { createTelemetryActivities } from '../activities/telemetry/index.js';
 import { createSwarm } from '../activities/inference/index.js';
 import { createRecordBatcher } from '../activities/proof/record-batcher.js';
 import { createToolExecutor } from '../activities/tools/execute-tool.js';
@@ -102,6 +103,15 @@ export async function startGateway(config: Config): Promise<void> {
     onServeEvent: metrics.tileEvent,
   });
   const imagery = createImageryActivities({ config: config.imagery, proofs: writer, clock: Date.now, logger });
+  // Telemetry readings are written straight to the store in their own epoch (not the batcher's clock epoch).
+  const telemetry = createTelemetryActivities({
+    store: stores.proofs,
+    signer: node.key,
+    clock: Date.now,
+    genesisMs: config.epochGenesisMs,
+    epochMs: config.epochMs,
+    rateLimits: stores.rateLimits,
+  });
   // Under Temporal, routing asks who polls each worker queue (set once connected); embedded, nothing is routed.
   let pollers: QueuePollers = async () => new Set();
   const compute = createComputeActivities({
@@ -112,6 +122,7 @@ export async function startGateway(config: Config): Promise<void> {
     swarm,
     tiles,
     imagery,
+    fusion: { source: telemetry.source, genesisMs: config.epochGenesisMs, epochMs: config.epochMs },
     nodePk: node.key.publicKey,
     naming: config.naming,
     backbone: config.swarm.backboneUrl !== undefined,
@@ -159,6 +170,7 @@ export async function startGateway(config: Config): Promise<void> {
     proofs: stores.proofs,
     tiles,
     imagery,
+    telemetry,
     workers: stores.workers,
     apiKeyStore: stores.apiKeys,
     swarm,

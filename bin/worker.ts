@@ -22,6 +22,8 @@ import type { Logger } from 'pino';
 import { createProcessLogger } from './log-output.js';
 import { withHeartbeats } from '../activities/compute/heartbeat.js';
 import { createStepActivities } from '../activities/compute/step-activities.js';
+import { EPOCH_MS } from '../core/epoch.js';
+import { httpTelemetrySource } from '../activities/telemetry/http-source.js';
 import { guardSteps, type WorkerSelf } from '../activities/compute/worker-guard.js';
 import { createImageryActivities } from '../activities/imagery/index.js';
 import { createSwarm } from '../activities/inference/index.js';
@@ -264,6 +266,16 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
         swarm,
         tiles: createTileActivities({ config: config.tiles, proofs: writer, clock, logger }),
         imagery: createImageryActivities({ config: config.imagery, proofs: writer, clock, logger }),
+        // sensor_fusion reads the signed readings the gateway holds, each re-verified here.
+        fusion: {
+          source: httpTelemetrySource({
+            gatewayUrl: config.gatewayUrl,
+            genesisMs: config.epochGenesisMs,
+            epochMs: EPOCH_MS,
+          }),
+          genesisMs: config.epochGenesisMs,
+          epochMs: EPOCH_MS,
+        },
         nodePk: pk,
       });
       const activities = withHeartbeats(guardSteps(steps, self, { models: swarm.models }), ACTIVITY_HEARTBEAT_MS);

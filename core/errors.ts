@@ -70,6 +70,16 @@ export const ERROR_STATUS = {
   tool_not_found: 404,
   backbone_unavailable: 502,
   runtime_unavailable: 502,
+  // Telemetry (docs/protocol.md §2.10): per-reading refusals, listed in the answer of POST /v1/telemetry
+  unknown_quantity: 400,
+  unit_mismatch: 400,
+  value_out_of_range: 400,
+  reading_in_future: 400,
+  reading_too_old: 409,
+  // Every reading of a batch was refused (the answer lists why, reading by reading).
+  readings_refused: 422,
+  // A sensor_fusion step found no signed reading of its quantity in its cells and window.
+  no_readings: 404,
   // Perception and compliance service
   agent_not_found: 404,
   approval_not_required: 400,

@@ -19,8 +19,18 @@ export interface JobStepSpec {
   center_cell?: string | undefined;
   zoom?: number | undefined;
   style?: string | undefined;
-  context?: { h3_cell?: string | undefined; date_from?: string | undefined; date_to?: string | undefined } | undefined;
+  context?:
+    | {
+        h3_cell?: string | undefined;
+        epoch?: number | undefined;
+        date_from?: string | undefined;
+        date_to?: string | undefined;
+      }
+    | undefined;
   tools?: string[] | undefined;
+  /** sensor_fusion: the quantity fused (core/telemetry.ts) and the k-ring around the cell (0–2). */
+  quantity?: string | undefined;
+  rings?: number | undefined;
 }
 
 /** Everything a compound job's run needs; the workflow's argument and the embedded runner's input. */
@@ -88,10 +98,25 @@ export interface ImageStepInput {
   date_to?: string;
 }
 
+/** A sensor_fusion step (core/sensor-fusion.ts): the window is resolved by the activity from these. */
+export interface SensorFusionStepInput {
+  job_id: string;
+  step_id: string;
+  quantity: string;
+  h3_cell: string;
+  rings: number;
+  /** The epoch the job was accepted in: the default window is the epoch before it. */
+  job_epoch: number;
+  epoch?: number;
+  date_from?: string;
+  date_to?: string;
+}
+
 export type StepActivityInput =
   | { type: 'inference'; input: InferenceStepInput }
   | { type: 'tile_render'; input: TileStepInput }
-  | { type: 'image_process'; input: ImageStepInput };
+  | { type: 'image_process'; input: ImageStepInput }
+  | { type: 'sensor_fusion'; input: SensorFusionStepInput };
 
 /** Hardware tier a step type needs of its worker (docs/protocol.md §1.6: tier 1 runs tiles and small inference, tier 2 everything). */
 export const STEP_MIN_HARDWARE_TIER = { inference: 1, tile_render: 1, image_process: 2, sensor_fusion: 2 } as const;
@@ -101,6 +126,7 @@ export const STEP_ACTIVITY = {
   inference: 'inferenceStep',
   tile_render: 'tileRenderStep',
   image_process: 'imageProcessStep',
+  sensor_fusion: 'sensorFusionStep',
 } as const;
 
 export const toScheduledStep = (step: ComputeJobInput['steps'][number]): ScheduledStep => ({
@@ -119,7 +145,8 @@ export const requiredTools = (step: JobStepSpec): string[] => (step.type === 'in
  * - inference: the dependency's output reaches the model as a system message (JSON, cut at
  *   MAX_CONTEXT_CHARS, images left out); locations are asked for when a `tile_render` step depends on it;
  * - tile_render: the tile of `center_cell` (else the job cell), annotated with the dependency's `locations`;
- * - image_process: the operation over `context.h3_cell` (else `center_cell`, else the job cell).
+ * - image_process: the operation over `context.h3_cell` (else `center_cell`, else the job cell);
+ * - sensor_fusion: `quantity` over `context.h3_cell` (else the job cell) and its `rings`, in the step's window.
  */
 export function stepActivityInput(
   job: ComputeJobInput,
@@ -169,6 +196,19 @@ export function stepActivityInput(
       if (step.context?.date_from !== undefined) input.date_from = step.context.date_from;
       if (step.context?.date_to !== undefined) input.date_to = step.context.date_to;
       return { type: 'image_process', input };
+    }
+    case 'sensor_fusion': {
+      const input: SensorFusionStepInput = {
+        ...base,
+        quantity: step.quantity ?? '',
+        h3_cell: step.context?.h3_cell ?? job.h3_cell,
+        rings: step.rings ?? 0,
+        job_epoch: job.epoch,
+      };
+      if (step.context?.epoch !== undefined) input.epoch = step.context.epoch;
+      if (step.context?.date_from !== undefined) input.date_from = step.context.date_from;
+      if (step.context?.date_to !== undefined) input.date_to = step.context.date_to;
+      return { type: 'sensor_fusion', input };
     }
     default:
       throw new RangeError(`step type ${JSON.stringify(step.type)} has no activity`);

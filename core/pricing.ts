@@ -55,6 +55,8 @@ export interface StepEstimateInput {
   h3_cell?: string;
   center_cell?: string;
   zoom?: number;
+  /** sensor_fusion: the cells × epochs the step covers (core/sensor-fusion.ts cellEpochs); default 1. */
+  cell_epochs?: number;
 }
 
 export interface CostEstimate {
@@ -95,8 +97,8 @@ export function imageCost(megapixels: number): number {
 /**
  * Worst-case cost of one step before dispatch. Inference is priced at the worker rate because
  * whether a worker or the free backbone serves is unknown until dispatch; a tile as a cache miss;
- * imagery over the step's cell (`h3_cell`, else `center_cell`, else the job cell); sensor fusion as
- * one cell-epoch.
+ * imagery over the step's cell (`h3_cell`, else `center_cell`, else the job cell); sensor fusion by the
+ * cell-epochs it covers (`cell_epochs`, default one).
  */
 export function estimateStepCost(step: StepEstimateInput, jobCell: string): number {
   return fromCreditUnits(stepUnits(step, jobCell));
@@ -140,10 +142,20 @@ function stepUnits(step: StepEstimateInput, jobCell: string): number {
     case 'image_process':
       return imageUnits(cellMegapixels(step.h3_cell ?? step.center_cell ?? jobCell));
     case 'sensor_fusion':
-      return UNIT_PRICES.cellEpoch;
+      return sensorFusionUnits(step.cell_epochs ?? 1);
     default:
       throw new RangeError(`unknown step type: ${JSON.stringify((step as { type: unknown }).type)}`);
   }
+}
+
+/** A sensor_fusion step's price: 0.0005 credits per cell-epoch covered. */
+export function sensorFusionCost(cellEpochs: number): number {
+  return fromCreditUnits(sensorFusionUnits(cellEpochs));
+}
+
+function sensorFusionUnits(cellEpochs: number): number {
+  if (!Number.isSafeInteger(cellEpochs) || cellEpochs < 0) throw new RangeError(`invalid cell-epochs: ${cellEpochs}`);
+  return cellEpochs * UNIT_PRICES.cellEpoch;
 }
 
 function tokensUnits(tokens: number, provider: 'worker' | 'backbone'): number {

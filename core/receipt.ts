@@ -17,13 +17,19 @@ import { checkRecord } from './proof-record.js';
 import type { InclusionProof, ProofRecord, Seal } from './proof-types.js';
 import { checkSeal, checkSealChain } from './seal.js';
 import { sha256Hex } from './hash.js';
+import { cellCover } from './h3-cell.js';
+import { fuseReadings, type FusionReading } from './sensor-fusion.js';
+import { telemetryPayloadOf } from './telemetry.js';
 
 export const RECEIPT_VERSION = 1;
 
 /** One record of the job, with what proves it: its seal, its audit path and its epoch's anchor. */
 export interface ReceiptRecord {
-  /** `job`: the `compute/job` record the answer names; `step`: a step's record. */
-  role: 'job' | 'step';
+  /**
+   * `job`: the `compute/job` record the answer names; `step`: a step's record; `input`: a signed reading a
+   * `sensor_fusion` step fused (its `step_id`), one per id of the step's `record_ids` (docs/protocol.md §2.10).
+   */
+  role: 'job' | 'step' | 'input';
   step_id: string | null;
   record_id: string;
   /** Null while the record has not reached this store (a worker's record not synced yet). */
@@ -58,6 +64,7 @@ export type ReceiptCheckName =
   | 'job_hash'
   | 'step_outputs'
   | 'step_records'
+  | 'fusion_inputs'
   | 'inclusion'
   | 'seal_chain'
   | 'anchor'
@@ -74,6 +81,7 @@ export const RECEIPT_CHECKS: readonly ReceiptCheckName[] = [
   'job_hash',
   'step_outputs',
   'step_records',
+  'fusion_inputs',
   'inclusion',
   'seal_chain',
   'anchor',
@@ -142,6 +150,7 @@ export function verifyReceipt(value: unknown, options: VerifyReceiptOptions = {}
   add('job_hash', () => jobHashCheck(receipt, body, payload));
   add('step_outputs', () => stepOutputs(receipt, body, payload));
   add('step_records', () => stepRecords(receipt, payload, allowPending));
+  add('fusion_inputs', () => fusionInputs(receipt, allowPending));
   add('inclusion', () => inclusion(receipt));
   add('seal_chain', () => sealChains(receipt));
   add('anchor', () => anchors(receipt));
@@ -185,8 +194,8 @@ function receiptFormat(value: unknown): Outcome {
   }
   if (!Array.isArray(value.records)) return bad('records must be an array');
   for (const [i, r] of value.records.entries()) {
-    if (!isObj(r) || (r.role !== 'job' && r.role !== 'step') || typeof r.record_id !== 'string') {
-      return bad(`records[${i}] needs role (job or step) and record_id`);
+    if (!isObj(r) || !['job', 'step', 'input'].includes(r.role as string) || typeof r.record_id !== 'string') {
+      return bad(`records[${i}] needs role (job, step or input) and record_id`);
     }
   }
   if (value.records.filter((r) => (r as Obj).role === 'job').length > 1) return bad('more than one job record');
@@ -322,6 +331,70 @@ function stepRecords(receipt: JobReceipt, payload: Obj | null, allowPending: boo
     return bad(`${missing} step record(s) missing from a receipt marked complete`);
   }
   return ok(`${named.length - missing} step record(s) verified${missing > 0 ? `, ${missing} pending` : ''}`);
+}
+
+/**
+ * Each complete `sensor_fusion` step's inputs (docs/protocol.md §2.10): the receipt holds every record its output
+ * names, in order; each is a signed `iot/telemetry` reading of the step's quantity, in its cells and window; and
+ * the fusion recomputed from them gives the output's numbers and Merkle root. (Inclusion in sealed epochs is the
+ * `inclusion` check's, as for every record.) It cannot prove that no other reading existed.
+ */
+function fusionInputs(receipt: JobReceipt, allowPending: boolean): Outcome {
+  const fusions = (receipt.job?.steps ?? []).filter((s) => s.type === 'sensor_fusion' && s.status === 'complete');
+  const named = new Set(fusions.map((s) => s.id));
+  const stray = receipt.records.find((r) => r.role === 'input' && !named.has(r.step_id ?? ''));
+  if (stray) return bad(`input ${stray.record_id} belongs to no complete sensor_fusion step`);
+  let verified = 0;
+  let missing = 0;
+  for (const step of fusions) {
+    const out = step.output as Obj;
+    const ids = out.record_ids;
+    if (!Array.isArray(ids) || !ids.every((id) => typeof id === 'string')) return bad(`step ${step.id}: no record_ids`);
+    const entries = receipt.records.filter((r) => r.role === 'input' && r.step_id === step.id);
+    if (canonicalJson(entries.map((e) => e.record_id)) !== canonicalJson(ids)) {
+      return bad(`step ${step.id}: the receipt's inputs are not the ${ids.length} records the output names`);
+    }
+    const window = out.window as Obj;
+    const from = Date.parse(String(window?.from));
+    const to = Date.parse(String(window?.to));
+    const inCells = cellCover(Array.isArray(out.cells) ? (out.cells as string[]) : []);
+    const readings: FusionReading[] = [];
+    for (const entry of entries) {
+      if (entry.record === null) {
+        missing++;
+        continue;
+      }
+      const checked = checkRecord(entry.record);
+      if (!checked.ok) return bad(`input ${entry.record_id}: ${checked.detail}`);
+      const reading = telemetryPayloadOf(checked.value.payload);
+      if (checked.value.payload_type !== 'iot/telemetry' || reading === null) {
+        return bad(`input ${entry.record_id} is not a telemetry reading`);
+      }
+      const at = Date.parse(reading.observed_at);
+      if (reading.quantity !== out.quantity || !(at >= from && at < to) || !inCells(checked.value.address.h3_cell)) {
+        return bad(`input ${entry.record_id} is not a ${String(out.quantity)} reading of the step's cells and window`);
+      }
+      readings.push({
+        device_pk: reading.device_pk,
+        value: reading.value,
+        record_id: entry.record_id,
+        record_hash: checked.value.record_hash,
+      });
+    }
+    if (readings.length < entries.length) continue;
+    const fused = fuseReadings(readings);
+    for (const key of ['value', 'mean', 'stderr', 'device_count', 'reading_count', 'merkle_root'] as const) {
+      if (fused[key] !== out[key]) return bad(`step ${step.id}: ${key} recomputed from the inputs is ${fused[key]}`);
+    }
+    verified++;
+  }
+  if (missing > 0 && !allowPending && receipt.status !== 'pending') {
+    return bad(`${missing} fusion input(s) missing from a receipt marked complete`);
+  }
+  if (fusions.length === 0) return ok('no sensor_fusion step');
+  return ok(
+    `${verified} fusion step(s) recomputed from their signed inputs${missing > 0 ? `, ${missing} pending` : ''}`,
+  );
 }
 
 function inclusion(receipt: JobReceipt): Outcome {

@@ -2,6 +2,7 @@
 /** Jobs: `/v1/compute/recent` with steps, status, costs and settlement; a job's detail from `/v1/compute/:id`. */
 import { describeError, getJson } from './api.js';
 import { badge, byId, credits, fill, h, num, shortHex, showError, table, td, time } from './dom.js';
+import { showCellTelemetry } from './telemetry-view.js';
 
 const RECENT_LIMIT = 50;
 
@@ -78,6 +79,7 @@ export function createJobsView(ctx) {
       ),
     );
     const settlement = job.settlement;
+    const telemetry = h('div', { class: 'settlement', id: 'job-telemetry' });
     const tiles = (job.steps ?? []).filter(
       (/** @type {any} */ s) =>
         typeof s.output?.image_base64 === 'string' && /^image\/(png|jpeg|webp)$/.test(s.output.content_type),
@@ -160,7 +162,9 @@ export function createJobsView(ctx) {
           h('figcaption', {}, `Step ${s.id}: ${s.output.style} tile z${s.output.zoom}/${s.output.x}/${s.output.y}`),
         ),
       ),
+      telemetry,
     );
+    void showCellTelemetry(telemetry, job);
   }
 
   /** @param {string} jobId */
@@ -218,5 +222,7 @@ function stepSummary(step) {
     return `${o.provider} · ${o.model} · ${num(o.tokens_in)} → ${num(o.tokens_out)} tokens`;
   if (step.type === 'tile_render' && o.style) return `${o.style} z${o.zoom}/${o.x}/${o.y} · ${num(o.size)} bytes`;
   if (step.type === 'image_process' && o.operation) return `${o.operation}${o.scene_id ? ` · ${o.scene_id}` : ''}`;
+  if (step.type === 'sensor_fusion' && o.quantity)
+    return `${o.quantity} ${num(o.value, 3)} ${o.unit} · ${num(o.device_count)} devices (${num(o.rejected?.length ?? 0)} rejected)`;
   return '—';
 }

@@ -11,7 +11,7 @@ import type { Swarm } from '../inference/index.js';
 import type { ProofWriter } from '../proof/record-batcher.js';
 import type { TileActivities } from '../tiles/index.js';
 import { createJobActivities, type JobActivityDeps } from './job-activities.js';
-import { createStepActivities } from './step-activities.js';
+import { createStepActivities, type StepActivityDeps } from './step-activities.js';
 
 export interface ComputeActivityDeps {
   jobs: JobStore;
@@ -22,6 +22,8 @@ export interface ComputeActivityDeps {
   swarm: Swarm;
   tiles: TileActivities;
   imagery: ImageryActivities;
+  /** sensor_fusion's source of signed readings and the epoch grid (StepActivityDeps.fusion). */
+  fusion?: StepActivityDeps['fusion'];
   nodePk: string;
   naming: QueueNaming;
   /** Whether a backbone is configured (routing sends inference there when no worker can take it). */
@@ -39,7 +41,13 @@ export interface ComputeActivityDeps {
 
 export function createComputeActivities(deps: ComputeActivityDeps) {
   return {
-    steps: createStepActivities({ swarm: deps.swarm, tiles: deps.tiles, imagery: deps.imagery, nodePk: deps.nodePk }),
+    steps: createStepActivities({
+      swarm: deps.swarm,
+      tiles: deps.tiles,
+      imagery: deps.imagery,
+      fusion: deps.fusion,
+      nodePk: deps.nodePk,
+    }),
     jobs: createJobActivities({
       jobs: deps.jobs,
       pollers: deps.pollers,

@@ -1,6 +1,6 @@
 /**
  * The step activities of compound jobs: one per step type, each wrapping the single-step activity
- * (`runInference`, `renderTile`, `processImage`) reporting in the scheduler's shape (core/job-scheduler.ts
+ * (`runInference`, `renderTile`, `processImage`, `runSensorFusion`) reporting in the scheduler's shape (core/job-scheduler.ts
  * `StepRun`). Registered by every process that takes steps: the gateway (embedded mode, and the gateway and
  * backbone queues under Temporal) and `geofabric worker` (its cell's queues).
  *
@@ -8,22 +8,27 @@
  * returns the first attempt's record and cost: nothing is written or charged twice. Their failures already
  * are Temporal ApplicationFailures (business errors non-retryable, typed by the spec's error code).
  */
+import { ApplicationFailure } from '@temporalio/common';
 import {
   STEP_ACTIVITY,
   type ImageStepInput,
   type InferenceStepInput,
+  type SensorFusionStepInput,
   type TileStepInput,
 } from '../../core/job-steps.js';
 import type { StepRun } from '../../core/job-scheduler.js';
 import type { ImageryActivities } from '../imagery/index.js';
 import type { Swarm } from '../inference/index.js';
 import type { TileActivities } from '../tiles/index.js';
+import { runSensorFusion, type FusionStepDeps } from '../telemetry/fusion-step.js';
 
 export interface StepActivityDeps {
   swarm: Pick<Swarm, 'runInference'>;
   tiles: Pick<TileActivities, 'renderTile'>;
   imagery: Pick<ImageryActivities, 'processImage'>;
-  /** Who this process is: tile and imagery steps are served by this node's key. */
+  /** Where sensor_fusion reads signed readings (the proof store, or the gateway over HTTP) and the epoch grid. */
+  fusion?: Omit<FusionStepDeps, 'nodePk'> | undefined;
+  /** Who this process is: tile, imagery and fusion steps are served by this node's key. */
   nodePk: string;
   /** Monotonic milliseconds, for latency. */
   now?: () => number;
@@ -56,6 +61,13 @@ export function createStepActivities(deps: StepActivityDeps) {
       const [out, latency] = await timed(() => deps.imagery.processImage(input));
       const { cost, ...output } = out;
       return { output: { ...output }, cost, worker_pk: deps.nodePk, record_id: out.record_id, latency_ms: latency };
+    },
+
+    async sensorFusionStep(input: SensorFusionStepInput): Promise<StepRun> {
+      if (!deps.fusion) {
+        throw ApplicationFailure.nonRetryable('this process has no telemetry source', 'step_type_unavailable');
+      }
+      return runSensorFusion({ ...deps.fusion, nodePk: deps.nodePk }, input);
     },
   };
 }

@@ -21,6 +21,7 @@ import {
   STEP_MIN_HARDWARE_TIER,
   type ImageStepInput,
   type InferenceStepInput,
+  type SensorFusionStepInput,
   type TileStepInput,
 } from '../../core/job-steps.js';
 import { isWorkerTier, type WorkerTier } from '../../core/tiers.js';
@@ -40,8 +41,8 @@ export interface WorkerSelf {
 
 export const WORKER_INELIGIBLE = 'worker_ineligible';
 
-type StepType = Exclude<keyof typeof STEP_MIN_HARDWARE_TIER, 'sensor_fusion'>;
-type StepInput = InferenceStepInput | TileStepInput | ImageStepInput;
+type StepType = keyof typeof STEP_MIN_HARDWARE_TIER;
+type StepInput = InferenceStepInput | TileStepInput | ImageStepInput | SensorFusionStepInput;
 
 /** Why this worker may not take the step, or null when it may. Pure: tested with plain values. */
 export function stepIneligibility(
@@ -113,6 +114,10 @@ export function guardSteps(
     async imageProcessStep(input) {
       check('image_process', input);
       return steps.imageProcessStep(input);
+    },
+    async sensorFusionStep(input) {
+      check('sensor_fusion', input);
+      return steps.sensorFusionStep(input);
     },
   };
 }

@@ -27,12 +27,18 @@ export async function buildJobReceipt(sources: ReceiptSources, jobId: string): P
   if (job.request === undefined) return { found: false, reason: 'no_request' };
   const response = job.response;
   const pending: string[] = [];
-  const named: { role: 'job' | 'step'; step_id: string | null; record_id: string }[] = [];
+  const named: { role: ReceiptRecord['role']; step_id: string | null; record_id: string }[] = [];
   if (response === null) pending.push('the job is still running');
   else {
     if (response.proof) named.push({ role: 'job', step_id: null, record_id: response.proof.record_id });
     for (const step of response.steps) {
       if (step.record_id !== null) named.push({ role: 'step', step_id: step.id, record_id: step.record_id });
+    }
+    // A fusion's inputs: the signed readings it names (docs/protocol.md §2.10), checked like the job's own records.
+    for (const step of response.steps) {
+      const ids = step.type === 'sensor_fusion' && step.status === 'complete' ? step.output.record_ids : undefined;
+      if (!Array.isArray(ids)) continue;
+      for (const id of ids) if (typeof id === 'string') named.push({ role: 'input', step_id: step.id, record_id: id });
     }
   }
   const records: ReceiptRecord[] = [];

@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import { pass } from '../../core/check.js';
-import { epochAt } from '../../core/epoch.js';
+import { EPOCH_MS, epochAt } from '../../core/epoch.js';
+import { cellEpochs, fusionCells, fusionWindow } from '../../core/sensor-fusion.js';
 import { ERROR_STATUS, ServiceError, type ErrorCode } from '../../core/errors.js';
 import { DEFAULT_JOB_CELL } from '../../core/h3-cell.js';
 import { IMAGE_OPERATIONS, PLANNED_IMAGE_OPERATIONS } from '../../core/imagery-operations.js';
@@ -125,6 +126,7 @@ export const computeRoutes = (deps: ComputeDeps) => [
       },
       errors: [
         'invalid_request',
+        'invalid_date',
         'cyclic_dependency',
         'step_type_unavailable',
         'invalid_model',
@@ -136,6 +138,7 @@ export const computeRoutes = (deps: ComputeDeps) => [
         'no_workers',
         'job_timeout',
         'upstream_timeout',
+        'no_readings',
       ],
     },
   }),
@@ -227,19 +230,23 @@ function acceptJob(
 ): ComputeJobInput {
   for (const step of request.steps) checkStepAvailable(step);
   const jobCell = gates.place?.jobCell ?? DEFAULT_JOB_CELL;
-  const estimate = estimateJobCost(request.steps, jobCell);
+  const now = deps.clock();
+  const epoch = epochAt(now, deps.epochGenesisMs, deps.epochMs);
+  const estimate = estimateJobCost(
+    request.steps.map((step) => withCellEpochs(step, jobCell, epoch, deps)),
+    jobCell,
+  );
   if (!withinBudget(estimate.total_credits, request.budget_credits)) {
     throw new ServiceError(
       'budget_exceeded',
       `estimated cost ${estimate.total_credits} credits exceeds budget_credits ${request.budget_credits}`,
     );
   }
-  const now = deps.clock();
   return {
     job_id: jobIdFromSignature(request.signature),
     requester_pk: request.requester_pk,
     h3_cell: jobCell,
-    epoch: epochAt(now, deps.epochGenesisMs, deps.epochMs),
+    epoch,
     budget_credits: request.budget_credits,
     proof_credits: estimate.proof_credits,
     steps: request.steps.map((step) => ({ ...step, estimate: estimate.breakdown[step.id] ?? 0 })),
@@ -352,9 +359,18 @@ function summary(job: JobRecord, ctx: Context, publicUrl: string | undefined) {
   };
 }
 
+/** A sensor_fusion step priced by the cell-epochs it covers (its window is checked here, before anything runs). */
+function withCellEpochs(step: ComputeRequest['steps'][number], jobCell: string, epoch: number, deps: ComputeDeps) {
+  if (step.type !== 'sensor_fusion') return step;
+  const window = fusionWindow({ ...step.context, job_epoch: epoch }, deps.epochGenesisMs, deps.epochMs ?? EPOCH_MS);
+  if (!window.ok) throw new ServiceError(window.error, `step "${step.id}": ${window.detail}`);
+  const cells = fusionCells(step.context?.h3_cell ?? jobCell, step.rings ?? 0).length;
+  return { ...step, cell_epochs: cellEpochs(cells, window.value) };
+}
+
 function checkStepAvailable(step: ComputeRequest['steps'][number]): void {
-  if (step.type === 'sensor_fusion') {
-    throw new ServiceError('step_type_unavailable', `step "${step.id}": sensor_fusion is planned and not available`);
+  if (step.type === 'sensor_fusion' && step.quantity === undefined) {
+    throw new ServiceError('invalid_request', `step "${step.id}": a sensor_fusion step needs a quantity`);
   }
   if (step.model !== undefined && !isKnownModel(step.model)) {
     throw new ServiceError('invalid_model', `step "${step.id}": model "${step.model}" is not available`);

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { STEP_TYPES } from '../../core/job-plan.js';
+import { MAX_FUSION_RINGS } from '../../core/sensor-fusion.js';
+import { QUANTITY_NAMES } from '../../core/telemetry.js';
 import { MAX_ZOOM, MIN_ZOOM, TILE_STYLES } from '../../core/tile-styles.js';
 
 /** Most steps a job may carry: enough for any real pipeline, small enough to plan and price instantly. */
@@ -33,6 +35,9 @@ export const stepSchema = z.strictObject({
     })
     .optional(),
   tools: z.array(z.string().min(1).max(64)).max(16).optional(),
+  // sensor_fusion (docs/protocol.md §2.10): the quantity fused (required there) and the k-ring around the cell.
+  quantity: z.enum(QUANTITY_NAMES).optional(),
+  rings: z.int().min(0).max(MAX_FUSION_RINGS).optional(),
 });
 
 /** docs/protocol.md §2.1, plus the optional `created_at` and `nonce` of docs/protocol.md §10 (gate 1). */

@@ -34,6 +34,10 @@ function fakeSteps(): StepActivities & { calls: string[] } {
       calls.push('image');
       return run('image');
     },
+    async sensorFusionStep() {
+      calls.push('fusion');
+      return run('fusion');
+    },
   };
 }
 

@@ -61,10 +61,10 @@ describe('POST /v1/compute after the gates (no upstreams configured)', () => {
     assert.equal(body.job.settlement.total_credits, 0, 'nothing ran, nothing is charged (not even the proof)');
   });
 
-  it('refuses sensor_fusion as planned, not available', async () => {
+  it('refuses a sensor_fusion step that names no quantity', async () => {
     const res = await post({ steps: [{ id: 's', type: 'sensor_fusion' }] });
     assert.equal(res.status, 400);
-    assert.equal(error(res), 'step_type_unavailable');
+    assert.equal(error(res), 'invalid_request');
   });
 
   it('refuses flood_classify as an image_process operation (MCP tool only)', async () => {

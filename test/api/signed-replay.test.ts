@@ -330,7 +330,31 @@ describe('signed requests: tampering, key swaps and replays', function () {
     accepted: 200,
   };
 
-  const routes = [compute, register, heartbeat, leave, sync, epochs, purchase];
+  const DEVICE_CELL = '891e8050003ffff';
+  const readingsListed = async () =>
+    ((await get(`/v1/telemetry?cell=${DEVICE_CELL}`)).features as { id: string; properties: { result: number } }[]).map(
+      (f) => [f.id, f.properties.result],
+    );
+  const telemetry: SignedRoute = {
+    name: 'POST /v1/telemetry',
+    path: () => '/v1/telemetry',
+    setup: async () => {},
+    body: (variant) => ({
+      h3_cell: DEVICE_CELL,
+      readings: [{ quantity: 'pm2_5', value: 12 + variant, unit: 'ug/m3', observed_at: iso(now + variant * 1000) }],
+      created_at: iso(now),
+    }),
+    topLevel: (body) => {
+      body.h3_cell = '891e8050007ffff';
+    },
+    nested: (body) => {
+      (body.readings as Body[])[0]!.value = 99;
+    },
+    observe: readingsListed,
+    accepted: 200,
+  };
+
+  const routes = [compute, register, heartbeat, leave, sync, epochs, purchase, telemetry];
 
   it('covers every signed route of the gateway (read from /openapi.json)', async () => {
     const doc = (await gw.get('/openapi.json')).body as {
@@ -378,6 +402,17 @@ describe('signed requests: tampering, key swaps and replays', function () {
   }
 
   describe('(e) exact replays', () => {
+    it('POST /v1/telemetry: the same readings, stored once (ids from device, quantity and instant)', async () => {
+      const signed = sign(alice, telemetry.body(0));
+      const first = await sendSigned(telemetry, signed);
+      assert.equal(first.status, 200, first.text);
+      const after = await telemetry.observe();
+      const replay = await sendSigned(telemetry, signed);
+      assert.equal(replay.status, 200, replay.text);
+      assert.equal((replay.body as { accepted: { duplicate: boolean }[] }).accepted[0]!.duplicate, true);
+      assert.deepEqual(await telemetry.observe(), after, 'no second record');
+    });
+
     it('POST /v1/compute: the same job (id from the signature), run and charged once; stale after 5 minutes', async () => {
       const signed = sign(alice, compute.body(0));
       const first = await sendSigned(compute, signed);

@@ -200,6 +200,9 @@ describe('the dashboard in Chromium (playwright-core)', function () {
     assert.match(detail, /Total 0\.0002 credits/);
     assert.match(detail, /Step map 0\.0001 credits/);
     assert.ok(await page.locator('#job-detail img[alt="Tile rendered by step map"]').isVisible());
+    // The job's cell's telemetry (dashboard/telemetry-view.js): no device reports there in the seed.
+    await page.waitForSelector('#job-telemetry #cell-readings');
+    assert.match(await page.locator('#job-telemetry').innerText(), /Telemetry of cell 861e8050fffffff[\s\S]*No device/);
     await shot('jobs');
   });
 

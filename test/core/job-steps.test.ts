@@ -266,9 +266,26 @@ describe('job steps: activity inputs (docs/protocol.md §2.2 rules 1, 2)', () =>
     });
   });
 
-  it('throws RangeError for sensor_fusion, which has no activity', () => {
-    const j = job([{ id: 'fuse', type: 'sensor_fusion' }]);
-    assert.throws(() => stepActivityInput(j, stepOf(j, 'fuse'), undefined), RangeError);
+  it('gives sensor_fusion its quantity, cell (context, else the job cell), rings and window fields', () => {
+    const j = job([
+      { id: 'fuse', type: 'sensor_fusion', quantity: 'pm10' },
+      {
+        id: 'there',
+        type: 'sensor_fusion',
+        quantity: 'no2',
+        rings: 2,
+        context: { h3_cell: '851e8053fffffff', epoch: 5 },
+      },
+    ]);
+    const fuse = stepActivityInput(j, stepOf(j, 'fuse'), undefined);
+    assert.deepEqual(fuse, {
+      type: 'sensor_fusion',
+      input: { job_id: j.job_id, step_id: 'fuse', quantity: 'pm10', h3_cell: j.h3_cell, rings: 0, job_epoch: j.epoch },
+    });
+    const there = stepActivityInput(j, stepOf(j, 'there'), undefined).input as unknown as Record<string, unknown>;
+    assert.equal(there.h3_cell, '851e8053fffffff');
+    assert.equal(there.rings, 2);
+    assert.equal(there.epoch, 5);
   });
 
   it('names a distinct step activity for every step type that has an activity input', () => {
@@ -276,9 +293,10 @@ describe('job steps: activity inputs (docs/protocol.md §2.2 rules 1, 2)', () =>
       { id: 'a', type: 'inference' },
       { id: 't', type: 'tile_render' },
       { id: 'i', type: 'image_process' },
+      { id: 's', type: 'sensor_fusion', quantity: 'pm2_5' },
     ]);
     const types = j.steps.map((s) => stepActivityInput(j, s, undefined).type);
-    assert.deepEqual(types, ['inference', 'tile_render', 'image_process']);
+    assert.deepEqual(types, ['inference', 'tile_render', 'image_process', 'sensor_fusion']);
     const names = types.map((t) => STEP_ACTIVITY[t]);
     assert.ok(names.every((n) => typeof n === 'string' && n.length > 0));
     assert.equal(new Set(names).size, names.length);

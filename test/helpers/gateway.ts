@@ -19,7 +19,8 @@ import type { ApiKeyStore } from '../../store/api-key-store.js';
 import type { WorkerRegistry } from '../../store/worker-registry.js';
 import { createRecordBatcher, type ProofWriter } from '../../activities/proof/record-batcher.js';
 import { createTileActivities, type TileConfig } from '../../activities/tiles/index.js';
-import { DEFAULT_EPOCH_GENESIS_MS } from '../../core/epoch.js';
+import { DEFAULT_EPOCH_GENESIS_MS, EPOCH_MS } from '../../core/epoch.js';
+import { createTelemetryActivities } from '../../activities/telemetry/index.js';
 import { generateKeyPair, type KeyPair } from '../../core/identity.js';
 import { TILE_STYLES } from '../../core/tile-styles.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
@@ -57,6 +58,8 @@ export async function startGateway(
     proofs?: ProofStore;
     /** Tile upstreams default to a closed port: a test that serves tiles starts its own XYZ server. */
     tiles?: Partial<TileConfig>;
+    /** Accepted telemetry readings per device and hour (default core/telemetry.ts MAX_READINGS_PER_DEVICE_HOUR). */
+    telemetryReadingsPerHour?: number;
     /** The STAC catalog defaults to a closed port likewise. */
     imagery?: Partial<ImageryConfig>;
     /** No local runtime and no backbone unless a test starts fake ones. */
@@ -171,6 +174,15 @@ export async function startGateway(
     clock,
     logger,
   });
+  const telemetry = createTelemetryActivities({
+    store: proofs,
+    signer: node,
+    clock,
+    genesisMs: config.epochGenesisMs,
+    epochMs: config.epochMs ?? EPOCH_MS,
+    rateLimits,
+    ...(options.telemetryReadingsPerHour === undefined ? {} : { readingsPerHour: options.telemetryReadingsPerHour }),
+  });
   const jobs = options.jobs ?? createSqliteJobStore(db);
   const compute = createComputeActivities({
     jobs,
@@ -181,6 +193,7 @@ export async function startGateway(
     swarm,
     tiles,
     imagery,
+    fusion: { source: telemetry.source, genesisMs: config.epochGenesisMs, epochMs: config.epochMs ?? EPOCH_MS },
     nodePk: node.publicKey,
     naming: options.naming ?? DEFAULT_QUEUE_NAMING,
     backbone: options.swarm?.backboneUrl !== undefined,
@@ -206,6 +219,7 @@ export async function startGateway(
     proofs,
     tiles,
     imagery,
+    telemetry,
     workers,
     apiKeyStore,
     swarm,

@@ -1,0 +1,51 @@
+/**
+ * The fusion step's source on a swarm worker, whose own store holds no telemetry: the gateway's
+ * `GET /v1/telemetry?proof=1`, every page. Each feature carries its full signed record, re-checked here
+ * (core checkRecord), so the gateway is trusted for completeness only, never for a value.
+ */
+import { ServiceError } from '../../core/errors.js';
+import { epochWindow } from '../../core/epoch.js';
+import { checkRecord } from '../../core/proof-record.js';
+import type { ProofRecord } from '../../core/proof-types.js';
+import { MAX_FUSION_RECORDS, type TelemetrySource } from './index.js';
+
+export interface HttpSourceOptions {
+  gatewayUrl: string;
+  genesisMs: number;
+  epochMs: number;
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+export function httpTelemetrySource(options: HttpSourceOptions): TelemetrySource {
+  const get = options.fetch ?? fetch;
+  return async (cell, epochFrom, epochTo) => {
+    const from = new Date(epochWindow(epochFrom, options.genesisMs, options.epochMs).start).toISOString();
+    const to = new Date(epochWindow(epochTo, options.genesisMs, options.epochMs).end - 1).toISOString();
+    const out: ProofRecord[] = [];
+    let cursor: string | null = null;
+    do {
+      const url = new URL('/v1/telemetry', options.gatewayUrl);
+      const params: Record<string, string> = { cell, from, to, limit: '1000', proof: '1' };
+      if (cursor !== null) params.cursor = cursor;
+      for (const [key, value] of Object.entries(params)) url.searchParams.set(key, value);
+      let res: Response;
+      try {
+        res = await get(url, { signal: AbortSignal.timeout(options.timeoutMs ?? 10_000) });
+      } catch (error) {
+        throw new ServiceError('upstream_unavailable', `telemetry from the gateway: ${(error as Error).message}`);
+      }
+      if (!res.ok) throw new ServiceError('upstream_unavailable', `telemetry from the gateway: HTTP ${res.status}`);
+      const page = (await res.json()) as { features?: { properties?: { record?: unknown } }[]; next_cursor?: unknown };
+      for (const feature of page.features ?? []) {
+        const checked = checkRecord(feature.properties?.record);
+        if (checked.ok && checked.value.collection_type === 'telemetry') out.push(checked.value);
+      }
+      if (out.length > MAX_FUSION_RECORDS) {
+        throw new ServiceError('invalid_request', `more than ${MAX_FUSION_RECORDS} readings in the window: narrow it`);
+      }
+      cursor = typeof page.next_cursor === 'string' ? page.next_cursor : null;
+    } while (cursor !== null);
+    return out;
+  };
+}
