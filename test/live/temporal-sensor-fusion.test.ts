@@ -8,13 +8,13 @@ import { httpTelemetrySource } from '../../activities/telemetry/http-source.js';
 import { runSensorFusion } from '../../activities/telemetry/fusion-step.js';
 import { createTemporalJobRunner } from '../../api/temporal-job-runner.js';
 import { temporalQueuePollers } from '../../api/temporal-queue-pollers.js';
-import { startTemporalWorkers, type TemporalWorkers } from '../../bin/temporal-workers.js';
+import { gatewayQueueSpecs, startTemporalWorkers, type TemporalWorkers } from '../../bin/temporal-workers.js';
 import { DEFAULT_EPOCH_GENESIS_MS, EPOCH_MS, epochAt, epochWindow } from '../../core/epoch.js';
 import { signRequestBody } from '../../core/gates/signature.js';
 import { generateKeyPair } from '../../core/identity.js';
 import type { ComputeResponse } from '../../core/job-record.js';
 import type { SensorFusionStepInput } from '../../core/job-steps.js';
-import { backboneQueue, gatewayQueue, jobQueue, stepQueue, type QueueNaming } from '../../core/task-queues.js';
+import { stepQueue, type QueueNaming } from '../../core/task-queues.js';
 import { workerIdentity } from '../../core/worker-identity.js';
 import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
 import { startGateway } from '../helpers/gateway.js';
@@ -67,11 +67,7 @@ describe('Sensor fusion jobs on the Temporal dev server (live)', function () {
       logger: pino({ level: 'silent' }),
       workflowBundle: await bundleWorkflows(),
       gracefulShutdownMs: 1_000,
-      queues: [
-        { taskQueue: jobQueue(naming), workflows: true },
-        { taskQueue: gatewayQueue(naming), activities: { ...gw.compute.jobs, ...gw.compute.steps } },
-        { taskQueue: backboneQueue(naming), activities: { inferenceStep: gw.compute.steps.inferenceStep } },
-      ],
+      queues: gatewayQueueSpecs(naming, gw.compute),
     });
     // Six devices in resolution-9 cells of ROME, all readings a few seconds back in the open epoch.
     const now = Date.now();
