@@ -19,7 +19,15 @@ export interface JobStepSpec {
   center_cell?: string | undefined;
   zoom?: number | undefined;
   style?: string | undefined;
-  context?: { h3_cell?: string | undefined; date_from?: string | undefined; date_to?: string | undefined } | undefined;
+  context?:
+    | {
+        h3_cell?: string | undefined;
+        date_from?: string | undefined;
+        date_to?: string | undefined;
+        reference_from?: string | undefined;
+        reference_to?: string | undefined;
+      }
+    | undefined;
   tools?: string[] | undefined;
 }
 
@@ -86,6 +94,9 @@ export interface ImageStepInput {
   h3_cell: string;
   date_from?: string;
   date_to?: string;
+  /** flood_classify: the reference window (`context.reference_from`/`reference_to`). */
+  reference_from?: string;
+  reference_to?: string;
 }
 
 export type StepActivityInput =
@@ -168,6 +179,8 @@ export function stepActivityInput(
       };
       if (step.context?.date_from !== undefined) input.date_from = step.context.date_from;
       if (step.context?.date_to !== undefined) input.date_to = step.context.date_to;
+      if (step.context?.reference_from !== undefined) input.reference_from = step.context.reference_from;
+      if (step.context?.reference_to !== undefined) input.reference_to = step.context.reference_to;
       return { type: 'image_process', input };
     }
     default:

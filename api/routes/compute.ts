@@ -3,7 +3,7 @@ import { pass } from '../../core/check.js';
 import { epochAt } from '../../core/epoch.js';
 import { ERROR_STATUS, ServiceError, type ErrorCode } from '../../core/errors.js';
 import { DEFAULT_JOB_CELL } from '../../core/h3-cell.js';
-import { IMAGE_OPERATIONS, PLANNED_IMAGE_OPERATIONS } from '../../core/imagery-operations.js';
+import { IMAGE_OPERATIONS } from '../../core/imagery-operations.js';
 import { jobIdFromSignature, requestHash } from '../../core/job-hash.js';
 import { planJob, type JobPlan } from '../../core/job-plan.js';
 import type { ComputeResponse, JobRecord } from '../../core/job-record.js';
@@ -361,12 +361,6 @@ function checkStepAvailable(step: ComputeRequest['steps'][number]): void {
   }
   if (step.type === 'image_process') {
     const operation = step.operation ?? 'ndvi';
-    if ((PLANNED_IMAGE_OPERATIONS as readonly string[]).includes(operation)) {
-      throw new ServiceError(
-        'step_type_unavailable',
-        `step "${step.id}": ${operation} is available only as the MCP tool perception_classify`,
-      );
-    }
     if (!(IMAGE_OPERATIONS as readonly string[]).includes(operation)) {
       throw new ServiceError('invalid_request', `step "${step.id}": unknown image_process operation "${operation}"`);
     }
