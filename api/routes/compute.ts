@@ -136,6 +136,7 @@ export const computeRoutes = (deps: ComputeDeps) => [
         'no_workers',
         'job_timeout',
         'upstream_timeout',
+        'tool_not_permitted',
       ],
     },
   }),

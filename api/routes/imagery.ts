@@ -84,6 +84,7 @@ export const imageryRoutes = (imagery: ImageryActivities) => [
         'invalid_cloud',
         'invalid_limit',
         'no_scenes',
+        'imagery_unavailable',
         'upstream_unavailable',
         'upstream_timeout',
       ],
