@@ -1,21 +1,13 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { generateKeyPair } from '../../core/identity.js';
 import { jobIdFromSignature } from '../../core/job-hash.js';
-import { parseToolPolicy, type ToolPolicy } from '../../core/gates/tool-policy.js';
 import { startGateway } from '../helpers/gateway.js';
 import { signJob } from '../helpers/jobs.js';
+import { examplePolicy } from '../helpers/tool-policy.js';
 
 const ROME = '861e8050fffffff';
 const NEW_YORK = '862a1072fffffff';
 const BEIJING = '8631aa42fffffff';
-
-/** The example policy the docs ship (docs/examples/tool-policy.json), parsed as TOOL_POLICY_FILE is. */
-export function examplePolicy(): ToolPolicy {
-  const parsed = parseToolPolicy(JSON.parse(readFileSync('docs/examples/tool-policy.json', 'utf8')));
-  assert.ok(parsed.ok, parsed.ok ? '' : parsed.detail);
-  return parsed.policy;
-}
 
 describe('gate 5 at request entry: the tool policy refuses a compute step before anything is dispatched', () => {
   let gw: Awaited<ReturnType<typeof startGateway>>;
