@@ -630,7 +630,7 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
   CLASSIFY_URL: {
     section: 'Perception MCP server',
     description:
-      'GPU inference endpoint of `perception_classify` (classify v1); unset: the tool answers `not_configured`',
+      "GPU inference endpoint of `perception_classify` (classify v1), and of the gateway's `flood_classify` when a request names a `model`; unset: the tool answers `not_configured` and `flood_classify` uses MNDWI",
   },
   CLASSIFY_TIMEOUT_MS: { section: 'Perception MCP server', description: 'per classify request' },
   PERCEPTION_TEST_ROUTES: {
@@ -1145,6 +1145,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: e.STAC_TIMEOUT_MS,
       userAgent: USER_AGENT,
       assetOrigins: assetOrigins(e.STAC_URL, e.IMAGERY_ASSET_ORIGINS),
+      classifyUrl: e.CLASSIFY_URL?.replace(/\/+$/, ''),
+      classifyTimeoutMs: e.CLASSIFY_TIMEOUT_MS,
     },
     orchestrator: e.ORCHESTRATOR,
     temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE },

@@ -97,6 +97,8 @@ export interface ImageStepInput {
   /** flood_classify: the reference window (`context.reference_from`/`reference_to`). */
   reference_from?: string;
   reference_to?: string;
+  /** flood_classify: a classify-endpoint model (the step's `model`). */
+  model?: string;
 }
 
 export type StepActivityInput =
@@ -181,6 +183,7 @@ export function stepActivityInput(
       if (step.context?.date_to !== undefined) input.date_to = step.context.date_to;
       if (step.context?.reference_from !== undefined) input.reference_from = step.context.reference_from;
       if (step.context?.reference_to !== undefined) input.reference_to = step.context.reference_to;
+      if (step.model !== undefined) input.model = step.model;
       return { type: 'image_process', input };
     }
     default:

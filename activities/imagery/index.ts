@@ -41,6 +41,9 @@ export interface ImageryConfig {
    */
   assetOrigins?: readonly string[] | undefined;
   userAgent: string;
+  /** CLASSIFY_URL: flood_classify with a `model` classifies on this classify v1 endpoint; unset: MNDWI only. */
+  classifyUrl?: string | undefined;
+  classifyTimeoutMs?: number | undefined;
 }
 
 export interface ImageryDeps {
@@ -61,6 +64,8 @@ export interface ImageryQuery {
   windowParams?: WindowParams;
   /** flood_classify: the reference window (both ends required), epoch ms. */
   reference?: { fromMs: number; toMs: number };
+  /** flood_classify: the model to classify with (used when a classify endpoint is configured). */
+  model?: string;
 }
 
 export interface ScenesResult {
@@ -93,6 +98,7 @@ export const imageStepSchema = z.object({
   date_to: z.string().optional(),
   reference_from: z.string().optional(),
   reference_to: z.string().optional(),
+  model: z.string().min(1).max(256).optional(),
 });
 export type ImageStep = z.input<typeof imageStepSchema>;
 
@@ -113,6 +119,14 @@ export function createImageryActivities(deps: ImageryDeps) {
       origins: originSet([config.stacUrl, ...(config.assetOrigins ?? [])]),
     },
     clock: deps.clock,
+    classify:
+      config.classifyUrl === undefined
+        ? undefined
+        : {
+            url: config.classifyUrl,
+            timeoutMs: config.classifyTimeoutMs ?? 60_000,
+            userAgent: config.userAgent,
+          },
     onFallback: (reason: string, context: { cell: string; sceneId: string }) =>
       deps.logger?.info({ ...context, reason }, 'imagery: pixels not used, answered from scene metadata'),
   };
@@ -126,6 +140,7 @@ export function createImageryActivities(deps: ImageryDeps) {
     const input: OperationInput = { operation, cell: query.cell, window, widen };
     if (query.cloud !== undefined) input.cloud = query.cloud;
     if (query.limit !== undefined) input.limit = query.limit;
+    if (query.model !== undefined) input.model = query.model;
     if (query.reference !== undefined) {
       input.reference = unwrap(resolveWindow(query.reference.fromMs, query.reference.toMs, deps.clock()));
     }
@@ -200,6 +215,12 @@ export function createImageryActivities(deps: ImageryDeps) {
             );
           }
           query.reference = reference;
+        }
+        if (step.model !== undefined) {
+          if (operation !== 'flood_classify') {
+            throw new ServiceError('invalid_request', 'an image_process model applies to flood_classify only');
+          }
+          query.model = step.model;
         }
         const outcome = await run(operation, query);
         const record = await deps.proofs.write({

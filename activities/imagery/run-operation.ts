@@ -6,6 +6,7 @@ import type { PayloadType } from '../../core/proof-types.js';
 import { computeCloudMask } from './cloud-mask.js';
 import { ImageDataError, publicReadFailure, type CogOptions } from './cog-reader.js';
 import { computeFlood } from './flood.js';
+import { classifyFloodByModel, type ModelEndpoint } from './flood-model.js';
 import { stacInterval, type DateWindow } from './date-window.js';
 import { computeNdvi } from './ndvi.js';
 import type { SceneSearch, StacClient } from './stac-client.js';
@@ -40,6 +41,8 @@ export interface OperationInput {
   limit?: number;
   /** flood_classify only: the window of the reference (dry) scene, chosen like the current one. */
   reference?: DateWindow;
+  /** flood_classify only: classify with this model on the classify endpoint, when one is configured. */
+  model?: string;
 }
 
 /** One processing, before it is recorded: its payload lacks only the record-level fields. */
@@ -55,6 +58,8 @@ export interface OperationDeps {
   catalog: { url: string; collection: string };
   cog: CogOptions;
   clock: () => number;
+  /** The classify v1 endpoint (CLASSIFY_URL) for flood_classify with a `model`; undefined: MNDWI only. */
+  classify?: ModelEndpoint | undefined;
   /** A metadata fallback; `detail` (logs only) says what failed when a read did. */
   onFallback?: (reason: string, context: { cell: string; sceneId: string; detail?: string | undefined }) => void;
 }
@@ -66,6 +71,25 @@ export interface OperationDeps {
  */
 export async function runOperation(deps: OperationDeps, input: OperationInput): Promise<Outcome> {
   const started = deps.clock();
+  if (input.operation === 'flood_classify' && input.model !== undefined && deps.classify !== undefined) {
+    const { result, payload } = await classifyFloodByModel(deps.classify, input.cell, input.model, deps.clock);
+    return {
+      payloadType: 'imagery/flood_classify',
+      result,
+      cost: result.cost,
+      payload: {
+        version: 1,
+        operation: input.operation,
+        h3_cell: input.cell,
+        catalog: deps.catalog,
+        search: { datetime: stacInterval(input.window), cloud: null, limit: 0 },
+        item_id: result.scene_id,
+        item_datetime: result.datetime,
+        ...payload,
+        result,
+      },
+    };
+  }
   const search: SceneSearch =
     input.operation === 'scene_search'
       ? {
@@ -156,6 +180,9 @@ export async function runOperation(deps: OperationDeps, input: OperationInput): 
       throw new ServiceError('upstream_unavailable', `reading the band pixels failed: ${publicReadFailure(error)}`);
     }
     const full = { ...flood.result, processingMs: Math.max(0, deps.clock() - started) };
+    if (input.model !== undefined) {
+      full.description += ` Model ${input.model} not used: no classify endpoint is configured (CLASSIFY_URL).`;
+    }
     return {
       payloadType: 'imagery/flood_classify',
       result: full,

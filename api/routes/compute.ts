@@ -357,7 +357,14 @@ function checkStepAvailable(step: ComputeRequest['steps'][number]): void {
   if (step.type === 'sensor_fusion') {
     throw new ServiceError('step_type_unavailable', `step "${step.id}": sensor_fusion is planned and not available`);
   }
-  if (step.model !== undefined && !isKnownModel(step.model)) {
+  // An image_process step's model is a classify-endpoint model (flood_classify), not a registry model.
+  if (step.type === 'image_process' && step.model !== undefined && step.operation !== 'flood_classify') {
+    throw new ServiceError(
+      'invalid_request',
+      `step "${step.id}": a model applies to the flood_classify operation only`,
+    );
+  }
+  if (step.type !== 'image_process' && step.model !== undefined && !isKnownModel(step.model)) {
     throw new ServiceError('invalid_model', `step "${step.id}": model "${step.model}" is not available`);
   }
   if (step.type === 'image_process') {

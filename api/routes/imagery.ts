@@ -85,6 +85,7 @@ export const imageryRoutes = (imagery: ImageryActivities) => [
         'invalid_limit',
         'no_scenes',
         'imagery_unavailable',
+        'invalid_model',
         'upstream_unavailable',
         'upstream_timeout',
       ],

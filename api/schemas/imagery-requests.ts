@@ -90,6 +90,8 @@ const processBodySchema = z.strictObject({
   /** flood_classify only: the reference (dry) window. */
   reference_from: z.unknown().optional(),
   reference_to: z.unknown().optional(),
+  /** flood_classify only: a classify-endpoint model. */
+  model: z.string().min(1).max(256).optional(),
   /** scene_search only. */
   cloud: z.unknown().optional(),
   limit: z.unknown().optional(),
@@ -121,6 +123,9 @@ export function processBody(body: unknown): Check<ProcessInput> {
   if (reference.value !== undefined && operation.value !== 'flood_classify') {
     return fail('invalid_request', 'reference_from and reference_to apply to the flood_classify operation only');
   }
+  if (b.model !== undefined && operation.value !== 'flood_classify') {
+    return fail('invalid_request', 'model applies to the flood_classify operation only');
+  }
   return pass({
     operation: operation.value,
     query: {
@@ -130,6 +135,7 @@ export function processBody(body: unknown): Check<ProcessInput> {
       ...(cloud.value === undefined ? {} : { cloud: cloud.value }),
       ...(limit.value === undefined ? {} : { limit: limit.value }),
       ...(reference.value === undefined ? {} : { reference: reference.value }),
+      ...(b.model === undefined ? {} : { model: b.model }),
     },
   });
 }

@@ -83,4 +83,8 @@ export const processBodyDocs = z.strictObject({
   limit: z.int().min(1).max(MAX_SCENES).optional().describe('scene_search only'),
   reference_from: date.optional().describe('flood_classify only: start of the reference (dry) window'),
   reference_to: date.optional().describe('flood_classify only: end of the reference (dry) window'),
+  model: z
+    .string()
+    .optional()
+    .describe('flood_classify only: classify with this model on the classify endpoint (CLASSIFY_URL), when configured'),
 });

@@ -3,6 +3,7 @@ import { imageryPayloadSchema } from '../../activities/imagery/imagery-record.js
 import { imageCost } from '../../core/pricing.js';
 import { generateKeyPair } from '../../core/identity.js';
 import { ROME_CELL } from '../helpers/cog-fixture.js';
+import { startClassifyServer } from '../helpers/classify-server.js';
 import { floodScenes } from '../helpers/flood-fixture.js';
 import { startGateway } from '../helpers/gateway.js';
 import { TEST_NOW, startImageryCatalog, type ImageryCatalog } from '../helpers/imagery-fixtures.js';
@@ -145,6 +146,48 @@ describe('flood_classify: MNDWI water and new water over a cell (POST /v1/imager
     const body = bandless.body as { error: string; detail: string };
     assert.equal(body.error, 'imagery_unavailable');
     assert.match(body.detail, /swir16/);
+  });
+
+  it('classifies with the named model when a classify endpoint is configured, with the same fields', async () => {
+    const classify = await startClassifyServer();
+    const withModel = await startGateway({
+      clock: () => TEST_NOW,
+      imagery: { stacUrl: catalog.stac.url, classifyUrl: classify.url, classifyTimeoutMs: 2000 },
+    });
+    try {
+      catalog.stac.items = scenes();
+      const res = await withModel.post('/v1/imagery/process', {
+        operation: 'flood_classify',
+        h3_cell: ROME_CELL,
+        model: 'prithvi-flood',
+      });
+      assert.equal(res.status, 200, res.text);
+      const { result, cost } = res.body as { result: Flood & { model: string }; cost: number };
+      assert.equal(result.method, 'model');
+      assert.equal(result.model, 'prithvi-flood');
+      assert.equal(result.flood_fraction, 0.12);
+      assert.equal(result.water_fraction, 0.15); // flood_water 0.12 + permanent_water 0.03
+      assert.equal(result.scene_id, 'S2B_33TTG_20260225_0_L2A');
+      assert.equal(result.valid_pixels, null);
+      assert.equal(cost, imageCost(result.megapixels));
+      assert.deepEqual(classify.requests.at(-1)?.model, 'prithvi-flood');
+
+      const unknown = await withModel.post('/v1/imagery/process', {
+        operation: 'flood_classify',
+        h3_cell: ROME_CELL,
+        model: 'no-such-model',
+      });
+      assert.equal(unknown.status, 400);
+      assert.equal((unknown.body as { error: string }).error, 'invalid_model');
+      // Without a model the endpoint is not asked: MNDWI.
+      const before = classify.requests.length;
+      const plain = await withModel.post('/v1/imagery/process', { operation: 'flood_classify', h3_cell: ROME_CELL });
+      assert.equal((plain.body as Processed).result.method, 'mndwi');
+      assert.equal(classify.requests.length, before);
+    } finally {
+      await withModel.close();
+      await classify.close();
+    }
   });
 
   it('runs as an image_process step of a compute job, with the reference window from the step context', async () => {
