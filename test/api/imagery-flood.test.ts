@@ -52,7 +52,7 @@ describe('flood_classify: MNDWI water and new water over a cell (POST /v1/imager
   });
   after(() => catalog.stac.close());
   beforeEach(async () => {
-    gw = await startGateway({ clock: () => TEST_NOW, imagery: { stacUrl: catalog.stac.url } });
+    gw = await startGateway({ clock: () => TEST_NOW, imagery: { stacUrl: catalog.stac.url, timeoutMs: 20_000 } });
   });
   afterEach(() => gw.close());
 
@@ -152,7 +152,7 @@ describe('flood_classify: MNDWI water and new water over a cell (POST /v1/imager
     const classify = await startClassifyServer();
     const withModel = await startGateway({
       clock: () => TEST_NOW,
-      imagery: { stacUrl: catalog.stac.url, classifyUrl: classify.url, classifyTimeoutMs: 2000 },
+      imagery: { stacUrl: catalog.stac.url, timeoutMs: 20_000, classifyUrl: classify.url, classifyTimeoutMs: 5000 },
     });
     try {
       catalog.stac.items = scenes();
