@@ -1,3 +1,4 @@
+import type { ToolPolicy } from '../core/gates/tool-policy.js';
 import type { Logger } from 'pino';
 import type { ImageryActivities } from '../activities/imagery/index.js';
 import type { Swarm } from '../activities/inference/index.js';
@@ -20,6 +21,8 @@ export interface GatewayConfig {
   requireDelegation: boolean;
   /** Gate 3's trust anchors (TRUSTED_PRINCIPALS): a chain's root must be one; unset or empty: form only. */
   trustedPrincipals?: ReadonlySet<string> | undefined;
+  /** Gate 5's tool policy (TOOL_POLICY_FILE); unset: no rules. */
+  toolPolicy?: ToolPolicy | undefined;
   bodyLimitBytes: number;
   /** Rate limits, trusted proxy and receive timeouts (api/http-limits.ts); unset: no rate limits, default timeouts. */
   httpLimits?: HttpLimits | undefined;

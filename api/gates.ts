@@ -12,6 +12,7 @@ import type { RateLimiter } from '../core/rate-limiter.js';
 import type { ApiKeyRecord } from '../store/api-key-store.js';
 import type { AppDeps } from './app-deps.js';
 import { enforcePrincipalRate } from './rate-limit.js';
+import { toolPolicyGate } from './tool-policy-gate.js';
 import type { GateState, RouteSpec } from './route-spec.js';
 
 /**
@@ -26,6 +27,7 @@ export function gateChain(deps: AppDeps, spec: RouteSpec<unknown>, limits: GateL
     ['delegation', delegationGate(deps, spec, limits.countedOps)],
     ['geometry', geometryGate],
     ['preflight', preflightGate(spec)],
+    ['tool_policy', toolPolicyGate(deps.config.toolPolicy)],
   ];
   // One middleware, not four: each Koa layer costs a promise hop on every request, and the gates await only
   // when they must (a stored API key, a rate-limit count).
@@ -71,7 +73,8 @@ export const gateLimits = (principal?: RateLimiter): GateLimits => ({
  * so a refusal is attributed to what made it: `geometry` (GeoJSON anywhere in the body) and `preflight` (the
  * route's own checks: its schema, model, plan).
  */
-export type GateName = 'signature' | 'api_key' | 'jurisdiction' | 'delegation' | 'geometry' | 'preflight';
+export type GateName =
+  'signature' | 'api_key' | 'jurisdiction' | 'delegation' | 'geometry' | 'preflight' | 'tool_policy';
 
 /** Which gate refused a request, and with which error code (`ctx.state.gateRejection`). */
 export interface GateRejection {

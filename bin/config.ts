@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { ImageryConfig } from '../activities/imagery/index.js';
 import type { SwarmConfig } from '../activities/inference/index.js';
@@ -10,6 +11,7 @@ import type { SessionLimits } from '../mcp/shared/session-table.js';
 import type { ProofSyncConfig } from '../api/app-deps.js';
 import { SERVICE_VERSION } from '../api/version.js';
 import { isCell, DEFAULT_JOB_CELL } from '../core/h3-cell.js';
+import { EMPTY_TOOL_POLICY, parseToolPolicy, type ToolPolicy } from '../core/gates/tool-policy.js';
 import { checkPublicKey } from '../core/identity.js';
 import { WORKER_MODELS } from '../core/models.js';
 import { DEFAULT_QUEUE_PREFIX, DEFAULT_ROUTING_RESOLUTION, type QueueNaming } from '../core/task-queues.js';
@@ -59,6 +61,8 @@ export const envSchema = z.object({
   // Gate 3's trust anchors: comma-separated hex Ed25519 public keys of the human principals whose chains are
   // accepted. Empty: any well-formed chain is (form only; start warns when REQUIRE_DELEGATION is set).
   TRUSTED_PRINCIPALS: z.string().default(''),
+  // The fifth gate's policy (core/gates/tool-policy.ts): a JSON file of tool rules by jurisdiction. Unset: none.
+  TOOL_POLICY_FILE: z.string().min(1).optional(),
   EPOCH_GENESIS: z.string().optional(),
   // Development only (docs/quickstart.md), both refused when NODE_ENV=production. DEMO=true serves synthetic,
   // labelled tiles from a loopback upstream in this process and implies EPOCH_SECONDS=60 and DATA_DIR=./data-demo.
@@ -302,6 +306,11 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
     section: 'Gateway',
     description:
       'comma-separated hex Ed25519 public keys of the human principals a delegation chain must start at (403 `delegation_invalid` "untrusted principal" otherwise); empty: chains are checked for form only (docs/security.md)',
+  },
+  TOOL_POLICY_FILE: {
+    section: 'Gateway',
+    description:
+      'JSON file of the fifth gate: which tools may execute for cells of which jurisdictions or frameworks, optionally from a trust tier (docs/protocol.md §1.7, example in docs/examples/tool-policy.json); read at start by the gateway, `geofabric worker` and the MCP servers; unset: no rules, nothing changes',
   },
   NODE_ENV: {
     section: 'Operations',
@@ -621,7 +630,7 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
   CLASSIFY_URL: {
     section: 'Perception MCP server',
     description:
-      'GPU inference endpoint of `perception_classify` (classify v1); unset: the tool answers `not_configured`',
+      "GPU inference endpoint of `perception_classify` (classify v1), and of the gateway's `flood_classify` when a request names a `model`; unset: the tool answers `not_configured` and `flood_classify` uses MNDWI",
   },
   CLASSIFY_TIMEOUT_MS: { section: 'Perception MCP server', description: 'per classify request' },
   PERCEPTION_TEST_ROUTES: {
@@ -714,6 +723,20 @@ const list = (value: string) =>
     .split(',')
     .map((v) => v.trim())
     .filter(Boolean);
+
+/** TOOL_POLICY_FILE read and checked; a broken policy stops the start rather than silently allowing every tool. */
+function toolPolicy(path: string | undefined): ToolPolicy {
+  if (path === undefined) return EMPTY_TOOL_POLICY;
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new ConfigError(`configuration: TOOL_POLICY_FILE: ${path}: ${(error as Error).message}`);
+  }
+  const parsed = parseToolPolicy(json);
+  if (!parsed.ok) throw new ConfigError(`configuration: TOOL_POLICY_FILE: ${path}: ${parsed.detail}`);
+  return parsed.policy;
+}
 
 /** TRUSTED_PRINCIPALS as a set of usable Ed25519 keys; a typo must stop the start, not trust nobody silently. */
 function trustedPrincipals(value: string): ReadonlySet<string> {
@@ -812,6 +835,8 @@ export interface Config {
   requireDelegation: boolean;
   /** TRUSTED_PRINCIPALS: roots a delegation chain must start at; empty: any root (form only). */
   trustedPrincipals: ReadonlySet<string>;
+  /** TOOL_POLICY_FILE parsed: the fifth gate's rules (EMPTY_TOOL_POLICY when unset). */
+  toolPolicy: ToolPolicy;
   epochGenesisMs: number;
   /** EPOCH_MS (the hour), unless EPOCH_SECONDS (development) shortened it. */
   epochMs: number;
@@ -1060,6 +1085,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logFormat: e.LOG_FORMAT,
     requireDelegation: e.REQUIRE_DELEGATION,
     trustedPrincipals: trustedPrincipals(e.TRUSTED_PRINCIPALS),
+    toolPolicy: toolPolicy(e.TOOL_POLICY_FILE),
     epochGenesisMs,
     epochMs: dev.epochMs,
     demo: e.DEMO,
@@ -1119,6 +1145,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: e.STAC_TIMEOUT_MS,
       userAgent: USER_AGENT,
       assetOrigins: assetOrigins(e.STAC_URL, e.IMAGERY_ASSET_ORIGINS),
+      classifyUrl: e.CLASSIFY_URL?.replace(/\/+$/, ''),
+      classifyTimeoutMs: e.CLASSIFY_TIMEOUT_MS,
     },
     orchestrator: e.ORCHESTRATOR,
     temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE },

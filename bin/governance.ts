@@ -84,6 +84,7 @@ export async function startGovernance(
     sessionLimits: config.mcpSessions,
     tokenTtlSeconds: config.governance.tokenTtlSeconds,
     trustedPrincipals: config.trustedPrincipals,
+    toolPolicy: config.toolPolicy,
     logger,
   });
   const { url } = await server.listen(config.governance.port, config.governance.host);

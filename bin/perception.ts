@@ -63,6 +63,7 @@ export async function startPerception(
       : { tokenVerifier: { issuerPk: tokenIssuerPk, issuer: TOKEN_ISSUER, audience: TOKEN_AUDIENCE } }),
     requireToken: config.perception.requireToken,
     testRoutes: config.perception.testRoutes,
+    toolPolicy: config.toolPolicy,
     logger,
     tools: [
       createWeatherTool({

@@ -149,6 +149,7 @@ export async function startGateway(config: Config): Promise<void> {
     config: {
       requireDelegation: config.requireDelegation,
       trustedPrincipals: config.trustedPrincipals,
+      toolPolicy: config.toolPolicy,
       bodyLimitBytes: config.bodyLimitBytes,
       httpLimits: config.httpLimits,
       epochGenesisMs: config.epochGenesisMs,

@@ -278,7 +278,10 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
         },
         nodePk: pk,
       });
-      const activities = withHeartbeats(guardSteps(steps, self, { models: swarm.models }), ACTIVITY_HEARTBEAT_MS);
+      const activities = withHeartbeats(
+        guardSteps(steps, self, { models: swarm.models, toolPolicy: config.toolPolicy }),
+        ACTIVITY_HEARTBEAT_MS,
+      );
       temporal = await startTemporalWorkers({
         role: 'worker',
         address: config.temporal.address,

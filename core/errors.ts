@@ -23,6 +23,8 @@ export const ERROR_STATUS = {
   delegation_invalid: 403,
   delegation_required: 403,
   rate_limit: 429,
+  // Gate 5: the tool policy (docs/security.md) forbids a tool for the cell's jurisdiction or the caller's tier
+  tool_not_permitted: 403,
   // Gate 4 and request validation
   cyclic_dependency: 400,
   invalid_geometry: 400,
@@ -59,6 +61,9 @@ export const ERROR_STATUS = {
   invalid_limit: 400,
   invalid_operation: 400,
   no_scenes: 404,
+  // flood_classify: the chosen scene cannot answer for the cell (bands missing or not over HTTP(S), cell outside
+  // the image, a reference scene on another tile); there is no metadata estimate to fall back on.
+  imagery_unavailable: 422,
   // The tile upstream has no tile at that place and zoom (it answered 404).
   tile_not_found: 404,
   upstream_unavailable: 502,

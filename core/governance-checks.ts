@@ -22,8 +22,10 @@ import {
   verifyDelegationChainStructure,
   type DelegationCertificate,
 } from './delegation-cert.js';
+import { firstToolPolicyRefusal, type ToolPolicy } from './gates/tool-policy.js';
 import { cellCoveredBy, isCell } from './h3-cell.js';
 import { resolveJurisdiction } from './jurisdiction.js';
+import type { AgentTier } from './tiers.js';
 import { DEFAULT_ALLOWED_TOOLS } from './tool-preflight.js';
 
 export interface JurisdictionInfo {
@@ -83,6 +85,43 @@ export interface DelegationChainCheck {
   cert_hash: string;
   cert_active: boolean;
   errors: string[];
+  /** Gate 5: whether the tool policy lets the agent run the tool in the cells judged (always present from the server). */
+  tool_policy?: ToolPolicyReport;
+}
+
+/** check_delegation_chain's account of the tool policy (core/gates/tool-policy.ts). */
+export interface ToolPolicyReport {
+  allowed: boolean;
+  /** The cells judged: the one asked about, else the certificate's own cells. */
+  cells: string[];
+  /** The agent tier the rules were read with (its last epoch's tier_at_close; provisioned before one). */
+  agent_tier: AgentTier;
+  /** The refusing rule, the place it refused and why; null when allowed. */
+  rule: string | null;
+  jurisdiction: string | null;
+  detail: string | null;
+}
+
+/**
+ * The tool policy's verdict on `toolName` for an agent at `agentTier` in `cells` (no worker runs an MCP tool, so a
+ * `min_worker_tier` rule refuses). Pure: cells resolve with core/jurisdiction.ts.
+ */
+export function toolPolicyReport(
+  policy: ToolPolicy,
+  toolName: string,
+  cells: readonly string[],
+  agentTier: AgentTier,
+): ToolPolicyReport {
+  const places = cells.filter(isCell).map((cell) => resolveJurisdiction(cell));
+  const refusal = firstToolPolicyRefusal(policy, [toolName], places, { agentTier });
+  return {
+    allowed: refusal === null,
+    cells: [...cells],
+    agent_tier: agentTier,
+    rule: refusal?.rule ?? null,
+    jurisdiction: refusal?.jurisdiction ?? null,
+    detail: refusal?.detail ?? null,
+  };
 }
 
 /** What both answers share: the chain judged once, each aspect separately. */
@@ -221,6 +260,8 @@ export function checkDelegationChain(input: {
   toolName: string;
   nowMs: number;
   trustedPrincipals?: ReadonlySet<string>;
+  /** Gate 5: the policy, the agent's tier and the cells to judge (default: the last certificate's cells). */
+  policy?: { toolPolicy: ToolPolicy; agentTier: AgentTier; cells?: readonly string[] | undefined };
 }): DelegationChainCheck {
   const { toolName } = input;
   const assessed = assessChain(input.chain, input.nowMs, input.trustedPrincipals);
@@ -257,8 +298,13 @@ export function checkDelegationChain(input: {
     );
   }
 
+  const policy =
+    input.policy &&
+    toolPolicyReport(input.policy.toolPolicy, toolName, input.policy.cells ?? a.last.h3_cells, input.policy.agentTier);
+  if (policy && !policy.allowed) errors.push(policy.detail!);
+
   return {
-    authorized: a.signatureValid && a.certActive && toolAllowed,
+    authorized: a.signatureValid && a.certActive && toolAllowed && (policy?.allowed ?? true),
     human_principal_pk: a.root.principal_pk,
     agent_pk: a.last.agent_pk,
     signature_valid: a.signatureValid,
@@ -269,5 +315,6 @@ export function checkDelegationChain(input: {
     cert_hash: certificateHash(a.last),
     cert_active: a.certActive,
     errors,
+    ...(policy ? { tool_policy: policy } : {}),
   };
 }

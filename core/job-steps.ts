@@ -25,6 +25,8 @@ export interface JobStepSpec {
         epoch?: number | undefined;
         date_from?: string | undefined;
         date_to?: string | undefined;
+        reference_from?: string | undefined;
+        reference_to?: string | undefined;
       }
     | undefined;
   tools?: string[] | undefined;
@@ -96,6 +98,11 @@ export interface ImageStepInput {
   h3_cell: string;
   date_from?: string;
   date_to?: string;
+  /** flood_classify: the reference window (`context.reference_from`/`reference_to`). */
+  reference_from?: string;
+  reference_to?: string;
+  /** flood_classify: a classify-endpoint model (the step's `model`). */
+  model?: string;
 }
 
 /** A sensor_fusion step (core/sensor-fusion.ts): the window is resolved by the activity from these. */
@@ -195,6 +202,9 @@ export function stepActivityInput(
       };
       if (step.context?.date_from !== undefined) input.date_from = step.context.date_from;
       if (step.context?.date_to !== undefined) input.date_to = step.context.date_to;
+      if (step.context?.reference_from !== undefined) input.reference_from = step.context.reference_from;
+      if (step.context?.reference_to !== undefined) input.reference_to = step.context.reference_to;
+      if (step.model !== undefined) input.model = step.model;
       return { type: 'image_process', input };
     }
     case 'sensor_fusion': {

@@ -9,7 +9,13 @@ export const COLLECTION_PAYLOAD_TYPES = {
   tile: ['tile/vector', 'tile/raster'],
   compute_job: ['compute/job'],
   // The protocol names only `imagery/ndvi`; the other image_process operations record under matching types.
-  imagery: ['imagery/ndvi', 'imagery/cloud_mask', 'imagery/scene_search', 'imagery/atmospheric_correction'],
+  imagery: [
+    'imagery/ndvi',
+    'imagery/cloud_mask',
+    'imagery/scene_search',
+    'imagery/atmospheric_correction',
+    'imagery/flood_classify',
+  ],
   breadcrumb: ['gns/breadcrumb'],
   telemetry: ['iot/telemetry'],
 } as const;

@@ -10,7 +10,10 @@
  */
 import type { Severity, ViolationType } from './breadcrumb-types.js';
 import type { DelegationCertificate, DelegationGrant } from './delegation-cert.js';
+import { toolPolicyRefusal, type ToolPolicy } from './gates/tool-policy.js';
 import { cellCoveredBy, isCell } from './h3-cell.js';
+import { resolveJurisdiction } from './jurisdiction.js';
+import type { AgentTier } from './tiers.js';
 
 /** docs/protocol.md §4.3 allowed-tools whitelist: the tools a certificate without `allowed_tools` may use. */
 export const DEFAULT_ALLOWED_TOOLS: readonly string[] = Object.freeze([
@@ -50,8 +53,10 @@ const blocked = (violation: ViolationType, severity: Severity, detail: string): 
  * (not_before ≤ now ≤ not_after, no skew) else `cert_expired`; (2) `cell` inside one of the certificate's
  * h3_cells by H3 containment (a finer or equal cell; a coarser one is outside) else `jurisdiction_breach`;
  * (3) `facet` granted else `facet_violation`; (4) the tool allowed (constraints.allowed_tools, or the protocol's
- * 4.3 whitelist when absent) and not denied, else `facet_violation`; all critical. Then (5)
- * `opsInLastHour` below max_ops_per_hour, else `rate_limit` (warning).
+ * 4.3 whitelist when absent) and not denied, else `facet_violation`; all critical. With `policy`, (4b) the
+ * fifth gate (core/gates/tool-policy.ts) at the cell's jurisdiction for the calling agent's tier, else
+ * `jurisdiction_breach` (critical) naming the rule. Then (5) `opsInLastHour` below max_ops_per_hour, else
+ * `rate_limit` (warning).
  */
 export function preflightTool(input: {
   certificate: DelegationCertificate;
@@ -62,6 +67,8 @@ export function preflightTool(input: {
   opsInLastHour: number;
   /** The verified chain's effective rights (verifyDelegationChain's grant), enforced on top of the leaf's. */
   grant?: ChainRights;
+  /** Gate 5: the tool policy and the trust tier of the agent the call is for (no worker runs MCP tools). */
+  policy?: { toolPolicy: ToolPolicy; agentTier: AgentTier };
 }): PreflightResult {
   const { certificate: cert, toolName, grant } = input;
 
@@ -92,6 +99,13 @@ export function preflightTool(input: {
   const refusal = toolRefusal(cert, grant, toolName);
   if (refusal !== null) {
     return blocked('facet_violation', 'critical', `tool "${toolName}" is ${refusal} by the delegation certificate`);
+  }
+
+  if (input.policy !== undefined && input.policy.toolPolicy.rules.length > 0) {
+    const refused = toolPolicyRefusal(input.policy.toolPolicy, toolName, resolveJurisdiction(input.cell), {
+      agentTier: input.policy.agentTier,
+    });
+    if (refused !== null) return blocked('jurisdiction_breach', 'critical', refused.detail);
   }
 
   const limits = [cert.constraints?.max_ops_per_hour, grant?.max_ops_per_hour].filter(

@@ -17,6 +17,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { HardwareTier } from '../../core/hardware-tier.js';
 import { resolveJurisdiction, isInJurisdiction } from '../../core/jurisdiction.js';
 import { createModelRegistry, type ModelRegistry } from '../../core/model-registry.js';
+import { firstToolPolicyRefusal, type ToolPolicy } from '../../core/gates/tool-policy.js';
 import {
   STEP_MIN_HARDWARE_TIER,
   type ImageStepInput,
@@ -50,6 +51,7 @@ export function stepIneligibility(
   input: StepInput,
   self: WorkerSelf,
   models: ModelRegistry,
+  toolPolicy?: ToolPolicy,
 ): string | null {
   if (self.relay) return 'a relay worker routes jobs and runs no steps';
   let minHardware: number = STEP_MIN_HARDWARE_TIER[type];
@@ -67,6 +69,14 @@ export function stepIneligibility(
       if (!meetsWorkerTier(self.trust_tier, tier)) {
         return `tool ${tool} needs trust tier ${tier}; this worker is ${self.trust_tier}`;
       }
+    }
+    // Gate 5 again, against this worker's own cell and tier: a worker never runs a tool its jurisdiction
+    // forbids, whatever cell the job named (the agent's tier is not known here: such rules refuse).
+    if (toolPolicy !== undefined && tools.length > 0) {
+      const refusal = firstToolPolicyRefusal(toolPolicy, tools, [resolveJurisdiction(self.h3_cell)], {
+        workerTier: self.trust_tier,
+      });
+      if (refusal !== null) return refusal.detail;
     }
   }
   if (self.hardware_tier < minHardware) {
@@ -93,11 +103,11 @@ export function stepIneligibility(
 export function guardSteps(
   steps: StepActivities,
   self: () => WorkerSelf,
-  options: { models?: ModelRegistry } = {},
+  options: { models?: ModelRegistry; toolPolicy?: ToolPolicy } = {},
 ): StepActivities {
   const models = options.models ?? createModelRegistry();
   const check = (type: StepType, input: StepInput): void => {
-    const why = stepIneligibility(type, input, self(), models);
+    const why = stepIneligibility(type, input, self(), models, options.toolPolicy);
     if (why !== null) {
       throw ApplicationFailure.retryable(`step "${input.step_id}" of job ${input.job_id}: ${why}`, WORKER_INELIGIBLE);
     }

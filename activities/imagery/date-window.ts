@@ -92,3 +92,24 @@ export function widenHint(params: WindowParams, defaulted: { from: boolean; to: 
     : '';
   return `${which}; widen the window with ${params.from} and ${params.to} (YYYY-MM-DD or ISO 8601 UTC)`;
 }
+
+/**
+ * flood_classify's reference window (`reference_from`/`reference_to`): both ends or neither, in order; it names
+ * the dry scene new water is judged against, so it is never defaulted.
+ */
+export function referenceWindow(
+  from: unknown,
+  to: unknown,
+  names: [string, string],
+): Check<{ fromMs: number; toMs: number } | undefined> {
+  if (from === undefined && to === undefined) return pass(undefined);
+  if (from === undefined || to === undefined) {
+    return fail('invalid_date', `a reference window needs both ${names[0]} and ${names[1]}`);
+  }
+  const fromMs = parseDateParam(from, names[0], 'start');
+  if (!fromMs.ok) return fromMs;
+  const toMs = parseDateParam(to, names[1], 'end');
+  if (!toMs.ok) return toMs;
+  if (fromMs.value! > toMs.value!) return fail('invalid_date', `${names[0]} is after ${names[1]}`);
+  return pass({ fromMs: fromMs.value!, toMs: toMs.value! });
+}

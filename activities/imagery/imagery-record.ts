@@ -30,7 +30,7 @@ export const imageryPayloadSchema = z.looseObject({
   /** The STAC item processed; null for a scene search. */
   item_id: z.string().nullable(),
   item_datetime: z.string().nullable(),
-  method: z.enum(['pixels', 'metadata', 'catalog']),
+  method: z.enum(['pixels', 'metadata', 'catalog', 'model']),
   assets: z.array(assetReadSchema),
   megapixels: z.number().nonnegative(),
   cost: z.number().nonnegative(),

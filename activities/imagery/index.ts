@@ -14,7 +14,14 @@ import { checkCell } from '../../core/h3-cell.js';
 import type { ImageOperation } from '../../core/imagery-operations.js';
 import type { ProofWriter } from '../proof/record-batcher.js';
 import { originSet } from '../safe-fetch.js';
-import { parseDateParam, QUERY_WINDOW, resolveWindow, widenHint, type WindowParams } from './date-window.js';
+import {
+  parseDateParam,
+  QUERY_WINDOW,
+  referenceWindow,
+  resolveWindow,
+  widenHint,
+  type WindowParams,
+} from './date-window.js';
 import { imageryPayloadSchema } from './imagery-record.js';
 import { stepRecordId } from '../../core/proof-record.js';
 import type { NdviResult } from './ndvi.js';
@@ -34,6 +41,9 @@ export interface ImageryConfig {
    */
   assetOrigins?: readonly string[] | undefined;
   userAgent: string;
+  /** CLASSIFY_URL: flood_classify with a `model` classifies on this classify v1 endpoint; unset: MNDWI only. */
+  classifyUrl?: string | undefined;
+  classifyTimeoutMs?: number | undefined;
 }
 
 export interface ImageryDeps {
@@ -52,6 +62,10 @@ export interface ImageryQuery {
   limit?: number;
   /** How this caller names the window's ends (default: the query's `from`/`to`), for a `no_scenes` detail. */
   windowParams?: WindowParams;
+  /** flood_classify: the reference window (both ends required), epoch ms. */
+  reference?: { fromMs: number; toMs: number };
+  /** flood_classify: the model to classify with (used when a classify endpoint is configured). */
+  model?: string;
 }
 
 export interface ScenesResult {
@@ -82,6 +96,9 @@ export const imageStepSchema = z.object({
   h3_cell: z.string(),
   date_from: z.string().optional(),
   date_to: z.string().optional(),
+  reference_from: z.string().optional(),
+  reference_to: z.string().optional(),
+  model: z.string().min(1).max(256).optional(),
 });
 export type ImageStep = z.input<typeof imageStepSchema>;
 
@@ -102,6 +119,14 @@ export function createImageryActivities(deps: ImageryDeps) {
       origins: originSet([config.stacUrl, ...(config.assetOrigins ?? [])]),
     },
     clock: deps.clock,
+    classify:
+      config.classifyUrl === undefined
+        ? undefined
+        : {
+            url: config.classifyUrl,
+            timeoutMs: config.classifyTimeoutMs ?? 60_000,
+            userAgent: config.userAgent,
+          },
     onFallback: (reason: string, context: { cell: string; sceneId: string }) =>
       deps.logger?.info({ ...context, reason }, 'imagery: pixels not used, answered from scene metadata'),
   };
@@ -115,6 +140,10 @@ export function createImageryActivities(deps: ImageryDeps) {
     const input: OperationInput = { operation, cell: query.cell, window, widen };
     if (query.cloud !== undefined) input.cloud = query.cloud;
     if (query.limit !== undefined) input.limit = query.limit;
+    if (query.model !== undefined) input.model = query.model;
+    if (query.reference !== undefined) {
+      input.reference = unwrap(resolveWindow(query.reference.fromMs, query.reference.toMs, deps.clock()));
+    }
     return runOperation(operationDeps, input);
   };
 
@@ -175,6 +204,24 @@ export function createImageryActivities(deps: ImageryDeps) {
         const toMs = unwrap(parseDateParam(step.date_to, 'date_to', 'end'));
         if (fromMs !== undefined) query.fromMs = fromMs;
         if (toMs !== undefined) query.toMs = toMs;
+        const reference = unwrap(
+          referenceWindow(step.reference_from, step.reference_to, ['context.reference_from', 'context.reference_to']),
+        );
+        if (reference !== undefined) {
+          if (operation !== 'flood_classify') {
+            throw new ServiceError(
+              'invalid_request',
+              'a reference window applies to the flood_classify operation only',
+            );
+          }
+          query.reference = reference;
+        }
+        if (step.model !== undefined) {
+          if (operation !== 'flood_classify') {
+            throw new ServiceError('invalid_request', 'an image_process model applies to flood_classify only');
+          }
+          query.model = step.model;
+        }
         const outcome = await run(operation, query);
         const record = await deps.proofs.write({
           id: stepRecordId('imagery', step.job_id, step.step_id),

@@ -1,10 +1,12 @@
 import { fail, pass, type Check } from '../../core/check.js';
 import { ServiceError } from '../../core/errors.js';
-import { IMAGE_OPERATIONS, PLANNED_IMAGE_OPERATIONS, type ImageOperation } from '../../core/imagery-operations.js';
+import { IMAGE_OPERATIONS, type ImageOperation } from '../../core/imagery-operations.js';
 import { baselineOffset } from '../../core/ndvi.js';
 import type { PayloadType } from '../../core/proof-types.js';
 import { computeCloudMask } from './cloud-mask.js';
-import type { CogOptions } from './cog-reader.js';
+import { ImageDataError, publicReadFailure, type CogOptions } from './cog-reader.js';
+import { computeFlood } from './flood.js';
+import { classifyFloodByModel, type ModelEndpoint } from './flood-model.js';
 import { stacInterval, type DateWindow } from './date-window.js';
 import { computeNdvi } from './ndvi.js';
 import type { SceneSearch, StacClient } from './stac-client.js';
@@ -22,12 +24,6 @@ export function checkOperation(value: unknown): Check<ImageOperation> {
   if (typeof value === 'string' && (IMAGE_OPERATIONS as readonly string[]).includes(value)) {
     return pass(value as ImageOperation);
   }
-  if (typeof value === 'string' && (PLANNED_IMAGE_OPERATIONS as readonly string[]).includes(value)) {
-    return fail(
-      'invalid_operation',
-      `${value} is not an image_process operation yet: it is served by the perception service's MCP tool perception_classify`,
-    );
-  }
   return fail(
     'invalid_operation',
     `operation must be one of ${IMAGE_OPERATIONS.join(', ')}; got ${JSON.stringify(value)}`,
@@ -43,6 +39,10 @@ export interface OperationInput {
   /** scene_search only. */
   cloud?: number;
   limit?: number;
+  /** flood_classify only: the window of the reference (dry) scene, chosen like the current one. */
+  reference?: DateWindow;
+  /** flood_classify only: classify with this model on the classify endpoint, when one is configured. */
+  model?: string;
 }
 
 /** One processing, before it is recorded: its payload lacks only the record-level fields. */
@@ -58,17 +58,38 @@ export interface OperationDeps {
   catalog: { url: string; collection: string };
   cog: CogOptions;
   clock: () => number;
+  /** The classify v1 endpoint (CLASSIFY_URL) for flood_classify with a `model`; undefined: MNDWI only. */
+  classify?: ModelEndpoint | undefined;
   /** A metadata fallback; `detail` (logs only) says what failed when a read did. */
   onFallback?: (reason: string, context: { cell: string; sceneId: string; detail?: string | undefined }) => void;
 }
 
 /**
- * Runs one operation: the STAC search, the scene choice, the computation. ndvi and
- * atmospheric_correction use the least cloudy scene of the window (ties → newest); cloud_mask the newest
+ * Runs one operation: the STAC search, the scene choice, the computation. ndvi, flood_classify (and its
+ * reference window) and atmospheric_correction use the least cloudy scene of the window (ties → newest); cloud_mask the newest
  * (it describes the current sky); scene_search lists scenes newest first.
  */
 export async function runOperation(deps: OperationDeps, input: OperationInput): Promise<Outcome> {
   const started = deps.clock();
+  if (input.operation === 'flood_classify' && input.model !== undefined && deps.classify !== undefined) {
+    const { result, payload } = await classifyFloodByModel(deps.classify, input.cell, input.model, deps.clock);
+    return {
+      payloadType: 'imagery/flood_classify',
+      result,
+      cost: result.cost,
+      payload: {
+        version: 1,
+        operation: input.operation,
+        h3_cell: input.cell,
+        catalog: deps.catalog,
+        search: { datetime: stacInterval(input.window), cloud: null, limit: 0 },
+        item_id: result.scene_id,
+        item_datetime: result.datetime,
+        ...payload,
+        result,
+      },
+    };
+  }
   const search: SceneSearch =
     input.operation === 'scene_search'
       ? {
@@ -142,6 +163,39 @@ export async function runOperation(deps: OperationDeps, input: OperationInput): 
       payload: { ...common, ...item, ...payload, result: full },
     };
   }
+  if (input.operation === 'flood_classify') {
+    const reference = input.reference ? await referenceScene(deps, input.cell, input.reference) : null;
+    let flood;
+    try {
+      flood = await computeFlood(scene, reference, input.cell, cog);
+    } catch (error) {
+      // What the image is (no bands, outside the cell, another tile) is the caller's to know; what failed
+      // upstream (a status, an origin) goes to the logs only, as for NDVI.
+      if (error instanceof ImageDataError) throw new ServiceError('imagery_unavailable', error.message);
+      deps.onFallback?.('flood_classify read failed', {
+        cell: input.cell,
+        sceneId: scene.id,
+        detail: (error as Error).message,
+      });
+      throw new ServiceError('upstream_unavailable', `reading the band pixels failed: ${publicReadFailure(error)}`);
+    }
+    const full = { ...flood.result, processingMs: Math.max(0, deps.clock() - started) };
+    if (input.model !== undefined) {
+      full.description += ` Model ${input.model} not used: no classify endpoint is configured (CLASSIFY_URL).`;
+    }
+    return {
+      payloadType: 'imagery/flood_classify',
+      result: full,
+      cost: flood.result.cost,
+      payload: {
+        ...common,
+        ...item,
+        reference_search: input.reference ? { datetime: stacInterval(input.reference) } : null,
+        ...flood.payload,
+        result: full,
+      },
+    };
+  }
   if (input.operation === 'cloud_mask') {
     const onReadFailure = (detail: string) =>
       deps.onFallback?.('reading the scl band failed', { cell: input.cell, sceneId: scene.id, detail });
@@ -172,6 +226,21 @@ export async function runOperation(deps: OperationDeps, input: OperationInput): 
       result,
     },
   };
+}
+
+/** The reference scene of flood_classify: the least cloudy of its window, as for the current scene. */
+async function referenceScene(deps: OperationDeps, cell: string, window: DateWindow): Promise<Scene> {
+  const scenes = await deps.stac.search({ cell, window, limit: CANDIDATES, order: 'clearest' });
+  const scene = leastCloudy(scenes);
+  if (!scene) {
+    throw new ServiceError(
+      'no_scenes',
+      `no ${deps.catalog.collection} reference scene intersects cell ${cell} between ` +
+        `${new Date(window.fromMs).toISOString()} and ${new Date(window.toMs).toISOString()} ` +
+        '(the reference window: reference_from, reference_to)',
+    );
+  }
+  return scene;
 }
 
 /**

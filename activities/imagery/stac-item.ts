@@ -36,8 +36,8 @@ export const stacSearchResponseSchema = z.looseObject({
 });
 export type StacItem = z.infer<typeof stacItemSchema>;
 
-/** Asset keys surfaced to clients, in Earth Search v1 naming (B04 red, B08 nir, SCL, TCI visual …). */
-export const BAND_KEYS = ['red', 'green', 'blue', 'nir', 'scl', 'visual'] as const;
+/** Asset keys surfaced to clients, in Earth Search v1 naming (B04 red, B03 green, B08 nir, B11 swir16, SCL, TCI visual …). */
+export const BAND_KEYS = ['red', 'green', 'blue', 'nir', 'swir16', 'scl', 'visual'] as const;
 export type BandKey = (typeof BAND_KEYS)[number];
 
 export interface Scene {

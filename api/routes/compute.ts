@@ -4,7 +4,7 @@ import { EPOCH_MS, epochAt } from '../../core/epoch.js';
 import { cellEpochs, fusionCells, fusionWindow } from '../../core/sensor-fusion.js';
 import { ERROR_STATUS, ServiceError, type ErrorCode } from '../../core/errors.js';
 import { DEFAULT_JOB_CELL } from '../../core/h3-cell.js';
-import { IMAGE_OPERATIONS, PLANNED_IMAGE_OPERATIONS } from '../../core/imagery-operations.js';
+import { IMAGE_OPERATIONS } from '../../core/imagery-operations.js';
 import { jobIdFromSignature, requestHash } from '../../core/job-hash.js';
 import { planJob, type JobPlan } from '../../core/job-plan.js';
 import type { ComputeResponse, JobRecord } from '../../core/job-record.js';
@@ -139,6 +139,7 @@ export const computeRoutes = (deps: ComputeDeps) => [
         'job_timeout',
         'upstream_timeout',
         'no_readings',
+        'tool_not_permitted',
       ],
     },
   }),
@@ -372,17 +373,18 @@ function checkStepAvailable(step: ComputeRequest['steps'][number]): void {
   if (step.type === 'sensor_fusion' && step.quantity === undefined) {
     throw new ServiceError('invalid_request', `step "${step.id}": a sensor_fusion step needs a quantity`);
   }
-  if (step.model !== undefined && !isKnownModel(step.model)) {
+  // An image_process step's model is a classify-endpoint model (flood_classify), not a registry model.
+  if (step.type === 'image_process' && step.model !== undefined && step.operation !== 'flood_classify') {
+    throw new ServiceError(
+      'invalid_request',
+      `step "${step.id}": a model applies to the flood_classify operation only`,
+    );
+  }
+  if (step.type !== 'image_process' && step.model !== undefined && !isKnownModel(step.model)) {
     throw new ServiceError('invalid_model', `step "${step.id}": model "${step.model}" is not available`);
   }
   if (step.type === 'image_process') {
     const operation = step.operation ?? 'ndvi';
-    if ((PLANNED_IMAGE_OPERATIONS as readonly string[]).includes(operation)) {
-      throw new ServiceError(
-        'step_type_unavailable',
-        `step "${step.id}": ${operation} is available only as the MCP tool perception_classify`,
-      );
-    }
     if (!(IMAGE_OPERATIONS as readonly string[]).includes(operation)) {
       throw new ServiceError('invalid_request', `step "${step.id}": unknown image_process operation "${operation}"`);
     }

@@ -84,6 +84,8 @@ export const imageryRoutes = (imagery: ImageryActivities) => [
         'invalid_cloud',
         'invalid_limit',
         'no_scenes',
+        'imagery_unavailable',
+        'invalid_model',
         'upstream_unavailable',
         'upstream_timeout',
       ],

@@ -32,6 +32,8 @@ export const stepSchema = z.strictObject({
       epoch: z.int().min(0).optional(),
       date_from: z.iso.date().or(z.iso.datetime()).optional(),
       date_to: z.iso.date().or(z.iso.datetime()).optional(),
+      reference_from: z.iso.date().or(z.iso.datetime()).optional(),
+      reference_to: z.iso.date().or(z.iso.datetime()).optional(),
     })
     .optional(),
   tools: z.array(z.string().min(1).max(64)).max(16).optional(),

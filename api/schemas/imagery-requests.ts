@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { fail, pass, type Check } from '../../core/check.js';
 import type { ImageOperation } from '../../core/imagery-operations.js';
 import { integerIn } from '../../core/query-params.js';
-import { parseDateParam } from '../../activities/imagery/date-window.js';
+import { parseDateParam, referenceWindow } from '../../activities/imagery/date-window.js';
 import type { ImageryQuery } from '../../activities/imagery/index.js';
 import { MAX_LIMIT, checkOperation } from '../../activities/imagery/run-operation.js';
 import { zodCheck } from './zod-check.js';
@@ -87,6 +87,11 @@ const processBodySchema = z.strictObject({
   h3_cell: z.string(),
   date_from: z.unknown().optional(),
   date_to: z.unknown().optional(),
+  /** flood_classify only: the reference (dry) window. */
+  reference_from: z.unknown().optional(),
+  reference_to: z.unknown().optional(),
+  /** flood_classify only: a classify-endpoint model. */
+  model: z.string().min(1).max(256).optional(),
   /** scene_search only. */
   cloud: z.unknown().optional(),
   limit: z.unknown().optional(),
@@ -97,7 +102,7 @@ export interface ProcessInput {
   query: ImageryQuery;
 }
 
-/** POST /v1/imagery/process {operation, h3_cell, date_from?, date_to?, cloud?, limit?} */
+/** POST /v1/imagery/process {operation, h3_cell, date_from?, date_to?, cloud?, limit?, reference_from?, reference_to?} */
 export function processBody(body: unknown): Check<ProcessInput> {
   const shape = zodCheck(processBodySchema, body);
   if (!shape.ok) return shape;
@@ -113,6 +118,14 @@ export function processBody(body: unknown): Check<ProcessInput> {
   if ((cloud.value !== undefined || limit.value !== undefined) && operation.value !== 'scene_search') {
     return fail('invalid_request', 'cloud and limit apply to the scene_search operation only');
   }
+  const reference = referenceWindow(b.reference_from, b.reference_to, ['reference_from', 'reference_to']);
+  if (!reference.ok) return reference;
+  if (reference.value !== undefined && operation.value !== 'flood_classify') {
+    return fail('invalid_request', 'reference_from and reference_to apply to the flood_classify operation only');
+  }
+  if (b.model !== undefined && operation.value !== 'flood_classify') {
+    return fail('invalid_request', 'model applies to the flood_classify operation only');
+  }
   return pass({
     operation: operation.value,
     query: {
@@ -121,6 +134,8 @@ export function processBody(body: unknown): Check<ProcessInput> {
       windowParams: { from: 'date_from', to: 'date_to' },
       ...(cloud.value === undefined ? {} : { cloud: cloud.value }),
       ...(limit.value === undefined ? {} : { limit: limit.value }),
+      ...(reference.value === undefined ? {} : { reference: reference.value }),
+      ...(b.model === undefined ? {} : { model: b.model }),
     },
   });
 }

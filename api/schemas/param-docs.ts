@@ -73,10 +73,18 @@ export const ndviQueryDocs = z.object({ cell, ...window });
 
 /** `POST /v1/imagery/process` (the pre-flight's own schema leaves dates and numbers to later checks). */
 export const processBodyDocs = z.strictObject({
-  operation: z.enum(IMAGE_OPERATIONS).describe('flood_classify is served only by the MCP tool perception_classify'),
+  operation: z
+    .enum(IMAGE_OPERATIONS)
+    .describe('flood_classify: MNDWI water over the cell, and new water against the reference window'),
   h3_cell: cell,
   date_from: date.optional(),
   date_to: date.optional(),
   cloud: z.number().min(0).max(100).optional().describe('scene_search only'),
   limit: z.int().min(1).max(MAX_SCENES).optional().describe('scene_search only'),
+  reference_from: date.optional().describe('flood_classify only: start of the reference (dry) window'),
+  reference_to: date.optional().describe('flood_classify only: end of the reference (dry) window'),
+  model: z
+    .string()
+    .optional()
+    .describe('flood_classify only: classify with this model on the classify endpoint (CLASSIFY_URL), when configured'),
 });

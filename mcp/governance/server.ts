@@ -15,6 +15,7 @@
  *
  * Its own Ed25519 key (server-key.ts) signs the bundles and the tokens; verifiers know it by `server_pk`.
  */
+import type { ToolPolicy } from '../../core/gates/tool-policy.js';
 import type { Server } from 'node:http';
 import Router from '@koa/router';
 import type Koa from 'koa';
@@ -44,6 +45,8 @@ export type GovernanceLogger = McpHttpLogger;
 export interface GovernanceServerDeps {
   /** The audit store the perception server writes; read only here. */
   store: AuditStore;
+  /** Gate 5 (TOOL_POLICY_FILE), reported by check_delegation_chain; default no rules. */
+  toolPolicy?: ToolPolicy | undefined;
   /** The server's own key: signs audit bundles and tokens. */
   key: KeyPair;
   /** The default subject (IDN_DELEGATION_CERT, or perception's provisioned chain), root first; null when none. */
@@ -101,6 +104,7 @@ export function createGovernanceServer(deps: GovernanceServerDeps): GovernanceSe
     clock,
     trustedPrincipals: deps.trustedPrincipals,
     ...(deps.maxBundleBlocks === undefined ? {} : { maxBundleBlocks: deps.maxBundleBlocks }),
+    toolPolicy: deps.toolPolicy,
   });
   const toolNames: string[] = [...GOVERNANCE_TOOL_NAMES];
   const tokens = createTokenService({

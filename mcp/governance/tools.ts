@@ -14,6 +14,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { EMPTY_TOOL_POLICY, type ToolPolicy } from '../../core/gates/tool-policy.js';
 import { checkDelegationChain, verifyJurisdiction } from '../../core/governance-checks.js';
 import { MAX_CHAIN_LENGTH, type DelegationCertificate } from '../../core/delegation-cert.js';
 import { ServiceError } from '../../core/errors.js';
@@ -49,6 +50,8 @@ export interface GovernanceToolDeps {
   trustedPrincipals?: ReadonlySet<string> | undefined;
   /** Most blocks in one audit bundle (audit-proof.ts MAX_BUNDLE_BLOCKS by default). */
   maxBundleBlocks?: number;
+  /** Gate 5 (TOOL_POLICY_FILE): check_delegation_chain reports whether it allows the tool; default no rules. */
+  toolPolicy?: ToolPolicy | undefined;
 }
 
 export interface GovernanceTool<Shape extends z.ZodRawShape> {
@@ -122,6 +125,9 @@ const delegationArgs = {
     .max(200)
     .describe('the MCP tool the agent wants to call')
     .meta({ examples: ['perception_weather'] }),
+  h3_cell: cellArgument(
+    'the cell the tool would act in, for the tool policy (default: the certificate cells)',
+  ).optional(),
   ...subjectArgs,
 };
 const auditArgs = {
@@ -218,17 +224,25 @@ export function createGovernanceTools(deps: GovernanceToolDeps): AnyGovernanceTo
     description:
       "Verifies an agent's delegation chain up to its human principal (every signature, link and narrowing, " +
       'temporal bounds) and whether tool_name is allowed (in allowed_tools, by default the docs/protocol.md §4.3 whitelist, and ' +
-      'not in denied_tools). Answers authorized, human_principal_pk, agent_pk, signature_valid, tool_allowed, ' +
-      'allowed_tools, depth and cert_hash.',
+      'not in denied_tools), and whether the tool policy (TOOL_POLICY_FILE) allows it in h3_cell or the certificate ' +
+      'cells at the agent tier. Answers authorized, human_principal_pk, agent_pk, signature_valid, tool_allowed, ' +
+      'allowed_tools, depth, cert_hash and tool_policy {allowed, cells, agent_tier, rule, jurisdiction, detail}.',
     inputSchema: delegationArgs,
     outputSchema: { authorized: z.boolean().describe('whether the chain verifies and allows the tool') },
     async run(args) {
       const { agentPk, chain } = resolveSubject(chains, args);
+      const judged = requireChain(agentPk, chain);
+      const epochs = await deps.store.epochs(agentPk);
       return checkDelegationChain({
-        chain: requireChain(agentPk, chain),
+        chain: judged,
         toolName: args.tool_name,
         nowMs: clock(),
         ...trust,
+        policy: {
+          toolPolicy: deps.toolPolicy ?? EMPTY_TOOL_POLICY,
+          agentTier: epochs.at(-1)?.tier_at_close ?? 'provisioned',
+          cells: args.h3_cell === undefined ? undefined : [args.h3_cell],
+        },
       });
     },
   };

@@ -64,6 +64,7 @@ import { cellCoveredBy, cellResolution, isCell } from '../../core/h3-cell.js';
 import type { KeyPair } from '../../core/identity.js';
 import { chainTipHash, currentEpochIndex, tokenTrustTier } from '../../core/idn-token-claims.js';
 import { resolveJurisdiction } from '../../core/jurisdiction.js';
+import type { ToolPolicy } from '../../core/gates/tool-policy.js';
 import { preflightTool, requiresHumanApproval, type ChainRights } from '../../core/tool-preflight.js';
 import { describeZodIssue } from '../../core/zod-issue.js';
 import type { AuditStore } from '../../store/audit-store.js';
@@ -95,6 +96,8 @@ export interface AuditorDeps {
   logger?: AuditLogger;
   /** Gets the block_hash of every block this process signs, so reports skip re-verifying its signature. */
   signatureCache?: Set<string>;
+  /** Gate 5 (TOOL_POLICY_FILE): pre-flight refuses a tool the policy forbids at the call's cell. */
+  toolPolicy?: ToolPolicy;
 }
 
 export type CallOutcome = BreadcrumbContent['context']['outcome'];
@@ -365,7 +368,8 @@ export function createAuditor(deps: AuditorDeps): Auditor {
     const behalfText = onBehalf ? ` (on behalf of ${onBehalf.agentPk})` : '';
 
     // Read before the check: nothing may await between the rate check and the count.
-    const state = tool.coaz !== undefined ? await auditState() : undefined;
+    const policy = deps.toolPolicy !== undefined && deps.toolPolicy.rules.length > 0 ? deps.toolPolicy : undefined;
+    const state = tool.coaz !== undefined || policy !== undefined ? await auditState() : undefined;
     await loadRecentOps();
     const startedAt = clock();
     let pre = preflightTool({
@@ -376,6 +380,15 @@ export function createAuditor(deps: AuditorDeps): Auditor {
       cell,
       nowMs: startedAt,
       opsInLastHour: opsInWindow(startedAt),
+      // The tier of the agent the call is for: the token's claim on its behalf, else this server's own agent's.
+      ...(policy !== undefined
+        ? {
+            policy: {
+              toolPolicy: policy,
+              agentTier: onBehalf?.claims.idn_trust_tier ?? state?.lastEpoch?.tier_at_close ?? 'provisioned',
+            },
+          }
+        : {}),
     });
     if (pre.ok && onBehalf !== null && namedCell !== undefined && !cellCoveredBy(onBehalf.claims.idn_h3_cells, cell)) {
       pre = {

@@ -31,6 +31,7 @@
  * chain is still the server's own, signed by its key). Without `tokenVerifier` a bearer token is refused (401)
  * rather than ignored, so a client never believes a call was limited by a token that was not checked.
  */
+import type { ToolPolicy } from '../../core/gates/tool-policy.js';
 import type { Server } from 'node:http';
 import Router from '@koa/router';
 import type Koa from 'koa';
@@ -110,6 +111,8 @@ export interface PerceptionServerDeps {
    * adds a breadcrumb and moves the agent's trust score.
    */
   testRoutes?: boolean;
+  /** Gate 5 (TOOL_POLICY_FILE): tools the policy forbids at a call's cell are blocked by pre-flight. */
+  toolPolicy?: ToolPolicy;
 }
 
 export interface PerceptionServer {
@@ -175,6 +178,7 @@ export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionSe
     defaultCell: deps.defaultCell ?? DEFAULT_PERCEPTION_CELL,
     logger,
     signatureCache,
+    ...(deps.toolPolicy ? { toolPolicy: deps.toolPolicy } : {}),
   });
   const reports = createReportService({
     store: deps.store,

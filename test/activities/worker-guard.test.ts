@@ -5,6 +5,7 @@ import type { StepActivities } from '../../activities/compute/step-activities.js
 import type { ImageStepInput, InferenceStepInput, TileStepInput } from '../../core/job-steps.js';
 import { createModelRegistry } from '../../core/model-registry.js';
 import type { StepRun } from '../../core/job-scheduler.js';
+import { examplePolicy } from '../helpers/tool-policy.js';
 
 const ROME = '861e8050fffffff';
 const NEW_YORK = '862a1072fffffff';
@@ -134,6 +135,43 @@ describe('worker guard (the worker re-checks each step it takes)', () => {
     await assertIneligible(guarded.inferenceStep(inference({ jurisdiction: 'US' })), /jurisdiction US/);
     const american = guardSteps(fakeSteps(), () => laptop({ h3_cell: NEW_YORK }), { models });
     await assertIneligible(american.inferenceStep(inference({ jurisdiction: 'EU' })), /outside it/);
+  });
+
+  describe("gate 5 at take-up: the tool policy against this worker's own cell and tier", () => {
+    const BEIJING = '8631aa42fffffff';
+    const toolPolicy = examplePolicy();
+
+    it('never runs a tool its jurisdiction forbids, whatever cell the job named', async () => {
+      const steps = fakeSteps();
+      const chinese = guardSteps(steps, () => laptop({ h3_cell: BEIJING }), { models, toolPolicy });
+      await assertIneligible(
+        chinese.inferenceStep(inference({ h3_cell: ROME, tools: ['web-search'] })),
+        /tool web-search is not permitted in cell 8631aa42fffffff \(CN, jurisdiction CN\) by tool policy rule cn-no-web-search/,
+      );
+      assert.deepEqual(steps.calls, [], 'the step never ran');
+      // The same step on a worker in Rome runs; without a policy the Beijing worker runs it too.
+      await guardSteps(steps, () => laptop(), { models, toolPolicy }).inferenceStep(
+        inference({ tools: ['web-search'] }),
+      );
+      await guardSteps(steps, () => laptop({ h3_cell: BEIJING }), { models }).inferenceStep(
+        inference({ tools: ['web-search'] }),
+      );
+      assert.deepEqual(steps.calls, ['inference', 'inference']);
+    });
+
+    it('checks a worker-tier rule the gateway deferred, reading the tier on every attempt', async () => {
+      const steps = fakeSteps();
+      const self = laptop({ tools: ['web-search', 'file-ops'], trust_tier: 'explorer' });
+      const guarded = guardSteps(steps, () => self, { models, toolPolicy });
+      await assertIneligible(
+        guarded.inferenceStep(inference({ tools: ['file-ops'] })),
+        /framework GDPR\) by tool policy rule gdpr-file-ops-navigator: it needs worker trust tier navigator; this worker is explorer/,
+      );
+      assert.deepEqual(steps.calls, []);
+      self.trust_tier = 'navigator';
+      await guarded.inferenceStep(inference({ tools: ['file-ops'] }));
+      assert.deepEqual(steps.calls, ['inference']);
+    });
   });
 
   it('leaves image processing to hardware tier 2 and tiles to any worker', async () => {

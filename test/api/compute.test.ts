@@ -67,10 +67,10 @@ describe('POST /v1/compute after the gates (no upstreams configured)', () => {
     assert.equal(error(res), 'invalid_request');
   });
 
-  it('refuses flood_classify as an image_process operation (MCP tool only)', async () => {
-    const res = await post({ steps: [{ id: 'f', type: 'image_process', operation: 'flood_classify' }] });
+  it('refuses an unknown image_process operation', async () => {
+    const res = await post({ steps: [{ id: 'f', type: 'image_process', operation: 'flood_segment' }] });
     assert.equal(res.status, 400);
-    assert.equal(error(res), 'step_type_unavailable');
+    assert.equal(error(res), 'invalid_request');
   });
 
   it('rejects an unknown model with invalid_model', async () => {

@@ -189,11 +189,10 @@ describe('imagery over HTTP: scenes, process, upstream failures', () => {
       assert.match(result.description as string, /already atmospherically corrected/);
     });
 
-    it('refuses flood_classify, naming the MCP tool that serves it', async () => {
+    it('refuses flood_classify on a scene without the green and swir16 bands (pixels only, no estimate)', async () => {
       const res = await process({ operation: 'flood_classify', h3_cell: ROME_CELL });
-      assert.equal(res.status, 400);
-      assert.equal((res.body as ErrorBody).error, 'invalid_operation');
-      assert.match((res.body as ErrorBody).detail!, /perception_classify/);
+      assert.equal(res.status, 422);
+      assert.equal((res.body as ErrorBody).error, 'imagery_unavailable');
     });
 
     const bad: [string, Record<string, unknown> | unknown[], string][] = [

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ConfigError, DEFAULT_STAC_URL, DEFAULT_TILE_TEMPLATES, loadConfig } from '../../bin/config.js';
 import { generateKeyPair } from '../../core/identity.js';
 
@@ -55,6 +58,26 @@ describe('configuration (bin/config.ts)', () => {
     assert.throws(() => loadConfig({ REQUEST_TIMEOUT_SECONDS: '0' }), /REQUEST_TIMEOUT_SECONDS/);
     assert.throws(() => loadConfig({ TRUST_PROXY_HOPS: '0' }), /TRUST_PROXY_HOPS/);
     assert.throws(() => loadConfig({ TRUST_PROXY_HEADER: 'x-real-ip' }), /TRUST_PROXY_HEADER/);
+  });
+
+  it('reads TOOL_POLICY_FILE (default: no rules) and stops on a missing or malformed policy', () => {
+    assert.deepEqual(loadConfig({}).toolPolicy, { version: 1, rules: [] });
+    const example = loadConfig({ TOOL_POLICY_FILE: 'docs/examples/tool-policy.json' }).toolPolicy;
+    assert.ok(example.rules.some((r) => r.id === 'eu-code-execution-trusted'));
+    assert.throws(() => loadConfig({ TOOL_POLICY_FILE: 'no/such/policy.json' }), /TOOL_POLICY_FILE: no\/such/);
+    const dir = mkdtempSync(join(tmpdir(), 'policy-'));
+    const bad = join(dir, 'policy.json');
+    writeFileSync(
+      bad,
+      JSON.stringify({ version: 1, rules: [{ id: 'r', tools: ['web-search'], jurisdictions: ['XX'] }] }),
+    );
+    assert.throws(
+      () => loadConfig({ TOOL_POLICY_FILE: bad }),
+      /TOOL_POLICY_FILE: .*rules\.0\.jurisdictions: unknown jurisdiction code/,
+    );
+    writeFileSync(bad, JSON.stringify({ version: 1, rules: [{ id: 'r', tools: ['web-search'] }] }));
+    assert.throws(() => loadConfig({ TOOL_POLICY_FILE: bad }), /at least one jurisdiction or framework/);
+    rmSync(dir, { recursive: true });
   });
 
   it('reads TRUSTED_PRINCIPALS as a set of usable keys and stops on a bad one', () => {

@@ -1,3 +1,5 @@
+import type { ToolPolicy } from '../../core/gates/tool-policy.js';
+import { examplePolicy } from '../helpers/tool-policy.js';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -165,6 +167,7 @@ describe('governance server (MCP)', function () {
       allowedOrigins?: string[];
       tokenTtlSeconds?: number;
       maxBundleBlocks?: number;
+      toolPolicy?: ToolPolicy;
     } = {},
   ): Promise<Governance> {
     const key = generateKeyPair();
@@ -179,6 +182,7 @@ describe('governance server (MCP)', function () {
       allowedOrigins: options.allowedOrigins ?? [],
       ...(options.tokenTtlSeconds === undefined ? {} : { tokenTtlSeconds: options.tokenTtlSeconds }),
       ...(options.maxBundleBlocks === undefined ? {} : { maxBundleBlocks: options.maxBundleBlocks }),
+      toolPolicy: options.toolPolicy,
     });
     servers.push(server);
     const { url } = await server.listen(0, '127.0.0.1');
@@ -528,6 +532,35 @@ describe('governance server (MCP)', function () {
   });
 
   describe('check_delegation_chain', () => {
+    it('reports whether the tool policy allows the tool in the certificate cells, or in h3_cell (gate 5)', async () => {
+      const plain = await (await governance()).call('check_delegation_chain', { tool_name: 'perception_classify' });
+      assert.equal(plain.authorized, true);
+      assert.deepEqual(plain.tool_policy, {
+        allowed: true,
+        cells: chain.at(-1)!.h3_cells,
+        agent_tier: 'provisioned',
+        rule: null,
+        jurisdiction: null,
+        detail: null,
+      });
+      const gov = await governance({ toolPolicy: examplePolicy() });
+      const refused = await gov.call('check_delegation_chain', { tool_name: 'perception_classify' });
+      assert.equal(refused.tool_allowed, true, 'the chain allows it');
+      assert.equal(refused.authorized, false, 'the policy does not');
+      const policy = refused.tool_policy as { allowed: boolean; rule: string; jurisdiction: string; detail: string };
+      assert.equal(policy.allowed, false);
+      assert.equal(policy.rule, 'eu-classify-observed');
+      assert.equal(policy.jurisdiction, 'IT');
+      assert.match(policy.detail, /needs agent trust tier observed; the caller is provisioned/);
+      assert.ok((refused.errors as string[]).includes(policy.detail));
+      const elsewhere = await gov.call('check_delegation_chain', {
+        tool_name: 'perception_classify',
+        h3_cell: '862a1072fffffff',
+      });
+      assert.equal((elsewhere.tool_policy as { allowed: boolean }).allowed, true);
+      assert.equal(elsewhere.authorized, true);
+    });
+
     it('allows a whitelisted tool and reports the principal, the list, depth and cert_hash', async () => {
       const gov = await governance();
       const answer = await gov.call('check_delegation_chain', { tool_name: 'perception_weather' });

@@ -26,9 +26,11 @@ import { createWeatherTool } from '../../mcp/perception/tools/weather.js';
 import type { AuditStore } from '../../store/audit-store.js';
 import { createSqliteAuditStore } from '../../store/sqlite/audit-store.js';
 import { openSqlite, type SqliteDatabase } from '../../store/sqlite/open-database.js';
+import type { ToolPolicy } from '../../core/gates/tool-policy.js';
 import { startClassifyServer, type ClassifyServer } from '../helpers/classify-server.js';
 import { startOpenMeteoServer, type OpenMeteoServer } from '../helpers/open-meteo-server.js';
 import { sentinelItem, startStacServer, type StacServer } from '../helpers/stac-server.js';
+import { examplePolicy } from '../helpers/tool-policy.js';
 
 const NOW = Date.parse('2026-03-01T12:00:00Z');
 const DAY = 86_400_000;
@@ -129,6 +131,7 @@ describe('perception server (MCP)', function () {
       agent?: KeyPair;
       auditStore?: AuditStore;
       knownChains?: DelegationCertificate[][];
+      toolPolicy?: ToolPolicy;
     } = {},
   ): Promise<Harness> {
     const agent = options.agent ?? generateKeyPair();
@@ -153,6 +156,7 @@ describe('perception server (MCP)', function () {
       allowedOrigins: options.allowedOrigins ?? [],
       knownChains: options.knownChains ?? [],
       testRoutes: true,
+      ...(options.toolPolicy ? { toolPolicy: options.toolPolicy } : {}),
       tools: [
         createWeatherTool({ weatherUrl: meteo.url, timeoutMs: 2000, userAgent: 'geofabric-test', clock }),
         createFetchTileTool({
@@ -434,6 +438,21 @@ describe('perception server (MCP)', function () {
       );
       assert.equal(rep.total_operations, 0);
       assert.deepEqual(rep.jurisdiction_cells, []);
+    });
+
+    it("blocks a tool the tool policy forbids at the cell for the agent's tier (gate 5), logging the violation", async () => {
+      const h = await start({ classifyUrl: classify.url, toolPolicy: examplePolicy() });
+      // A new agent is provisioned: perception_classify in an EU cell needs observed (eu-classify-observed).
+      const rep = await assertBlocked(
+        h,
+        { name: 'perception_classify', arguments: { h3_cell: INSIDE } },
+        'jurisdiction_breach',
+        'critical',
+        /tool perception_classify is not permitted in cell [0-9a-f]+ \(IT, jurisdiction EU\) by tool policy rule eu-classify-observed: it needs agent trust tier observed; the caller is provisioned/,
+      );
+      assert.equal(rep.total_operations, 0);
+      // What no rule names still runs.
+      ok(await (await h.client()).callTool({ name: 'perception_weather', arguments: { h3_cell: INSIDE } }));
     });
 
     it('blocks a tool the certificate does not allow, or denies (facet_violation)', async () => {

@@ -99,7 +99,8 @@ describe('imagery activity: processImage', () => {
 
   it('fails without retry on business errors: bad operation, bad cell, bad date, empty window', async () => {
     const cases: [Record<string, unknown>, string][] = [
-      [{ operation: 'flood_classify' }, 'invalid_operation'],
+      [{ operation: 'flood_classify', reference_from: '2026-02-01' }, 'invalid_date'],
+      [{ operation: 'ndvi', reference_from: '2026-02-01', reference_to: '2026-02-02' }, 'invalid_request'],
       [{ operation: 'sharpen' }, 'invalid_operation'],
       [{ h3_cell: 'rome' }, 'invalid_cell'],
       [{ date_from: 'last week' }, 'invalid_date'],
