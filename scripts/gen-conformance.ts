@@ -207,6 +207,20 @@ async function receipts() {
         expected: { ok: false, failed_check: 'delegation_chain' },
       },
       {
+        name: 'delegation chain expired before the job (signed, but not valid at the job record time)',
+        base: 'valid',
+        patch: diff(valid, replaceChain(valid, [certFor(HUMAN, AGENT.publicKey, pastWindow, NOW)])),
+        options: {},
+        expected: { ok: false, failed_check: 'delegation_chain' },
+      },
+      {
+        name: 'delegation chain not yet valid at the job',
+        base: 'valid',
+        patch: diff(valid, replaceChain(valid, [certFor(HUMAN, AGENT.publicKey, futureWindow, NOW)])),
+        options: {},
+        expected: { ok: false, failed_check: 'delegation_chain' },
+      },
+      {
         name: 'anchor root',
         base: 'valid',
         patch: [{ op: 'replace', path: '/records/0/anchor/root', value: flip(seal.merkle_root) }],
@@ -231,6 +245,22 @@ async function receipts() {
   } finally {
     await job.close();
   }
+}
+
+/** Windows that miss the job's time (NOW) by more than the 5-minute tolerance of docs/protocol.md §15.2. */
+const pastWindow = {
+  not_before: new Date(NOW - 2 * 86_400_000).toISOString(),
+  not_after: new Date(NOW - 600_000).toISOString(),
+};
+const futureWindow = {
+  not_before: new Date(NOW + 600_000).toISOString(),
+  not_after: new Date(NOW + 86_400_000).toISOString(),
+};
+
+function replaceChain(receipt: JobReceipt, chain: unknown[]): JobReceipt {
+  const copy = structuredClone(receipt);
+  copy.request.delegation_chain = chain;
+  return copy;
 }
 
 const flip = (text: string) => text.slice(0, -1) + (text.endsWith('0') ? '1' : '0');
