@@ -223,3 +223,77 @@ describe('geofabric receipt verify --anchor (a local Horizon-compatible server)'
     assert.equal((await runGeofabricCli(['receipt', 'verify', file], { env })).code, 0);
   });
 });
+
+describe('geofabric job submit: outcomes the gateway answers (a local fake gateway)', function () {
+  this.timeout(90_000);
+  const dir = mkdtempSync(join(tmpdir(), 'job-cli-fake-'));
+  const jobId = '11111111-2222-8333-8444-555555555555';
+  let server: Server;
+  let url: string;
+  /** What POST /v1/compute answers, and how many GETs answer `running` before the job is done. */
+  let mode: 'timeout' | 'failed' = 'timeout';
+  let runningPolls = 0;
+
+  const finished = { job_id: jobId, status: 'complete', steps: [] };
+  before(async () => {
+    server = createServer((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      if (req.method === 'POST') {
+        req.resume();
+        if (mode === 'failed') {
+          res.statusCode = 502;
+          res.end(
+            JSON.stringify({
+              error: 'step_failed',
+              detail: 'step "map" failed',
+              job_id: jobId,
+              step_id: 'map',
+              job: { ...finished, status: 'failed' },
+            }),
+          );
+        } else {
+          res.statusCode = 504;
+          res.end(JSON.stringify({ error: 'job_timeout', detail: 'still running', job_id: jobId }));
+        }
+        return;
+      }
+      if (runningPolls > 0) {
+        runningPolls--;
+        res.end(JSON.stringify({ job_id: jobId, status: 'running' }));
+      } else res.end(JSON.stringify(finished));
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    writeFileSync(join(dir, 'job.json'), JSON.stringify(twoStepJob('fake')));
+    writeFileSync(join(dir, 'key.json'), JSON.stringify({ secret_key: generateKeyPair().secretKey }));
+  });
+  after(() => server.close());
+
+  const submit = (...extra: string[]) =>
+    runGeofabricCli(['job', 'submit', join(dir, 'job.json'), '--key', join(dir, 'key.json'), '--url', url, ...extra], {
+      env,
+    });
+
+  it('the gateway stopped waiting: exit 3 without --wait; --wait polls the job (progress) to its end, exit 0', async () => {
+    mode = 'timeout';
+    const running = await submit();
+    assert.equal(running.code, 3, running.stderr);
+    assert.match(running.stderr, new RegExp(`job ${jobId} is still running`));
+
+    runningPolls = 2;
+    const waited = await submit('--wait');
+    assert.equal(waited.code, 0, waited.stderr);
+    assert.equal((JSON.parse(waited.stdout) as { status: string }).status, 'complete');
+    assert.match(waited.stderr, new RegExp(`job ${jobId}: 1 polls, running\\n`));
+    assert.match(waited.stderr, /2 polls, running in [\d.]+ s; complete/);
+  });
+
+  it('a job that ran and failed: exit 1, the job printed with its error', async () => {
+    mode = 'failed';
+    const failed = await submit();
+    assert.equal(failed.code, 1, failed.stderr);
+    assert.equal((JSON.parse(failed.stdout) as { job: { status: string } }).job.status, 'failed');
+    assert.match(failed.stderr, /failed: step_failed/);
+  });
+});
