@@ -89,7 +89,9 @@ describe('the dashboard receipt checker in Chromium (playwright-core)', function
     const tampered = structuredClone(receipt);
     tampered.records[0]!.proof!.hashes[0] = flip(tampered.records[0]!.proof!.hashes[0]!);
     const transfer = await page.evaluateHandle((text) => {
-      const dt = new DataTransfer();
+      // Browser globals (this runs in the page); Node's types know File but not DataTransfer.
+      const page = globalThis as unknown as { DataTransfer: new () => { items: { add(file: File): void } } };
+      const dt = new page.DataTransfer();
       dt.items.add(new File([text], 'receipt.json', { type: 'application/json' }));
       return dt;
     }, JSON.stringify(tampered));

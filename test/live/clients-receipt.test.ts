@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { GeofabricClient, verifyReceipt } from '../../clients/typescript/src/index.js';
 import { generateKeyPair } from '../../core/identity.js';
-import { spawnGeofabric, type GeofabricProcess } from '../helpers/geofabric-process.js';
+import { runGeofabricCli, spawnGeofabric, type GeofabricProcess } from '../helpers/geofabric-process.js';
 
 const run = promisify(execFile);
 const PY_CLIENT = join(import.meta.dirname, 'fixtures', 'receipt_python_client.py');
@@ -61,6 +61,7 @@ describe('clients: submit, sealed receipt, offline verify (live)', function () {
   let nodePk: string;
   const tsReceipt = join(dir, 'ts-receipt.json');
   const pyReceipt = join(dir, 'py-receipt.json');
+  const cliReceipt = join(dir, 'cli-receipt.json');
   let pythonRan = false;
 
   const stop = async () => {
@@ -113,6 +114,37 @@ describe('clients: submit, sealed receipt, offline verify (live)', function () {
     const answer = JSON.parse(stdout) as { job_status: string; receipt_status: string };
     assert.deepEqual([answer.job_status, answer.receipt_status], ['complete', 'complete']);
     pythonRan = true;
+  });
+
+  it('CLI: keygen, job submit --wait, receipt get --wait-sealed', async () => {
+    const cli = (args: string[]) => runGeofabricCli(args, { cwd: dir, env: embeddedEnv() });
+    assert.equal((await cli(['keygen', '--out', 'alice.json'])).code, 0);
+    writeFileSync(join(dir, 'cli-job.json'), JSON.stringify(job('cli')));
+    const submitted = await cli(['job', 'submit', 'cli-job.json', '--key', 'alice.json', '--url', url, '--wait']);
+    assert.equal(submitted.code, 0, submitted.stderr);
+    const jobId = (JSON.parse(submitted.stdout) as { job_id: string }).job_id;
+    const got = await cli([
+      'receipt',
+      'get',
+      jobId,
+      '--url',
+      url,
+      '-o',
+      cliReceipt,
+      '--wait-sealed',
+      '--timeout',
+      '120',
+    ]);
+    assert.equal(got.code, 0, got.stderr);
+  });
+
+  it('with the gateway stopped, `geofabric receipt verify` passes on the CLI’s receipt', async () => {
+    await stop();
+    const verified = await runGeofabricCli(['receipt', 'verify', cliReceipt, '--sealer-pk', nodePk], {
+      env: embeddedEnv(),
+    });
+    assert.equal(verified.code, 0, verified.stdout + verified.stderr);
+    assert.equal(verified.stdout.trim().split('\n').at(-1), 'valid');
   });
 
   it('with the gateway stopped, each client verifies its receipt offline; a flipped byte fails naming the check', async function () {
