@@ -2,7 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { verifyReceipt, type JobReceipt } from '../core/receipt.js';
 import { loadConfig } from './config.js';
-import { withLedgerAnchors, type AnchoredVerdict } from './receipt-anchor.js';
+import type { AnchoredVerdict } from './receipt-anchor.js';
 import { createProgress, type ProgressStream } from './progress.js';
 import { DEFAULT_URL } from './submit.js';
 
@@ -27,9 +27,10 @@ const DEFAULT_WAIT_S = 7_200;
 
 /**
  * `geofabric receipt verify|get` (docs/protocol.md §15). `verify` checks a receipt file offline with core/ only
- * and prints one line per check (or the verdict as JSON); `get` fetches `BASE/v1/compute/JOB_ID/receipt`,
- * optionally asking again until it is sealed. Exit codes: 0 valid (get: fetched, and sealed when waiting),
- * 1 invalid (get: still pending after the wait, or an error answer), 2 usage or an unreadable file.
+ * and prints one line per check (or the verdict as JSON); `--anchor` adds the ledger check (bin/receipt-anchor.ts,
+ * network). `get` fetches `BASE/v1/compute/JOB_ID/receipt`, with `--wait-sealed` asking again (progress on
+ * stderr) until it is sealed. Exit codes: 0 valid (get: fetched, and sealed when waiting), 1 invalid (get: still
+ * pending after the wait, or an error answer), 2 usage, an unreadable file or (get) the gateway unreachable.
  */
 export async function receiptCommand(argv: string[], io: ReceiptCommandIo): Promise<number> {
   const [sub, ...rest] = argv;
@@ -76,6 +77,8 @@ async function verifyCommand(args: string[], io: ReceiptCommandIo): Promise<numb
   if (parsed.values.anchor) {
     // HORIZON_URL alone is read (not the whole configuration): a verifier needs no server settings.
     const horizonUrl = parsed.values.horizon ?? loadConfig({ HORIZON_URL: process.env.HORIZON_URL }).ledger.horizonUrl;
+    // Loaded only here: the ledger client (Stellar SDK) is not needed offline.
+    const { withLedgerAnchors } = await import('./receipt-anchor.js');
     verdict = await withLedgerAnchors(receipt as JobReceipt, offline, horizonUrl);
   }
   if (parsed.values.json) io.log(JSON.stringify({ file, ...verdict }, null, 2));
