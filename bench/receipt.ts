@@ -1,8 +1,8 @@
 /**
  * Job receipts (docs/protocol.md §15): the size of a sealed receipt of a 4-step delegated job, and the time to
  * verify it offline in each implementation — the server's core/receipt.ts, the TypeScript client
- * (clients/typescript) and the Python client (clients/python, run by RECEIPT_PYTHON or MCP_PYTHON, else
- * `python3`; skipped when `geofabric_client` does not import there).
+ * (clients/typescript) and the Python client (clients/python, run by MCP_PYTHON — the live suite's Python with the
+ * client installed — else `python3`; skipped when `geofabric_client` does not import there).
  *
  *   npx tsx bench/receipt.ts          (or BENCH_ONLY=receipt npm run bench)
  */
@@ -103,7 +103,7 @@ export async function benchReceipt(): Promise<ReceiptBench> {
       clientMs: timeMs(() => clientVerify(receipt, { sealerPk })),
       pythonMs: null,
     };
-    const python = process.env.RECEIPT_PYTHON ?? process.env.MCP_PYTHON ?? 'python3';
+    const python = process.env.MCP_PYTHON ?? 'python3';
     try {
       const { stdout } = await promisify(execFile)(python, ['-c', PY_TIMER, file, sealerPk], { timeout: 120_000 });
       result.pythonMs = Number(stdout.trim());

@@ -20,7 +20,7 @@ import { runReceiptJob, twoStepJob, type ReceiptJob } from '../helpers/receipt-j
 import { certFor } from '../helpers/jobs.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const env = { PATH: process.env.PATH, HOME: process.env.HOME };
+const env = process.env;
 
 describe('geofabric job submit | get | list and receipt get --wait-sealed (CLI)', function () {
   this.timeout(90_000);
