@@ -1,6 +1,6 @@
 // `npm run bench`: prints figures, asserts nothing. BENCH_SECONDS sets the duration of each timed run;
 // BENCH_SEAL_RECORDS the size of the sealed epoch (default 1,000,000); BENCH_ONLY a comma-separated list of
-// sections to run (gates, proofs, tiles, ndvi, chat, jobs, audit); BENCH_AUDIT_BLOCKS the chain length of the audit
+// sections to run (gates, proofs, tiles, ndvi, chat, jobs, audit, receipt); BENCH_AUDIT_BLOCKS the chain length of the audit
 // report figure (default 100,000).
 import { cpus } from 'node:os';
 import { benchAuditOverhead, benchReport, benchVerifyChain } from './audit.js';
@@ -10,6 +10,7 @@ import { benchAppend, benchInsert, benchSeal } from './proof-store.js';
 import { benchEmbeddedJobs, benchScheduler } from './jobs.js';
 import { benchNdvi } from './ndvi.js';
 import { benchTileHits } from './tiles.js';
+import { benchReceipt, describeReceiptBench } from './receipt.js';
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
@@ -104,3 +105,5 @@ if (wanted('audit')) {
       `${fmt(report.operations)} operations`,
   );
 }
+
+if (wanted('receipt')) console.log(describeReceiptBench(await benchReceipt()));

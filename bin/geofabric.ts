@@ -17,6 +17,7 @@ import { readKeyFile, writeKeyFile } from './key-file.js';
 import { APIKEY_USAGE, apikeyCommand } from './apikey-commands.js';
 import { PROOF_VERIFY_USAGE, proofVerifyCommand, storeAuditCommand } from './proof-commands.js';
 import { receiptCommand } from './receipt-commands.js';
+import { JOB_USAGE, jobCommand } from './job-commands.js';
 import { STORE_SYNC_USAGE, storeSyncCommand } from './store-sync.js';
 import { AUDIT_VERIFY_USAGE, auditVerifyCommand } from './audit-verify.js';
 import { runGovernanceCli } from './governance.js';
@@ -38,9 +39,15 @@ const USAGE = `geofabric <command>
                                  and queues as JSON and exits without registering
   keygen [--out FILE]            new Ed25519 key pair, written mode 0600 (default geofabric-key.json)
   sign REQUEST.json --key FILE   sign a request body: prints { "x-idn-signature", "body" }
+  ${JOB_USAGE}
+                                 submit: signs the job, POSTs it to BASE/v1/compute (default http://127.0.0.1:8080,
+                                 --cert: a delegation certificate or chain, JSON or base64) and prints the job;
+                                 --wait follows a job the gateway stopped waiting for (progress on stderr)
+                                 exit codes: 0 complete; 1 the job failed; 2 usage, unreadable file, gateway
+                                 unreachable; 3 still running; 4 refused (invalid request, signature, budget …)
+                                 get: one job; list: your jobs (signed with --key) or all (--operator-token)
   ${SUBMIT_USAGE}
-                                 sign a job and POST it to BASE/v1/compute (default http://127.0.0.1:8080);
-                                 prints the answer; exit 1 unless 2xx
+                                 the short form of \`job submit\`: prints the answer; exit 1 unless 2xx
   demo-upstream [--port N]       serve synthetic, labelled demo tiles on 127.0.0.1 (default port 8090) and print
                                  the TILE_URL_* settings that use them (DEMO=true start runs one itself)
   cert issue --key PRINCIPAL_KEY --agent PK --cells C1,C2 --facets F1,F2
@@ -64,12 +71,12 @@ const USAGE = `geofabric <command>
                                  (progress on stderr)
   store sync [--central URL]     pushes every unsynced record, then seal, of the configured store to the central
                                  store (default CENTRAL_STORE_URL) once, with progress; exit 1 on refusals
-  receipt verify RECEIPT.json [--sealer-pk HEX] [--allow-pending] [--json]
+  receipt verify RECEIPT.json [--sealer-pk HEX] [--allow-pending] [--json] [--anchor [--horizon URL]]
                                  checks a job receipt offline (docs/protocol.md §15): signed request, job hash,
                                  step records, inclusion proofs, seal chains; exit 1 if invalid
-  receipt get JOB_ID --url BASE [-o FILE] [--wait-sealed SECONDS]
+  receipt get JOB_ID [--url BASE] [-o FILE] [--wait-sealed [--timeout SECONDS]]
                                  fetches BASE/v1/compute/JOB_ID/receipt; --wait-sealed asks again until it is
-                                 sealed (exit 1 if still pending)
+                                 sealed (default up to 7200 s, progress on stderr; exit 1 if still pending)
   audit verify BUNDLE.json [--json] [--server-pk HEX]
                                  checks a generate_audit_proof bundle offline (no network); exit 1 if invalid
   ${APIKEY_USAGE}`;
@@ -105,6 +112,11 @@ async function main(argv: string[]): Promise<number> {
     case 'audit':
       if (rest[0] !== 'verify') throw new UsageError(AUDIT_VERIFY_USAGE);
       return auditVerifyCommand(rest.slice(1), {
+        log: (line: string) => process.stdout.write(`${line}\n`),
+        error: (line: string) => process.stderr.write(`${line}\n`),
+      });
+    case 'job':
+      return jobCommand(rest, {
         log: (line: string) => process.stdout.write(`${line}\n`),
         error: (line: string) => process.stderr.write(`${line}\n`),
       });

@@ -1,9 +1,13 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { verifyReceipt, type ReceiptVerdict } from '../core/receipt.js';
+import { verifyReceipt, type JobReceipt } from '../core/receipt.js';
+import { loadConfig } from './config.js';
+import type { AnchoredVerdict } from './receipt-anchor.js';
+import { createProgress, type ProgressStream } from './progress.js';
+import { DEFAULT_URL } from './submit.js';
 
 export const RECEIPT_USAGE =
-  'receipt verify RECEIPT.json [--sealer-pk HEX] [--allow-pending] [--json] | receipt get JOB_ID --url BASE [-o FILE] [--wait-sealed SECONDS]';
+  'receipt verify RECEIPT.json [--sealer-pk HEX] [--allow-pending] [--json] [--anchor [--horizon URL]] | receipt get JOB_ID [--url BASE] [-o FILE] [--wait-sealed [--timeout SECONDS]]';
 
 export interface ReceiptCommandIo {
   log(line: string): void;
@@ -12,16 +16,21 @@ export interface ReceiptCommandIo {
   fetch?: typeof fetch;
   /** Pause between polls of `--wait-sealed`; default a real timer. */
   sleep?: (ms: number) => Promise<void>;
+  /** Where `--wait-sealed` reports progress; default process.stderr. */
+  progress?: ProgressStream;
 }
 
 const HEX64 = /^[0-9a-f]{64}$/;
 const POLL_MS = 5_000;
+/** `--wait-sealed` without `--timeout`: two hours, enough for an hourly epoch to close and be sealed. */
+const DEFAULT_WAIT_S = 7_200;
 
 /**
  * `geofabric receipt verify|get` (docs/protocol.md §15). `verify` checks a receipt file offline with core/ only
- * and prints one line per check (or the verdict as JSON); `get` fetches `BASE/v1/compute/JOB_ID/receipt`,
- * optionally asking again until it is sealed. Exit codes: 0 valid (get: fetched, and sealed when waiting),
- * 1 invalid (get: still pending after the wait, or an error answer), 2 usage or an unreadable file.
+ * and prints one line per check (or the verdict as JSON); `--anchor` adds the ledger check (bin/receipt-anchor.ts,
+ * network). `get` fetches `BASE/v1/compute/JOB_ID/receipt`, with `--wait-sealed` asking again (progress on
+ * stderr) until it is sealed. Exit codes: 0 valid (get: fetched, and sealed when waiting), 1 invalid (get: still
+ * pending after the wait, or an error answer), 2 usage, an unreadable file or (get) the gateway unreachable.
  */
 export async function receiptCommand(argv: string[], io: ReceiptCommandIo): Promise<number> {
   const [sub, ...rest] = argv;
@@ -41,6 +50,8 @@ async function verifyCommand(args: string[], io: ReceiptCommandIo): Promise<numb
         'sealer-pk': { type: 'string' },
         'allow-pending': { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
+        anchor: { type: 'boolean', default: false },
+        horizon: { type: 'string' },
       },
     });
   } catch (error) {
@@ -48,6 +59,7 @@ async function verifyCommand(args: string[], io: ReceiptCommandIo): Promise<numb
   }
   const [file, ...extra] = parsed.positionals;
   if (file === undefined || extra.length > 0) return usage(io, 'one receipt file');
+  if (parsed.values.horizon !== undefined && !parsed.values.anchor) return usage(io, '--horizon goes with --anchor');
   const sealerPk = parsed.values['sealer-pk'];
   if (sealerPk !== undefined && !HEX64.test(sealerPk)) return usage(io, '--sealer-pk is 64 lowercase hex');
   let receipt: unknown;
@@ -57,16 +69,24 @@ async function verifyCommand(args: string[], io: ReceiptCommandIo): Promise<numb
     io.error(`cannot read ${file}: ${(error as Error).message}`);
     return 2;
   }
-  const verdict = verifyReceipt(receipt, {
+  const offline = verifyReceipt(receipt, {
     allowPending: parsed.values['allow-pending'],
     ...(sealerPk === undefined ? {} : { sealerPk }),
   });
+  let verdict: AnchoredVerdict = offline;
+  if (parsed.values.anchor) {
+    // HORIZON_URL alone is read (not the whole configuration): a verifier needs no server settings.
+    const horizonUrl = parsed.values.horizon ?? loadConfig({ HORIZON_URL: process.env.HORIZON_URL }).ledger.horizonUrl;
+    // Loaded only here: the ledger client (Stellar SDK) is not needed offline.
+    const { withLedgerAnchors } = await import('./receipt-anchor.js');
+    verdict = await withLedgerAnchors(receipt as JobReceipt, offline, horizonUrl);
+  }
   if (parsed.values.json) io.log(JSON.stringify({ file, ...verdict }, null, 2));
   else for (const line of report(file, receipt, verdict)) io.log(line);
   return verdict.ok ? 0 : 1;
 }
 
-function report(file: string, receipt: unknown, verdict: ReceiptVerdict): string[] {
+function report(file: string, receipt: unknown, verdict: AnchoredVerdict): string[] {
   const r = (typeof receipt === 'object' && receipt !== null ? receipt : {}) as Record<string, unknown>;
   const width = Math.max(...verdict.checks.map((c) => c.name.length));
   return [
@@ -77,40 +97,69 @@ function report(file: string, receipt: unknown, verdict: ReceiptVerdict): string
 }
 
 async function getCommand(args: string[], io: ReceiptCommandIo): Promise<number> {
+  // `--wait-sealed N` (its first form) is `--wait-sealed --timeout N`.
+  const at = args.indexOf('--wait-sealed');
+  if (at >= 0 && /^\d+$/.test(args[at + 1] ?? ''))
+    args = [...args.slice(0, at + 1), '--timeout', ...args.slice(at + 1)];
   let parsed;
   try {
     parsed = parseArgs({
       args,
       allowPositionals: true,
-      options: { url: { type: 'string' }, o: { type: 'string', short: 'o' }, 'wait-sealed': { type: 'string' } },
+      options: {
+        url: { type: 'string', default: DEFAULT_URL },
+        o: { type: 'string', short: 'o' },
+        'wait-sealed': { type: 'boolean', default: false },
+        timeout: { type: 'string' },
+      },
     });
   } catch (error) {
     return usage(io, (error as Error).message);
   }
   const [jobId, ...extra] = parsed.positionals;
   const wait = parsed.values['wait-sealed'];
-  if (jobId === undefined || extra.length > 0 || !parsed.values.url) return usage(io, 'a job id and --url');
-  if (wait !== undefined && !/^\d{1,6}$/.test(wait)) return usage(io, '--wait-sealed is whole seconds');
+  const timeout = parsed.values.timeout ?? String(DEFAULT_WAIT_S);
+  if (jobId === undefined || extra.length > 0) return usage(io, 'one job id');
+  if (!/^\d{1,7}$/.test(timeout)) return usage(io, '--timeout is whole seconds');
   const doFetch = io.fetch ?? fetch;
   const sleep = io.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const url = `${parsed.values.url.replace(/\/+$/, '')}/v1/compute/${encodeURIComponent(jobId)}/receipt`;
-  const deadline = Date.now() + Number(wait ?? 0) * 1000;
+  const deadline = Date.now() + Number(timeout) * 1000;
+  // Epochs seal hourly: a wait can be long, so it shows it is alive (stderr, stdout stays the receipt).
+  const progress = wait
+    ? createProgress({
+        label: `receipt ${jobId}`,
+        unit: 'polls, pending',
+        everyItems: 1,
+        ...(io.progress ? { stream: io.progress } : {}),
+      })
+    : null;
   for (;;) {
-    const res = await doFetch(url);
+    let res: Response;
+    try {
+      res = await doFetch(url);
+    } catch (error) {
+      progress?.stop();
+      io.error(`cannot reach ${url}: ${(error as Error).message}`);
+      return 2;
+    }
     const text = await res.text();
     if (!res.ok) {
+      progress?.stop();
       io.error(`${res.status} ${text.slice(0, 500)}`);
       return 1;
     }
     const status = (JSON.parse(text) as { status?: unknown }).status;
-    const waiting = wait !== undefined && status === 'pending';
+    const waiting = wait && status === 'pending';
     if (!waiting || Date.now() >= deadline) {
+      progress?.done(waiting ? `still pending after ${timeout} s` : String(status));
       if (parsed.values.o) {
         await writeFile(parsed.values.o, text.endsWith('\n') ? text : `${text}\n`);
         io.error(`receipt of job ${jobId} (${String(status)}) written to ${parsed.values.o}`);
       } else io.log(text);
       return waiting ? 1 : 0;
     }
+    progress?.tick();
     await sleep(Math.min(POLL_MS, Math.max(0, deadline - Date.now())));
   }
 }

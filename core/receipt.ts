@@ -6,7 +6,7 @@
  */
 import type { AnchorView } from './anchor-view.js';
 import { canonicalJson, CanonicalJsonError } from './canonical-json.js';
-import { parseDelegationChain, verifyDelegationChainStructure } from './delegation-cert.js';
+import { linkTimeIssue, parseDelegationChain, verifyDelegationChainStructure } from './delegation-cert.js';
 import { requestSigningMessage } from './gates/signature.js';
 import { isHex } from './hex.js';
 import { checkPublicKey, verifySignature } from './identity.js';
@@ -144,7 +144,9 @@ export function verifyReceipt(value: unknown, options: VerifyReceiptOptions = {}
   const payload = isObj(jobEntry?.record?.payload) ? (jobEntry.record.payload as Obj) : null;
 
   add('request_signature', () => requestSignature(body));
-  add('delegation_chain', () => delegationChain(receipt.request.delegation_chain, body.requester_pk));
+  add('delegation_chain', () =>
+    delegationChain(receipt.request.delegation_chain, body.requester_pk, jobTime(body, jobEntry)),
+  );
   add('job_id', () => jobIdCheck(receipt, body));
   add('job_record', () => jobRecordCheck(receipt, jobEntry));
   add('job_hash', () => jobHashCheck(receipt, body, payload));
@@ -224,7 +226,32 @@ function requestSignature(body: Obj): Outcome {
     : bad('the signature does not match the canonical request');
 }
 
-function delegationChain(chain: unknown[] | null, requesterPk: unknown): Outcome {
+/**
+ * Tolerance around the job's time when judging a certificate's window: the gate accepts a `created_at` up to
+ * 5 minutes from its clock (docs/protocol.md §10.3), so a chain valid when the gate checked it is valid here.
+ */
+export const JOB_TIME_SKEW_MS = 5 * 60_000;
+
+/**
+ * The job's time (docs/protocol.md §15.2): the request's signed `created_at` when it has one, else the
+ * `written_at` of the node-signed `compute/job` record; null while neither is known (a pending receipt).
+ */
+export function jobTime(body: Obj, entry: ReceiptRecord | undefined): { at: number; source: string } | null {
+  if (typeof body.created_at === 'string' && Number.isFinite(Date.parse(body.created_at))) {
+    return { at: Date.parse(body.created_at), source: `the request's created_at ${body.created_at}` };
+  }
+  const written = entry?.record?.written_at;
+  if (typeof written === 'string' && Number.isFinite(Date.parse(written))) {
+    return { at: Date.parse(written), source: `the job record's written_at ${written}` };
+  }
+  return null;
+}
+
+function delegationChain(
+  chain: unknown[] | null,
+  requesterPk: unknown,
+  time: { at: number; source: string } | null,
+): Outcome {
   if (chain === null) return ok('no delegation: the requester acts as its own principal');
   const parsed = parseDelegationChain(chain);
   if (!parsed.ok) return bad(parsed.detail);
@@ -233,7 +260,13 @@ function delegationChain(chain: unknown[] | null, requesterPk: unknown): Outcome
   if (grant.value.agent_pk !== requesterPk) {
     return bad(`the chain ends at ${grant.value.agent_pk}, not the requester ${String(requesterPk)}`);
   }
-  return ok(`${grant.value.chain_depth} link(s) from human ${grant.value.human_principal_pk} to the requester`);
+  const links = `${grant.value.chain_depth} link(s) from human ${grant.value.human_principal_pk} to the requester`;
+  if (time === null) return ok(`${links}; pending: the job's time is not known yet`);
+  for (const [i, link] of parsed.value.entries()) {
+    const issue = linkTimeIssue(link, i, time.at, JOB_TIME_SKEW_MS);
+    if (issue !== undefined) return bad(`${issue}, not valid at the job's time (${time.source})`);
+  }
+  return ok(`${links}, valid at the job's time (${time.source})`);
 }
 
 function jobIdCheck(receipt: JobReceipt, body: Obj): Outcome {

@@ -11,6 +11,7 @@ import { createAuditView } from './audit-view.js';
 import { createComplianceView } from './compliance-view.js';
 import { createJobsView } from './jobs-view.js';
 import { createProofsView } from './proofs-view.js';
+import { createReceiptView } from './receipt-view.js';
 import { createSwarmView } from './swarm-view.js';
 import { createTilesView } from './tiles-view.js';
 
@@ -45,6 +46,7 @@ async function main() {
     compliance: {},
   };
   const compliance = createComplianceView(ctx);
+  createReceiptView();
   const jobs = /** @type {ReturnType<typeof createJobsView>} */ (views.jobs);
   const proofs = /** @type {ReturnType<typeof createProofsView>} */ (views.proofs);
   let active = '';

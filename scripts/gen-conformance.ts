@@ -17,7 +17,7 @@ import { jobIdFromSignature, requestHash } from '../core/job-hash.js';
 import { sha256Hex } from '../core/hash.js';
 import { verifyReceipt, type JobReceipt } from '../core/receipt.js';
 import { certFor } from '../test/helpers/jobs.js';
-import { runReceiptJob } from '../test/helpers/receipt-job.js';
+import { runReceiptJob, twoStepJob } from '../test/helpers/receipt-job.js';
 import { RECEIPT_TAMPERS } from '../test/helpers/receipt-tampers.js';
 
 const OUT = resolve(import.meta.dirname, '../test/fixtures/conformance');
@@ -207,6 +207,20 @@ async function receipts() {
         expected: { ok: false, failed_check: 'delegation_chain' },
       },
       {
+        name: 'delegation chain expired before the job (signed, but not valid at the job record time)',
+        base: 'valid',
+        patch: diff(valid, replaceChain(valid, [certFor(HUMAN, AGENT.publicKey, pastWindow, NOW)])),
+        options: {},
+        expected: { ok: false, failed_check: 'delegation_chain' },
+      },
+      {
+        name: 'delegation chain not yet valid at the job',
+        base: 'valid',
+        patch: diff(valid, replaceChain(valid, [certFor(HUMAN, AGENT.publicKey, futureWindow, NOW)])),
+        options: {},
+        expected: { ok: false, failed_check: 'delegation_chain' },
+      },
+      {
         name: 'anchor root',
         base: 'valid',
         patch: [{ op: 'replace', path: '/records/0/anchor/root', value: flip(seal.merkle_root) }],
@@ -227,10 +241,66 @@ async function receipts() {
         };
       }),
     ];
-    return { valid, pending, cases };
+    const createdAt = await createdAtReceipt(chain);
+    cases.push(
+      { name: 'signed created_at: valid', base: 'created-at', patch: [], options: {}, expected: { ok: true } },
+      {
+        // Valid when the job record was written, not at the signed created_at: the job's time is created_at.
+        name: 'signed created_at: certificate not yet valid then, though valid when the record was written',
+        base: 'created-at',
+        patch: diff(createdAt, replaceChain(createdAt, [certFor(HUMAN, AGENT.publicKey, afterCreatedAt, NOW)])),
+        options: {},
+        expected: { ok: false, failed_check: 'delegation_chain' },
+      },
+    );
+    return { valid, pending, createdAt, cases };
   } finally {
     await job.close();
   }
+}
+
+/** Signed 4 minutes before the gateway's clock (the gate allows 5): the job's time is this created_at. */
+const CREATED_AT = NOW - 240_000;
+/** From 6 minutes after created_at: more than the 5-minute tolerance after it, within it before the record. */
+const afterCreatedAt = {
+  not_before: new Date(CREATED_AT + 360_000).toISOString(),
+  not_after: new Date(NOW + 86_400_000).toISOString(),
+};
+
+/** A second delegated job whose request signs `created_at`, sealed. */
+async function createdAtReceipt(chain: unknown[]): Promise<JobReceipt> {
+  const job = await runReceiptJob({
+    requester: AGENT,
+    node: NODE,
+    nowMs: NOW,
+    nonce: 'conformance-created-at',
+    chain: chain as Parameters<typeof runReceiptJob>[0]['chain'],
+    job: (nonce) => ({ ...twoStepJob(nonce), created_at: new Date(CREATED_AT).toISOString() }),
+  });
+  try {
+    await job.seal();
+    const receipt = await job.receipt();
+    if (!verifyReceipt(receipt, { sealerPk: NODE.publicKey }).ok) throw new Error('the created_at receipt fails');
+    return receipt;
+  } finally {
+    await job.close();
+  }
+}
+
+/** Windows that miss the job's time (NOW) by more than the 5-minute tolerance of docs/protocol.md §15.2. */
+const pastWindow = {
+  not_before: new Date(NOW - 2 * 86_400_000).toISOString(),
+  not_after: new Date(NOW - 600_000).toISOString(),
+};
+const futureWindow = {
+  not_before: new Date(NOW + 600_000).toISOString(),
+  not_after: new Date(NOW + 86_400_000).toISOString(),
+};
+
+function replaceChain(receipt: JobReceipt, chain: unknown[]): JobReceipt {
+  const copy = structuredClone(receipt);
+  copy.request.delegation_chain = chain;
+  return copy;
 }
 
 const flip = (text: string) => text.slice(0, -1) + (text.endsWith('0') ? '1' : '0');
@@ -247,8 +317,9 @@ const write = (name: string, value: unknown) =>
 mkdirSync(OUT, { recursive: true });
 write('canonical-json.json', canonicalCases());
 write('signed-requests.json', signedRequests());
-const { valid, pending, cases } = await receipts();
+const { valid, pending, createdAt, cases } = await receipts();
 write('receipt-valid.json', valid);
 write('receipt-pending.json', pending);
+write('receipt-created-at.json', createdAt);
 write('receipt-cases.json', cases);
 process.stdout.write(`conformance vectors written to ${OUT}\n`);

@@ -37,6 +37,7 @@ describe('geofabric receipt get | verify', function () {
     let polls = 0;
     const code = await receiptCommand(['get', job.jobId, '--url', job.gateway.url, '-o', file, '--wait-sealed', '60'], {
       ...c.io,
+      progress: { write: () => true },
       sleep: async () => {
         polls++;
         await job.seal();
@@ -82,7 +83,7 @@ describe('geofabric receipt get | verify', function () {
     assert.match(c.err.join('\n'), /404 .*job_not_found/);
     assert.equal(await receiptCommand(['verify'], capture().io), 2);
     assert.equal(await receiptCommand(['verify', join(dir, 'receipt.json'), '--sealer-pk', 'XY'], capture().io), 2);
-    assert.equal(await receiptCommand(['get', job.jobId], capture().io), 2);
+    assert.equal(await receiptCommand(['get'], capture().io), 2);
   });
 
   it('runs as `geofabric receipt verify` (exit 1 and the failed check for a pending receipt)', async () => {

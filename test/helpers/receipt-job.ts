@@ -42,6 +42,8 @@ export async function runReceiptJob(options: {
   nowMs: number;
   nonce?: string;
   chain?: DelegationCertificate[];
+  /** The job to sign; default twoStepJob. */
+  job?: (nonce: string) => Record<string, unknown>;
 }): Promise<ReceiptJob> {
   const runtime = await startFakeRuntime(RECEIPT_JOB_MODEL, () => ({
     content: 'Villa Borghese, Villa Ada, Villa Pamphili.',
@@ -57,7 +59,7 @@ export async function runReceiptJob(options: {
     await runtime.close();
   };
   try {
-    const signed = signJob(options.requester, twoStepJob(options.nonce ?? 'receipt-1'));
+    const signed = signJob(options.requester, (options.job ?? twoStepJob)(options.nonce ?? 'receipt-1'));
     const headers = options.chain
       ? { ...signed.headers, 'x-svc-delegation-cert': certHeader(options.chain) }
       : signed.headers;

@@ -85,7 +85,12 @@ def verify_receipt(receipt: Any, sealer_pk: Optional[str] = None, allow_pending:
         record = job_entry.get("record") if job_entry else None
         payload = record.get("payload") if _obj(record) and _obj(record.get("payload")) else None
         add("request_signature", lambda: _request_signature(body))
-        add("delegation_chain", lambda: _delegation_chain(receipt["request"]["delegation_chain"], body.get("requester_pk")))
+        add(
+            "delegation_chain",
+            lambda: _delegation_chain(
+                receipt["request"]["delegation_chain"], body.get("requester_pk"), _job_time(body, job_entry)
+            ),
+        )
         add("job_id", lambda: _job_id(receipt, body))
         add("job_record", lambda: _job_record(receipt, job_entry))
         add("job_hash", lambda: _job_hash(receipt, body, payload))
@@ -152,7 +157,7 @@ def _request_signature(body: dict) -> tuple[bool, str]:
     return False, "the signature does not match the canonical request"
 
 
-# ---- delegation (docs/protocol.md §10.5 rules 1–4; the time of use is not judged) ----
+# ---- delegation (docs/protocol.md §10.5 rules 1–4, each link valid at the job's time, §15.2) ----
 
 
 def _h3_contains(parent: str, cell: str) -> bool:
@@ -268,7 +273,29 @@ def _link_issue(chain: list, i: int, rights: Optional[dict]) -> Optional[str]:
     return None
 
 
-def _delegation_chain(chain: Optional[list], requester_pk: Any) -> tuple[bool, str]:
+# Tolerance around the job's time: the gate's window for a request's created_at (docs/protocol.md §10.3).
+JOB_TIME_SKEW_S = 5 * 60
+
+
+def _job_time(body: dict, entry: Optional[dict]) -> Optional[tuple[float, str]]:
+    """The request's signed created_at when it has one, else the node-signed job record's written_at."""
+    created = body.get("created_at")
+    if isinstance(created, str):
+        try:
+            return _time(created), f"the request's created_at {created}"
+        except ValueError:
+            pass
+    record = entry.get("record") if entry else None
+    written = record.get("written_at") if _obj(record) else None
+    if isinstance(written, str):
+        try:
+            return _time(written), f"the job record's written_at {written}"
+        except ValueError:
+            pass
+    return None
+
+
+def _delegation_chain(chain: Optional[list], requester_pk: Any, time: Optional[tuple[float, str]]) -> tuple[bool, str]:
     if chain is None:
         return True, "no delegation: the requester acts as its own principal"
     if not 1 <= len(chain) <= 8:
@@ -281,7 +308,16 @@ def _delegation_chain(chain: Optional[list], requester_pk: Any) -> tuple[bool, s
         rights = _narrow(rights, link.get("constraints") if _obj(link.get("constraints")) else None)
     if chain[-1]["agent_pk"] != requester_pk:
         return False, f"the chain ends at {chain[-1]['agent_pk']}, not the requester"
-    return True, f"{len(chain)} link(s) from human {chain[0]['principal_pk']} to the requester"
+    links = f"{len(chain)} link(s) from human {chain[0]['principal_pk']} to the requester"
+    if time is None:
+        return True, f"{links}; pending: the job's time is not known yet"
+    at, source = time
+    for i, link in enumerate(chain):
+        if at < _time(link["not_before"]) - JOB_TIME_SKEW_S:
+            return False, f"link {i}: not valid before {link['not_before']}, not valid at the job's time ({source})"
+        if at > _time(link["not_after"]) + JOB_TIME_SKEW_S:
+            return False, f"link {i}: expired at {link['not_after']}, not valid at the job's time ({source})"
+    return True, f"{links}, valid at the job's time ({source})"
 
 
 # ---- records, seals, inclusion (docs/protocol.md §2.6, §10.7, §12) ----

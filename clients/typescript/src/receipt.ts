@@ -106,7 +106,9 @@ export function verifyReceipt(value: unknown, options: VerifyReceiptOptions = {}
   const payload = isObj(jobEntry?.record?.payload) ? (jobEntry.record.payload as Obj) : null;
   const allowPending = options.allowPending === true;
   add('request_signature', () => requestSignature(body));
-  add('delegation_chain', () => delegationChain(receipt.request.delegation_chain, body.requester_pk));
+  add('delegation_chain', () =>
+    delegationChain(receipt.request.delegation_chain, body.requester_pk, jobTime(body, jobEntry)),
+  );
   add('job_id', () => jobIdCheck(receipt, body));
   add('job_record', () => jobRecordCheck(receipt, jobEntry));
   add('job_hash', () => jobHashCheck(receipt, body, payload));
@@ -173,7 +175,7 @@ function requestSignature(body: Obj): Outcome {
     : bad('the signature does not match the canonical request');
 }
 
-// ---- delegation (docs/protocol.md §10.5 rules 1–4; the time of use is not judged) ----
+// ---- delegation (docs/protocol.md §10.5 rules 1–4, each link valid at the job's time, §15.2) ----
 
 const H3_RES_SHIFT = 52n;
 
@@ -278,7 +280,26 @@ function linkIssue(chain: Obj[], i: number, rights: Rights | null): string | und
   return undefined;
 }
 
-function delegationChain(chain: Obj[] | null, requesterPk: unknown): Outcome {
+/** Tolerance around the job's time: the gate's window for a request's `created_at` (docs/protocol.md §10.3). */
+const JOB_TIME_SKEW_MS = 5 * 60_000;
+
+/** The request's signed `created_at` when it has one, else the node-signed job record's `written_at`. */
+function jobTime(body: Obj, entry: Entry | undefined): { at: number; source: string } | null {
+  if (typeof body.created_at === 'string' && Number.isFinite(Date.parse(body.created_at))) {
+    return { at: Date.parse(body.created_at), source: `the request's created_at ${body.created_at}` };
+  }
+  const written = entry?.record?.written_at;
+  if (typeof written === 'string' && Number.isFinite(Date.parse(written))) {
+    return { at: Date.parse(written), source: `the job record's written_at ${written}` };
+  }
+  return null;
+}
+
+function delegationChain(
+  chain: Obj[] | null,
+  requesterPk: unknown,
+  time: { at: number; source: string } | null,
+): Outcome {
   if (chain === null) return ok('no delegation: the requester acts as its own principal');
   if (chain.length === 0 || chain.length > 8) return bad(`a chain has 1 to 8 links, not ${chain.length}`);
   let rights: Rights | null = null;
@@ -289,7 +310,19 @@ function delegationChain(chain: Obj[] | null, requesterPk: unknown): Outcome {
   }
   const last = chain[chain.length - 1] as Obj;
   if (last.agent_pk !== requesterPk) return bad(`the chain ends at ${String(last.agent_pk)}, not the requester`);
-  return ok(`${chain.length} link(s) from human ${String(chain[0]!.principal_pk)} to the requester`);
+  const links = `${chain.length} link(s) from human ${String(chain[0]!.principal_pk)} to the requester`;
+  if (time === null) return ok(`${links}; pending: the job's time is not known yet`);
+  for (const [i, link] of chain.entries()) {
+    if (time.at < Date.parse(link.not_before as string) - JOB_TIME_SKEW_MS) {
+      return bad(
+        `link ${i}: not valid before ${String(link.not_before)}, not valid at the job's time (${time.source})`,
+      );
+    }
+    if (time.at > Date.parse(link.not_after as string) + JOB_TIME_SKEW_MS) {
+      return bad(`link ${i}: expired at ${String(link.not_after)}, not valid at the job's time (${time.source})`);
+    }
+  }
+  return ok(`${links}, valid at the job's time (${time.source})`);
 }
 
 // ---- records, seals, inclusion (docs/protocol.md §2.6, §10.7, §12) ----

@@ -1,0 +1,581 @@
+// @ts-check
+/**
+ * Verifies a job receipt (docs/protocol.md §15) in the browser, trusting nothing the server computed: the same
+ * checks, in the same order and under the same names as the server's core/receipt.ts and both clients, on
+ * WebCrypto (SHA-256, Ed25519) through proof-verify.js. The conformance vectors
+ * (test/fixtures/conformance) hold for it too (test/dashboard/receipt-verify.test.ts).
+ */
+import { bytesToHex, canonicalJson, hexToBytes, leafHash, nodeHash, sha256Hex, verifyEd25519 } from './proof-verify.js';
+
+/** @typedef {{ name: string, ok: boolean, detail: string }} ReceiptCheck */
+/** @typedef {{ ok: boolean, checks: ReceiptCheck[], failedCheck?: string }} ReceiptVerdict */
+/** @typedef {{ ok: boolean, detail: string }} Outcome */
+
+export const RECEIPT_CHECKS = [
+  'receipt_format',
+  'request_signature',
+  'delegation_chain',
+  'job_id',
+  'job_record',
+  'job_hash',
+  'step_outputs',
+  'step_records',
+  'inclusion',
+  'seal_chain',
+  'anchor',
+  'sealer',
+  'sealed',
+];
+
+const GENESIS = '0'.repeat(64);
+/** Tolerance around the job's time: the gate's window for a request's created_at (docs/protocol.md §10.3). */
+const JOB_TIME_SKEW_MS = 5 * 60_000;
+
+/** @param {unknown} v @returns {v is Record<string, any>} */
+const isObj = (v) => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** @param {unknown} v @param {number} bytes */
+const isHex = (v, bytes) => typeof v === 'string' && v.length === bytes * 2 && /^[0-9a-f]*$/.test(v);
+/** @param {unknown} v @returns {v is number} */
+const isInt = (v) => typeof v === 'number' && Number.isSafeInteger(v);
+/** @param {unknown} v @returns {v is string[]} */
+const strings = (v) => Array.isArray(v) && v.every((s) => typeof s === 'string');
+/** @param {string} detail @returns {Outcome} */
+const ok = (detail) => ({ ok: true, detail });
+/** @param {string} detail @returns {Outcome} */
+const bad = (detail) => ({ ok: false, detail });
+/** @param {Record<string, any>} o @param {string[]} fields */
+function without(o, fields) {
+  /** @type {Record<string, unknown>} */
+  const rest = {};
+  for (const [k, v] of Object.entries(o)) if (!fields.includes(k)) rest[k] = v;
+  return rest;
+}
+
+/** The job id of a signature: the first 128 bits of SHA-256("geofabric/job\n" + signature) as a UUIDv8. */
+export async function jobIdFromSignature(/** @type {string} */ signature) {
+  const h = await sha256Hex(`geofabric/job\n${signature}`);
+  const variant = ((parseInt(h.charAt(16), 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/**
+ * Every check of the receipt, each reported; `failedCheck` names the first that failed. Never throws: a check
+ * that trips over a malformed part fails.
+ * @param {unknown} value @param {{ sealerPk?: string, allowPending?: boolean }} [options]
+ * @returns {Promise<ReceiptVerdict>}
+ */
+export async function verifyReceipt(value, options = {}) {
+  /** @type {ReceiptCheck[]} */
+  const checks = [];
+  const add = async (/** @type {string} */ name, /** @type {() => Outcome | Promise<Outcome>} */ run) => {
+    try {
+      checks.push({ name, ...(await run()) });
+    } catch (error) {
+      checks.push({ name, ok: false, detail: `malformed receipt: ${error instanceof Error ? error.message : error}` });
+    }
+  };
+  await add('receipt_format', () => receiptFormat(value));
+  if (checks[0]?.ok) {
+    const receipt = /** @type {Record<string, any>} */ (value);
+    const body = receipt.request.body;
+    const jobEntry = receipt.records.find((/** @type {any} */ r) => r.role === 'job');
+    const payload = isObj(jobEntry?.record?.payload) ? jobEntry.record.payload : null;
+    const allowPending = options.allowPending === true;
+    await add('request_signature', () => requestSignature(body));
+    await add('delegation_chain', () =>
+      delegationChain(receipt.request.delegation_chain, body.requester_pk, jobTime(body, jobEntry)),
+    );
+    await add('job_id', () => jobIdCheck(receipt, body));
+    await add('job_record', () => jobRecordCheck(receipt, jobEntry));
+    await add('job_hash', () => jobHashCheck(receipt, body, payload));
+    await add('step_outputs', () => stepOutputs(receipt, body, payload));
+    await add('step_records', () => stepRecords(receipt, payload, allowPending));
+    await add('inclusion', () => inclusion(receipt));
+    await add('seal_chain', () => sealChains(receipt));
+    await add('anchor', () => anchors(receipt));
+    await add('sealer', () => sealerCheck(jobEntry, options.sealerPk));
+    await add('sealed', () => sealed(receipt, allowPending));
+  }
+  const failed = checks.find((c) => !c.ok);
+  return failed ? { ok: false, checks, failedCheck: failed.name } : { ok: true, checks };
+}
+
+/** @param {unknown} value @returns {Outcome} */
+function receiptFormat(value) {
+  if (!isObj(value)) return bad('a receipt is a JSON object');
+  if (value.receipt_version !== 1) return bad(`receipt_version ${JSON.stringify(value.receipt_version)} is not 1`);
+  if (value.status !== 'complete' && value.status !== 'pending') return bad('status must be complete or pending');
+  if (typeof value.job_id !== 'string') return bad('job_id must be a string');
+  if (!strings(value.pending)) return bad('pending must be an array of strings');
+  const request = value.request;
+  if (!isObj(request) || !isObj(request.body)) return bad('request.body must be an object');
+  if (request.delegation_chain !== null && !Array.isArray(request.delegation_chain)) {
+    return bad('request.delegation_chain must be an array or null');
+  }
+  if (value.job !== null && (!isObj(value.job) || !Array.isArray(value.job.steps))) {
+    return bad('job must be the job answer (with steps) or null');
+  }
+  if (!Array.isArray(value.records)) return bad('records must be an array');
+  for (const [i, r] of value.records.entries()) {
+    if (!isObj(r) || (r.role !== 'job' && r.role !== 'step') || typeof r.record_id !== 'string') {
+      return bad(`records[${i}] needs role (job or step) and record_id`);
+    }
+  }
+  if (value.records.filter((/** @type {any} */ r) => r.role === 'job').length > 1)
+    return bad('more than one job record');
+  if (!Array.isArray(value.seal_chains)) return bad('seal_chains must be an array');
+  for (const [i, c] of value.seal_chains.entries()) {
+    if (!isObj(c) || typeof c.sealer_pk !== 'string' || !Array.isArray(c.seals)) {
+      return bad(`seal_chains[${i}] needs sealer_pk and seals`);
+    }
+  }
+  return ok(`receipt version 1, ${value.records.length} records`);
+}
+
+/** @param {Record<string, any>} body */
+async function requestSignature(body) {
+  if (!isHex(body.requester_pk, 32)) return bad('requester_pk must be 64 lowercase hex');
+  if (!isHex(body.signature, 64)) return bad('signature must be 128 lowercase hex');
+  const signed = await verifyEd25519(body.requester_pk, canonicalJson(without(body, ['signature'])), body.signature);
+  return signed
+    ? ok(`signed by requester ${body.requester_pk}`)
+    : bad('the signature does not match the canonical request');
+}
+
+// ---- delegation (docs/protocol.md §10.5 rules 1–4, each link valid at the job's time, §15.2) ----
+
+/** H3 containment without H3: the parent at a resolution sets it and blanks the finer digits (7). */
+function h3Contains(/** @type {string} */ parent, /** @type {string} */ cell) {
+  if (!/^[0-9a-f]{15}$/.test(parent) || !/^[0-9a-f]{15}$/.test(cell)) return false;
+  const p = BigInt(`0x${parent}`);
+  const c = BigInt(`0x${cell}`);
+  const pr = Number((p >> 52n) & 0xfn);
+  const cr = Number((c >> 52n) & 0xfn);
+  if (cr < pr) return false;
+  let up = (c & ~(0xfn << 52n)) | (BigInt(pr) << 52n);
+  for (let r = pr + 1; r <= 15; r++) up |= 7n << BigInt((15 - r) * 3);
+  return up === p;
+}
+
+/** @param {Record<string, any>} cert */
+const certSigningString = (cert) =>
+  canonicalJson({
+    version: cert.version,
+    agent_pk: cert.agent_pk,
+    principal_pk: cert.principal_pk,
+    h3_cells: cert.h3_cells,
+    facets: cert.facets,
+    not_before: cert.not_before,
+    not_after: cert.not_after,
+    max_depth: cert.max_depth,
+    constraints: cert.constraints ?? null,
+  });
+
+/** @param {unknown} cert */
+function certShapeIssue(cert) {
+  if (!isObj(cert)) return 'is not an object';
+  if (cert.version !== 1) return 'version must be 1';
+  if (!isHex(cert.agent_pk, 32) || !isHex(cert.principal_pk, 32)) return 'agent_pk and principal_pk are 64 hex';
+  if (!strings(cert.h3_cells) || !strings(cert.facets)) return 'h3_cells and facets are arrays of strings';
+  if (typeof cert.not_before !== 'string' || typeof cert.not_after !== 'string') return 'needs not_before, not_after';
+  if (!(Date.parse(cert.not_before) <= Date.parse(cert.not_after))) return 'not_before is after not_after';
+  if (!isInt(cert.max_depth) || cert.max_depth < 0) return 'max_depth is an integer ≥ 0';
+  if (cert.constraints !== undefined && cert.constraints !== null && !isObj(cert.constraints)) {
+    return 'constraints is an object or null';
+  }
+  if (!isHex(cert.principal_signature, 64)) return 'principal_signature is 128 hex';
+  return undefined;
+}
+
+/** @typedef {{ allowed: string[] | null, denied: string[], maxOps: number | null }} Rights */
+
+/** @param {Rights | null} rights @param {Record<string, any> | null} c @returns {Rights} */
+function narrow(rights, c) {
+  const parentAllowed = rights?.allowed ?? null;
+  const own = strings(c?.allowed_tools) ? c.allowed_tools : undefined;
+  const allowed =
+    own === undefined ? parentAllowed : parentAllowed === null ? own : own.filter((t) => parentAllowed.includes(t));
+  const denied = [...(rights?.denied ?? [])];
+  for (const t of strings(c?.denied_tools) ? c.denied_tools : []) if (!denied.includes(t)) denied.push(t);
+  const limits = [rights?.maxOps, c?.max_ops_per_hour].filter((n) => typeof n === 'number');
+  return { allowed, denied, maxOps: limits.length > 0 ? Math.min(...limits) : null };
+}
+
+/** @param {Record<string, any>[]} chain @param {number} i @param {Rights | null} rights */
+async function linkIssue(chain, i, rights) {
+  const link = /** @type {Record<string, any>} */ (chain[i]);
+  const shape = certShapeIssue(link);
+  if (shape !== undefined) return `link ${i}: ${shape}`;
+  if (!(await verifyEd25519(link.principal_pk, certSigningString(link), link.principal_signature))) {
+    return `link ${i}: principal_signature does not verify under principal_pk`;
+  }
+  if (chain.slice(0, i + 1).some((earlier) => earlier.principal_pk === link.agent_pk)) {
+    return `link ${i}: delegation loop`;
+  }
+  const parent = chain[i - 1];
+  if (parent === undefined || rights === null) return undefined;
+  if (parent.agent_pk !== link.principal_pk) return `link ${i}: principal_pk is not link ${i - 1}'s agent_pk`;
+  const cell = link.h3_cells.find(
+    (/** @type {string} */ c) => !parent.h3_cells.some((/** @type {string} */ p) => h3Contains(p, c)),
+  );
+  if (cell !== undefined) return `link ${i}: cell ${cell} is not inside link ${i - 1}'s cells`;
+  const facet = link.facets.find(
+    (/** @type {string} */ f) => !parent.facets.includes('*') && !parent.facets.includes(f),
+  );
+  if (facet !== undefined) return `link ${i}: facet ${facet} is not granted by link ${i - 1}`;
+  const c = isObj(link.constraints) ? link.constraints : null;
+  const allowed = rights.allowed;
+  if (allowed !== null && strings(c?.allowed_tools)) {
+    const tool = c.allowed_tools.find((t) => !allowed.includes(t));
+    if (tool !== undefined) return `link ${i}: tool ${tool} is not allowed by link ${i - 1}`;
+  }
+  if (strings(c?.denied_tools)) {
+    const tool = rights.denied.find((t) => !c.denied_tools.includes(t));
+    if (tool !== undefined) return `link ${i}: tool ${tool} denied by link ${i - 1} is not denied`;
+  }
+  if (Date.parse(link.not_before) < Date.parse(parent.not_before)) return `link ${i}: widened window`;
+  if (Date.parse(link.not_after) > Date.parse(parent.not_after)) return `link ${i}: widened window`;
+  if (rights.maxOps !== null && typeof c?.max_ops_per_hour === 'number' && c.max_ops_per_hour > rights.maxOps) {
+    return `link ${i}: max_ops_per_hour exceeds link ${i - 1}'s`;
+  }
+  if (parent.max_depth < 1) return `link ${i - 1}: max_depth 0 does not allow further delegation`;
+  if (link.max_depth > parent.max_depth - 1) return `link ${i}: max_depth too large`;
+  return undefined;
+}
+
+/** The request's signed created_at when it has one, else the node-signed job record's written_at. */
+function jobTime(/** @type {Record<string, any>} */ body, /** @type {any} */ entry) {
+  if (typeof body.created_at === 'string' && Number.isFinite(Date.parse(body.created_at))) {
+    return { at: Date.parse(body.created_at), source: `the request's created_at ${body.created_at}` };
+  }
+  const written = entry?.record?.written_at;
+  if (typeof written === 'string' && Number.isFinite(Date.parse(written))) {
+    return { at: Date.parse(written), source: `the job record's written_at ${written}` };
+  }
+  return null;
+}
+
+/**
+ * @param {Record<string, any>[] | null} chain @param {unknown} requesterPk
+ * @param {{ at: number, source: string } | null} time
+ */
+async function delegationChain(chain, requesterPk, time) {
+  if (chain === null) return ok('no delegation: the requester acts as its own principal');
+  if (chain.length === 0 || chain.length > 8) return bad(`a chain has 1 to 8 links, not ${chain.length}`);
+  /** @type {Rights | null} */
+  let rights = null;
+  for (let i = 0; i < chain.length; i++) {
+    const issue = await linkIssue(chain, i, rights);
+    if (issue !== undefined) return bad(issue);
+    const link = /** @type {Record<string, any>} */ (chain[i]);
+    rights = narrow(rights, isObj(link.constraints) ? link.constraints : null);
+  }
+  const last = /** @type {Record<string, any>} */ (chain[chain.length - 1]);
+  if (last.agent_pk !== requesterPk) return bad(`the chain ends at ${String(last.agent_pk)}, not the requester`);
+  const links = `${chain.length} link(s) from human ${String(chain[0]?.principal_pk)} to the requester`;
+  if (time === null) return ok(`${links}; pending: the job's time is not known yet`);
+  for (const [i, link] of chain.entries()) {
+    if (time.at < Date.parse(link.not_before) - JOB_TIME_SKEW_MS) {
+      return bad(`link ${i}: not valid before ${link.not_before}, not valid at the job's time (${time.source})`);
+    }
+    if (time.at > Date.parse(link.not_after) + JOB_TIME_SKEW_MS) {
+      return bad(`link ${i}: expired at ${link.not_after}, not valid at the job's time (${time.source})`);
+    }
+  }
+  return ok(`${links}, valid at the job's time (${time.source})`);
+}
+
+// ---- records, seals, inclusion (docs/protocol.md §2.6, §10.7, §12) ----
+
+/** @param {unknown} record @returns {Promise<string | undefined>} */
+async function recordIssue(record) {
+  if (!isObj(record)) return 'is not an object';
+  if (record.version !== 1 || typeof record.id !== 'string' || !/^[A-Za-z0-9_.:-]{1,128}$/.test(record.id)) {
+    return 'version or id is malformed';
+  }
+  const address = record.address;
+  if (!isObj(address) || !isHex(address.pk, 32) || !isInt(address.epoch)) return 'address is malformed';
+  if (!isInt(record.seq) || record.seq < 1) return 'seq is malformed';
+  if (!isHex(record.record_hash, 32) || !isHex(record.signature, 64)) return 'record_hash or signature is malformed';
+  if (!('payload' in record)) return 'payload is missing';
+  const hash = await sha256Hex(canonicalJson(without(record, ['record_hash', 'signature'])));
+  if (hash !== record.record_hash) return 'record_hash does not match the record';
+  if (!(await verifyEd25519(address.pk, record.record_hash, record.signature))) return 'signature does not verify';
+  return undefined;
+}
+
+/** @param {unknown} seal @returns {Promise<string | undefined>} */
+async function sealIssue(seal) {
+  if (!isObj(seal)) return 'is not an object';
+  if (seal.version !== 1 || !isHex(seal.sealer_pk, 32) || !isInt(seal.epoch)) return 'malformed';
+  const count = seal.record_count;
+  if (!isInt(count) || count < 0) return 'record_count is malformed';
+  if (!isHex(seal.merkle_root, 32) || !isHex(seal.prev_epoch_hash, 32)) return 'hashes are malformed';
+  if (
+    count === 0 &&
+    (seal.first_seq !== null || seal.last_seq !== null || seal.merkle_root !== (await sha256Hex('')))
+  ) {
+    return 'an empty epoch has null seqs and the empty root';
+  }
+  if (count !== 0) {
+    if (!isInt(seal.first_seq) || !isInt(seal.last_seq)) return 'seqs are malformed';
+    if (seal.last_seq - seal.first_seq + 1 !== count) return 'record_count is not the seq range';
+  }
+  if (!isHex(seal.seal_hash, 32) || !isHex(seal.signature, 64)) return 'seal_hash or signature is malformed';
+  if ((await sha256Hex(canonicalJson(without(seal, ['seal_hash', 'signature'])))) !== seal.seal_hash) {
+    return 'seal_hash does not match the seal';
+  }
+  if (!(await verifyEd25519(seal.sealer_pk, seal.seal_hash, seal.signature))) return 'signature does not verify';
+  return undefined;
+}
+
+/** RFC 9162 §2.1.3.2: the root a leaf and its audit path imply, or why the path cannot be right. */
+async function rootOf(
+  /** @type {unknown} */ leafIndex,
+  /** @type {unknown} */ treeSize,
+  /** @type {Uint8Array} */ leaf,
+  /** @type {Uint8Array[]} */ path,
+) {
+  if (!isInt(leafIndex) || !isInt(treeSize) || leafIndex < 0 || leafIndex >= treeSize) {
+    return 'leaf_index is not inside the tree';
+  }
+  let fn = leafIndex;
+  let sn = treeSize - 1;
+  let r = leaf;
+  for (const p of path) {
+    if (sn === 0) return 'the path is longer than the tree is deep';
+    if (fn % 2 === 1 || fn === sn) {
+      r = await nodeHash(p, r);
+      while (fn % 2 === 0 && fn !== 0) {
+        fn = Math.floor(fn / 2);
+        sn = Math.floor(sn / 2);
+      }
+    } else r = await nodeHash(r, p);
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return sn === 0 ? r : 'the path ends before the root';
+}
+
+/** @param {Record<string, any>} entry */
+async function bundleIssue(entry) {
+  const recordProblem = await recordIssue(entry.record);
+  if (recordProblem !== undefined) return `record: ${recordProblem}`;
+  const record = entry.record;
+  if (record.id !== entry.record_id) return `the record is ${String(record.id)}, not ${entry.record_id}`;
+  const sealProblem = await sealIssue(entry.seal);
+  if (sealProblem !== undefined) return `seal: ${sealProblem}`;
+  const seal = entry.seal;
+  if (seal.sealer_pk !== record.address.pk || seal.epoch !== record.address.epoch) {
+    return "the seal is not the record's writer's epoch";
+  }
+  const proof = entry.proof;
+  if (!isObj(proof) || !Array.isArray(proof.hashes) || !proof.hashes.every((h) => isHex(h, 32))) {
+    return 'proof is malformed';
+  }
+  if (proof.tree_size !== seal.record_count) return "proof tree_size is not the seal's record_count";
+  const root = await rootOf(
+    proof.leaf_index,
+    proof.tree_size,
+    await leafHash(record.record_hash),
+    proof.hashes.map((/** @type {string} */ h) => hexToBytes(h)),
+  );
+  if (typeof root === 'string') return `proof: ${root}`;
+  return bytesToHex(root) === seal.merkle_root ? undefined : 'proof: root mismatch';
+}
+
+// ---- the checks ----
+
+/** @param {Record<string, any>} receipt @param {Record<string, any>} body */
+async function jobIdCheck(receipt, body) {
+  if (!isHex(body.signature, 64)) return bad('the request has no signature to derive the job id from');
+  const derived = await jobIdFromSignature(body.signature);
+  if (receipt.job_id !== derived) return bad(`job_id ${receipt.job_id} is not ${derived}, the signature's`);
+  if (receipt.job !== null && receipt.job.job_id !== derived) return bad(`the answer is of job ${receipt.job.job_id}`);
+  return ok(derived);
+}
+
+/** @param {Record<string, any>} receipt @param {any} entry */
+async function jobRecordCheck(receipt, entry) {
+  if (receipt.job === null) {
+    return receipt.status === 'pending' ? ok('pending: the job is still running') : bad('no job answer');
+  }
+  const named = isObj(receipt.job.proof) ? receipt.job.proof.record_id : undefined;
+  if (typeof named !== 'string') return bad('the answer names no compute/job record');
+  if (entry === undefined) return bad(`no job record in the receipt (the answer names ${named})`);
+  if (entry.record_id !== named) return bad(`the job record is ${entry.record_id}, the answer names ${named}`);
+  if (entry.record === null) return ok(`pending: record ${named} is not in the store yet`);
+  const issue = await recordIssue(entry.record);
+  if (issue !== undefined) return bad(`record ${named}: ${issue}`);
+  if (entry.record.id !== named) return bad(`the record is ${String(entry.record.id)}, not ${named}`);
+  if (entry.record.payload_type !== 'compute/job') return bad(`record ${named} is not a compute/job record`);
+  if (entry.record.payload?.job_id !== receipt.job_id) return bad(`record ${named} is of another job`);
+  return ok(`${named} written by ${String(entry.record.address.pk)}`);
+}
+
+/** @param {Record<string, any>} receipt @param {Record<string, any>} body @param {Record<string, any> | null} payload */
+async function jobHashCheck(receipt, body, payload) {
+  if (receipt.job === null || payload === null) return ok('pending: no job record yet');
+  const request = await sha256Hex(canonicalJson(body));
+  if (payload.request_hash !== request) return bad(`the record's request_hash is not the request's ${request}`);
+  if (payload.requester_pk !== body.requester_pk) return bad("the record's requester_pk is not the request's");
+  if (!Array.isArray(payload.steps) || !payload.steps.every(isObj)) return bad('the record lists no steps');
+  const outputs = payload.steps.map((/** @type {any} */ s) => ({
+    id: s.id,
+    status: s.status,
+    output_hash: s.output_hash ?? null,
+  }));
+  const recomputed = await sha256Hex(canonicalJson({ request_hash: request, outputs }));
+  if (payload.job_hash !== recomputed) return bad(`the record's job_hash is not the recomputed ${recomputed}`);
+  const answered = isObj(receipt.job.proof) ? receipt.job.proof.job_hash : undefined;
+  if (answered !== recomputed) return bad(`the answer's job_hash is not the recomputed ${recomputed}`);
+  return ok(recomputed);
+}
+
+/** @param {Record<string, any>} receipt @param {Record<string, any>} body @param {Record<string, any> | null} payload */
+async function stepOutputs(receipt, body, payload) {
+  if (receipt.job === null || payload === null || !Array.isArray(payload.steps)) {
+    return ok('pending: no job record yet');
+  }
+  const requested = Array.isArray(body.steps)
+    ? body.steps.map((/** @type {any} */ s) => (isObj(s) ? s.id : undefined))
+    : [];
+  const recorded = payload.steps;
+  const answered = receipt.job.steps;
+  if (recorded.length !== requested.length || answered.length !== requested.length) {
+    return bad(`${requested.length} steps requested, ${recorded.length} recorded, ${answered.length} answered`);
+  }
+  for (const [i, step] of answered.entries()) {
+    const record = recorded[i];
+    if (step.id !== requested[i] || record.id !== requested[i]) {
+      return bad(`step ${i} differs between request, record and answer`);
+    }
+    if (step.status !== record.status) return bad(`step ${String(step.id)}: status differs from the record`);
+    if (step.record_id !== record.record_id) {
+      return bad(`step ${String(step.id)}: the answer and the record name other records`);
+    }
+    const hash = step.status === 'complete' ? await sha256Hex(canonicalJson(step.output)) : null;
+    if (hash !== record.output_hash) {
+      return bad(`step ${String(step.id)}: the output does not hash to the recorded output_hash`);
+    }
+  }
+  return ok(`${answered.length} step outputs match their recorded hashes`);
+}
+
+/** @param {Record<string, any>} receipt @param {Record<string, any> | null} payload @param {boolean} allowPending */
+async function stepRecords(receipt, payload, allowPending) {
+  if (payload === null || !Array.isArray(payload.steps)) return ok('pending: no job record yet');
+  const named = payload.steps.filter((/** @type {any} */ s) => typeof s.record_id === 'string');
+  const entries = receipt.records.filter((/** @type {any} */ r) => r.role === 'step');
+  if (entries.length !== named.length) {
+    return bad(`the job names ${named.length} step records, the receipt holds ${entries.length}`);
+  }
+  let missing = 0;
+  for (const step of named) {
+    const entry = entries.find((/** @type {any} */ e) => e.step_id === step.id);
+    if (entry === undefined) return bad(`no record for step ${String(step.id)}`);
+    if (entry.record_id !== step.record_id) return bad(`step ${String(step.id)}: not the named record`);
+    if (entry.record === null) {
+      missing++;
+      continue;
+    }
+    const issue = await recordIssue(entry.record);
+    if (issue !== undefined) return bad(`step ${String(step.id)} record: ${issue}`);
+    if (entry.record.id !== step.record_id) return bad(`step ${String(step.id)}: the record is another`);
+  }
+  if (missing > 0 && !allowPending && receipt.status !== 'pending') {
+    return bad(`${missing} step record(s) missing from a receipt marked complete`);
+  }
+  return ok(`${named.length - missing} step record(s) verified${missing > 0 ? `, ${missing} pending` : ''}`);
+}
+
+/** @param {Record<string, any>} receipt */
+async function inclusion(receipt) {
+  let proven = 0;
+  for (const entry of receipt.records) {
+    if (entry.record === null || entry.seal === null) continue;
+    const issue = await bundleIssue(entry);
+    if (issue !== undefined) return bad(`${entry.record_id}: ${issue}`);
+    proven++;
+  }
+  const unsealed = receipt.records.length - proven;
+  return ok(`${proven} record(s) included in their sealed epochs${unsealed > 0 ? `, ${unsealed} pending` : ''}`);
+}
+
+/** @param {Record<string, any>} receipt */
+async function sealChains(receipt) {
+  /** @type {Set<string>} */
+  const sealers = new Set(
+    receipt.records.flatMap((/** @type {any} */ r) => (isObj(r.seal) ? [String(r.seal.sealer_pk)] : [])),
+  );
+  let links = 0;
+  for (const sealer of sealers) {
+    const chain = receipt.seal_chains.find((/** @type {any} */ c) => c.sealer_pk === sealer);
+    if (chain === undefined) return bad(`no seal chain for sealer ${sealer}`);
+    /** @type {Record<string, any>[]} */
+    const seals = [...chain.seals];
+    for (const seal of seals) {
+      const issue = await sealIssue(seal);
+      if (issue !== undefined) return bad(`sealer ${sealer} epoch ${String(seal?.epoch)}: ${issue}`);
+      if (seal.sealer_pk !== sealer) return bad(`the chain of ${sealer} holds another sealer's seal`);
+    }
+    seals.sort((a, b) => a.epoch - b.epoch);
+    for (const [i, seal] of seals.entries()) {
+      const before = seals[i - 1];
+      if (before === undefined) {
+        if (seal.prev_epoch_hash !== GENESIS) return bad(`sealer ${sealer}: the earliest seal must chain to genesis`);
+      } else if (seal.epoch === before.epoch) return bad(`sealer ${sealer}: epoch ${seal.epoch} has two seals`);
+      else if (seal.epoch !== before.epoch + 1) return bad(`sealer ${sealer}: epoch ${before.epoch + 1} has no seal`);
+      else if (seal.prev_epoch_hash !== before.seal_hash) {
+        return bad(`sealer ${sealer}: epoch ${seal.epoch} does not link to the one before`);
+      }
+    }
+    for (const entry of receipt.records) {
+      if (!isObj(entry.seal) || entry.seal.sealer_pk !== sealer) continue;
+      const inChain = seals.find((s) => s.epoch === entry.seal.epoch);
+      if (inChain === undefined || canonicalJson(inChain) !== canonicalJson(entry.seal)) {
+        return bad(`${entry.record_id}: its seal is not the one in the chain`);
+      }
+    }
+    links += seals.length;
+  }
+  return ok(`${sealers.size} sealer chain(s), ${links} seal(s), each from the sealer's first`);
+}
+
+/** @param {Record<string, any>} receipt */
+function anchors(receipt) {
+  let anchored = 0;
+  for (const entry of receipt.records) {
+    if (entry.anchor === null || entry.anchor === undefined) continue;
+    if (!isObj(entry.seal)) return bad(`${entry.record_id}: an anchor without a seal`);
+    if (entry.anchor.root !== entry.seal.merkle_root || entry.anchor.epoch !== entry.seal.epoch) {
+      return bad(`${entry.record_id}: the anchor's root or epoch is not the seal's`);
+    }
+    anchored++;
+  }
+  return ok(anchored === 0 ? 'no anchor yet' : `${anchored} anchor(s) name their seal's root (not looked up here)`);
+}
+
+/** @param {any} entry @param {string | undefined} sealerPk */
+function sealerCheck(entry, sealerPk) {
+  if (sealerPk === undefined || sealerPk === '') return ok('no sealer pinned');
+  if (!isObj(entry?.record)) return ok('pending: no job record yet');
+  const writer = entry.record.address?.pk;
+  if (writer !== sealerPk) return bad(`the job record was written by ${String(writer)}, not ${sealerPk}`);
+  if (isObj(entry.seal) && entry.seal.sealer_pk !== sealerPk) return bad(`sealed by ${String(entry.seal.sealer_pk)}`);
+  return ok(`written${isObj(entry.seal) ? ' and sealed' : ''} by ${sealerPk}`);
+}
+
+/** @param {Record<string, any>} receipt @param {boolean} allowPending */
+function sealed(receipt, allowPending) {
+  const missing = receipt.records
+    .filter((/** @type {any} */ r) => r.record === null || r.seal === null)
+    .map((/** @type {any} */ r) => r.record_id);
+  const complete =
+    receipt.job !== null && missing.length === 0 && receipt.records.some((/** @type {any} */ r) => r.role === 'job');
+  if (complete) return ok('every record is sealed');
+  if (receipt.status === 'complete')
+    return bad(`marked complete, but not sealed: ${missing.join(', ') || 'no job record'}`);
+  const why = receipt.pending.join('; ') || missing.join(', ');
+  return allowPending ? ok(`pending (allowed): ${why}`) : bad(`pending: ${why}`);
+}
