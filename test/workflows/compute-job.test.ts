@@ -228,7 +228,8 @@ describe('compound-job activities under MockActivityEnvironment', () => {
       await workers.register(worker, T0);
       poll('geofabric/851e8053fffffff', worker.pk);
       const routed = await inActivity(env, activities.routeJob, job);
-      assert.deepEqual(routed.ask, { queue: 'geofabric/851e8053fffffff', fallback_reason: null, relay_pk: relay.pk });
+      const { unclaimed: _takeover, ...onCell } = routed.ask!;
+      assert.deepEqual(onCell, { queue: 'geofabric/851e8053fffffff', fallback_reason: null, relay_pk: relay.pk });
 
       await jobs.claim(jobRecordOf(job, 'running', null, T0));
       const done: ScheduleResult = {
@@ -276,7 +277,23 @@ describe('compound-job activities under MockActivityEnvironment', () => {
       assert.deepEqual((await inActivity(env, activities.routeJob, job)).ask, alone.ask);
       poll('geofabric/851e8053fffffff', worker.pk);
       const routed = await inActivity(env, activities.routeJob, job);
-      assert.deepEqual(routed.ask, { queue: 'geofabric/851e8053fffffff', fallback_reason: null });
+      // Should the worker die before taking it, the step goes to the backbone after the claim window.
+      assert.deepEqual(routed.ask, {
+        queue: 'geofabric/851e8053fffffff',
+        fallback_reason: null,
+        unclaimed: {
+          queue: 'geofabric/backbone',
+          fallback_reason: 'no worker in cell 851e8053fffffff took the step in time (model lfm2.5-1.2b-instruct)',
+        },
+      });
+      // A constrained step may not go to the backbone: it is refused naming the cell and the constraint.
+      const constrained = await inActivity(env, activities.routeJob, { ...job, min_tier: 'seedling' });
+      assert.deepEqual(constrained.ask?.unclaimed, {
+        no_workers:
+          'step "ask": no worker in cell 851e8053fffffff took the step in time (model lfm2.5-1.2b-instruct, ' +
+          'trust tier seedling or above); the backbone cannot serve a step with required tools, x-svc-jurisdiction ' +
+          'or x-svc-min-tier; retry later',
+      });
     } finally {
       await writer.close();
       db.close();
