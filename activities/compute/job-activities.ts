@@ -11,7 +11,7 @@ import type { ScheduleResult } from '../../core/job-scheduler.js';
 import { requiredTools, STEP_MIN_HARDWARE_TIER, type ComputeJobInput } from '../../core/job-steps.js';
 import type { ModelRegistry } from '../../core/model-registry.js';
 import { fromCreditUnits, toCreditUnits } from '../../core/credits.js';
-import { backboneQueue, gatewayQueue, routingCell, stepQueue, type QueueNaming } from '../../core/task-queues.js';
+import { backboneQueue, gatewayQueue, routingCell, workerQueue, type QueueNaming } from '../../core/task-queues.js';
 import { toolMinTiers } from '../../core/tool-registry.js';
 import type { WorkerTier } from '../../core/tiers.js';
 import {
@@ -115,6 +115,24 @@ export function createJobActivities(deps: JobActivityDeps) {
         }
         return pks;
       };
+      // Each worker polls the queue of its whole tool set (core/task-queues.ts): of the eligible workers' queues,
+      // the one most of them are seen polling, the fewest tools first (tool-rich workers stay free for tool steps).
+      const polledQueue = async (eligible: readonly { pk: string; tools: readonly string[] }[]) => {
+        const byQueue = new Map<string, string[]>();
+        for (const w of eligible) {
+          const queue = workerQueue(job.h3_cell, w.tools, deps.naming);
+          byQueue.set(queue, [...(byQueue.get(queue) ?? []), w.pk]);
+        }
+        const queues = [...byQueue.keys()].sort((a, b) => a.length - b.length || (a < b ? -1 : 1));
+        let best: string | null = null;
+        let most = 0;
+        for (const queue of queues) {
+          const pks = await polling(queue);
+          const count = byQueue.get(queue)!.filter((pk) => pks.includes(pk)).length;
+          if (count > most) [best, most] = [queue, count];
+        }
+        return best;
+      };
       const routes: Record<string, StepRoute> = {};
       for (const step of job.steps) {
         const tools = requiredTools(step);
@@ -138,7 +156,6 @@ export function createJobActivities(deps: JobActivityDeps) {
           ...(model ? { model } : {}),
         };
         const eligible = eligibleWorkers(inCell, need, now);
-        const queue = stepQueue(job.h3_cell, tools, deps.naming);
         // Off the cell's queue: the gateway's own local worker, the backbone or the gateway itself, else refused.
         const elsewhere = (why: string): UnclaimedRoute => {
           if (step.type === 'inference' && eligibleWorkers(own, need, now).length > 0) {
@@ -153,10 +170,11 @@ export function createJobActivities(deps: JobActivityDeps) {
             ? 'the backbone cannot serve a step with required tools, x-svc-jurisdiction or x-svc-min-tier'
             : 'no backbone is configured';
           const advice = job.jurisdiction ? 'retry later or remove the jurisdiction constraint' : 'retry later';
-          return { no_workers: `step "${step.id}": ${why}; ${reason}; ${advice}` };
+          return { no_workers: `step "${step.id}" in cell ${cell}: ${why}; ${reason}; ${advice}` };
         };
-        if (eligible.length > 0 && (await polling(queue)).some((pk) => eligible.some((w) => w.pk === pk))) {
-          const unclaimed = elsewhere(`no worker in cell ${cell} took the step in time (${describeNeed(need)})`);
+        const queue = await polledQueue(eligible);
+        if (queue !== null) {
+          const unclaimed = elsewhere(`no worker took the step from its cell's queue in time (${describeNeed(need)})`);
           routes[step.id] = { queue, fallback_reason: null, ...viaRelay, unclaimed };
           continue;
         }

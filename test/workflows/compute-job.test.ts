@@ -283,14 +283,15 @@ describe('compound-job activities under MockActivityEnvironment', () => {
         fallback_reason: null,
         unclaimed: {
           queue: 'geofabric/backbone',
-          fallback_reason: 'no worker in cell 851e8053fffffff took the step in time (model lfm2.5-1.2b-instruct)',
+          fallback_reason: "no worker took the step from its cell's queue in time (model lfm2.5-1.2b-instruct)",
         },
       });
       // A constrained step may not go to the backbone: it is refused naming the cell and the constraint.
       const constrained = await inActivity(env, activities.routeJob, { ...job, min_tier: 'seedling' });
       assert.deepEqual(constrained.ask?.unclaimed, {
         no_workers:
-          'step "ask": no worker in cell 851e8053fffffff took the step in time (model lfm2.5-1.2b-instruct, ' +
+          'step "ask" in cell 851e8053fffffff: no worker took the step from its cell\'s queue in time ' +
+          '(model lfm2.5-1.2b-instruct, ' +
           'trust tier seedling or above); the backbone cannot serve a step with required tools, x-svc-jurisdiction ' +
           'or x-svc-min-tier; retry later',
       });
