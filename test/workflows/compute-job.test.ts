@@ -222,7 +222,7 @@ describe('compound-job activities under MockActivityEnvironment', () => {
     try {
       const env = new MockActivityEnvironment();
       const relay = registration({ h3_cell: '861e8050fffffff', relay: true });
-      const worker = registration({ h3_cell: '861e8050fffffff', models: ['lfm2.5-1.2b-instruct'] });
+      const worker = registration({ h3_cell: '861e8050fffffff', models: ['lfm2.5-1.2b-instruct'], tools: [] });
       await workers.register(relay, T0);
       assert.equal((await inActivity(env, activities.routeJob, job)).ask?.relay_pk, undefined, 'no worker: backbone');
       await workers.register(worker, T0);
@@ -259,6 +259,35 @@ describe('compound-job activities under MockActivityEnvironment', () => {
     }
   });
 
+  it('routeJob sends a step to the one queue of an eligible polling worker: its whole tool set', async () => {
+    const { db, writer, workers, activities, poll } = setup();
+    try {
+      const env = new MockActivityEnvironment();
+      const plain = registration({ h3_cell: '861e8050fffffff', models: ['lfm2.5-1.2b-instruct'], tools: [] });
+      const tooled = registration({
+        h3_cell: '861e8050fffffff',
+        models: ['lfm2.5-1.2b-instruct'],
+        tools: ['web-search', 'python-repl'],
+      });
+      for (const w of [plain, tooled]) await workers.register(w, T0);
+      poll('geofabric/851e8053fffffff', plain.pk);
+      poll('geofabric/851e8053fffffff/python-repl+web-search', tooled.pk);
+      const search = { ...job.steps[0]!, id: 'search', tools: ['web-search'] };
+      const routed = await inActivity(env, activities.routeJob, { ...job, steps: [job.steps[0]!, search] });
+      assert.equal(
+        routed.ask?.queue,
+        'geofabric/851e8053fffffff',
+        'no tools: the tool-less worker, fewest tools first',
+      );
+      assert.equal(routed.search?.queue, 'geofabric/851e8053fffffff/python-repl+web-search');
+      // Nobody polls a queue per tool subset any more: the step's own tool set names no queue of its own.
+      assert.notEqual(routed.search?.queue, 'geofabric/851e8053fffffff/web-search');
+    } finally {
+      await writer.close();
+      db.close();
+    }
+  });
+
   it('routeJob sends inference to the cell queue only while an eligible worker polls it, else to the backbone', async () => {
     const { db, writer, workers, activities, poll } = setup();
     try {
@@ -268,7 +297,7 @@ describe('compound-job activities under MockActivityEnvironment', () => {
         queue: 'geofabric/backbone',
         fallback_reason: 'no eligible worker is online (model lfm2.5-1.2b-instruct)',
       });
-      const worker = registration({ h3_cell: '861e8050fffffff', models: ['lfm2.5-1.2b-instruct'] });
+      const worker = registration({ h3_cell: '861e8050fffffff', models: ['lfm2.5-1.2b-instruct'], tools: [] });
       await workers.register(worker, T0);
       // Registered and heartbeating, but polling nothing: no step waits on its queue.
       assert.deepEqual((await inActivity(env, activities.routeJob, job)).ask, alone.ask);
