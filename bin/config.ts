@@ -121,6 +121,12 @@ export const envSchema = z.object({
   NODE_SECRET_KEY: z.string().optional(),
   SEAL_GRACE_SECONDS: z.coerce.number().int().min(31).max(3600).default(60),
   SEAL_CHECK_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
+  CUSTODIAL_SEAL_GRACE_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .max(90 * 86_400)
+    .default(86_400),
   CENTRAL_STORE_URL: z.url().optional(),
   SYNC_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   // The central proof store takes pushes from this node's key, registered workers and these node keys
@@ -426,6 +432,11 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
   SEAL_CHECK_SECONDS: {
     section: 'Proof sealing and sync',
     description: 'how often the auto-sealer looks for due epochs',
+  },
+  CUSTODIAL_SEAL_GRACE_SECONDS: {
+    section: 'Proof sealing and sync',
+    description:
+      'the central store seals, with its own key (a custodial seal), the epochs a worker left unsealed once it has been offline this long (a worker that returns later finds its epochs sealed for it)',
   },
   CENTRAL_STORE_URL: {
     section: 'Proof sealing and sync',
@@ -855,6 +866,8 @@ export interface Config {
   /** Seal an epoch this long after it closes; longer than the sync interval so late pushes land first. */
   sealGraceMs: number;
   sealCheckMs: number;
+  /** CUSTODIAL_SEAL_GRACE_SECONDS in ms: a worker gone this long has its unsealed epochs sealed by the node. */
+  custodialSealGraceMs: number;
   /** When set, this node pushes its records and seals there (a worker's local store → the central store). */
   centralStoreUrl: string | undefined;
   syncIntervalMs: number;
@@ -1115,6 +1128,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     nodeSecretKey: e.NODE_SECRET_KEY,
     sealGraceMs: dev.sealGraceMs,
     sealCheckMs: dev.sealCheckMs,
+    custodialSealGraceMs: e.CUSTODIAL_SEAL_GRACE_SECONDS * 1000,
     centralStoreUrl: e.CENTRAL_STORE_URL,
     syncIntervalMs: e.SYNC_INTERVAL_SECONDS * 1000,
     proofSync: {

@@ -20,10 +20,6 @@ import { receiptCommand } from './receipt-commands.js';
 import { JOB_USAGE, jobCommand } from './job-commands.js';
 import { STORE_SYNC_USAGE, storeSyncCommand } from './store-sync.js';
 import { AUDIT_VERIFY_USAGE, auditVerifyCommand } from './audit-verify.js';
-import { runGovernanceCli } from './governance.js';
-import { runPerceptionCli } from './perception.js';
-import { startGateway } from './start.js';
-import { runWorkerCli, workerCheck } from './worker.js';
 import { describeStartupError, portsOf, type PortSettings } from './startup-errors.js';
 
 const USAGE = `geofabric <command>
@@ -100,14 +96,15 @@ function readInput(path: string): string {
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
+    // The long-running commands load their modules only when run: a worker never loads the gateway's (memory).
     case 'start':
-      await startGateway(loadConfig());
+      await (await import('./start.js')).startGateway(loadConfig());
       return -1; // keeps running
     case 'perception':
-      await runPerceptionCli(loadConfig());
+      await (await import('./perception.js')).runPerceptionCli(loadConfig());
       return -1; // keeps running
     case 'governance':
-      await runGovernanceCli(loadConfig());
+      await (await import('./governance.js')).runGovernanceCli(loadConfig());
       return -1; // keeps running
     case 'audit':
       if (rest[0] !== 'verify') throw new UsageError(AUDIT_VERIFY_USAGE);
@@ -128,6 +125,7 @@ async function main(argv: string[]): Promise<number> {
     case 'worker': {
       const { values } = parseArgs({ args: rest, options: { check: { type: 'boolean', default: false } } });
       const config = hourlyOnly(loadConfig(), 'worker');
+      const { runWorkerCli, workerCheck } = await import('./worker.js');
       if (values.check) {
         print(await workerCheck(config));
         return 0;

@@ -15,6 +15,9 @@ export interface RecordVerdict {
   problems: string[];
   server_said_verified?: unknown;
   anchor?: AnchorCheck;
+  /** Which seal was checked, and who signed it (core/proof-bundle.ts BundleVerdict). */
+  seal_kind?: 'writer' | 'custodial';
+  sealed_by?: string | undefined;
   /** The record checks out but its epoch is not sealed yet (the server says `pending`). */
   pending?: true;
 }
@@ -115,6 +118,7 @@ export async function verifyRecordAt(
     problems,
     server_said_verified: body.verified,
     anchor,
+    ...(verdict.seal_kind ? { seal_kind: verdict.seal_kind, sealed_by: verdict.sealed_by } : {}),
     ...pending,
   } satisfies RecordVerdict;
 }

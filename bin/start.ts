@@ -138,6 +138,7 @@ export async function startGateway(config: Config): Promise<void> {
     clock: Date.now,
     genesisMs: config.epochGenesisMs,
     graceMs: config.sealGraceMs,
+    custody: { workers: stores.workers, custodyMs: config.custodialSealGraceMs },
     ...(ledger.onSealed ? { onSealed: ledger.onSealed } : {}),
     onEpochSealed: metrics.epochSealed,
   });
@@ -193,6 +194,7 @@ export async function startGateway(config: Config): Promise<void> {
           graceMs: config.sealGraceMs,
           epochMs: config.epochMs,
           intervalMs: config.sealCheckMs,
+          custody: { workers: stores.workers, custodyMs: config.custodialSealGraceMs },
           onError: (error) => logger.error({ err: error }, 'epoch sealing failed'),
           ...(ledger.onSealed ? { onSealed: ledger.onSealed } : {}),
           onEpochSealed: metrics.epochSealed,

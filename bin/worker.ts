@@ -1,7 +1,7 @@
 /**
  * `geofabric worker` (docs/protocol.md §1.4–1.6, 2.6): a swarm worker process. It registers with its gateway
- * (GATEWAY_URL) and heartbeats every 10 s, polls the Temporal task queues of its cell and tools
- * (core/task-queues.ts `workerQueues`) with the step activities, writes the proof records of the steps it runs
+ * (GATEWAY_URL) and heartbeats every 10 s, polls the one Temporal task queue of its cell and tool set
+ * (core/task-queues.ts `workerQueue`) with the step activities, writes the proof records of the steps it runs
  * to its own local SQLite store (never MONGODB_URI: the central store is the gateway's), seals its own epochs,
  * and pushes records and seals to the central store every SYNC_INTERVAL_SECONDS (CENTRAL_STORE_URL, default
  * the gateway). Its state lives in `DATA_DIR/worker/` (node key, `worker.db`), so a worker sharing a DATA_DIR
@@ -42,7 +42,7 @@ import { createToolExecutor } from '../activities/tools/execute-tool.js';
 import { createWebSearch } from '../activities/tools/web-search.js';
 import { SERVICE_VERSION } from '../api/version.js';
 import { supportedHardwareTier, type HardwareTier } from '../core/hardware-tier.js';
-import { routingCell, workerQueues } from '../core/task-queues.js';
+import { routingCell, workerQueue } from '../core/task-queues.js';
 import { HEARTBEAT_INTERVAL_MS } from '../core/worker-selection.js';
 import { workerIdentity } from '../core/worker-identity.js';
 import type { WorkerTier } from '../core/tiers.js';
@@ -148,7 +148,7 @@ export function workerPlan(config: Config, hardware: WorkerHardware): WorkerPlan
     hardware_tier: supportedHardwareTier(hardware),
     models: runsInference ? [...config.swarm.workerModels] : [],
     tools,
-    queues: relay ? [] : workerQueues(cell, tools, config.naming),
+    queues: relay ? [] : [workerQueue(cell, tools, config.naming)],
     gateway_url: config.gatewayUrl,
     central_store_url: config.centralStoreUrl ?? config.gatewayUrl,
     temporal: config.temporal,

@@ -2,7 +2,7 @@ import { hexToBytes, isHex } from './hex.js';
 import { MerkleError, verifyInclusion } from './merkle/inclusion.js';
 import { checkRecord, recordLeaf } from './proof-record.js';
 import type { InclusionProof, ProofRecord, Seal } from './proof-types.js';
-import { checkSeal } from './seal.js';
+import { checkSeal, sealKindOf, sealSignerOf } from './seal.js';
 
 /** What `GET /store/proof/{id}` returns, and what a client checks offline without trusting the server. */
 export interface ProofBundle {
@@ -17,6 +17,12 @@ export interface BundleVerdict {
   verified: boolean;
   /** Every reason the bundle does not verify; empty when it does. */
   problems: string[];
+  /**
+   * Which kind of seal was checked (docs/protocol.md §12): `writer` (the record's writer sealed its own epoch) or
+   * `custodial` (the central store's key sealed the epoch of a worker gone for good), and the key that signed it.
+   */
+  seal_kind?: 'writer' | 'custodial';
+  sealed_by?: string;
 }
 
 /**
@@ -45,6 +51,7 @@ export function verifyProofBundle(
   if (!seal.ok) problems.push(`seal: ${seal.detail}`);
   if (!record.ok || !seal.ok) return { verified: false, problems };
 
+  const kind = { seal_kind: sealKindOf(seal.value), sealed_by: sealSignerOf(seal.value) };
   const { address } = record.value;
   if (seal.value.sealer_pk !== address.pk || seal.value.epoch !== address.epoch) {
     problems.push(
@@ -74,5 +81,5 @@ export function verifyProofBundle(
       problems.push(`proof: ${error.message}`);
     }
   }
-  return { verified: problems.length === 0, problems };
+  return { verified: problems.length === 0, problems, ...kind };
 }

@@ -65,12 +65,17 @@ export interface UnsignedSeal {
   /** The sealer's previous seal_hash; 64 zeros before its first seal. */
   prev_epoch_hash: string;
   sealed_at: string;
+  /**
+   * A custodial seal (docs/protocol.md §12): the central store's node key sealed the epoch of a worker gone for
+   * good, `sealer_pk` (whose records and chain it covers). Absent on a writer's own seal. Covered by seal_hash.
+   */
+  custodian_pk?: string;
 }
 
 export interface Seal extends UnsignedSeal {
   /** SHA-256 hex of JCS(UnsignedSeal). */
   seal_hash: string;
-  /** Sealer's Ed25519 signature over the UTF-8 of `seal_hash`. */
+  /** Ed25519 signature over the UTF-8 of `seal_hash`: by `custodian_pk` when set, else by `sealer_pk`. */
   signature: string;
 }
 

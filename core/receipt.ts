@@ -432,14 +432,24 @@ function fusionInputs(receipt: JobReceipt, allowPending: boolean): Outcome {
 
 function inclusion(receipt: JobReceipt): Outcome {
   let proven = 0;
+  // Custodial seals (docs/protocol.md §12) verify like a writer's own; the outcome says who signed them.
+  const custodians = new Set<string>();
+  let custodial = 0;
   for (const entry of receipt.records) {
     if (entry.record === null || entry.seal === null) continue;
     const result = verifyProofBundle(entry, entry.record_id);
     if (!result.verified) return bad(`${entry.record_id}: ${result.problems.join('; ')}`);
     proven++;
+    if (result.seal_kind === 'custodial') {
+      custodial++;
+      custodians.add(result.sealed_by!);
+    }
   }
   const unsealed = receipt.records.length - proven;
-  return ok(`${proven} record(s) included in their sealed epochs${unsealed > 0 ? `, ${unsealed} pending` : ''}`);
+  const byCustodian = custodial > 0 ? ` (${custodial} under custodial seals by ${[...custodians].join(', ')})` : '';
+  return ok(
+    `${proven} record(s) included in their sealed epochs${byCustodian}${unsealed > 0 ? `, ${unsealed} pending` : ''}`,
+  );
 }
 
 function sealChains(receipt: JobReceipt): Outcome {

@@ -35,6 +35,7 @@ export const sealSchema = z
     merkle_root: hex64,
     prev_epoch_hash: hex64,
     sealed_at: z.iso.datetime(),
+    custodian_pk: hex64.optional(),
     seal_hash: hex64,
     signature: hex128,
   })
@@ -74,7 +75,20 @@ export interface SealInput {
   prevSealHash: string;
   /** ISO 8601 UTC; core reads no clock. */
   sealedAt: string;
+  /**
+   * Whose records and chain the seal covers, when not the signing key's own: a custodial seal, signed by the
+   * central store's node key for a worker gone for good (docs/protocol.md §12).
+   */
+  writerPk?: string;
 }
+
+/** Who signed a seal: the custodian of a custodial seal, else the writer itself. */
+export const sealSignerOf = (seal: Pick<Seal, 'sealer_pk' | 'custodian_pk'>): string =>
+  seal.custodian_pk ?? seal.sealer_pk;
+
+/** `custodial` when the central store sealed the writer's epoch with its own key, `writer` when the writer did. */
+export const sealKindOf = (seal: Pick<Seal, 'custodian_pk'>): 'writer' | 'custodial' =>
+  seal.custodian_pk === undefined ? 'writer' : 'custodial';
 
 /** Builds, signs and validates a seal; `tree` turns the seq-ordered leaves into the root. */
 function sealOver(secretKey: string, input: SealInput, tree: (leaves: Uint8Array[]) => Uint8Array): Seal {
@@ -92,7 +106,7 @@ function sealOver(secretKey: string, input: SealInput, tree: (leaves: Uint8Array
   }
   const unsigned: UnsignedSeal = {
     version: 1,
-    sealer_pk: publicKey,
+    sealer_pk: input.writerPk ?? publicKey,
     epoch: input.epoch,
     record_count: sorted.length,
     first_seq: sorted[0]?.seq ?? null,
@@ -100,6 +114,7 @@ function sealOver(secretKey: string, input: SealInput, tree: (leaves: Uint8Array
     merkle_root: bytesToHex(tree(sorted.map(recordLeaf))),
     prev_epoch_hash: input.prevSealHash,
     sealed_at: input.sealedAt,
+    ...(input.writerPk !== undefined && input.writerPk !== publicKey ? { custodian_pk: publicKey } : {}),
   };
   const sealHashHex = sealHash(unsigned);
   const seal: Seal = { ...unsigned, seal_hash: sealHashHex, signature: signMessage(secretKey, sealHashHex) };
@@ -129,14 +144,14 @@ export function createSealWithLevels(secretKey: string, input: SealInput): { sea
   return { seal, levels };
 }
 
-/** Shape, then seal_hash, then the sealer's signature; every failure is `invalid_seal`. */
+/** Shape, then seal_hash, then the signer's signature (sealSignerOf); every failure is `invalid_seal`. */
 export function checkSeal(value: unknown): Check<Seal> {
   const parsed = sealSchema.safeParse(value);
   if (!parsed.success) return fail('invalid_seal', describeZodIssue(parsed.error, 'seal'));
   const seal = parsed.data;
   if (sealHash(seal) !== seal.seal_hash) return fail('invalid_seal', 'seal_hash does not match the seal');
-  if (!verifySignature(seal.sealer_pk, seal.seal_hash, seal.signature)) {
-    const key = checkPublicKey(seal.sealer_pk);
+  if (!verifySignature(sealSignerOf(seal), seal.seal_hash, seal.signature)) {
+    const key = checkPublicKey(sealSignerOf(seal));
     return fail('invalid_seal', key.ok ? 'signature does not verify' : `signature does not verify: ${key.detail}`);
   }
   return pass(seal);

@@ -1,9 +1,10 @@
 /**
- * Temporal task queue names (docs/protocol.md §1.4). A step runs on the queue of its job's cell at the routing
- * resolution and its required tool set, e.g. `geofabric/851e8053fffffff/web-search`. A worker polls the
- * queue of its cell for every subset of its advertised tools that the tool registry knows, so Temporal's
- * atomic task hand-off is the claim rule: one worker per task, and only a worker whose tools contain the
- * step's. The gateway polls the job, gateway and backbone queues.
+ * Temporal task queue names (docs/protocol.md §1.4). A worker polls one queue: that of its routing cell and its
+ * whole advertised tool set, e.g. `geofabric/851e8053fffffff/web-search`. The gateway sends a step to the queue
+ * of an eligible worker seen polling (its tool set contains the step's), so Temporal's atomic task hand-off
+ * is the claim rule: one worker per task, and only a worker whose tools contain the step's. Polling one queue
+ * rather than one per tool subset (up to 32) keeps a worker's pollers, and its memory, small; workers with the
+ * same tools share a queue. The gateway polls the job, gateway and backbone queues.
  *
  * Names are `<prefix>/<cell>[/<tool>+<tool>…]` with tools sorted and deduplicated, so one tool set always
  * names one queue. The prefix separates deployments (or test runs) sharing a Temporal namespace.
@@ -46,20 +47,13 @@ export function stepQueue(cell: string, tools: readonly string[], naming: QueueN
 }
 
 /**
- * Every queue a worker in `cell` advertising `tools` polls: one per subset of its registry tools (the
- * registry has five, so at most 32 queues). Unknown tool names are ignored: no step can require them.
+ * The one queue a worker in `cell` advertising `tools` polls: that of its whole registry tool set. Unknown tool
+ * names are ignored: no step can require them.
  */
-export function workerQueues(cell: string, tools: readonly string[], naming: QueueNaming): string[] {
-  const known = [...new Set(tools)].filter((t) => (TOOL_IDS as readonly string[]).includes(t)).sort();
-  const queues: string[] = [];
-  for (let mask = 0; mask < 1 << known.length; mask++) {
-    queues.push(
-      stepQueue(
-        cell,
-        known.filter((_, i) => mask & (1 << i)),
-        naming,
-      ),
-    );
-  }
-  return queues;
+export function workerQueue(cell: string, tools: readonly string[], naming: QueueNaming): string {
+  return stepQueue(
+    cell,
+    tools.filter((t) => (TOOL_IDS as readonly string[]).includes(t)),
+    naming,
+  );
 }

@@ -109,18 +109,27 @@ export function cellDistance(a: string, b: string): number {
   }
 }
 
-/**
- * The 503 `no_workers` detail: what was asked for, then (docs/protocol.md §7) to retry or drop the jurisdiction
- * constraint. The only `;` is the one before the advice, so a caller may cut the advice off there.
- */
-export function describeNoWorker(need: WorkerNeed): string {
-  const wanted = [
+/** What a step needs of its worker, e.g. `model m, tools [web-search]`; `any worker` when nothing. */
+export function describeNeed(need: WorkerNeed): string {
+  return wantedOf(need).join(', ') || 'any worker';
+}
+
+function wantedOf(need: WorkerNeed): string[] {
+  return [
     ...(need.model ? [`model ${need.model}`] : []),
     ...(need.tools && need.tools.length > 0 ? [`tools [${need.tools.join(', ')}]`] : []),
     ...(need.minTier ? [`trust tier ${need.minTier} or above`] : []),
     ...(need.minHardwareTier && need.minHardwareTier > 1 ? [`hardware tier ${need.minHardwareTier} or above`] : []),
     ...(need.jurisdiction ? [`in jurisdiction ${need.jurisdiction}`] : []),
   ];
+}
+
+/**
+ * The 503 `no_workers` detail: what was asked for, then (docs/protocol.md §7) to retry or drop the jurisdiction
+ * constraint. The only `;` is the one before the advice, so a caller may cut the advice off there.
+ */
+export function describeNoWorker(need: WorkerNeed): string {
+  const wanted = wantedOf(need);
   const what = `no eligible worker is online${wanted.length > 0 ? ` (${wanted.join(', ')})` : ''}`;
   return need.jurisdiction
     ? `${what}; retry later or remove the jurisdiction constraint (x-svc-jurisdiction)`

@@ -32,6 +32,11 @@ export interface ComputeJobTimeouts {
   heartbeatMs: number;
   /** How long a step waits on a swarm queue for a worker to take it before the job fails with no_workers. */
   queueWaitMs: number;
+  /**
+   * How long a step routed with a fallback (StepRoute.unclaimed) waits on its cell's queue before it is re-routed
+   * there: a worker seen polling moments ago may have died since, and nobody waits for the dead.
+   */
+  claimMs: number;
   /** Attempts per step (upstream trouble and lost workers retry; business errors never do). */
   stepAttempts: number;
 }
@@ -40,6 +45,7 @@ export const DEFAULT_JOB_TIMEOUTS: ComputeJobTimeouts = {
   stepMs: 5 * 60_000,
   heartbeatMs: 20_000,
   queueWaitMs: 60_000,
+  claimMs: 4_000,
   stepAttempts: 5,
 };
 
@@ -100,13 +106,28 @@ export async function computeJob(args: ComputeJobArgs): Promise<ComputeResponse>
       },
       async (step, dependency) => {
         const { type, input } = stepActivityInput(job, specs.get(step.id)!, dependency);
-        const queue = routes[step.id]!.queue;
-        // The Web UI shows it on the step's activity: an operator reads the run without decoding payloads.
-        const activities = onQueue(queue, `step ${step.id}: ${type} on ${queue}`);
-        const run = await (
-          activities[STEP_ACTIVITY[type]] as (i: typeof input) => ReturnType<StepActivities['inferenceStep']>
-        )(input);
-        const { fallback_reason: fallback, relay_pk } = routes[step.id]!;
+        const runOn = (queue: string, claimed: boolean) =>
+          (
+            // The Web UI shows the summary on the step's activity: an operator reads the run without decoding payloads.
+            onQueue(queue, claimed, `step ${step.id}: ${type} on ${queue}`)[STEP_ACTIVITY[type]] as (
+              i: typeof input,
+            ) => ReturnType<StepActivities['inferenceStep']>
+          )(input);
+        let route: Omit<StepRoute, 'unclaimed'> = routes[step.id]!;
+        const { unclaimed } = routes[step.id]!;
+        let run: Awaited<ReturnType<typeof runOn>>;
+        try {
+          run = await runOn(route.queue, unclaimed !== undefined);
+        } catch (error) {
+          // No worker took it from the cell's queue in the claim window: re-route (docs/operations.md).
+          if (!unclaimed || !isScheduleToStart(error)) throw error;
+          if ('no_workers' in unclaimed) {
+            throw ApplicationFailure.create({ message: unclaimed.no_workers, type: 'no_workers', nonRetryable: true });
+          }
+          route = unclaimed;
+          run = await runOn(route.queue, false);
+        }
+        const { fallback_reason: fallback, relay_pk } = route;
         return {
           ...run,
           ...(fallback ? { output: { ...run.output, fallback_reason: fallback } } : {}),
@@ -143,11 +164,15 @@ export function jobFailure(response: ComputeResponse): ApplicationFailure {
   });
 }
 
-/** Activity options per queue: steps on the gateway's own queue need no queue-wait limit. */
+/**
+ * Activity options per queue: steps on the gateway's own queue need no queue-wait limit; a step with a
+ * fallback (`claimed`) waits only the claim window.
+ */
 function stepProxies(gatewayQueue: string, timeouts: ComputeJobTimeouts) {
   const proxies = new Map<string, ActivityOptions>();
-  return (queue: string, summary: string): StepActivities => {
-    let options = proxies.get(queue);
+  return (queue: string, claimed: boolean, summary: string): StepActivities => {
+    const key = `${claimed ? 'claim' : 'wait'}:${queue}`;
+    let options = proxies.get(key);
     if (!options) {
       options = {
         taskQueue: queue,
@@ -160,8 +185,8 @@ function stepProxies(gatewayQueue: string, timeouts: ComputeJobTimeouts) {
           maximumAttempts: timeouts.stepAttempts,
         },
       };
-      if (queue !== gatewayQueue) options.scheduleToStartTimeout = timeouts.queueWaitMs;
-      proxies.set(queue, options);
+      if (queue !== gatewayQueue) options.scheduleToStartTimeout = claimed ? timeouts.claimMs : timeouts.queueWaitMs;
+      proxies.set(key, options);
     }
     return proxyActivities<StepActivities>({ ...options, summary });
   };
@@ -175,12 +200,18 @@ function failedStepOf(error: unknown): string | null {
   return null;
 }
 
+/** Nobody took the step from its queue in time (Temporal's schedule-to-start timeout). */
+function isScheduleToStart(error: unknown): boolean {
+  for (let cause: unknown = error; cause instanceof Error; cause = (cause as { cause?: unknown }).cause) {
+    if (cause instanceof TimeoutFailure && cause.timeoutType === TimeoutType.SCHEDULE_TO_START) return true;
+  }
+  return false;
+}
+
 /** A step nobody (eligible) took from its queue means its workers went away: the spec's no_workers. */
 function describeWorkflowStepError(error: unknown): StepError {
-  for (let cause: unknown = error; cause instanceof Error; cause = (cause as { cause?: unknown }).cause) {
-    if (cause instanceof TimeoutFailure && cause.timeoutType === TimeoutType.SCHEDULE_TO_START) {
-      return { code: 'no_workers', detail: 'no worker took the step from its queue in time; retry later' };
-    }
+  if (isScheduleToStart(error)) {
+    return { code: 'no_workers', detail: 'no worker took the step from its queue in time; retry later' };
   }
   const described = describeStepError(error);
   // Every attempt landed on a worker that may not take the step (activities/compute/worker-guard.ts).

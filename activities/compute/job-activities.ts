@@ -11,10 +11,16 @@ import type { ScheduleResult } from '../../core/job-scheduler.js';
 import { requiredTools, STEP_MIN_HARDWARE_TIER, type ComputeJobInput } from '../../core/job-steps.js';
 import type { ModelRegistry } from '../../core/model-registry.js';
 import { fromCreditUnits, toCreditUnits } from '../../core/credits.js';
-import { backboneQueue, gatewayQueue, routingCell, stepQueue, type QueueNaming } from '../../core/task-queues.js';
+import { backboneQueue, gatewayQueue, routingCell, workerQueue, type QueueNaming } from '../../core/task-queues.js';
 import { toolMinTiers } from '../../core/tool-registry.js';
 import type { WorkerTier } from '../../core/tiers.js';
-import { describeNoWorker, eligibleWorkers, isOnline, type WorkerNeed } from '../../core/worker-selection.js';
+import {
+  describeNeed,
+  describeNoWorker,
+  eligibleWorkers,
+  isOnline,
+  type WorkerNeed,
+} from '../../core/worker-selection.js';
 import { ServiceError } from '../../core/errors.js';
 import { jobLedgerEntries } from '../../core/ledger-entries.js';
 import { RELAY_FEE_SHARE, relayFee } from '../../core/pricing.js';
@@ -30,7 +36,15 @@ export interface StepRoute {
   fallback_reason: string | null;
   /** The relay of the cell that routes the step to its worker (only for steps on a cell queue). */
   relay_pk?: string;
+  /**
+   * Only for steps on a cell queue: where the step goes when no worker takes it from that queue within the
+   * claim window (its worker died since it was last seen), or the no_workers refusal naming the cell and the
+   * constraint when it may run nowhere else (workflows/compute-job.ts).
+   */
+  unclaimed?: UnclaimedRoute;
 }
+
+export type UnclaimedRoute = { queue: string; fallback_reason: string } | { no_workers: string };
 
 /** The keys of the swarm workers polling a task queue now (routing's "takes work" test, core/worker-identity.ts). */
 export type QueuePollers = (queue: string) => Promise<ReadonlySet<string>>;
@@ -101,6 +115,24 @@ export function createJobActivities(deps: JobActivityDeps) {
         }
         return pks;
       };
+      // Each worker polls the queue of its whole tool set (core/task-queues.ts): of the eligible workers' queues,
+      // the one most of them are seen polling, the fewest tools first (tool-rich workers stay free for tool steps).
+      const polledQueue = async (eligible: readonly { pk: string; tools: readonly string[] }[]) => {
+        const byQueue = new Map<string, string[]>();
+        for (const w of eligible) {
+          const queue = workerQueue(job.h3_cell, w.tools, deps.naming);
+          byQueue.set(queue, [...(byQueue.get(queue) ?? []), w.pk]);
+        }
+        const queues = [...byQueue.keys()].sort((a, b) => a.length - b.length || (a < b ? -1 : 1));
+        let best: string | null = null;
+        let most = 0;
+        for (const queue of queues) {
+          const pks = await polling(queue);
+          const count = byQueue.get(queue)!.filter((pk) => pks.includes(pk)).length;
+          if (count > most) [best, most] = [queue, count];
+        }
+        return best;
+      };
       const routes: Record<string, StepRoute> = {};
       for (const step of job.steps) {
         const tools = requiredTools(step);
@@ -124,34 +156,42 @@ export function createJobActivities(deps: JobActivityDeps) {
           ...(model ? { model } : {}),
         };
         const eligible = eligibleWorkers(inCell, need, now);
-        const queue = stepQueue(job.h3_cell, tools, deps.naming);
-        if (eligible.length > 0 && (await polling(queue)).some((pk) => eligible.some((w) => w.pk === pk))) {
-          routes[step.id] = { queue, fallback_reason: null, ...viaRelay };
+        // Off the cell's queue: the gateway's own local worker, the backbone or the gateway itself, else refused.
+        const elsewhere = (why: string): UnclaimedRoute => {
+          if (step.type === 'inference' && eligibleWorkers(own, need, now).length > 0) {
+            return { queue: backboneQueue(deps.naming), fallback_reason: why };
+          }
+          if (step.type !== 'inference') {
+            return { queue: gatewayQueue(deps.naming), fallback_reason: `${why}; served by the gateway` };
+          }
+          const constrained = tools.length > 0 || job.jurisdiction !== null || job.min_tier !== null;
+          if (!constrained && deps.backbone) return { queue: backboneQueue(deps.naming), fallback_reason: why };
+          const reason = constrained
+            ? 'the backbone cannot serve a step with required tools, x-svc-jurisdiction or x-svc-min-tier'
+            : 'no backbone is configured';
+          const advice = job.jurisdiction ? 'retry later or remove the jurisdiction constraint' : 'retry later';
+          return { no_workers: `step "${step.id}" in cell ${cell}: ${why}; ${reason}; ${advice}` };
+        };
+        const queue = await polledQueue(eligible);
+        if (queue !== null) {
+          const unclaimed = elsewhere(`no worker took the step from its cell's queue in time (${describeNeed(need)})`);
+          routes[step.id] = { queue, fallback_reason: null, ...viaRelay, unclaimed };
           continue;
         }
         if (step.type === 'inference' && eligibleWorkers(own, need, now).length > 0) {
           routes[step.id] = { queue: backboneQueue(deps.naming), fallback_reason: null };
           continue;
         }
-        const why = describeNoWorker(need).split(';')[0]!;
-        if (step.type !== 'inference') {
-          routes[step.id] = { queue: gatewayQueue(deps.naming), fallback_reason: `${why}; served by the gateway` };
-          continue;
-        }
-        const constrained = tools.length > 0 || job.jurisdiction !== null || job.min_tier !== null;
-        if (constrained || !deps.backbone) {
-          const reason = constrained
-            ? 'the backbone cannot serve a step with required tools, x-svc-jurisdiction or x-svc-min-tier'
-            : 'no backbone is configured';
-          const advice = job.jurisdiction ? 'retry later or remove the jurisdiction constraint' : 'retry later';
+        const route = elsewhere(describeNoWorker(need).split(';')[0]!);
+        if ('no_workers' in route) {
           throw ApplicationFailure.create({
-            message: `step "${step.id}": ${why}; ${reason}; ${advice}`,
+            message: route.no_workers,
             type: 'no_workers',
             nonRetryable: true,
             details: [step.id],
           });
         }
-        routes[step.id] = { queue: backboneQueue(deps.naming), fallback_reason: why };
+        routes[step.id] = route;
       }
       return routes;
     },

@@ -13,6 +13,7 @@ import { createSealWithLevels } from '../../core/seal.js';
 import { checkEpochEnded } from '../../core/sync-window.js';
 import type { ProofStore } from '../../store/proof-store.js';
 import { startRepeatingTask, type RepeatingTask } from '../repeating-task.js';
+import { sealOrphanedEpochs, type Custody } from './custodial-sealer.js';
 
 /**
  * Grace after an epoch's window ends before it is sealed. It exceeds the 30 s worker-to-central sync interval
@@ -34,6 +35,12 @@ export interface SealDeps {
   graceMs: number;
   /** Epoch length: the hour (EPOCH_MS) unless a development node shortened it (EPOCH_SECONDS). */
   epochMs?: number | undefined;
+  /**
+   * Whose epochs to seal, when not the signer's own: custodial seals of a worker gone for good
+   * (custodial-sealer.ts), sealed only through `lastEpoch`.
+   */
+  writerPk?: string | undefined;
+  lastEpoch?: number | undefined;
   /** Told each seal made here and the ms it took (metrics); `timer` reads the time (default performance.now). */
   onEpochSealed?: ((seal: Seal, durationMs: number) => void) | undefined;
   timer?: (() => number) | undefined;
@@ -53,8 +60,8 @@ export function lastDueEpoch(now: number, genesisMs: number, graceMs: number, ep
  */
 export async function sealDueEpochs(deps: SealDeps): Promise<Seal[]> {
   const { store, signer, now, genesisMs, graceMs } = deps;
-  const pk = signer.publicKey;
-  const due = lastDueEpoch(now, genesisMs, graceMs, deps.epochMs);
+  const pk = deps.writerPk ?? signer.publicKey;
+  const due = Math.min(lastDueEpoch(now, genesisMs, graceMs, deps.epochMs), deps.lastEpoch ?? Infinity);
   if (due < 0) return [];
   const latest = await store.latestSeal(pk);
   const start = latest !== null ? latest.epoch + 1 : await store.firstRecordEpoch(pk);
@@ -69,7 +76,7 @@ export async function sealDueEpochs(deps: SealDeps): Promise<Seal[]> {
     const ended = checkEpochEnded(epoch, now, genesisMs, deps.epochMs);
     if (!ended.ok) throw new ServiceError(ended.error, ended.detail);
     const began = timer();
-    const seal = await sealOne(store, signer, epoch, prev, sealedAt);
+    const seal = await sealOne(store, signer, pk, epoch, prev, sealedAt);
     if (seal.made) {
       made.push(seal.seal);
       observe(deps.onEpochSealed, seal.seal, timer() - began);
@@ -91,13 +98,15 @@ function observe(hook: SealDeps['onEpochSealed'], seal: Seal, durationMs: number
 async function sealOne(
   store: ProofStore,
   signer: KeyPair,
+  writerPk: string,
   epoch: number,
   prev: string,
   sealedAt: string,
 ): Promise<{ seal: Seal; made: boolean }> {
   for (let attempt = 1; ; attempt++) {
-    const leaves = await store.epochLeaves(signer.publicKey, epoch);
+    const leaves = await store.epochLeaves(writerPk, epoch);
     const { seal, levels } = createSealWithLevels(signer.secretKey, {
+      writerPk,
       epoch,
       records: leaves,
       prevSealHash: prev,
@@ -109,7 +118,7 @@ async function sealOne(
     } catch (error) {
       if (!(error instanceof ServiceError) || error.code !== 'seal_mismatch') throw error;
       // Another sealer of this key got there first: its seal is the chain now.
-      const stored = await store.getSeal(signer.publicKey, epoch);
+      const stored = await store.getSeal(writerPk, epoch);
       if (stored !== null) return { seal: stored, made: false };
       if (attempt >= SEAL_ATTEMPTS) throw error;
     }
@@ -134,6 +143,8 @@ export interface AutoSealerDeps {
   /** Told each seal made and the ms it took, read from `timer` (SealDeps): the gateway's metrics. */
   onEpochSealed?: (seal: Seal, durationMs: number) => void;
   timer?: () => number;
+  /** The central store also seals the epochs of workers gone for good (custodial-sealer.ts). */
+  custody?: Custody;
 }
 
 /**
@@ -145,7 +156,7 @@ export function startAutoSealer(deps: AutoSealerDeps): RepeatingTask {
   return startRepeatingTask(
     deps.intervalMs ?? DEFAULT_SEAL_INTERVAL_MS,
     async () => {
-      const seals = await sealDueEpochs({
+      const run = {
         store: deps.store,
         signer: deps.signer,
         now: deps.clock(),
@@ -154,7 +165,9 @@ export function startAutoSealer(deps: AutoSealerDeps): RepeatingTask {
         epochMs: deps.epochMs,
         onEpochSealed: deps.onEpochSealed,
         timer: deps.timer,
-      });
+      };
+      const seals = await sealDueEpochs(run);
+      if (deps.custody) seals.push(...(await sealOrphanedEpochs({ ...run, ...deps.custody })));
       if (seals.length > 0) await deps.onSealed?.(seals);
     },
     deps.onError,

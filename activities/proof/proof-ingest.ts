@@ -96,7 +96,9 @@ export function createProofIngest(deps: ProofIngestDeps) {
     const vouching = new Map<string, Seal>();
     for (const value of push.seals ?? []) {
       const checked = checkSeal(value);
-      if (checked.ok && checkEpochEnded(checked.value.epoch, nowMs, deps.genesisMs, deps.epochMs).ok) {
+      // A writer's own seal vouches for its records; a custodial one is checked on its own below.
+      const own = checked.ok && checked.value.custodian_pk === undefined;
+      if (own && checkEpochEnded(checked.value.epoch, nowMs, deps.genesisMs, deps.epochMs).ok) {
         vouching.set(sealId(checked.value), checked.value);
       }
     }
@@ -147,6 +149,11 @@ export function createProofIngest(deps: ProofIngestDeps) {
     const reject = (detail: string): Verdict => ({ id, status: 'rejected', error: 'seal_mismatch', detail });
     const refusal = await writerRefusal(role, pusher, seal.sealer_pk, `seal ${id}`, false);
     if (refusal !== null) return { id, status: 'rejected', error: 'writer_not_allowed', detail: refusal };
+    // docs/protocol.md §12: only a node key is a custodian; a worker cannot vouch for itself under another key.
+    if (seal.custodian_pk !== undefined && (await deps.roleOf(seal.custodian_pk)) !== 'node') {
+      const detail = `seal ${id}: custodial seals are signed by a node key, not ${seal.custodian_pk}`;
+      return { id, status: 'rejected', error: 'writer_not_allowed', detail };
+    }
     const ended = checkEpochEnded(seal.epoch, deps.clock(), deps.genesisMs, deps.epochMs);
     if (!ended.ok) return { id, status: 'rejected', error: ended.error, detail: ended.detail };
 

@@ -12,6 +12,7 @@ import { ServiceError } from '../../core/errors.js';
 import type { KeyPair } from '../../core/identity.js';
 import type { Seal } from '../../core/proof-types.js';
 import type { ProofStore } from '../../store/proof-store.js';
+import { sealOrphanedEpochs, type Custody } from './custodial-sealer.js';
 import { DEFAULT_SEAL_GRACE_MS, sealDueEpochs } from './epoch-sealer.js';
 
 /** Heartbeats while sealing: a worker that dies mid catch-up is noticed by the heartbeat timeout, not later. */
@@ -26,6 +27,8 @@ export interface SealActivityDeps {
   genesisMs: number;
   /** Grace after an epoch closes before it is sealed; DEFAULT_SEAL_GRACE_MS when absent. */
   graceMs?: number;
+  /** The central store also seals the epochs of workers gone for good (custodial-sealer.ts). */
+  custody?: Custody;
   /**
    * Called with the seals this call made, when it made any (the epoch anchorer). Its failure never
    * fails the seal: a retried activity would find nothing left to seal, so the hook keeps and retries its own work.
@@ -56,7 +59,7 @@ export function createSealActivities(deps: SealActivityDeps) {
       context.heartbeat();
       const beat = setInterval(() => context.heartbeat(), HEARTBEAT_INTERVAL_MS);
       try {
-        const seals = await sealDueEpochs({
+        const run = {
           store: deps.store,
           signer: deps.signer,
           now: deps.clock(),
@@ -64,7 +67,9 @@ export function createSealActivities(deps: SealActivityDeps) {
           graceMs: deps.graceMs ?? DEFAULT_SEAL_GRACE_MS,
           onEpochSealed: deps.onEpochSealed,
           timer: deps.timer,
-        });
+        };
+        const seals = await sealDueEpochs(run);
+        if (deps.custody) seals.push(...(await sealOrphanedEpochs({ ...run, ...deps.custody })));
         if (seals.length > 0 && deps.onSealed) {
           await deps.onSealed(seals).catch(() => undefined); // see SealActivityDeps.onSealed
         }

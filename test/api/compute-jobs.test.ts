@@ -390,7 +390,12 @@ describe('compound jobs over HTTP (embedded runner, fake upstreams)', function (
       const proven = sealed.body as { record: ProofRecord; seal: unknown; proof: unknown; verified: boolean };
       assert.equal(proven.verified, true);
       assert.deepEqual(proven.record, record);
-      assert.deepEqual(verifyProofBundle(proven, record.id), { verified: true, problems: [] });
+      assert.deepEqual(verifyProofBundle(proven, record.id), {
+        verified: true,
+        problems: [],
+        seal_kind: 'writer',
+        sealed_by: gw.node.publicKey,
+      });
       // A tampered payload does not verify.
       const forged = { ...proven, record: { ...record, payload: { ...(record.payload as object), status: 'failed' } } };
       assert.equal(verifyProofBundle(forged, record.id).verified, false);

@@ -158,7 +158,15 @@ describe('progress of the long CLI commands', function () {
     it('one record keeps its old output; pending is exit 3; mixing modes is a usage error', async () => {
       const single: unknown[] = [];
       assert.equal(await proofVerifyCommand(['a', '--url', gw.url], (v) => single.push(v)), 0);
-      assert.deepEqual(Object.keys(single[0] as object), ['record_id', 'verified', 'problems', 'server_said_verified']);
+      // Plus which kind of seal it checked and who signed it (docs/protocol.md §12.3).
+      assert.deepEqual(Object.keys(single[0] as object), [
+        'record_id',
+        'verified',
+        'problems',
+        'seal_kind',
+        'sealed_by',
+        'server_said_verified',
+      ]);
       assert.equal(await proofVerifyCommand(['open', '--url', gw.url], () => undefined), 3);
       await assert.rejects(proofVerifyCommand(['a', '--all', '--url', gw.url]), /usage/);
       await assert.rejects(proofVerifyCommand(['a', '--cell', '861e8050fffffff', '--url', gw.url]), /usage/);

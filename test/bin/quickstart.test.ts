@@ -119,11 +119,14 @@ describe('the quickstart (docs/quickstart.md), end to end', function () {
     // Step 6: the proof, verified by the CLI once its epoch is sealed.
     const verified = await geofabric(work, ['proof', 'verify', result.proof.record_id, '--url', url, '--wait', '60']);
     assert.equal(verified.code, 0, verified.stdout + verified.stderr);
-    const verdict = JSON.parse(verified.stdout) as { verified: boolean; problems: string[]; record_id: string };
+    const verdict = JSON.parse(verified.stdout) as { verified: boolean; problems: string[]; sealed_by?: string };
+    assert.match(verdict.sealed_by ?? '', /^[0-9a-f]{64}$/, 'names the key that signed the seal');
     assert.deepEqual(verdict, {
       record_id: result.proof.record_id,
       verified: true,
       problems: [],
+      seal_kind: 'writer',
+      sealed_by: verdict.sealed_by,
       server_said_verified: true,
     });
     // The guide's second verify: the tile step's own record, same epoch, so sealed by now.

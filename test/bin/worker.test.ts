@@ -369,12 +369,8 @@ describe('geofabric worker', () => {
       assert.ok([1, 2, 3].includes(plan.hardware_tier as number));
       assert.deepEqual(plan.models, ['tinyllama']);
       assert.deepEqual(plan.tools, ['web-search', 'python-repl']);
-      assert.deepEqual(plan.queues, [
-        'test/851e8053fffffff',
-        'test/851e8053fffffff/python-repl',
-        'test/851e8053fffffff/web-search',
-        'test/851e8053fffffff/python-repl+web-search',
-      ]);
+      // One queue, that of its whole tool set: not one per subset of its tools.
+      assert.deepEqual(plan.queues, ['test/851e8053fffffff/python-repl+web-search']);
       assert.equal(plan.central_store_url, gw.url);
       assert.deepEqual(await listed(), [], 'nothing registered');
       assert.equal(existsSync(dataDir), false, 'no key or store written');

@@ -9,7 +9,7 @@ import {
   jobQueue,
   routingCell,
   stepQueue,
-  workerQueues,
+  workerQueue,
   type QueueNaming,
 } from '../../core/task-queues.js';
 import { TOOL_IDS } from '../../core/tool-registry.js';
@@ -81,49 +81,42 @@ describe('task queues (docs/protocol.md §1.4)', () => {
     });
   });
 
-  describe('worker queues', () => {
-    it('lists 2^n distinct queues for n known tools, the base queue among them', () => {
-      for (const n of [0, 1, 3, TOOL_IDS.length]) {
-        const queues = workerQueues(ROME, TOOL_IDS.slice(0, n), naming);
-        assert.equal(queues.length, 2 ** n, `${n} tools`);
-        assert.equal(new Set(queues).size, queues.length, `${n} tools: duplicates`);
-        assert.ok(queues.includes('geofabric/851e8053fffffff'));
-      }
+  describe('worker queue', () => {
+    it('is one queue per worker, that of its whole tool set, however many tools it has', () => {
+      assert.equal(workerQueue(ROME, [], naming), 'geofabric/851e8053fffffff');
+      assert.equal(
+        workerQueue(ROME, [...TOOL_IDS].reverse(), naming),
+        stepQueue(ROME, [...TOOL_IDS], naming),
+        'all five registry tools: still one queue',
+      );
     });
 
     it('ignores unknown and repeated tools', () => {
-      const queues = workerQueues(ROME, ['web-search', 'teleport', 'web-search'], naming);
-      assert.deepEqual(queues.sort(), ['geofabric/851e8053fffffff', 'geofabric/851e8053fffffff/web-search']);
+      assert.equal(
+        workerQueue(ROME, ['web-search', 'teleport', 'web-search'], naming),
+        'geofabric/851e8053fffffff/web-search',
+      );
     });
 
-    it('puts every step a worker can take on one of its queues, and no other step', () => {
-      // Two cells of one routing cell: the job's and the worker's.
-      const [jobCell, workerCell] = [cellToChildren(ROME_ROUTING, 9)[0]!, cellToChildren(ROME_ROUTING, 9).at(-1)!];
-      for (const workerTools of subsets(TOOL_IDS)) {
-        const queues = new Set(workerQueues(workerCell, [...workerTools].reverse(), naming));
-        for (const stepTools of subsets(TOOL_IDS)) {
-          const canTake = stepTools.every((t) => workerTools.includes(t));
-          const queue = stepQueue(jobCell, stepTools, naming);
-          assert.equal(queues.has(queue), canTake, `worker [${workerTools}] step [${stepTools}]`);
-          // The step's tools in another order name the same queue.
-          assert.equal(stepQueue(jobCell, [...stepTools].reverse(), naming), queue);
-        }
+    it('is shared by the workers of one routing cell with the same tools, whatever their order', () => {
+      // Two cells of one routing cell.
+      const [a, b] = [cellToChildren(ROME_ROUTING, 9)[0]!, cellToChildren(ROME_ROUTING, 9).at(-1)!];
+      for (const tools of subsets(TOOL_IDS)) {
+        assert.equal(workerQueue(a, tools, naming), workerQueue(b, [...tools].reverse(), naming), `[${tools}]`);
       }
     });
 
     it('never offers a step to a worker of another routing cell', () => {
       const neighbour = gridDisk(ROME_ROUTING, 1).find((c) => c !== ROME_ROUTING)!;
-      const theirs = new Set(workerQueues(neighbour, TOOL_IDS, naming));
-      for (const stepTools of subsets(TOOL_IDS)) {
-        assert.equal(theirs.has(stepQueue(ROME, stepTools, naming)), false, `step [${stepTools}]`);
+      for (const tools of subsets(TOOL_IDS)) {
+        assert.notEqual(workerQueue(neighbour, tools, naming), workerQueue(ROME, tools, naming), `[${tools}]`);
       }
     });
 
     it('never offers a step to a worker of another deployment prefix', () => {
       const other: QueueNaming = { prefix: 'geofabric-staging', routingResolution: 5 };
-      const theirs = new Set(workerQueues(ROME, TOOL_IDS, other));
-      assert.equal(theirs.has(stepQueue(ROME, [], naming)), false);
-      assert.equal(theirs.has(stepQueue(ROME, ['web-search'], naming)), false);
+      assert.notEqual(workerQueue(ROME, [], other), workerQueue(ROME, [], naming));
+      assert.notEqual(workerQueue(ROME, ['web-search'], other), workerQueue(ROME, ['web-search'], naming));
     });
   });
 });

@@ -160,7 +160,7 @@ describe('Compound jobs on the Temporal dev server (live)', function () {
     const [a, b] = [generateKeyPair(), generateKeyPair()];
     for (const key of [a, b]) {
       await gw.workers.register(
-        registration({ pk: key.publicKey, h3_cell: ROME, models: ['lfm2.5-1.2b-instruct'] }),
+        registration({ pk: key.publicKey, h3_cell: ROME, models: ['lfm2.5-1.2b-instruct'], tools: [] }),
         Date.now(),
       );
     }

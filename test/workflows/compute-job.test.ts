@@ -232,13 +232,14 @@ describe('compound-job activities under MockActivityEnvironment', () => {
     try {
       const env = new MockActivityEnvironment();
       const relay = registration({ h3_cell: '861e8050fffffff', relay: true });
-      const worker = registration({ h3_cell: '861e8050fffffff', models: ['lfm2.5-1.2b-instruct'] });
+      const worker = registration({ h3_cell: '861e8050fffffff', models: ['lfm2.5-1.2b-instruct'], tools: [] });
       await workers.register(relay, T0);
       assert.equal((await inActivity(env, activities.routeJob, job)).ask?.relay_pk, undefined, 'no worker: backbone');
       await workers.register(worker, T0);
       poll('geofabric/851e8053fffffff', worker.pk);
       const routed = await inActivity(env, activities.routeJob, job);
-      assert.deepEqual(routed.ask, { queue: 'geofabric/851e8053fffffff', fallback_reason: null, relay_pk: relay.pk });
+      const { unclaimed: _takeover, ...onCell } = routed.ask!;
+      assert.deepEqual(onCell, { queue: 'geofabric/851e8053fffffff', fallback_reason: null, relay_pk: relay.pk });
 
       await jobs.claim(jobRecordOf(job, 'running', null, T0));
       const done: ScheduleResult = {
@@ -268,6 +269,35 @@ describe('compound-job activities under MockActivityEnvironment', () => {
     }
   });
 
+  it('routeJob sends a step to the one queue of an eligible polling worker: its whole tool set', async () => {
+    const { db, writer, workers, activities, poll } = setup();
+    try {
+      const env = new MockActivityEnvironment();
+      const plain = registration({ h3_cell: '861e8050fffffff', models: ['lfm2.5-1.2b-instruct'], tools: [] });
+      const tooled = registration({
+        h3_cell: '861e8050fffffff',
+        models: ['lfm2.5-1.2b-instruct'],
+        tools: ['web-search', 'python-repl'],
+      });
+      for (const w of [plain, tooled]) await workers.register(w, T0);
+      poll('geofabric/851e8053fffffff', plain.pk);
+      poll('geofabric/851e8053fffffff/python-repl+web-search', tooled.pk);
+      const search = { ...job.steps[0]!, id: 'search', tools: ['web-search'] };
+      const routed = await inActivity(env, activities.routeJob, { ...job, steps: [job.steps[0]!, search] });
+      assert.equal(
+        routed.ask?.queue,
+        'geofabric/851e8053fffffff',
+        'no tools: the tool-less worker, fewest tools first',
+      );
+      assert.equal(routed.search?.queue, 'geofabric/851e8053fffffff/python-repl+web-search');
+      // Nobody polls a queue per tool subset any more: the step's own tool set names no queue of its own.
+      assert.notEqual(routed.search?.queue, 'geofabric/851e8053fffffff/web-search');
+    } finally {
+      await writer.close();
+      db.close();
+    }
+  });
+
   it('routeJob sends inference to the cell queue only while an eligible worker polls it, else to the backbone', async () => {
     const { db, writer, workers, activities, poll } = setup();
     try {
@@ -277,7 +307,7 @@ describe('compound-job activities under MockActivityEnvironment', () => {
         queue: 'geofabric/backbone',
         fallback_reason: 'no eligible worker is online (model lfm2.5-1.2b-instruct)',
       });
-      const worker = registration({ h3_cell: '861e8050fffffff', models: ['lfm2.5-1.2b-instruct'] });
+      const worker = registration({ h3_cell: '861e8050fffffff', models: ['lfm2.5-1.2b-instruct'], tools: [] });
       await workers.register(worker, T0);
       // Registered and heartbeating, but polling nothing: no step waits on its queue.
       assert.deepEqual((await inActivity(env, activities.routeJob, job)).ask, alone.ask);
@@ -286,7 +316,24 @@ describe('compound-job activities under MockActivityEnvironment', () => {
       assert.deepEqual((await inActivity(env, activities.routeJob, job)).ask, alone.ask);
       poll('geofabric/851e8053fffffff', worker.pk);
       const routed = await inActivity(env, activities.routeJob, job);
-      assert.deepEqual(routed.ask, { queue: 'geofabric/851e8053fffffff', fallback_reason: null });
+      // Should the worker die before taking it, the step goes to the backbone after the claim window.
+      assert.deepEqual(routed.ask, {
+        queue: 'geofabric/851e8053fffffff',
+        fallback_reason: null,
+        unclaimed: {
+          queue: 'geofabric/backbone',
+          fallback_reason: "no worker took the step from its cell's queue in time (model lfm2.5-1.2b-instruct)",
+        },
+      });
+      // A constrained step may not go to the backbone: it is refused naming the cell and the constraint.
+      const constrained = await inActivity(env, activities.routeJob, { ...job, min_tier: 'seedling' });
+      assert.deepEqual(constrained.ask?.unclaimed, {
+        no_workers:
+          'step "ask" in cell 851e8053fffffff: no worker took the step from its cell\'s queue in time ' +
+          '(model lfm2.5-1.2b-instruct, ' +
+          'trust tier seedling or above); the backbone cannot serve a step with required tools, x-svc-jurisdiction ' +
+          'or x-svc-min-tier; retry later',
+      });
     } finally {
       await writer.close();
       db.close();

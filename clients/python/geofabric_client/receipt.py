@@ -374,7 +374,11 @@ def _seal_issue(seal: Any) -> Optional[str]:
     unsigned = {k: v for k, v in seal.items() if k not in ("seal_hash", "signature")}
     if sha256_hex(canonicalize(unsigned)) != seal["seal_hash"]:
         return "seal_hash does not match the seal"
-    if not verify(seal["sealer_pk"], seal["seal_hash"], seal["signature"]):
+    # A custodial seal (docs/protocol.md §12) is signed by its custodian, the central store's node key.
+    signer = seal.get("custodian_pk", seal["sealer_pk"])
+    if not is_hex(signer, 32):
+        return "custodian_pk is malformed"
+    if not verify(signer, seal["seal_hash"], seal["signature"]):
         return "signature does not verify"
     return None
 

@@ -369,7 +369,10 @@ function sealIssue(seal: unknown): string | undefined {
   if (!isHex(seal.seal_hash, 32) || !isHex(seal.signature, 64)) return 'seal_hash or signature is malformed';
   const { seal_hash: _h, signature: _s, ...unsigned } = seal;
   if (sha256Hex(canonicalize(unsigned)) !== seal.seal_hash) return 'seal_hash does not match the seal';
-  if (!verify(seal.sealer_pk as string, seal.seal_hash as string, seal.signature as string)) {
+  // A custodial seal (docs/protocol.md §12) is signed by its custodian, the central store's node key.
+  const signer = seal.custodian_pk ?? seal.sealer_pk;
+  if (!isHex(signer, 32)) return 'custodian_pk is malformed';
+  if (!verify(signer as string, seal.seal_hash as string, seal.signature as string)) {
     return 'signature does not verify';
   }
   return undefined;
