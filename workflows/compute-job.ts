@@ -5,7 +5,7 @@
  * the settlement entry and the stored job. Deterministic: it imports `core/` and activity types only.
  */
 import { ApplicationFailure, TimeoutFailure, TimeoutType } from '@temporalio/common';
-import { proxyActivities, upsertSearchAttributes, type ActivityOptions } from '@temporalio/workflow';
+import { patched, proxyActivities, upsertSearchAttributes, type ActivityOptions } from '@temporalio/workflow';
 import type { JobActivities, StepRoute } from '../activities/compute/job-activities.js';
 import type { StepActivities } from '../activities/compute/step-activities.js';
 import type { ComputeResponse } from '../core/job-record.js';
@@ -31,6 +31,9 @@ export const DEFAULT_JOB_TIMEOUTS: ComputeJobTimeouts = {
   queueWaitMs: 60_000,
   stepAttempts: 5,
 };
+
+/** The patch that moved the workflow from level-by-level to critical-path scheduling (core/job-scheduler.ts). */
+export const CRITICAL_PATH_PATCH = 'critical-path-scheduling';
 
 export interface ComputeJobArgs {
   job: ComputeJobInput;
@@ -79,6 +82,8 @@ export async function computeJob(args: ComputeJobArgs): Promise<ComputeResponse>
         };
       },
       describeWorkflowStepError,
+      // Runs started before critical-path scheduling replay their level-by-level commands.
+      { barrier: !patched(CRITICAL_PATH_PATCH) },
     );
   }
   const response = await gateway.finishJob(job, result!);
