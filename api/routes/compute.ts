@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { pass } from '../../core/check.js';
+import { fail, pass } from '../../core/check.js';
 import { epochAt } from '../../core/epoch.js';
 import { ERROR_STATUS, ServiceError, type ErrorCode } from '../../core/errors.js';
 import { DEFAULT_JOB_CELL } from '../../core/h3-cell.js';
@@ -11,6 +11,7 @@ import type { ComputeJobInput } from '../../core/job-steps.js';
 import { isKnownModel } from '../../core/models.js';
 import { estimateJobCost, withinBudget } from '../../core/pricing.js';
 import { integerParam } from '../../core/query-params.js';
+import { TOOL_IDS, unknownStepTool } from '../../core/tool-registry.js';
 import { jobRecordOf, jobRunOf } from '../../activities/compute/job-activities.js';
 import type { JobStore } from '../../store/job-store.js';
 import type { JobRunner } from '../job-runner.js';
@@ -92,7 +93,16 @@ export const computeRoutes = (deps: ComputeDeps) => [
       const request = zodCheck(computeRequestSchema, body);
       if (!request.ok) return request;
       const plan = planJob(request.value.steps);
-      return plan.ok ? pass({ request: request.value, plan: plan.value, signed: body }) : plan;
+      if (!plan.ok) return plan;
+      const unknown = unknownStepTool(request.value.steps);
+      if (unknown) {
+        return fail(
+          'invalid_request',
+          `step "${unknown.step}" requires the unknown tool "${unknown.tool}"; the registry's tools are ${TOOL_IDS.join(', ')}`,
+          unknown.param,
+        );
+      }
+      return pass({ request: request.value, plan: plan.value, signed: body });
     },
     handler: async (ctx, input, gates) => {
       const job = acceptJob(input, gates, deps, delegationChainOf(ctx));
