@@ -363,6 +363,116 @@ describe('The satellite → AI → map chain on the Temporal dev server (live)',
   });
 });
 
+// docs/protocol.md §2.2 rule 1 on Temporal: a → b beside c → d, a and d taking 2 s each on the gateway's runtime.
+// Level by level the job takes 4 s (a and c, then b and d); on its critical path 2 s.
+describe('Critical-path scheduling and fan-in on the Temporal dev server (live)', function () {
+  this.timeout(90_000);
+  const address = requireEnv('TEMPORAL_ADDRESS');
+  const namespace = process.env.TEMPORAL_NAMESPACE || 'default';
+  const naming: QueueNaming = { prefix: `gf-path-${randomUUID().slice(0, 8)}`, routingResolution: 5 };
+  let runtime: FakeRuntime;
+  let gw: Gateway;
+  let workers: TemporalWorkers;
+  let connection: Connection;
+
+  before(async () => {
+    installTestRuntime();
+    runtime = await startFakeRuntime('lfm2.5-1.2b-instruct', (request) => {
+      const messages = request.body.messages as { role: string; content: string }[];
+      const step = messages.at(-1)!.content.slice('step '.length);
+      return { content: `answer of ${step}`, delayMs: step === 'a' || step === 'd' ? 2000 : 0 };
+    });
+    connection = await Connection.connect({ address });
+    const client = new Client({ connection, namespace });
+    gw = await startGateway({
+      naming,
+      pollers: temporalQueuePollers(client, namespace, Date.now),
+      swarm: { workerRuntimeUrl: runtime.url, workerModels: ['lfm2.5-1.2b-instruct'] },
+      jobRunner: () => createTemporalJobRunner({ client, naming, waitMs: 60_000, runTimeoutMs: 120_000 }),
+    });
+    workers = await startTemporalWorkers({
+      address,
+      namespace,
+      logger: pino({ level: 'silent' }),
+      workflowBundle: await bundleWorkflows(),
+      gracefulShutdownMs: 1_000,
+      queues: [
+        { taskQueue: jobQueue(naming), workflows: true },
+        { taskQueue: gatewayQueue(naming), activities: { ...gw.compute.jobs, ...gw.compute.steps } },
+        { taskQueue: backboneQueue(naming), activities: { inferenceStep: gw.compute.steps.inferenceStep } },
+      ],
+    });
+  });
+
+  after(async () => {
+    await workers?.shutdown();
+    await gw?.close();
+    await runtime?.close();
+    await connection?.close();
+  });
+
+  const ask = (id: string, extra: Record<string, unknown> = {}) => ({
+    id,
+    type: 'inference',
+    messages: [{ role: 'user', content: `step ${id}` }],
+    ...extra,
+  });
+
+  it('finishes a → b beside c → d (a and d 2 s each) in under 3 s', async () => {
+    const { body, headers } = signJob(generateKeyPair(), {
+      h3_cell: ROME,
+      steps: [ask('a'), ask('b', { depends_on: 'a' }), ask('c'), ask('d', { depends_on: 'c' })],
+    });
+    // Warm the workflow worker and the queues first: the bound is about scheduling, not first-task latency.
+    const warm = signJob(generateKeyPair(), inferenceJob('warm up'));
+    assert.equal((await gw.post('/v1/compute', warm.body, warm.headers)).status, 200);
+
+    const started = Date.now();
+    const res = await gw.post('/v1/compute', body, headers);
+    const elapsed = Date.now() - started;
+    assert.equal(res.status, 200, res.text);
+    const job = res.body as ComputeResponse;
+    assert.deepEqual(
+      job.steps.map((s) => [s.id, s.status]),
+      [
+        ['a', 'complete'],
+        ['b', 'complete'],
+        ['c', 'complete'],
+        ['d', 'complete'],
+      ],
+    );
+    assert.ok(elapsed >= 2000 && elapsed < 3000, `the job took ${elapsed} ms`);
+    console.log(`      critical-path job: ${elapsed} ms`);
+
+    // New runs record the patch that switched them from the level schedule (workflows/compute-job.ts).
+    const history = await connection.workflowService.getWorkflowExecutionHistory({
+      namespace,
+      execution: { workflowId: workflowIdOf(job.job_id) },
+    });
+    const patches = (history.history?.events ?? []).filter(
+      (e) => e.markerRecordedEventAttributes?.markerName === 'core_patch',
+    );
+    assert.equal(patches.length, 1, 'the run records the critical-path patch marker');
+  });
+
+  it('feeds a step that lists several dependencies their outputs in the listed order', async () => {
+    const { body, headers } = signJob(generateKeyPair(), {
+      h3_cell: ROME,
+      steps: [ask('x'), ask('y'), ask('merge', { depends_on: ['y', 'x'] })],
+    });
+    const res = await gw.post('/v1/compute', body, headers);
+    assert.equal(res.status, 200, res.text);
+    const merge = runtime.chats().find((c) => JSON.stringify(c.body.messages).includes('step merge'))!;
+    const contexts = (merge.body.messages as { role: string; content: string }[])
+      .filter((m) => m.role === 'system' && m.content.startsWith(`Output of the job's step`))
+      .map((m) => m.content.split('\n')[0]);
+    assert.deepEqual(contexts, [
+      `Output of the job's step "y" (JSON), for use in your answer:`,
+      `Output of the job's step "x" (JSON), for use in your answer:`,
+    ]);
+  });
+});
+
 function spawnHangingWorker(address: string, namespace: string, queue: string, identity: string): ChildProcess {
   return spawn(process.execPath, ['--import', 'tsx', HANGING_WORKER, address, namespace, queue, identity], {
     stdio: ['ignore', 'pipe', 'inherit'],
