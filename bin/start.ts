@@ -10,7 +10,7 @@ import { createToolExecutor } from '../activities/tools/execute-tool.js';
 import { createWebSearch } from '../activities/tools/web-search.js';
 import { createTileActivities } from '../activities/tiles/index.js';
 import { createComputeActivities, type ComputeActivities, type QueuePollers } from '../activities/compute/index.js';
-import { temporalQueuePollers } from '../api/temporal-queue-pollers.js';
+import { temporalGatewayPollers, temporalQueuePollers } from '../api/temporal-queue-pollers.js';
 import { withHeartbeats } from '../activities/compute/heartbeat.js';
 import { createEpochAnchorer, type EpochAnchorer } from '../activities/settlement/epoch-anchorer.js';
 import { createHorizonClient } from '../activities/settlement/horizon.js';
@@ -26,7 +26,8 @@ import { createApp } from '../api/app.js';
 import { createMetrics, type GatewayMetrics } from '../api/metrics.js';
 import { createEmbeddedJobRunner, type JobRunner } from '../api/job-runner.js';
 import { createTemporalJobRunner } from '../api/temporal-job-runner.js';
-import { backboneQueue, gatewayQueue, jobQueue } from '../core/task-queues.js';
+import { backboneQueue, gatewayQueue, jobQueue, sealQueue } from '../core/task-queues.js';
+import { gatewayIdentity } from '../core/worker-identity.js';
 import { Client, Connection } from '@temporalio/client';
 import type { Logger } from 'pino';
 import { startTemporalWorkers } from './temporal-workers.js';
@@ -121,6 +122,8 @@ export async function startGateway(config: Config): Promise<void> {
     ...(ledger.onJobPosted ? { onJobPosted: ledger.onJobPosted } : {}),
     onJobFinished: metrics.jobFinished,
   });
+  // Under Temporal, the gateways online (set once Temporal is connected): the seal run seals each one's key.
+  let onlineSealers: (() => Promise<string[]>) | undefined;
   const seals = createSealActivities({
     store: stores.proofs,
     signer: node.key,
@@ -129,8 +132,10 @@ export async function startGateway(config: Config): Promise<void> {
     graceMs: config.sealGraceMs,
     ...(ledger.onSealed ? { onSealed: ledger.onSealed } : {}),
     onEpochSealed: metrics.epochSealed,
+    sealers: async () => (onlineSealers ? onlineSealers() : []),
   });
-  const orchestration = await startOrchestration(config, { compute, seals }, logger);
+  const orchestration = await startOrchestration(config, { compute, seals, nodePk: node.key.publicKey }, logger);
+  onlineSealers = orchestration.sealers;
   if (orchestration.pollers) pollers = orchestration.pollers;
   // Set by SIGTERM/SIGINT (stop, below); the app refuses new requests from then on.
   let stopping = false;
@@ -412,9 +417,14 @@ export function startLedger(
  */
 async function startOrchestration(
   config: Config,
-  { compute, seals }: { compute: ComputeActivities; seals: SealActivities },
+  { compute, seals, nodePk }: { compute: ComputeActivities; seals: SealActivities; nodePk: string },
   logger: Logger,
-): Promise<{ runner: JobRunner; pollers?: QueuePollers; close(): Promise<void> }> {
+): Promise<{
+  runner: JobRunner;
+  pollers?: QueuePollers;
+  sealers?: () => Promise<string[]>;
+  close(): Promise<void>;
+}> {
   if (config.orchestrator === 'embedded') {
     const runner = createEmbeddedJobRunner({ steps: compute.steps, jobs: compute.jobs, waitMs: config.jobWaitMs });
     return { runner, close: () => runner.close() };
@@ -424,9 +434,12 @@ async function startOrchestration(
     address: config.temporal.address,
     namespace: config.temporal.namespace,
     logger,
+    // Names this gateway's key, so the seal run finds every gateway among the job queue's pollers.
+    identity: gatewayIdentity(nodePk),
     queues: [
-      // sealEpoch runs its activity on its own queue: the job queue.
+      // sealEpoch runs on the job queue; it seals each gateway's key on that gateway's own seal queue.
       { taskQueue: jobQueue(config.naming), workflows: true, activities: seals },
+      { taskQueue: sealQueue(config.naming, nodePk), activities: seals },
       { taskQueue: gatewayQueue(config.naming), activities: { ...compute.jobs, ...steps } },
       { taskQueue: backboneQueue(config.naming), activities: { inferenceStep: steps.inferenceStep } },
     ],
@@ -448,9 +461,11 @@ async function startOrchestration(
     waitMs: config.jobWaitMs,
     runTimeoutMs: config.jobRunTimeoutMs,
   });
+  const gateways = temporalGatewayPollers(client, config.temporal.namespace, Date.now);
   return {
     runner,
     pollers: temporalQueuePollers(client, config.temporal.namespace, Date.now),
+    sealers: async () => [...(await gateways(jobQueue(config.naming)))].map((pk) => sealQueue(config.naming, pk)),
     async close() {
       await workers.shutdown();
       await connection.close();
