@@ -107,6 +107,7 @@ export async function startGateway(config: Config): Promise<void> {
   let pollers: QueuePollers = async () => new Set();
   const compute = createComputeActivities({
     jobs: stores.jobs,
+    blobs: stores.blobs,
     pollers: (queue) => pollers(queue),
     proofs: writer,
     workers: stores.workers,

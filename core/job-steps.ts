@@ -5,6 +5,7 @@
  */
 import type { SignedRequest } from './job-record.js';
 import { dependenciesOf, type StepType } from './job-plan.js';
+import { isBlobRef } from './blob-ref.js';
 import type { ScheduledStep, StepRun } from './job-scheduler.js';
 
 /** A request step as validated at entry (api/schemas/compute-request.ts). */
@@ -187,7 +188,10 @@ export function stepActivityInput(
 
 function dependencyContext(stepId: string, output: Record<string, unknown>): string {
   const { image_base64: _image, ...rest } = output;
-  const json = JSON.stringify(rest);
+  // A field kept out of line (core/blob-ref.ts) shows its head: the prompt is cut at MAX_CONTEXT_CHARS anyway.
+  const json = JSON.stringify(rest, (_key, value: unknown) =>
+    isBlobRef(value) ? (value.head ?? `[${value.bytes} bytes]`) : value,
+  );
   const cut = json.length > MAX_CONTEXT_CHARS ? `${json.slice(0, MAX_CONTEXT_CHARS)}…` : json;
   return `Output of the job's step "${stepId}" (JSON), for use in your answer:\n${cut}`;
 }

@@ -18,6 +18,8 @@ import type { StepRun } from '../../core/job-scheduler.js';
 import type { ImageryActivities } from '../imagery/index.js';
 import type { Swarm } from '../inference/index.js';
 import type { TileActivities } from '../tiles/index.js';
+import type { BlobStore } from '../../store/blob-store.js';
+import { compactRun } from './output-store.js';
 
 export interface StepActivityDeps {
   swarm: Pick<Swarm, 'runInference'>;
@@ -27,10 +29,13 @@ export interface StepActivityDeps {
   nodePk: string;
   /** Monotonic milliseconds, for latency. */
   now?: () => number;
+  /** Where large output fields go (core/output-blobs.ts); none: outputs travel whole. */
+  blobs?: Pick<BlobStore, 'put'>;
 }
 
 export function createStepActivities(deps: StepActivityDeps) {
   const now = deps.now ?? (() => performance.now());
+  const compact = (run: StepRun): Promise<StepRun> | StepRun => (deps.blobs ? compactRun(deps.blobs, run) : run);
   const timed = async <T>(run: () => Promise<T>): Promise<[T, number]> => {
     const started = now();
     const value = await run();
@@ -41,7 +46,7 @@ export function createStepActivities(deps: StepActivityDeps) {
     async inferenceStep(input: InferenceStepInput): Promise<StepRun> {
       const [out, latency] = await timed(() => deps.swarm.runInference(input));
       const { worker_pk, cost, epoch: _epoch, ...output } = out;
-      return { output: { ...output }, cost, worker_pk, record_id: out.proof_job_id, latency_ms: latency };
+      return compact({ output: { ...output }, cost, worker_pk, record_id: out.proof_job_id, latency_ms: latency });
     },
 
     async tileRenderStep(input: TileStepInput): Promise<StepRun> {
@@ -49,13 +54,25 @@ export function createStepActivities(deps: StepActivityDeps) {
         deps.tiles.renderTile(input as Parameters<TileActivities['renderTile']>[0]),
       );
       const { cost, ...output } = out;
-      return { output: { ...output }, cost, worker_pk: deps.nodePk, record_id: out.record_id, latency_ms: latency };
+      return compact({
+        output: { ...output },
+        cost,
+        worker_pk: deps.nodePk,
+        record_id: out.record_id,
+        latency_ms: latency,
+      });
     },
 
     async imageProcessStep(input: ImageStepInput): Promise<StepRun> {
       const [out, latency] = await timed(() => deps.imagery.processImage(input));
       const { cost, ...output } = out;
-      return { output: { ...output }, cost, worker_pk: deps.nodePk, record_id: out.record_id, latency_ms: latency };
+      return compact({
+        output: { ...output },
+        cost,
+        worker_pk: deps.nodePk,
+        record_id: out.record_id,
+        latency_ms: latency,
+      });
     },
   };
 }

@@ -12,6 +12,8 @@ import { isKnownModel } from '../../core/models.js';
 import { estimateJobCost, withinBudget } from '../../core/pricing.js';
 import { integerParam } from '../../core/query-params.js';
 import { TOOL_IDS, unknownStepTool } from '../../core/tool-registry.js';
+import { hasBlobRefs } from '../../core/blob-ref.js';
+import { splitOutput } from '../../core/output-blobs.js';
 import { jobRecordOf, jobRunOf } from '../../activities/compute/job-activities.js';
 import type { JobStore } from '../../store/job-store.js';
 import type { JobRunner } from '../job-runner.js';
@@ -108,7 +110,7 @@ export const computeRoutes = (deps: ComputeDeps) => [
       const job = acceptJob(input, gates, deps, delegationChainOf(ctx));
       let response: ComputeResponse;
       try {
-        response = await runOrReplay(job, deps);
+        response = await wholeJob(await runOrReplay(job, deps), deps);
       } catch (error) {
         if (error instanceof ServiceError && error.code === 'job_timeout') {
           ctx.status = error.status;
@@ -262,6 +264,19 @@ function acceptJob(
   };
 }
 
+/**
+ * The runner's answer keeps large output fields as references (core/output-blobs.ts: workflow results stay
+ * small); the stored job has them whole, and is what the requester gets.
+ */
+async function wholeJob(response: ComputeResponse, deps: ComputeDeps): Promise<ComputeResponse> {
+  if (!hasBlobRefs(response.steps)) return response;
+  const stored = await deps.jobs.get(response.job_id);
+  if (!stored?.response || hasBlobRefs(stored.response.steps)) {
+    throw new ServiceError('internal_error', `job ${response.job_id}: its stored answer is not whole`);
+  }
+  return stored.response;
+}
+
 /** Claims the job and runs it, or answers a replay from the store (re-running only transient failures). */
 async function runOrReplay(job: ComputeJobInput, deps: ComputeDeps): Promise<ComputeResponse> {
   const claimed = await deps.jobs.claim(jobRecordOf(job, 'running', null, deps.clock()));
@@ -300,9 +315,17 @@ function rerunOf(job: ComputeJobInput, failed: ComputeResponse): ComputeJobInput
       if (!result) return step;
       const { output, cost, worker_pk, record_id, latency_ms, relay_pk } = result;
       // The relay keeps its fee for a step it routed in the earlier run (the settlement recomputes it).
+      // Large fields stay references (their blobs were stored by the first run), keeping the workflow input small.
       return {
         ...step,
-        done: { output, cost, worker_pk, record_id, latency_ms, ...(relay_pk === undefined ? {} : { relay_pk }) },
+        done: {
+          output: splitOutput(output).output,
+          cost,
+          worker_pk,
+          record_id,
+          latency_ms,
+          ...(relay_pk === undefined ? {} : { relay_pk }),
+        },
       };
     }),
   };

@@ -25,6 +25,7 @@ import {
   type FakeRequest,
   type FakeRuntime,
 } from '../helpers/fake-openai-runtime.js';
+import { createEmbeddedJobRunner } from '../../api/job-runner.js';
 import { startGateway, type TestResponse } from '../helpers/gateway.js';
 import { TEST_NOW, startImageryCatalog, type ImageryCatalog } from '../helpers/imagery-fixtures.js';
 import { inferenceJob, signJob } from '../helpers/jobs.js';
@@ -545,6 +546,59 @@ describe('compound jobs over HTTP (embedded runner, fake upstreams)', function (
       const empty = await submit(gw, signJob(alice, { steps: [ask('a', { depends_on: [] })] }));
       assert.equal(empty.status, 400, empty.text);
       assert.equal(errorOf(empty), 'invalid_request');
+    });
+  });
+
+  describe('payload discipline: a 3 MB step output (core/output-blobs.ts)', () => {
+    const MB3 = 3 * 1024 * 1024;
+
+    it('answers the whole output while every activity input and result stays small, and feeds the head on', async () => {
+      const big = `BEGIN ${'geo'.repeat(MB3 / 3)}`;
+      const worker = await runtime(WORKER_MODEL, (request) => {
+        const last = (request.body.messages as { content: string }[]).at(-1)!.content;
+        return { content: last === 'big' ? big : 'short answer', usage: { prompt_tokens: 10, completion_tokens: 10 } };
+      });
+      // What would cross Temporal: every step activity's result and finishJob's argument and result.
+      const sizes: number[] = [];
+      const measured = <T extends object>(activities: T): T =>
+        Object.fromEntries(
+          Object.entries(activities).map(([name, fn]) => [
+            name,
+            async (...args: unknown[]) => {
+              sizes.push(JSON.stringify(args).length);
+              const out = await (fn as (...a: unknown[]) => Promise<unknown>)(...args);
+              sizes.push(JSON.stringify(out).length);
+              return out;
+            },
+          ]),
+        ) as T;
+      const gw = await gateway({
+        worker,
+        jobRunner: (compute) =>
+          createEmbeddedJobRunner({ steps: measured(compute.steps), jobs: measured(compute.jobs), waitMs: 10_000 }),
+      });
+      const signed = signJob(alice, {
+        h3_cell: CELL,
+        steps: [
+          { id: 'big', type: 'inference', messages: [{ role: 'user', content: 'big' }] },
+          { id: 'after', type: 'inference', depends_on: 'big', messages: [{ role: 'user', content: 'next' }] },
+        ],
+        budget_credits: 0.1,
+      });
+      const res = await submit(gw, signed);
+      assert.equal(res.status, 200, res.text.slice(0, 500));
+      const job = res.body as Job;
+      assert.equal(job.steps[0]!.output.text, big);
+      assert.equal(job.proof.job_hash, expectedJobHash(signed.body, job.steps), 'hashed over the whole output');
+      const stored = await gw.get(`/v1/compute/${job.job_id}`);
+      assert.equal((stored.body as Job).steps[0]!.output.text, big);
+
+      assert.ok(sizes.length >= 6, String(sizes.length));
+      assert.ok(Math.max(...sizes) < 64 * 1024, `largest activity payload ${Math.max(...sizes)} bytes`);
+      // The dependent step saw the output's beginning, not 3 MB.
+      const context = contextOf(worker.chats()[1]!)!;
+      assert.match(context.content, /BEGIN geogeo/);
+      assert.ok(context.content.length < 9000);
     });
   });
 
