@@ -363,6 +363,9 @@ describe('The satellite → AI → map chain on the Temporal dev server (live)',
   });
 });
 
+/** A 3 MB inference answer: over Temporal's 2 MB payload limit unless it is kept out of the workflow. */
+const HUGE = `BEGIN ${'geo'.repeat(1024 * 1024)}`;
+
 // docs/protocol.md §2.2 rule 1 on Temporal: a → b beside c → d, a and d taking 2 s each on the gateway's runtime.
 // Level by level the job takes 4 s (a and c, then b and d); on its critical path 2 s.
 describe('Critical-path scheduling and fan-in on the Temporal dev server (live)', function () {
@@ -380,6 +383,7 @@ describe('Critical-path scheduling and fan-in on the Temporal dev server (live)'
     runtime = await startFakeRuntime('lfm2.5-1.2b-instruct', (request) => {
       const messages = request.body.messages as { role: string; content: string }[];
       const step = messages.at(-1)!.content.slice('step '.length);
+      if (step === 'huge') return { content: HUGE, usage: { prompt_tokens: 10, completion_tokens: 10 } };
       return { content: `answer of ${step}`, delayMs: step === 'a' || step === 'd' ? 2000 : 0 };
     });
     connection = await Connection.connect({ address });
@@ -453,6 +457,25 @@ describe('Critical-path scheduling and fan-in on the Temporal dev server (live)'
       (e) => e.markerRecordedEventAttributes?.markerName === 'core_patch',
     );
     assert.equal(patches.length, 1, 'the run records the critical-path patch marker');
+  });
+
+  it('keeps a 3 MB inference output out of the workflow: the job answers it whole, every payload small', async () => {
+    const { body, headers } = signJob(generateKeyPair(), {
+      h3_cell: ROME,
+      steps: [ask('huge'), ask('next', { depends_on: 'huge' })],
+    });
+    const res = await gw.post('/v1/compute', body, headers);
+    assert.equal(res.status, 200, res.text.slice(0, 500));
+    const job = res.body as ComputeResponse;
+    assert.equal(job.steps[0]!.output.text, HUGE);
+    assert.equal((await gw.get(`/v1/compute/${job.job_id}`)).text.length > HUGE.length, true);
+    const history = await connection.workflowService.getWorkflowExecutionHistory({
+      namespace,
+      execution: { workflowId: workflowIdOf(job.job_id) },
+    });
+    const largest = Math.max(...(history.history?.events ?? []).map((e) => JSON.stringify(e).length));
+    console.log(`      largest history event of the 3 MB job: ${largest} bytes`);
+    assert.ok(largest < 64 * 1024, `largest history event ${largest} bytes`);
   });
 
   it('feeds a step that lists several dependencies their outputs in the listed order', async () => {
