@@ -124,7 +124,7 @@ export async function startGateway(config: Config): Promise<void> {
     onJobFinished: metrics.jobFinished,
   });
   // Under Temporal, the gateways online (set once Temporal is connected): the seal run seals each one's key.
-  let onlineSealers: (() => Promise<string[]>) | undefined;
+  const online: { sealers?: (() => Promise<string[]>) | undefined } = {};
   const seals = createSealActivities({
     store: stores.proofs,
     signer: node.key,
@@ -133,10 +133,10 @@ export async function startGateway(config: Config): Promise<void> {
     graceMs: config.sealGraceMs,
     ...(ledger.onSealed ? { onSealed: ledger.onSealed } : {}),
     onEpochSealed: metrics.epochSealed,
-    sealers: async () => (onlineSealers ? onlineSealers() : []),
+    sealers: async () => (online.sealers ? online.sealers() : []),
   });
   const orchestration = await startOrchestration(config, { compute, seals, nodePk: node.key.publicKey }, logger);
-  onlineSealers = orchestration.sealers;
+  online.sealers = orchestration.sealers;
   if (orchestration.pollers) pollers = orchestration.pollers;
   // Set by SIGTERM/SIGINT (stop, below); the app refuses new requests from then on.
   let stopping = false;
