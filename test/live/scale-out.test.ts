@@ -31,6 +31,7 @@ import {
 } from '../../core/task-queues.js';
 import { gatewayIdentity, workerIdentity } from '../../core/worker-identity.js';
 import { createMongoApiKeyStore } from '../../store/mongo/api-key-store.js';
+import { createMongoBlobStore } from '../../store/mongo/blob-store.js';
 import { createMongoJobStore } from '../../store/mongo/job-store.js';
 import { createMongoLedgerStore } from '../../store/mongo/ledger-store.js';
 import { createMongoProofStore } from '../../store/mongo/proof-store.js';
@@ -90,6 +91,7 @@ describe('Two gateways and two workers on one Temporal and one MongoDB store (li
         rateLimits: await createMongoRateLimitStore(db),
         workers: await createMongoWorkerRegistry(db),
         apiKeyStore: await createMongoApiKeyStore(db),
+        blobs: await createMongoBlobStore(db),
         pollers: temporalQueuePollers(client, namespace, Date.now),
         jobWaitMs: 60_000,
         jobRunner: () => createTemporalJobRunner({ client, naming, waitMs: 60_000, runTimeoutMs: 120_000 }),
