@@ -11,7 +11,7 @@ import { createToolExecutor } from '../activities/tools/execute-tool.js';
 import { createWebSearch } from '../activities/tools/web-search.js';
 import { createTileActivities } from '../activities/tiles/index.js';
 import { createComputeActivities, type ComputeActivities, type QueuePollers } from '../activities/compute/index.js';
-import { temporalQueuePollers } from '../api/temporal-queue-pollers.js';
+import { temporalGatewayPollers, temporalQueuePollers } from '../api/temporal-queue-pollers.js';
 import { withHeartbeats } from '../activities/compute/heartbeat.js';
 import { createEpochAnchorer, type EpochAnchorer } from '../activities/settlement/epoch-anchorer.js';
 import { createHorizonClient } from '../activities/settlement/horizon.js';
@@ -27,7 +27,8 @@ import { createApp } from '../api/app.js';
 import { createMetrics, type GatewayMetrics } from '../api/metrics.js';
 import { createEmbeddedJobRunner, type JobRunner } from '../api/job-runner.js';
 import { createTemporalJobRunner } from '../api/temporal-job-runner.js';
-import { jobQueue } from '../core/task-queues.js';
+import { jobQueue, sealQueue } from '../core/task-queues.js';
+import { gatewayIdentity } from '../core/worker-identity.js';
 import { Client, Connection } from '@temporalio/client';
 import type { Logger } from 'pino';
 import { gatewayQueueSpecs, startTemporalWorkers } from './temporal-workers.js';
@@ -116,6 +117,7 @@ export async function startGateway(config: Config): Promise<void> {
   let pollers: QueuePollers = async () => new Set();
   const compute = createComputeActivities({
     jobs: stores.jobs,
+    blobs: stores.blobs,
     pollers: (queue) => pollers(queue),
     proofs: writer,
     workers: stores.workers,
@@ -132,6 +134,8 @@ export async function startGateway(config: Config): Promise<void> {
     ...(ledger.onJobPosted ? { onJobPosted: ledger.onJobPosted } : {}),
     onJobFinished: metrics.jobFinished,
   });
+  // Under Temporal, the gateways online (set once Temporal is connected): the seal run seals each one's key.
+  const online: { sealers?: (() => Promise<string[]>) | undefined } = {};
   const seals = createSealActivities({
     store: stores.proofs,
     signer: node.key,
@@ -141,8 +145,10 @@ export async function startGateway(config: Config): Promise<void> {
     custody: { workers: stores.workers, custodyMs: config.custodialSealGraceMs },
     ...(ledger.onSealed ? { onSealed: ledger.onSealed } : {}),
     onEpochSealed: metrics.epochSealed,
+    sealers: async () => (online.sealers ? online.sealers() : []),
   });
-  const orchestration = await startOrchestration(config, { compute, seals }, logger);
+  const orchestration = await startOrchestration(config, { compute, seals, nodePk: node.key.publicKey }, logger);
+  online.sealers = orchestration.sealers;
   if (orchestration.pollers) pollers = orchestration.pollers;
   // Set by SIGTERM/SIGINT (stop, below); the app refuses new requests from then on.
   let stopping = false;
@@ -427,9 +433,14 @@ export function startLedger(
  */
 async function startOrchestration(
   config: Config,
-  { compute, seals }: { compute: ComputeActivities; seals: SealActivities },
+  { compute, seals, nodePk }: { compute: ComputeActivities; seals: SealActivities; nodePk: string },
   logger: Logger,
-): Promise<{ runner: JobRunner; pollers?: QueuePollers; close(): Promise<void> }> {
+): Promise<{
+  runner: JobRunner;
+  pollers?: QueuePollers;
+  sealers?: () => Promise<string[]>;
+  close(): Promise<void>;
+}> {
   if (config.orchestrator === 'embedded') {
     const runner = createEmbeddedJobRunner({ steps: compute.steps, jobs: compute.jobs, waitMs: config.jobWaitMs });
     return { runner, close: () => runner.close() };
@@ -439,8 +450,10 @@ async function startOrchestration(
     address: config.temporal.address,
     namespace: config.temporal.namespace,
     logger,
-    // sealEpoch runs its activity on its own queue: the job queue.
-    queues: gatewayQueueSpecs(config.naming, { jobs: compute.jobs, steps, extra: seals }),
+    // Names this gateway's key, so the seal run finds every gateway among the job queue's pollers.
+    identity: gatewayIdentity(nodePk),
+    // sealEpoch runs on the job queue; it seals each gateway's key on that gateway's own seal queue.
+    queues: gatewayQueueSpecs(config.naming, { jobs: compute.jobs, steps, seals, sealer: nodePk }),
   });
   workers.running.catch((error: unknown) => logger.error({ err: error }, 'temporal workers stopped'));
   const connection = await connectingToTemporal(config.temporal.address, 'gateway', () =>
@@ -459,9 +472,11 @@ async function startOrchestration(
     waitMs: config.jobWaitMs,
     runTimeoutMs: config.jobRunTimeoutMs,
   });
+  const gateways = temporalGatewayPollers(client, config.temporal.namespace, Date.now);
   return {
     runner,
     pollers: temporalQueuePollers(client, config.temporal.namespace, Date.now),
+    sealers: async () => [...(await gateways(jobQueue(config.naming)))].map((pk) => sealQueue(config.naming, pk)),
     async close() {
       await workers.shutdown();
       await connection.close();

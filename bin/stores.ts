@@ -23,6 +23,9 @@ import { createSqliteProofStore } from '../store/sqlite/proof-store.js';
 import { createSqliteRateLimitStore } from '../store/sqlite/rate-limit-store.js';
 import type { ProofStore } from '../store/proof-store.js';
 import type { RateLimitStore } from '../store/types.js';
+import type { BlobStore } from '../store/blob-store.js';
+import { createMongoBlobStore } from '../store/mongo/blob-store.js';
+import { createSqliteBlobStore } from '../store/sqlite/blob-store.js';
 import type { Config } from './config.js';
 import { connectingToMongo } from './startup-errors.js';
 
@@ -35,6 +38,8 @@ export interface Stores {
   audit: AuditStore;
   /** The credit ledger: entries, settlements, epoch anchors. */
   ledger: LedgerStore;
+  /** Large step outputs, out of workflow payloads (core/output-blobs.ts). */
+  blobs: BlobStore;
   close(): Promise<void>;
 }
 
@@ -65,6 +70,7 @@ export async function openStores(config: Config): Promise<Stores> {
       jobs: await createMongoJobStore(db),
       audit: await createMongoAuditStore(db),
       ledger: await createMongoLedgerStore(db),
+      blobs: await createMongoBlobStore(db),
     };
     return closing(stores, () => client.close());
   }
@@ -79,6 +85,7 @@ export async function openStores(config: Config): Promise<Stores> {
     jobs: createSqliteJobStore(db),
     audit: createSqliteAuditStore(db),
     ledger: createSqliteLedgerStore(db),
+    blobs: createSqliteBlobStore(db),
   };
   return closing(stores, () => {
     db.close();

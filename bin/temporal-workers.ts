@@ -14,7 +14,7 @@ import {
 import type { Logger } from 'pino';
 import type { JobActivities } from '../activities/compute/job-activities.js';
 import type { StepActivities } from '../activities/compute/step-activities.js';
-import { backboneQueue, gatewayQueue, jobQueue, type QueueNaming } from '../core/task-queues.js';
+import { backboneQueue, gatewayQueue, jobQueue, sealQueue, type QueueNaming } from '../core/task-queues.js';
 import { connectingToTemporal } from './startup-errors.js';
 import { installTemporalRuntime } from './temporal-logger.js';
 
@@ -28,16 +28,18 @@ export interface QueueSpec {
 /**
  * A gateway's queues: the job queue runs the workflows and, as local activities, routeJob and finishJob (a
  * local activity runs in the process of the workflow task, so this one must hold the gateway's stores), plus
- * `extra` (the seal activities); the gateway queue serves the steps no cell worker takes, and routeJob and
- * finishJob for runs started before they became local (workflows/compute-job.ts LOCAL_GATEWAY_PATCH); the
- * backbone queue serves inference.
+ * the seal activities; the gateway's own seal queue (`sealer`: its node key) serves the seal run's activity for
+ * this gateway's epochs; the gateway queue serves the steps no cell worker takes, and routeJob and finishJob
+ * for runs started before they became local (workflows/compute-job.ts LOCAL_GATEWAY_PATCH); the backbone queue
+ * serves inference.
  */
 export function gatewayQueueSpecs(
   naming: QueueNaming,
-  { jobs, steps, extra }: { jobs: JobActivities; steps: StepActivities; extra?: object },
+  { jobs, steps, seals, sealer }: { jobs: JobActivities; steps: StepActivities; seals?: object; sealer?: string },
 ): QueueSpec[] {
   return [
-    { taskQueue: jobQueue(naming), workflows: true, activities: { ...extra, ...jobs } },
+    { taskQueue: jobQueue(naming), workflows: true, activities: { ...seals, ...jobs } },
+    ...(seals && sealer ? [{ taskQueue: sealQueue(naming, sealer), activities: seals }] : []),
     { taskQueue: gatewayQueue(naming), activities: { ...jobs, ...steps } },
     { taskQueue: backboneQueue(naming), activities: { inferenceStep: steps.inferenceStep } },
   ];

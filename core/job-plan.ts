@@ -12,8 +12,8 @@ export type StepType = (typeof STEP_TYPES)[number];
 export interface PlanStep {
   id: string;
   type: StepType;
-  /** docs/protocol.md §2.2 allows one dependency; the planner works over edge lists so more would not change it. */
-  depends_on?: string;
+  /** One step id, or a list of ids (fan-in, docs/protocol.md §2.2 rule 2). */
+  depends_on?: string | readonly string[] | undefined;
 }
 
 export interface JobPlan {
@@ -23,7 +23,9 @@ export interface JobPlan {
   levels: string[][];
 }
 
-const dependenciesOf = (step: PlanStep): string[] => (step.depends_on === undefined ? [] : [step.depends_on]);
+/** The ids a step depends on, in the order it lists them (a single id is a list of one). */
+export const dependenciesOf = (step: Pick<PlanStep, 'depends_on'>): readonly string[] =>
+  step.depends_on === undefined ? [] : typeof step.depends_on === 'string' ? [step.depends_on] : step.depends_on;
 
 export function planJob(steps: readonly PlanStep[]): Check<JobPlan> {
   if (steps.length === 0) return fail('invalid_request', 'steps must contain at least one step');
@@ -40,6 +42,12 @@ export function planJob(steps: readonly PlanStep[]): Check<JobPlan> {
   for (const [i, step] of steps.entries()) {
     const own: number[] = [];
     for (const depId of dependenciesOf(step)) {
+      if (own.includes(indexById.get(depId) ?? -1)) {
+        return fail(
+          'invalid_request',
+          `step ${JSON.stringify(step.id)} lists ${JSON.stringify(depId)} twice in depends_on`,
+        );
+      }
       const d = indexById.get(depId);
       if (d === undefined) {
         return fail(

@@ -4,14 +4,16 @@
  * them again with their zod schemas), so the gateway, the workflow and every worker agree on them.
  */
 import type { SignedRequest } from './job-record.js';
-import type { StepType } from './job-plan.js';
+import { dependenciesOf, type StepType } from './job-plan.js';
+import { isBlobRef } from './blob-ref.js';
 import type { ScheduledStep, StepRun } from './job-scheduler.js';
 
 /** A request step as validated at entry (api/schemas/compute-request.ts). */
 export interface JobStepSpec {
   id: string;
   type: StepType;
-  depends_on?: string | undefined;
+  /** One step id, or a list of them (fan-in). */
+  depends_on?: string | string[] | undefined;
   model?: string | undefined;
   messages?: { role: string; content: string }[] | undefined;
   max_tokens?: number | undefined;
@@ -66,7 +68,7 @@ export interface ComputeJobInput {
 export const DEFAULT_TILE_ZOOM = 12;
 export const DEFAULT_TILE_STYLE = 'osm-bright';
 export const DEFAULT_IMAGE_OPERATION = 'ndvi';
-/** A dependency's output shown to a model is cut here: a prompt is not a data pipe. */
+/** Each dependency's output shown to a model is cut here: a prompt is not a data pipe. */
 export const MAX_CONTEXT_CHARS = 8000;
 
 export interface InferenceStepInput {
@@ -148,18 +150,22 @@ export const toScheduledStep = (step: ComputeJobInput['steps'][number]): Schedul
 export const requiredTools = (step: JobStepSpec): string[] => (step.type === 'inference' ? (step.tools ?? []) : []);
 
 /**
- * The activity input of `step`, fed its dependency's output (docs/protocol.md §2.2 rules 1, 2):
- * - inference: the dependency's output reaches the model as a system message (JSON, cut at
- *   MAX_CONTEXT_CHARS, images left out); locations are asked for when a `tile_render` step depends on it;
- * - tile_render: the tile of `center_cell` (else the job cell), annotated with the dependency's `locations`;
+ * The activity input of `step`, fed its dependencies' outputs in the order `depends_on` lists them
+ * (docs/protocol.md §2.2 rules 1, 2):
+ * - inference: each dependency's output reaches the model as a system message (JSON, cut at
+ *   MAX_CONTEXT_CHARS, images left out), in that order; locations are asked for when a `tile_render` step
+ *   depends on it;
+ * - tile_render: the tile of `center_cell` (else the job cell), annotated with the dependencies' `locations`
+ *   (concatenated in that order);
  * - image_process: the operation over `context.h3_cell` (else `center_cell`, else the job cell);
  * - sensor_fusion: `quantity` over `context.h3_cell` (else the job cell) and its `rings`, in the step's window.
  */
 export function stepActivityInput(
   job: ComputeJobInput,
   step: JobStepSpec,
-  dependencyOutput: Record<string, unknown> | undefined,
+  dependencyOutputs: readonly Record<string, unknown>[],
 ): StepActivityInput {
+  const dependencies = dependenciesOf(step);
   const base = { job_id: job.job_id, step_id: step.id };
   switch (step.type) {
     case 'inference': {
@@ -167,13 +173,16 @@ export function stepActivityInput(
         role: m.role as InferenceStepInput['messages'][number]['role'],
         content: m.content,
       }));
-      if (dependencyOutput !== undefined) {
-        messages.unshift({ role: 'system', content: dependencyContext(step.depends_on!, dependencyOutput) });
-      }
+      messages.unshift(
+        ...dependencyOutputs.map((output, i) => ({
+          role: 'system' as const,
+          content: dependencyContext(dependencies[i]!, output),
+        })),
+      );
       const input: InferenceStepInput = {
         ...base,
         messages,
-        want_locations: job.steps.some((s) => s.type === 'tile_render' && s.depends_on === step.id),
+        want_locations: job.steps.some((s) => s.type === 'tile_render' && dependenciesOf(s).includes(step.id)),
         h3_cell: job.h3_cell,
         jurisdiction: job.jurisdiction,
         min_tier: job.min_tier,
@@ -190,8 +199,10 @@ export function stepActivityInput(
         zoom: step.zoom ?? DEFAULT_TILE_ZOOM,
         style: step.style ?? DEFAULT_TILE_STYLE,
       };
-      const locations = dependencyOutput?.locations;
-      if (Array.isArray(locations)) input.locations = locations as TileStepInput['locations'] & object;
+      const locations = dependencyOutputs.flatMap((output) =>
+        Array.isArray(output.locations) ? (output.locations as NonNullable<TileStepInput['locations']>) : [],
+      );
+      if (dependencyOutputs.some((output) => Array.isArray(output.locations))) input.locations = locations;
       return { type: 'tile_render', input };
     }
     case 'image_process': {
@@ -227,7 +238,10 @@ export function stepActivityInput(
 
 function dependencyContext(stepId: string, output: Record<string, unknown>): string {
   const { image_base64: _image, ...rest } = output;
-  const json = JSON.stringify(rest);
+  // A field kept out of line (core/blob-ref.ts) shows its head: the prompt is cut at MAX_CONTEXT_CHARS anyway.
+  const json = JSON.stringify(rest, (_key, value: unknown) =>
+    isBlobRef(value) ? (value.head ?? `[${value.bytes} bytes]`) : value,
+  );
   const cut = json.length > MAX_CONTEXT_CHARS ? `${json.slice(0, MAX_CONTEXT_CHARS)}…` : json;
   return `Output of the job's step "${stepId}" (JSON), for use in your answer:\n${cut}`;
 }

@@ -33,6 +33,8 @@ export const jobQueue = (naming: QueueNaming): string => `${naming.prefix}/jobs`
 export const gatewayQueue = (naming: QueueNaming): string => `${naming.prefix}/gateway`;
 /** Inference on the fast-inference backbone, served by the gateway (docs/protocol.md §1.5). */
 export const backboneQueue = (naming: QueueNaming): string => `${naming.prefix}/backbone`;
+/** The seal activity of the gateway with key `pk`: only it can sign its epochs (docs/operations.md). */
+export const sealQueue = (naming: QueueNaming, pk: string): string => `${naming.prefix}/seal/${pk}`;
 
 /** The routing cell of a job cell: its parent at the routing resolution, or itself when coarser. */
 export function routingCell(cell: string, naming: QueueNaming): string {

@@ -149,6 +149,20 @@ const byId = new Map<string, Tool>(TOOLS.map((tool) => [tool.id, tool]));
 
 export const isToolId = (id: string): id is ToolId => byId.has(id);
 
+/**
+ * The first tool any step names that the registry does not have, with where it is (`steps[i].tools[j]`):
+ * no worker can advertise it, so such a job is refused at entry instead of waiting for a worker.
+ */
+export function unknownStepTool(
+  steps: readonly { id: string; tools?: readonly string[] | undefined }[],
+): { step: string; tool: string; param: string } | null {
+  for (const [i, step] of steps.entries()) {
+    const j = (step.tools ?? []).findIndex((tool) => !isToolId(tool));
+    if (j >= 0) return { step: step.id, tool: step.tools![j]!, param: `steps[${i}].tools[${j}]` };
+  }
+  return null;
+}
+
 /** The registered tool, or undefined for an unknown id. */
 export const toolById = (id: string): Tool | undefined => byId.get(id);
 

@@ -18,6 +18,25 @@ export function workerPkOfIdentity(identity: string): string | null {
   return IDENTITY.exec(identity)?.[1] ?? null;
 }
 
+const GATEWAY_IDENTITY = /^geofabric-gateway:([0-9a-f]{64})$/;
+
+/** The Temporal Worker identity of the gateway with node key `pk`: the seal run finds the gateways by it. */
+export const gatewayIdentity = (pk: string): string => `geofabric-gateway:${pk}`;
+
+/** The keys of the gateways among `pollers` that polled within ACTIVE_POLLER_MS of `nowMs`. */
+export function activeGateways(
+  pollers: readonly { identity: string; lastAccessMs: number | null }[],
+  nowMs: number,
+): Set<string> {
+  const pks = new Set<string>();
+  for (const poller of pollers) {
+    const pk = GATEWAY_IDENTITY.exec(poller.identity)?.[1];
+    if (pk !== undefined && poller.lastAccessMs !== null && nowMs - poller.lastAccessMs <= ACTIVE_POLLER_MS)
+      pks.add(pk);
+  }
+  return pks;
+}
+
 /** The keys of the workers that polled within ACTIVE_POLLER_MS of `nowMs` (a poller clock ahead counts as now). */
 export function activePollers(
   pollers: readonly { identity: string; lastAccessMs: number | null }[],

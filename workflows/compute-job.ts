@@ -49,6 +49,9 @@ export const DEFAULT_JOB_TIMEOUTS: ComputeJobTimeouts = {
   stepAttempts: 5,
 };
 
+/** The patch that moved the workflow from level-by-level to critical-path scheduling (core/job-scheduler.ts). */
+export const CRITICAL_PATH_PATCH = 'critical-path-scheduling';
+
 export interface ComputeJobArgs {
   job: ComputeJobInput;
   /** The gateway's activity queue (core/task-queues.ts gatewayQueue). */
@@ -107,8 +110,8 @@ export async function computeJob(args: ComputeJobArgs): Promise<ComputeResponse>
       async (step, dependency) => {
         const { type, input } = stepActivityInput(job, specs.get(step.id)!, dependency);
         const runOn = (queue: string, claimed: boolean) =>
+          // The Web UI shows the summary on the step's activity: an operator reads the run without decoding payloads.
           (
-            // The Web UI shows the summary on the step's activity: an operator reads the run without decoding payloads.
             onQueue(queue, claimed, `step ${step.id}: ${type} on ${queue}`)[STEP_ACTIVITY[type]] as (
               i: typeof input,
             ) => ReturnType<StepActivities['inferenceStep']>
@@ -135,6 +138,8 @@ export async function computeJob(args: ComputeJobArgs): Promise<ComputeResponse>
         };
       },
       describeWorkflowStepError,
+      // Runs started before critical-path scheduling replay their level-by-level commands.
+      { barrier: !patched(CRITICAL_PATH_PATCH) },
     );
   }
   const response = (answer.response = await gateway.finishJob(job, result!));

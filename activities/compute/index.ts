@@ -3,6 +3,7 @@
  * that takes steps registers, and the gateway's job activities (routing, the final record).
  */
 import type { QueueNaming } from '../../core/task-queues.js';
+import type { BlobStore } from '../../store/blob-store.js';
 import type { JobStore } from '../../store/job-store.js';
 import type { LedgerStore } from '../../store/ledger-store.js';
 import type { WorkerRegistry } from '../../store/worker-registry.js';
@@ -37,6 +38,8 @@ export interface ComputeActivityDeps {
   onJobPosted?: (jobId: string) => void;
   /** Told each finished job's status and duration (JobActivityDeps.onJobFinished): the gateway's metrics. */
   onJobFinished?: JobActivityDeps['onJobFinished'];
+  /** Where large step outputs are kept (core/output-blobs.ts); none: outputs travel whole. */
+  blobs?: BlobStore;
 }
 
 export function createComputeActivities(deps: ComputeActivityDeps) {
@@ -47,6 +50,7 @@ export function createComputeActivities(deps: ComputeActivityDeps) {
       imagery: deps.imagery,
       fusion: deps.fusion,
       nodePk: deps.nodePk,
+      ...(deps.blobs ? { blobs: deps.blobs } : {}),
     }),
     jobs: createJobActivities({
       jobs: deps.jobs,
@@ -62,6 +66,7 @@ export function createComputeActivities(deps: ComputeActivityDeps) {
       ...(deps.ledger ? { ledger: deps.ledger } : {}),
       ...(deps.onJobPosted ? { onJobPosted: deps.onJobPosted } : {}),
       ...(deps.onJobFinished ? { onJobFinished: deps.onJobFinished } : {}),
+      ...(deps.blobs ? { blobs: deps.blobs } : {}),
     }),
   };
 }

@@ -4,6 +4,8 @@
  * finished job, posts its ledger entries and counts each worker's outcome once. Both are idempotent:
  * routing only reads, and every write is keyed by the job id, so a retried activity changes nothing twice.
  */
+import type { BlobStore } from '../../store/blob-store.js';
+import { compactSteps, resolveSteps } from './output-store.js';
 import { ApplicationFailure } from '@temporalio/common';
 import { jobHash, outputHash } from '../../core/job-hash.js';
 import type { ComputeResponse, JobRecord, Settlement } from '../../core/job-record.js';
@@ -80,6 +82,8 @@ export interface JobActivityDeps {
    * the gateway's metrics. A Temporal retry of finishJob may tell a job twice.
    */
   onJobFinished?: (outcome: { status: ScheduleResult['status']; durationMs: number }) => void;
+  /** Large output fields (core/output-blobs.ts): resolved for the hash and the stored job, referenced in the answer. */
+  blobs?: BlobStore;
 }
 
 export function createJobActivities(deps: JobActivityDeps) {
@@ -197,7 +201,8 @@ export function createJobActivities(deps: JobActivityDeps) {
     },
 
     /** Writes the job's proof record, stores the finished job and counts worker outcomes; returns the answer. */
-    async finishJob(job: ComputeJobInput, result: ScheduleResult): Promise<ComputeResponse> {
+    async finishJob(job: ComputeJobInput, compact: ScheduleResult): Promise<ComputeResponse> {
+      const result = deps.blobs ? { ...compact, steps: await resolveSteps(deps.blobs, compact.steps) } : compact;
       const ran = result.steps.some((s) => s.status === 'complete');
       const proofCredits = ran ? job.proof_credits : 0;
       const breakdown = Object.fromEntries(result.steps.map((s) => [s.id, s.cost]));
@@ -291,7 +296,9 @@ export function createJobActivities(deps: JobActivityDeps) {
       } catch {
         // Metrics never fail a job.
       }
-      return finished.response ?? response;
+      const answer = finished.response ?? response;
+      // The workflow's result stays small: the caller reads the whole job from the job store.
+      return deps.blobs ? { ...answer, steps: await compactSteps(deps.blobs, answer.steps) } : answer;
     },
   };
 }

@@ -21,6 +21,8 @@ import type { ImageryActivities } from '../imagery/index.js';
 import type { Swarm } from '../inference/index.js';
 import type { TileActivities } from '../tiles/index.js';
 import { runSensorFusion, type FusionStepDeps } from '../telemetry/fusion-step.js';
+import type { BlobStore } from '../../store/blob-store.js';
+import { compactRun } from './output-store.js';
 
 export interface StepActivityDeps {
   swarm: Pick<Swarm, 'runInference'>;
@@ -32,10 +34,13 @@ export interface StepActivityDeps {
   nodePk: string;
   /** Monotonic milliseconds, for latency. */
   now?: () => number;
+  /** Where large output fields go (core/output-blobs.ts); none: outputs travel whole. */
+  blobs?: Pick<BlobStore, 'put'>;
 }
 
 export function createStepActivities(deps: StepActivityDeps) {
   const now = deps.now ?? (() => performance.now());
+  const compact = (run: StepRun): Promise<StepRun> | StepRun => (deps.blobs ? compactRun(deps.blobs, run) : run);
   const timed = async <T>(run: () => Promise<T>): Promise<[T, number]> => {
     const started = now();
     const value = await run();
@@ -46,7 +51,7 @@ export function createStepActivities(deps: StepActivityDeps) {
     async inferenceStep(input: InferenceStepInput): Promise<StepRun> {
       const [out, latency] = await timed(() => deps.swarm.runInference(input));
       const { worker_pk, cost, epoch: _epoch, ...output } = out;
-      return { output: { ...output }, cost, worker_pk, record_id: out.proof_job_id, latency_ms: latency };
+      return compact({ output: { ...output }, cost, worker_pk, record_id: out.proof_job_id, latency_ms: latency });
     },
 
     async tileRenderStep(input: TileStepInput): Promise<StepRun> {
@@ -54,20 +59,32 @@ export function createStepActivities(deps: StepActivityDeps) {
         deps.tiles.renderTile(input as Parameters<TileActivities['renderTile']>[0]),
       );
       const { cost, ...output } = out;
-      return { output: { ...output }, cost, worker_pk: deps.nodePk, record_id: out.record_id, latency_ms: latency };
+      return compact({
+        output: { ...output },
+        cost,
+        worker_pk: deps.nodePk,
+        record_id: out.record_id,
+        latency_ms: latency,
+      });
     },
 
     async imageProcessStep(input: ImageStepInput): Promise<StepRun> {
       const [out, latency] = await timed(() => deps.imagery.processImage(input));
       const { cost, ...output } = out;
-      return { output: { ...output }, cost, worker_pk: deps.nodePk, record_id: out.record_id, latency_ms: latency };
+      return compact({
+        output: { ...output },
+        cost,
+        worker_pk: deps.nodePk,
+        record_id: out.record_id,
+        latency_ms: latency,
+      });
     },
 
     async sensorFusionStep(input: SensorFusionStepInput): Promise<StepRun> {
       if (!deps.fusion) {
         throw ApplicationFailure.nonRetryable('this process has no telemetry source', 'step_type_unavailable');
       }
-      return runSensorFusion({ ...deps.fusion, nodePk: deps.nodePk }, input);
+      return compact(await runSensorFusion({ ...deps.fusion, nodePk: deps.nodePk }, input));
     },
   };
 }

@@ -37,6 +37,12 @@ export interface SealActivityDeps {
   /** Told each seal made and the ms it took, read from `timer` (epoch-sealer.ts SealDeps): the gateway's metrics. */
   onEpochSealed?: (seal: Seal, durationMs: number) => void;
   timer?: () => number;
+  /**
+   * The seal queues of the gateways online now (core/task-queues.ts sealQueue), for `sealerQueues`: with
+   * several gateways on one Temporal, each seals its own key on its own queue. Absent: none (the run seals
+   * on the queue it runs on).
+   */
+  sealers?: () => Promise<string[]>;
 }
 
 /**
@@ -54,6 +60,11 @@ export interface SealRunResult {
 
 export function createSealActivities(deps: SealActivityDeps) {
   return {
+    /** The gateways' seal queues, sorted, so the run's commands do not depend on the order Temporal lists them. */
+    async sealerQueues(): Promise<string[]> {
+      return [...new Set((await deps.sealers?.()) ?? [])].sort();
+    },
+
     async sealDueEpochs(): Promise<SealRunResult> {
       const context = Context.current();
       context.heartbeat();

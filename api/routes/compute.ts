@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { pass } from '../../core/check.js';
+import { fail, pass } from '../../core/check.js';
 import { EPOCH_MS, epochAt } from '../../core/epoch.js';
 import { cellEpochs, fusionCells, fusionWindow } from '../../core/sensor-fusion.js';
 import { ERROR_STATUS, ServiceError, type ErrorCode } from '../../core/errors.js';
@@ -12,6 +12,9 @@ import type { ComputeJobInput } from '../../core/job-steps.js';
 import { isKnownModel } from '../../core/models.js';
 import { estimateJobCost, withinBudget } from '../../core/pricing.js';
 import { integerParam } from '../../core/query-params.js';
+import { TOOL_IDS, unknownStepTool } from '../../core/tool-registry.js';
+import { hasBlobRefs } from '../../core/blob-ref.js';
+import { splitOutput } from '../../core/output-blobs.js';
 import { jobRecordOf, jobRunOf } from '../../activities/compute/job-activities.js';
 import type { JobStore } from '../../store/job-store.js';
 import type { JobRunner } from '../job-runner.js';
@@ -93,13 +96,22 @@ export const computeRoutes = (deps: ComputeDeps) => [
       const request = zodCheck(computeRequestSchema, body);
       if (!request.ok) return request;
       const plan = planJob(request.value.steps);
-      return plan.ok ? pass({ request: request.value, plan: plan.value, signed: body }) : plan;
+      if (!plan.ok) return plan;
+      const unknown = unknownStepTool(request.value.steps);
+      if (unknown) {
+        return fail(
+          'invalid_request',
+          `step "${unknown.step}" requires the unknown tool "${unknown.tool}"; the registry's tools are ${TOOL_IDS.join(', ')}`,
+          unknown.param,
+        );
+      }
+      return pass({ request: request.value, plan: plan.value, signed: body });
     },
     handler: async (ctx, input, gates) => {
       const job = acceptJob(input, gates, deps, delegationChainOf(ctx));
       let response: ComputeResponse;
       try {
-        response = await runOrReplay(job, deps);
+        response = await wholeJob(await runOrReplay(job, deps), deps);
       } catch (error) {
         if (error instanceof ServiceError && error.code === 'job_timeout') {
           ctx.status = error.status;
@@ -260,6 +272,19 @@ function acceptJob(
   };
 }
 
+/**
+ * The runner's answer keeps large output fields as references (core/output-blobs.ts: workflow results stay
+ * small); the stored job has them whole, and is what the requester gets.
+ */
+async function wholeJob(response: ComputeResponse, deps: ComputeDeps): Promise<ComputeResponse> {
+  if (!hasBlobRefs(response.steps)) return response;
+  const stored = await deps.jobs.get(response.job_id);
+  if (!stored?.response || hasBlobRefs(stored.response.steps)) {
+    throw new ServiceError('internal_error', `job ${response.job_id}: its stored answer is not whole`);
+  }
+  return stored.response;
+}
+
 /** Claims the job and runs it, or answers a replay from the store (re-running only transient failures). */
 async function runOrReplay(job: ComputeJobInput, deps: ComputeDeps): Promise<ComputeResponse> {
   const claimed = await deps.jobs.claim(jobRecordOf(job, 'running', null, deps.clock()));
@@ -298,9 +323,17 @@ function rerunOf(job: ComputeJobInput, failed: ComputeResponse): ComputeJobInput
       if (!result) return step;
       const { output, cost, worker_pk, record_id, latency_ms, relay_pk } = result;
       // The relay keeps its fee for a step it routed in the earlier run (the settlement recomputes it).
+      // Large fields stay references (their blobs were stored by the first run), keeping the workflow input small.
       return {
         ...step,
-        done: { output, cost, worker_pk, record_id, latency_ms, ...(relay_pk === undefined ? {} : { relay_pk }) },
+        done: {
+          output: splitOutput(output).output,
+          cost,
+          worker_pk,
+          record_id,
+          latency_ms,
+          ...(relay_pk === undefined ? {} : { relay_pk }),
+        },
       };
     }),
   };

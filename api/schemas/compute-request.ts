@@ -17,7 +17,8 @@ const message = z.strictObject({
 export const stepSchema = z.strictObject({
   id: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'step ids are 1-64 characters of A-Z a-z 0-9 _ . -'),
   type: z.enum(STEP_TYPES),
-  depends_on: z.string().optional(),
+  // One step id, or a list of them (fan-in: the step gets every output, in this order).
+  depends_on: z.union([z.string(), z.array(z.string()).min(1).max(MAX_STEPS)]).optional(),
   model: z.string().min(1).optional(),
   messages: z.array(message).max(256).optional(),
   max_tokens: z.int().min(1).max(32_768).optional(),

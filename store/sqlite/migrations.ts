@@ -17,6 +17,7 @@ import { API_KEYS_MIGRATION } from './api-key-schema.js';
 import { JOB_REQUESTER_MIGRATION, JOB_STORE_MIGRATION } from './job-store-schema.js';
 import { AUDIT_CHAIN_MIGRATION } from './audit-store-schema.js';
 import { LEDGER_MIGRATION } from './ledger-store-schema.js';
+import { JOB_BLOBS_MIGRATION } from './blob-store.js';
 
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   {
@@ -83,4 +84,5 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   WORKER_DECLARED_AT_MIGRATION,
   JOB_REQUESTER_MIGRATION,
   WORKER_LEFT_AT_MIGRATION,
+  JOB_BLOBS_MIGRATION,
 ];

@@ -25,6 +25,7 @@ import {
   type FakeRequest,
   type FakeRuntime,
 } from '../helpers/fake-openai-runtime.js';
+import { createEmbeddedJobRunner } from '../../api/job-runner.js';
 import { startGateway, type TestResponse } from '../helpers/gateway.js';
 import { TEST_NOW, startImageryCatalog, type ImageryCatalog } from '../helpers/imagery-fixtures.js';
 import { inferenceJob, signJob } from '../helpers/jobs.js';
@@ -475,6 +476,137 @@ describe('compound jobs over HTTP (embedded runner, fake upstreams)', function (
     });
   });
 
+  describe('critical-path scheduling and fan-in (docs/protocol.md §2.2 rules 1, 2)', () => {
+    const ask = (id: string, extra: Record<string, unknown> = {}) => ({
+      id,
+      type: 'inference',
+      messages: [{ role: 'user', content: `step ${id}` }],
+      ...extra,
+    });
+    /** Steps a and d take 2 s on the runtime, the others answer at once. */
+    const slowAD = (request: FakeRequest): FakeReply => {
+      const messages = request.body.messages as { role: string; content: string }[];
+      const step = messages.at(-1)!.content.slice('step '.length);
+      return { content: `answer of ${step}`, delayMs: step === 'a' || step === 'd' ? 2000 : 0 };
+    };
+
+    it('finishes a → b beside c → d (a and d 2 s each) in under 3 s: b does not wait for c, d not for b', async () => {
+      const worker = await runtime(WORKER_MODEL, slowAD);
+      const gw = await gateway({ worker });
+      const signed = signJob(alice, {
+        h3_cell: CELL,
+        steps: [ask('a'), ask('b', { depends_on: 'a' }), ask('c'), ask('d', { depends_on: 'c' })],
+        budget_credits: 0.1,
+      });
+      const started = Date.now();
+      const res = await submit(gw, signed);
+      const elapsed = Date.now() - started;
+      assert.equal(res.status, 200, res.text);
+      const job = res.body as Job;
+      assert.deepEqual(
+        job.steps.map((s) => [s.id, s.status]),
+        [
+          ['a', 'complete'],
+          ['b', 'complete'],
+          ['c', 'complete'],
+          ['d', 'complete'],
+        ],
+      );
+      // Level by level it takes 4 s (a and c, then b and d); its critical path is 2 s.
+      assert.ok(elapsed >= 2000 && elapsed < 3000, `the job took ${elapsed} ms`);
+      assert.equal(job.proof.job_hash, expectedJobHash(signed.body, job.steps));
+    });
+
+    it('feeds a step that lists several dependencies all their outputs, in the listed order', async () => {
+      const worker = await runtime(WORKER_MODEL, slowAD);
+      const gw = await gateway({ worker });
+      const signed = signJob(alice, {
+        h3_cell: CELL,
+        steps: [ask('x'), ask('y'), ask('merge', { depends_on: ['y', 'x'] })],
+        budget_credits: 0.1,
+      });
+      const res = await submit(gw, signed);
+      assert.equal(res.status, 200, res.text);
+      const merge = worker.chats().find((c) => JSON.stringify(c.body.messages).includes('step merge'))!;
+      const contexts = (merge.body.messages as { role: string; content: string }[]).filter(
+        (m) => m.role === 'system' && m.content.startsWith(`Output of the job's step`),
+      );
+      assert.deepEqual(
+        contexts.map((m) => m.content.split('\n')[0]),
+        [
+          `Output of the job's step "y" (JSON), for use in your answer:`,
+          `Output of the job's step "x" (JSON), for use in your answer:`,
+        ],
+      );
+      assert.match(contexts[0]!.content, /answer of y/);
+      assert.match(contexts[1]!.content, /answer of x/);
+    });
+
+    it('refuses a depends_on list with an unknown step or an empty list with 400 invalid_request', async () => {
+      const gw = await gateway();
+      const unknown = await submit(gw, signJob(alice, { steps: [ask('a'), ask('b', { depends_on: ['a', 'zz'] })] }));
+      assert.equal(unknown.status, 400, unknown.text);
+      assert.equal(errorOf(unknown), 'invalid_request');
+      assert.match((unknown.body as { detail: string }).detail, /"b" depends on unknown step "zz"/);
+      const empty = await submit(gw, signJob(alice, { steps: [ask('a', { depends_on: [] })] }));
+      assert.equal(empty.status, 400, empty.text);
+      assert.equal(errorOf(empty), 'invalid_request');
+    });
+  });
+
+  describe('payload discipline: a 3 MB step output (core/output-blobs.ts)', () => {
+    const MB3 = 3 * 1024 * 1024;
+
+    it('answers the whole output while every activity input and result stays small, and feeds the head on', async () => {
+      const big = `BEGIN ${'geo'.repeat(MB3 / 3)}`;
+      const worker = await runtime(WORKER_MODEL, (request) => {
+        const last = (request.body.messages as { content: string }[]).at(-1)!.content;
+        return { content: last === 'big' ? big : 'short answer', usage: { prompt_tokens: 10, completion_tokens: 10 } };
+      });
+      // What would cross Temporal: every step activity's result and finishJob's argument and result.
+      const sizes: number[] = [];
+      const measured = <T extends object>(activities: T): T =>
+        Object.fromEntries(
+          Object.entries(activities).map(([name, fn]) => [
+            name,
+            async (...args: unknown[]) => {
+              sizes.push(JSON.stringify(args).length);
+              const out = await (fn as (...a: unknown[]) => Promise<unknown>)(...args);
+              sizes.push(JSON.stringify(out).length);
+              return out;
+            },
+          ]),
+        ) as T;
+      const gw = await gateway({
+        worker,
+        jobRunner: (compute) =>
+          createEmbeddedJobRunner({ steps: measured(compute.steps), jobs: measured(compute.jobs), waitMs: 10_000 }),
+      });
+      const signed = signJob(alice, {
+        h3_cell: CELL,
+        steps: [
+          { id: 'big', type: 'inference', messages: [{ role: 'user', content: 'big' }] },
+          { id: 'after', type: 'inference', depends_on: 'big', messages: [{ role: 'user', content: 'next' }] },
+        ],
+        budget_credits: 0.1,
+      });
+      const res = await submit(gw, signed);
+      assert.equal(res.status, 200, res.text.slice(0, 500));
+      const job = res.body as Job;
+      assert.equal(job.steps[0]!.output.text, big);
+      assert.equal(job.proof.job_hash, expectedJobHash(signed.body, job.steps), 'hashed over the whole output');
+      const stored = await gw.get(`/v1/compute/${job.job_id}`);
+      assert.equal((stored.body as Job).steps[0]!.output.text, big);
+
+      assert.ok(sizes.length >= 6, String(sizes.length));
+      assert.ok(Math.max(...sizes) < 64 * 1024, `largest activity payload ${Math.max(...sizes)} bytes`);
+      // The dependent step saw the output's beginning, not 3 MB.
+      const context = contextOf(worker.chats()[1]!)!;
+      assert.match(context.content, /BEGIN geogeo/);
+      assert.ok(context.content.length < 9000);
+    });
+  });
+
   describe('budget (docs/protocol.md §2.1 budget_credits, 2.2 rule 3)', () => {
     it('answers 402 budget_exceeded before anything runs when the worst-case estimate exceeds the budget', async () => {
       const worker = await runtime(WORKER_MODEL);
@@ -617,6 +749,39 @@ describe('compound jobs over HTTP (embedded runner, fake upstreams)', function (
       assert.equal(res.status, 400, res.text);
       assert.equal(errorOf(res), 'invalid_request');
       assert.match((res.body as { detail: string }).detail, /"map" depends on unknown step "nowhere"/);
+    });
+  });
+
+  describe('unknown tools (docs/protocol.md §2.7)', () => {
+    it('refuses a step requiring a tool the registry does not have with 400 invalid_request naming it and the tools', async () => {
+      const worker = await runtime(WORKER_MODEL);
+      const gw = await gateway({ worker, config: { operatorToken: OPERATOR } });
+      const tools = ((await gw.get('/v1/tools')).body as { data: { id: string }[] }).data.map((t) => t.id);
+      assert.equal(tools.length, 5);
+      const res = await submit(
+        gw,
+        signJob(alice, {
+          steps: [
+            { id: 'fine', type: 'inference', tools: ['web-search'], messages: [{ role: 'user', content: 'x' }] },
+            {
+              id: 'run',
+              type: 'inference',
+              tools: ['web-search', 'code-exec'],
+              messages: [{ role: 'user', content: 'y' }],
+            },
+          ],
+        }),
+      );
+      assert.equal(res.status, 400, res.text);
+      assert.equal(errorOf(res), 'invalid_request');
+      const detail = (res.body as { detail: string }).detail;
+      assert.equal(
+        detail,
+        `step "run" requires the unknown tool "code-exec"; the registry's tools are ${tools.join(', ')}`,
+      );
+      assert.equal(worker.chats().length, 0, 'nothing ran');
+      const recent = await gw.get('/v1/compute/recent', { authorization: `Bearer ${OPERATOR}` });
+      assert.equal((recent.body as { count?: number }).count ?? 0, 0, 'no job was stored');
     });
   });
 

@@ -59,7 +59,9 @@ describe('job plans', () => {
     ];
     const plan = planned(steps);
     for (const step of steps) {
-      if (step.depends_on) assert.ok(plan.order.indexOf(step.depends_on) < plan.order.indexOf(step.id));
+      if (typeof step.depends_on === 'string') {
+        assert.ok(plan.order.indexOf(step.depends_on) < plan.order.indexOf(step.id));
+      }
     }
     assert.deepEqual(plan.order, ['b', 'c', 'a', 'd', 'e']);
     assert.deepEqual(plan.levels, [['b', 'a'], ['d', 'c'], ['e']]);
@@ -119,6 +121,61 @@ describe('job plans', () => {
       ]),
       { error: 'cyclic_dependency', detail: 'steps form a cycle: p -> q -> p' },
     );
+  });
+
+  describe('fan-in (depends_on as a list of ids)', () => {
+    it('places a step after all of its dependencies', () => {
+      const plan = planned([
+        { id: 'merge', type: 'inference', depends_on: ['ai', 'ndvi'] },
+        { id: 'ndvi', type: 'image_process' },
+        { id: 'ai', type: 'inference', depends_on: 'ndvi' },
+      ]);
+      assert.deepEqual(plan.order, ['ndvi', 'ai', 'merge']);
+      assert.deepEqual(plan.levels, [['ndvi'], ['ai'], ['merge']]);
+    });
+
+    it('plans a one-id list exactly like the single id', () => {
+      const single = planned([
+        { id: 'a', type: 'image_process' },
+        { id: 'b', type: 'inference', depends_on: 'a' },
+      ]);
+      const listed = planned([
+        { id: 'a', type: 'image_process' },
+        { id: 'b', type: 'inference', depends_on: ['a'] },
+      ]);
+      assert.deepEqual(listed, single);
+    });
+
+    it('rejects an unknown id anywhere in the list', () => {
+      assert.deepEqual(
+        rejected([
+          { id: 'a', type: 'image_process' },
+          { id: 'b', type: 'inference', depends_on: ['a', 'nope'] },
+        ]),
+        { error: 'invalid_request', detail: 'step "b" depends on unknown step "nope"' },
+      );
+    });
+
+    it('rejects an id listed twice', () => {
+      assert.deepEqual(
+        rejected([
+          { id: 'a', type: 'image_process' },
+          { id: 'b', type: 'inference', depends_on: ['a', 'a'] },
+        ]),
+        { error: 'invalid_request', detail: 'step "b" lists "a" twice in depends_on' },
+      );
+    });
+
+    it('rejects a cycle through a listed dependency and names it', () => {
+      assert.deepEqual(
+        rejected([
+          { id: 'a', type: 'image_process', depends_on: 'c' },
+          { id: 'b', type: 'image_process' },
+          { id: 'c', type: 'inference', depends_on: ['b', 'a'] },
+        ]),
+        { error: 'cyclic_dependency', detail: 'steps form a cycle: a -> c -> a' },
+      );
+    });
   });
 
   it('plans a 1000-step chain given in reverse without deep recursion', () => {

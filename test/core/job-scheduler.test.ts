@@ -42,12 +42,12 @@ const run = (overrides: Partial<StepRun> = {}): StepRun => ({
 /** A `runStep` whose steps finish only when the test says so, recording what each step was fed. */
 class ManualRunner {
   readonly started: string[] = [];
-  readonly fed = new Map<string, Record<string, unknown> | undefined>();
+  readonly fed = new Map<string, Record<string, unknown>[]>();
   private readonly pending = new Map<string, Deferred<StepRun>>();
 
-  readonly runStep: RunStep = (step, dependencyOutput) => {
+  readonly runStep: RunStep = (step, dependencyOutputs) => {
     this.started.push(step.id);
-    this.fed.set(step.id, dependencyOutput);
+    this.fed.set(step.id, dependencyOutputs);
     const d = deferred<StepRun>();
     this.pending.set(step.id, d);
     return d.promise;
@@ -85,7 +85,7 @@ function instantRunner(runs: Record<string, Partial<StepRun>>): { runStep: RunSt
 const describeByName: DescribeError = (error) =>
   error instanceof Error ? { code: error.name, detail: error.message } : { code: 'unknown', detail: String(error) };
 
-const step = (id: string, estimate = 0, depends_on?: string): ScheduledStep => ({
+const step = (id: string, estimate = 0, depends_on?: string | string[]): ScheduledStep => ({
   id,
   type: 'inference',
   estimate,
@@ -136,8 +136,8 @@ describe('job scheduler (docs/protocol.md §2.2)', () => {
       runner.complete('ndvi', { output: { mean_ndvi: 0.42 } });
       await settle();
       assert.deepEqual(runner.started, ['ndvi', 'summary']);
-      assert.equal(runner.fed.get('ndvi'), undefined);
-      assert.deepEqual(runner.fed.get('summary'), { mean_ndvi: 0.42 });
+      assert.deepEqual(runner.fed.get('ndvi'), []);
+      assert.deepEqual(runner.fed.get('summary'), [{ mean_ndvi: 0.42 }]);
       runner.complete('summary', { output: { text: 'green' } });
       const result = await job;
       assert.deepEqual(byId(result, 'summary').output, { text: 'green' });
@@ -199,6 +199,174 @@ describe('job scheduler (docs/protocol.md §2.2)', () => {
           },
         ],
       });
+    });
+  });
+
+  describe('critical path', () => {
+    // a -> b and c -> d: two branches, as the plan's levels [a, c], [b, d] would put them.
+    const branches = () => ({
+      steps: [step('a'), step('b', 0, 'a'), step('c'), step('d', 0, 'c')],
+      plan: plan(['a', 'c'], ['b', 'd']),
+      budgetCredits: 1,
+      reservedCredits: 0,
+    });
+
+    it('starts a step as soon as its own dependency completed, while the other branch still runs', async () => {
+      const runner = new ManualRunner();
+      const job = runSchedule(branches(), runner.runStep, describeByName);
+      await settle();
+      assert.deepEqual(runner.started, ['a', 'c']);
+      runner.complete('a', { output: { from: 'a' } });
+      await settle();
+      assert.deepEqual(runner.started, ['a', 'c', 'b'], 'b must not wait for c');
+      assert.deepEqual(runner.fed.get('b'), [{ from: 'a' }]);
+      runner.complete('b');
+      runner.complete('c');
+      await settle();
+      assert.deepEqual(runner.started, ['a', 'c', 'b', 'd']);
+      runner.complete('d');
+      assert.equal((await job).status, 'complete');
+    });
+
+    it('with barrier, waits for the whole level as workflow runs started before it did', async () => {
+      const runner = new ManualRunner();
+      const job = runSchedule(branches(), runner.runStep, describeByName, { barrier: true });
+      await settle();
+      runner.complete('a');
+      await settle();
+      assert.deepEqual(runner.started, ['a', 'c']);
+      runner.complete('c');
+      await settle();
+      assert.deepEqual(runner.started, ['a', 'c', 'b', 'd']);
+      runner.complete('b');
+      runner.complete('d');
+      assert.equal((await job).status, 'complete');
+    });
+
+    it('starts steps made ready together in request order, whatever order their dependencies finished in', async () => {
+      const runner = new ManualRunner();
+      const job = runSchedule(
+        {
+          steps: [step('y', 0, 'root'), step('root'), step('x', 0, 'root')],
+          plan: plan(['root'], ['y', 'x']),
+          budgetCredits: 1,
+          reservedCredits: 0,
+        },
+        runner.runStep,
+        describeByName,
+      );
+      await settle();
+      runner.complete('root');
+      await settle();
+      assert.deepEqual(runner.started, ['root', 'y', 'x']);
+      runner.complete('x');
+      runner.complete('y');
+      assert.equal((await job).status, 'complete');
+    });
+
+    it('fans in: starts a step after all of its dependencies, fed their outputs in the listed order', async () => {
+      const runner = new ManualRunner();
+      const job = runSchedule(
+        {
+          steps: [step('a'), step('b'), step('merge', 0, ['b', 'a'])],
+          plan: plan(['a', 'b'], ['merge']),
+          budgetCredits: 1,
+          reservedCredits: 0,
+        },
+        runner.runStep,
+        describeByName,
+      );
+      await settle();
+      runner.complete('a', { output: { n: 'a' } });
+      await settle();
+      assert.deepEqual(runner.started, ['a', 'b'], 'merge waits for b too');
+      runner.complete('b', { output: { n: 'b' } });
+      await settle();
+      assert.deepEqual(runner.fed.get('merge'), [{ n: 'b' }, { n: 'a' }]);
+      runner.complete('merge');
+      assert.equal((await job).status, 'complete');
+    });
+
+    it('after a failure starts nothing more, lets the running branch finish, and skips the rest', async () => {
+      const runner = new ManualRunner();
+      const job = runSchedule(branches(), runner.runStep, describeByName);
+      await settle();
+      runner.fail('a', failure('no_scenes', 'cloudy'));
+      await settle();
+      runner.complete('c', { cost: 0.0003 });
+      const result = await job;
+      assert.deepEqual(runner.started, ['a', 'c'], 'd must not start once a failed');
+      assert.deepEqual(result.error, { step_id: 'a', code: 'no_scenes', detail: 'cloudy' });
+      assert.deepEqual(
+        result.steps.map((s) => [s.id, s.status]),
+        [
+          ['a', 'failed'],
+          ['b', 'skipped'],
+          ['c', 'complete'],
+          ['d', 'skipped'],
+        ],
+      );
+      assert.equal(result.charged, 0.0003);
+    });
+
+    it('names the failed step first in request order even when a later one failed earlier on another branch', async () => {
+      const runner = new ManualRunner();
+      const job = runSchedule(branches(), runner.runStep, describeByName);
+      await settle();
+      runner.complete('c');
+      await settle();
+      runner.fail('d', failure('upstream_timeout', 'd timed out'));
+      await settle();
+      runner.fail('a', failure('no_scenes', 'cloudy'));
+      const result = await job;
+      assert.deepEqual(result.error, { step_id: 'a', code: 'no_scenes', detail: 'cloudy' });
+      assert.equal(byId(result, 'd').status, 'failed');
+      assert.equal(byId(result, 'b').status, 'skipped');
+    });
+
+    it('holds a ready step that does not fit beside the running ones until they free budget', async () => {
+      const runner = new ManualRunner();
+      const job = runSchedule(
+        {
+          steps: [step('x', 0.002), step('y', 0.002)],
+          plan: plan(['x', 'y']),
+          budgetCredits: 0.003,
+          reservedCredits: 0,
+        },
+        runner.runStep,
+        describeByName,
+      );
+      await settle();
+      assert.deepEqual(runner.started, ['x'], 'y does not fit while x may still cost 0.002');
+      runner.complete('x', { cost: 0.0005 });
+      await settle();
+      assert.deepEqual(runner.started, ['x', 'y']);
+      runner.complete('y', { cost: 0.002 });
+      const result = await job;
+      assert.equal(result.status, 'complete');
+      assert.equal(result.charged, 0.0025);
+    });
+
+    it('reuses a done step at once and starts its dependents in the same scan', async () => {
+      const runner = new ManualRunner();
+      const job = runSchedule(
+        {
+          steps: [{ ...step('a'), done: run({ output: { kept: true }, cost: 0.001 }) }, step('b', 0, 'a'), step('c')],
+          plan: plan(['a', 'c'], ['b']),
+          budgetCredits: 1,
+          reservedCredits: 0,
+        },
+        runner.runStep,
+        describeByName,
+      );
+      await settle();
+      assert.deepEqual(runner.started, ['b', 'c']);
+      assert.deepEqual(runner.fed.get('b'), [{ kept: true }]);
+      runner.complete('b');
+      runner.complete('c');
+      const result = await job;
+      assert.equal(byId(result, 'a').cost, 0.001);
+      assert.equal(result.status, 'complete');
     });
   });
 

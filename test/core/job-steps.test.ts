@@ -41,17 +41,17 @@ function job(steps: JobStepSpec[], overrides: Partial<ComputeJobInput> = {}): Co
 
 /** The activity input of step `id` of `j`, asserting its type. */
 function inferenceInput(j: ComputeJobInput, id: string, dependency?: Record<string, unknown>): InferenceStepInput {
-  const built = stepActivityInput(j, stepOf(j, id), dependency);
+  const built = stepActivityInput(j, stepOf(j, id), dependency === undefined ? [] : [dependency]);
   assert.equal(built.type, 'inference');
   return built.input as InferenceStepInput;
 }
 function tileInput(j: ComputeJobInput, id: string, dependency?: Record<string, unknown>): TileStepInput {
-  const built = stepActivityInput(j, stepOf(j, id), dependency);
+  const built = stepActivityInput(j, stepOf(j, id), dependency === undefined ? [] : [dependency]);
   assert.equal(built.type, 'tile_render');
   return built.input as TileStepInput;
 }
 function imageInput(j: ComputeJobInput, id: string): ImageStepInput {
-  const built = stepActivityInput(j, stepOf(j, id), undefined);
+  const built = stepActivityInput(j, stepOf(j, id), []);
   assert.equal(built.type, 'image_process');
   return built.input as ImageStepInput;
 }
@@ -82,7 +82,7 @@ describe('job steps: activity inputs (docs/protocol.md §2.2 rules 1, 2)', () =>
         ],
         { jurisdiction: 'EU', min_tier: 'tier-2' },
       );
-      assert.deepEqual(stepActivityInput(j, stepOf(j, 'ask'), undefined), {
+      assert.deepEqual(stepActivityInput(j, stepOf(j, 'ask'), []), {
         type: 'inference',
         input: {
           job_id: 'job-1',
@@ -219,6 +219,40 @@ describe('job steps: activity inputs (docs/protocol.md §2.2 rules 1, 2)', () =>
     });
   });
 
+  describe('fan-in (depends_on lists several steps)', () => {
+    const fanIn = job([
+      { id: 'ndvi', type: 'image_process' },
+      { id: 'ask', type: 'inference' },
+      { id: 'more', type: 'inference' },
+      { id: 'merge', type: 'inference', depends_on: ['ndvi', 'ask'], messages: [{ role: 'user', content: 'Both?' }] },
+      { id: 'map', type: 'tile_render', depends_on: ['more', 'ask'] },
+    ]);
+
+    it('shows the model each dependency output as its own system message, in the listed order', () => {
+      const built = stepActivityInput(fanIn, stepOf(fanIn, 'merge'), [{ mean_ndvi: 0.42 }, { text: 'dry' }]);
+      assert.deepEqual((built.input as InferenceStepInput).messages, [
+        { role: 'system', content: `${CONTEXT_PREFIX}{"mean_ndvi":0.42}` },
+        { role: 'system', content: `${CONTEXT_PREFIX.replace('"ndvi"', '"ask"')}{"text":"dry"}` },
+        { role: 'user', content: 'Both?' },
+      ]);
+    });
+
+    it('annotates a tile with the locations of all its dependencies, in the listed order', () => {
+      const built = stepActivityInput(fanIn, stepOf(fanIn, 'map'), [
+        { locations: [{ name: 'Pantheon' }] },
+        { text: 'no list' },
+        { locations: [{ name: 'Colosseum' }] },
+      ]);
+      assert.deepEqual((built.input as TileStepInput).locations, [{ name: 'Pantheon' }, { name: 'Colosseum' }]);
+    });
+
+    it('asks an inference step for locations when a tile_render lists it among its dependencies', () => {
+      assert.equal(inferenceInput(fanIn, 'ask').want_locations, true);
+      assert.equal(inferenceInput(fanIn, 'more').want_locations, true);
+      assert.equal(inferenceInput(fanIn, 'merge').want_locations, false);
+    });
+  });
+
   describe('image_process', () => {
     it('prefers context.h3_cell over center_cell over the job cell', () => {
       const j = job([
@@ -277,12 +311,12 @@ describe('job steps: activity inputs (docs/protocol.md §2.2 rules 1, 2)', () =>
         context: { h3_cell: '851e8053fffffff', epoch: 5 },
       },
     ]);
-    const fuse = stepActivityInput(j, stepOf(j, 'fuse'), undefined);
+    const fuse = stepActivityInput(j, stepOf(j, 'fuse'), []);
     assert.deepEqual(fuse, {
       type: 'sensor_fusion',
       input: { job_id: j.job_id, step_id: 'fuse', quantity: 'pm10', h3_cell: j.h3_cell, rings: 0, job_epoch: j.epoch },
     });
-    const there = stepActivityInput(j, stepOf(j, 'there'), undefined).input as unknown as Record<string, unknown>;
+    const there = stepActivityInput(j, stepOf(j, 'there'), []).input as unknown as Record<string, unknown>;
     assert.equal(there.h3_cell, '851e8053fffffff');
     assert.equal(there.rings, 2);
     assert.equal(there.epoch, 5);
@@ -295,7 +329,7 @@ describe('job steps: activity inputs (docs/protocol.md §2.2 rules 1, 2)', () =>
       { id: 'i', type: 'image_process' },
       { id: 's', type: 'sensor_fusion', quantity: 'pm2_5' },
     ]);
-    const types = j.steps.map((s) => stepActivityInput(j, s, undefined).type);
+    const types = j.steps.map((s) => stepActivityInput(j, s, []).type);
     assert.deepEqual(types, ['inference', 'tile_render', 'image_process', 'sensor_fusion']);
     const names = types.map((t) => STEP_ACTIVITY[t]);
     assert.ok(names.every((n) => typeof n === 'string' && n.length > 0));

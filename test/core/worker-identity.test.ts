@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import type { Client } from '@temporalio/client';
 import { temporalQueuePollers } from '../../api/temporal-queue-pollers.js';
-import { ACTIVE_POLLER_MS, activePollers, workerIdentity, workerPkOfIdentity } from '../../core/worker-identity.js';
+import {
+  ACTIVE_POLLER_MS,
+  activeGateways,
+  activePollers,
+  gatewayIdentity,
+  workerIdentity,
+  workerPkOfIdentity,
+} from '../../core/worker-identity.js';
 
 describe('worker identity in Temporal (core/worker-identity.ts)', () => {
   const pk = 'ab'.repeat(32);
@@ -12,6 +19,18 @@ describe('worker identity in Temporal (core/worker-identity.ts)', () => {
     for (const other of ['4242@gateway-host', `geofabric-worker:${pk}x`, `geofabric-worker:${pk.toUpperCase()}`, '']) {
       assert.equal(workerPkOfIdentity(other), null, other);
     }
+  });
+
+  it('tells gateways from workers: the seal run counts gateways only, routing workers only', () => {
+    const gateway = 'cd'.repeat(32);
+    const pollers = [
+      { identity: gatewayIdentity(gateway), lastAccessMs: now - 1_000 },
+      { identity: workerIdentity(pk), lastAccessMs: now - 1_000 },
+      { identity: gatewayIdentity('ef'.repeat(32)), lastAccessMs: now - ACTIVE_POLLER_MS - 1 },
+      { identity: '4242@gateway-host', lastAccessMs: now },
+    ];
+    assert.deepEqual([...activeGateways(pollers, now)], [gateway]);
+    assert.deepEqual([...activePollers(pollers, now)], [pk]);
   });
 
   it('counts the workers that polled within the window only', () => {

@@ -6,6 +6,8 @@ import { createEmbeddedJobRunner, type JobRunner } from '../../api/job-runner.js
 import { createComputeActivities, type ComputeActivities } from '../../activities/compute/index.js';
 import { DEFAULT_QUEUE_NAMING, type QueueNaming } from '../../core/task-queues.js';
 import type { JobStore } from '../../store/job-store.js';
+import type { BlobStore } from '../../store/blob-store.js';
+import { createSqliteBlobStore } from '../../store/sqlite/blob-store.js';
 import { createSqliteJobStore } from '../../store/sqlite/job-store.js';
 import { listenHttp } from '../../api/http-server.js';
 import type { AppDeps, GatewayConfig } from '../../api/app-deps.js';
@@ -69,6 +71,8 @@ export async function startGateway(
     /** Server-side tool execution for chat (a fake executor in tests). */
     swarmTools?: ToolExecutor;
     jobs?: JobStore;
+    /** Large step outputs; default: SQLite in the gateway's in-memory database. */
+    blobs?: BlobStore;
     /** Task queue names (Temporal runs): the gateway's routing must name the queues its workers poll. */
     naming?: QueueNaming;
     /** Another JobRunner (Temporal) built from the gateway's activities; default: embedded. */
@@ -103,6 +107,7 @@ export async function startGateway(
     apiKeyStore: ApiKeyStore;
     swarm: ReturnType<typeof createSwarm>;
     jobs: JobStore;
+    blobs: BlobStore;
     compute: ComputeActivities;
     ledger: LedgerStore;
     /** The Koa app itself (its router lists the routes). */
@@ -184,8 +189,10 @@ export async function startGateway(
     ...(options.telemetryReadingsPerHour === undefined ? {} : { readingsPerHour: options.telemetryReadingsPerHour }),
   });
   const jobs = options.jobs ?? createSqliteJobStore(db);
+  const blobs = options.blobs ?? createSqliteBlobStore(db);
   const compute = createComputeActivities({
     jobs,
+    blobs,
     // The embedded runner routes no step to a worker queue; a Temporal test passes its own.
     pollers: options.pollers ?? (async () => new Set()),
     proofs: writer,
@@ -260,6 +267,7 @@ export async function startGateway(
     apiKeyStore,
     swarm,
     jobs,
+    blobs,
     compute,
     ledger,
     app,

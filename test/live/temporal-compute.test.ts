@@ -15,7 +15,7 @@ import { generateKeyPair } from '../../core/identity.js';
 import type { ComputeResponse } from '../../core/job-record.js';
 import { backboneQueue, gatewayQueue, jobQueue, stepQueue, type QueueNaming } from '../../core/task-queues.js';
 import { EPOCH, H3_CELL, JOB_STATUS, REQUESTER, STEP_TYPES } from '../../workflows/search-attributes.js';
-import { startTemporalWorkers, type TemporalWorkers } from '../../bin/temporal-workers.js';
+import { gatewayQueueSpecs, startTemporalWorkers, type TemporalWorkers } from '../../bin/temporal-workers.js';
 import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
 import type { TileConfig } from '../../activities/tiles/index.js';
 import { TILE_STYLES } from '../../core/tile-styles.js';
@@ -391,6 +391,135 @@ describe('The satellite → AI → map chain on the Temporal dev server (live)',
     });
     // routeJob and finishJob ran as local activities in the gateway's workflow worker: only the steps crossed a queue.
     assert.deepEqual(scheduled, ['imageProcessStep@gateway', 'inferenceStep@backbone', 'tileRenderStep@gateway']);
+  });
+});
+
+/** A 3 MB inference answer: over Temporal's 2 MB payload limit unless it is kept out of the workflow. */
+const HUGE = `BEGIN ${'geo'.repeat(1024 * 1024)}`;
+
+// docs/protocol.md §2.2 rule 1 on Temporal: a → b beside c → d, a and d taking 2 s each on the gateway's runtime.
+// Level by level the job takes 4 s (a and c, then b and d); on its critical path 2 s.
+describe('Critical-path scheduling and fan-in on the Temporal dev server (live)', function () {
+  this.timeout(90_000);
+  const address = requireEnv('TEMPORAL_ADDRESS');
+  const namespace = process.env.TEMPORAL_NAMESPACE || 'default';
+  const naming: QueueNaming = { prefix: `gf-path-${randomUUID().slice(0, 8)}`, routingResolution: 5 };
+  let runtime: FakeRuntime;
+  let gw: Gateway;
+  let workers: TemporalWorkers;
+  let connection: Connection;
+
+  before(async () => {
+    installTestRuntime();
+    runtime = await startFakeRuntime('lfm2.5-1.2b-instruct', (request) => {
+      const messages = request.body.messages as { role: string; content: string }[];
+      const step = messages.at(-1)!.content.slice('step '.length);
+      if (step === 'huge') return { content: HUGE, usage: { prompt_tokens: 10, completion_tokens: 10 } };
+      return { content: `answer of ${step}`, delayMs: step === 'a' || step === 'd' ? 2000 : 0 };
+    });
+    connection = await Connection.connect({ address });
+    const client = new Client({ connection, namespace });
+    gw = await startGateway({
+      naming,
+      pollers: temporalQueuePollers(client, namespace, Date.now),
+      swarm: { workerRuntimeUrl: runtime.url, workerModels: ['lfm2.5-1.2b-instruct'] },
+      jobRunner: () => createTemporalJobRunner({ client, naming, waitMs: 60_000, runTimeoutMs: 120_000 }),
+    });
+    workers = await startTemporalWorkers({
+      address,
+      namespace,
+      logger: pino({ level: 'silent' }),
+      workflowBundle: await bundleWorkflows(),
+      gracefulShutdownMs: 1_000,
+      queues: gatewayQueueSpecs(naming, gw.compute),
+    });
+  });
+
+  after(async () => {
+    await workers?.shutdown();
+    await gw?.close();
+    await runtime?.close();
+    await connection?.close();
+  });
+
+  const ask = (id: string, extra: Record<string, unknown> = {}) => ({
+    id,
+    type: 'inference',
+    messages: [{ role: 'user', content: `step ${id}` }],
+    ...extra,
+  });
+
+  it('finishes a → b beside c → d (a and d 2 s each) in under 3 s', async () => {
+    const { body, headers } = signJob(generateKeyPair(), {
+      h3_cell: ROME,
+      steps: [ask('a'), ask('b', { depends_on: 'a' }), ask('c'), ask('d', { depends_on: 'c' })],
+    });
+    // Warm the workflow worker and the queues first: the bound is about scheduling, not first-task latency.
+    const warm = signJob(generateKeyPair(), inferenceJob('warm up'));
+    assert.equal((await gw.post('/v1/compute', warm.body, warm.headers)).status, 200);
+
+    const started = Date.now();
+    const res = await gw.post('/v1/compute', body, headers);
+    const elapsed = Date.now() - started;
+    assert.equal(res.status, 200, res.text);
+    const job = res.body as ComputeResponse;
+    assert.deepEqual(
+      job.steps.map((s) => [s.id, s.status]),
+      [
+        ['a', 'complete'],
+        ['b', 'complete'],
+        ['c', 'complete'],
+        ['d', 'complete'],
+      ],
+    );
+    assert.ok(elapsed >= 2000 && elapsed < 3000, `the job took ${elapsed} ms`);
+    console.log(`      critical-path job: ${elapsed} ms`);
+
+    // New runs record the patch that switched them from the level schedule (workflows/compute-job.ts).
+    const history = await connection.workflowService.getWorkflowExecutionHistory({
+      namespace,
+      execution: { workflowId: workflowIdOf(job.job_id) },
+    });
+    const patches = (history.history?.events ?? []).filter(
+      (e) => e.markerRecordedEventAttributes?.markerName === 'core_patch',
+    );
+    assert.equal(patches.length, 1, 'the run records the critical-path patch marker');
+  });
+
+  it('keeps a 3 MB inference output out of the workflow: the job answers it whole, every payload small', async () => {
+    const { body, headers } = signJob(generateKeyPair(), {
+      h3_cell: ROME,
+      steps: [ask('huge'), ask('next', { depends_on: 'huge' })],
+    });
+    const res = await gw.post('/v1/compute', body, headers);
+    assert.equal(res.status, 200, res.text.slice(0, 500));
+    const job = res.body as ComputeResponse;
+    assert.equal(job.steps[0]!.output.text, HUGE);
+    assert.equal((await gw.get(`/v1/compute/${job.job_id}`)).text.length > HUGE.length, true);
+    const history = await connection.workflowService.getWorkflowExecutionHistory({
+      namespace,
+      execution: { workflowId: workflowIdOf(job.job_id) },
+    });
+    const largest = Math.max(...(history.history?.events ?? []).map((e) => JSON.stringify(e).length));
+    console.log(`      largest history event of the 3 MB job: ${largest} bytes`);
+    assert.ok(largest < 64 * 1024, `largest history event ${largest} bytes`);
+  });
+
+  it('feeds a step that lists several dependencies their outputs in the listed order', async () => {
+    const { body, headers } = signJob(generateKeyPair(), {
+      h3_cell: ROME,
+      steps: [ask('x'), ask('y'), ask('merge', { depends_on: ['y', 'x'] })],
+    });
+    const res = await gw.post('/v1/compute', body, headers);
+    assert.equal(res.status, 200, res.text);
+    const merge = runtime.chats().find((c) => JSON.stringify(c.body.messages).includes('step merge'))!;
+    const contexts = (merge.body.messages as { role: string; content: string }[])
+      .filter((m) => m.role === 'system' && m.content.startsWith(`Output of the job's step`))
+      .map((m) => m.content.split('\n')[0]);
+    assert.deepEqual(contexts, [
+      `Output of the job's step "y" (JSON), for use in your answer:`,
+      `Output of the job's step "x" (JSON), for use in your answer:`,
+    ]);
   });
 });
 
