@@ -54,8 +54,10 @@ import { startFakeRuntime } from '../test/helpers/fake-openai-runtime.js';
 import {
   epochToSealBeforeStop,
   formatAudit,
+  formatComparison,
   formatScenario,
   parseAuditReport,
+  processCounts,
   positiveIntSetting,
   scenarioProblems,
   summarizeLogLines,
@@ -68,6 +70,8 @@ import { startTileUpstream } from './load-upstream.js';
 const SECONDS = positiveIntSetting('BENCH_LOAD_SECONDS', process.env.BENCH_LOAD_SECONDS, 10);
 const CONNECTIONS = positiveIntSetting('BENCH_LOAD_CONNECTIONS', process.env.BENCH_LOAD_CONNECTIONS, 16);
 const MIXED = process.env.BENCH_LOAD_MIXED === '1';
+/** BENCH_LOAD_WEB_CONCURRENCY=1,2: one full run per gateway process count, then their scenarios side by side. */
+const PROCESS_COUNTS = processCounts(process.env.BENCH_LOAD_WEB_CONCURRENCY);
 /** The syncing worker node's key, configured at the service as a node key (SYNC_NODE_KEYS). */
 const SYNC_KEY = generateKeyPair();
 const SYNC_RECORDS = positiveIntSetting('BENCH_LOAD_SYNC_RECORDS', process.env.BENCH_LOAD_SYNC_RECORDS, 5000);
@@ -186,7 +190,24 @@ async function main(): Promise<number> {
     `machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}; ` +
       `${SECONDS} s per scenario, ${CONNECTIONS} connections; load generator, fake upstreams and the service share these cores`,
   );
+  const runs: { processes: number; summaries: ScenarioSummary[] }[] = [];
+  let failed = false;
+  for (const processes of PROCESS_COUNTS) {
+    if (PROCESS_COUNTS.length > 1) console.log(`\n==== WEB_CONCURRENCY=${processes} ====`);
+    const run = await runOnce(processes);
+    runs.push({ processes, summaries: run.summaries });
+    if (run.code !== 0) failed = true;
+    else if (dataDir && !keepDataDir) rmSync(dataDir, { recursive: true, force: true });
+    keepDataDir = process.env.BENCH_LOAD_KEEP === '1';
+  }
+  if (runs.length > 1) {
+    console.log(`\n${formatComparison(runs)}`);
+  }
+  return failed ? 1 : 0;
+}
 
+/** One service run with `processes` gateway processes (WEB_CONCURRENCY): its scenarios, stop, audit. */
+async function runOnce(processes: number): Promise<{ code: number; summaries: ScenarioSummary[] }> {
   // The upstreams the service calls: both answer at once, so what is measured is Geofabric's own work.
   const runtime = await startFakeRuntime('bench', () => ({
     content: 'Villa Borghese is a park.',
@@ -222,9 +243,10 @@ async function main(): Promise<number> {
     PREWARM_MODELS: 'tinyllama',
     // The syncing worker node below pushes as a configured node key (the store takes no unknown writer).
     SYNC_NODE_KEYS: SYNC_KEY.publicKey,
+    WEB_CONCURRENCY: String(processes),
     ...Object.fromEntries(TILE_STYLES.map((s) => [`TILE_URL_${s.toUpperCase().replace('-', '_')}`, template])),
   };
-  const startCommand = `DATA_DIR=${dataDir} PORT=${port} LOG_LEVEL=warn ORCHESTRATOR=embedded PERCEPTION_ENABLED=false GOVERNANCE_ENABLED=false API_KEYS=<bench key> RATE_LIMIT_IP_PER_MINUTE=${UNREACHED_RATE_PER_MINUTE} RATE_LIMIT_PRINCIPAL_PER_MINUTE=${UNREACHED_RATE_PER_MINUTE} WORKER_RUNTIME_URL=${runtime.url} WORKER_MODELS=tinyllama PREWARM_MODELS=tinyllama SYNC_NODE_KEYS=<bench sync key> TILE_URL_<all five styles>=${template} node --import tsx bin/geofabric.ts start`;
+  const startCommand = `WEB_CONCURRENCY=${processes} DATA_DIR=${dataDir} PORT=${port} LOG_LEVEL=warn ORCHESTRATOR=embedded PERCEPTION_ENABLED=false GOVERNANCE_ENABLED=false API_KEYS=<bench key> RATE_LIMIT_IP_PER_MINUTE=${UNREACHED_RATE_PER_MINUTE} RATE_LIMIT_PRINCIPAL_PER_MINUTE=${UNREACHED_RATE_PER_MINUTE} WORKER_RUNTIME_URL=${runtime.url} WORKER_MODELS=tinyllama PREWARM_MODELS=tinyllama SYNC_NODE_KEYS=<bench sync key> TILE_URL_<all five styles>=${template} node --import tsx bin/geofabric.ts start`;
   console.log(`service: ${startCommand}`);
 
   const startedAt = performance.now();
@@ -237,10 +259,15 @@ async function main(): Promise<number> {
   // ---- warm-up ---------------------------------------------------------------------------------------------
   const tileCells = [DEFAULT_JOB_CELL, ...cellToChildren(DEFAULT_JOB_CELL, 8)];
   const tilePath = (cell: string) => `/v1/tiles/${cell}/${TILE_ZOOM}/${TILE_STYLE}.png`;
-  for (const cell of tileCells) {
-    const res = await fetch(`${url}${tilePath(cell)}`);
-    await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`warm-up: ${tilePath(cell)} answered ${res.status}`);
+  // Each process has its own tile cache: under WEB_CONCURRENCY every tile is fetched on fresh connections, which
+  // the cluster's primary hands to its workers in turn, twice per process to be sure each one holds it.
+  if (processes > 1) await sleep(2000); // the other workers start listening shortly after the first
+  for (let round = 0; round < (processes > 1 ? 2 * processes : 1); round++) {
+    for (const cell of tileCells) {
+      const res = await fetch(`${url}${tilePath(cell)}`, processes > 1 ? { headers: { connection: 'close' } } : {});
+      await res.arrayBuffer();
+      if (res.status !== 200) throw new Error(`warm-up: ${tilePath(cell)} answered ${res.status}`);
+    }
   }
   const requester = generateKeyPair();
   const runId = randomUUID().slice(0, 8);
@@ -345,7 +372,8 @@ async function main(): Promise<number> {
   const before = await tileStats();
   summaries.push(await run('tiles', tileRequests));
   const after = await tileStats();
-  const misses = after.misses - before.misses;
+  // Under WEB_CONCURRENCY the stats are the answering process's own; the upstream's count covers them all.
+  const misses = processes > 1 ? 0 : after.misses - before.misses;
   if (misses > 0 || upstream.requests() > upstreamTileFetches) {
     problems.push(`tiles: ${misses} cache misses, ${upstream.requests() - upstreamTileFetches} upstream fetches`);
   }
@@ -423,10 +451,10 @@ async function main(): Promise<number> {
   if (problems.length > 0) {
     keepDataDir = true;
     console.log(`\nFAILED (data kept in ${dataDir}):\n  ${problems.join('\n  ')}`);
-    return 1;
+    return { code: 1, summaries };
   }
   console.log('\nOK: no unexpected status, no connection error, no error log, clean stop, audit without problems');
-  return 0;
+  return { code: 0, summaries };
 }
 
 interface WorkerStore {
