@@ -32,6 +32,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
@@ -77,6 +78,7 @@ const SYNC_KEY = generateKeyPair();
 const SYNC_RECORDS = positiveIntSetting('BENCH_LOAD_SYNC_RECORDS', process.env.BENCH_LOAD_SYNC_RECORDS, 5000);
 /** Limits far above any scenario's rate: the limiter runs on every request and never refuses. */
 const UNREACHED_RATE_PER_MINUTE = '10000000';
+const UNREACHED_BYTES_PER_MINUTE = String(100 * 2 ** 30);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TILE_ZOOM = 14;
 const TILE_STYLE = 'osm-standard';
@@ -180,6 +182,15 @@ async function startService(env: NodeJS.ProcessEnv, port: number): Promise<Servi
   };
 }
 
+/** A GET on a connection of its own (never a kept-alive one); its status once the body is read. */
+function getFresh(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    httpGet(url, { agent: false }, (res) => {
+      res.resume().on('end', () => resolve(res.statusCode ?? 0));
+    }).on('error', reject);
+  });
+}
+
 async function getJson<T>(url: string, init?: RequestInit): Promise<{ status: number; body: T }> {
   const res = await fetch(url, init);
   return { status: res.status, body: (await res.json()) as T };
@@ -238,6 +249,8 @@ async function runOnce(processes: number): Promise<{ code: number; summaries: Sc
     API_KEYS: apiKey,
     RATE_LIMIT_IP_PER_MINUTE: UNREACHED_RATE_PER_MINUTE,
     RATE_LIMIT_PRINCIPAL_PER_MINUTE: UNREACHED_RATE_PER_MINUTE,
+    // The sync push sends megabytes from one address within seconds; the default byte budget would refuse it.
+    RATE_LIMIT_IP_BODY_BYTES_PER_MINUTE: UNREACHED_BYTES_PER_MINUTE,
     WORKER_RUNTIME_URL: runtime.url,
     WORKER_MODELS: 'tinyllama',
     PREWARM_MODELS: 'tinyllama',
@@ -246,7 +259,7 @@ async function runOnce(processes: number): Promise<{ code: number; summaries: Sc
     WEB_CONCURRENCY: String(processes),
     ...Object.fromEntries(TILE_STYLES.map((s) => [`TILE_URL_${s.toUpperCase().replace('-', '_')}`, template])),
   };
-  const startCommand = `WEB_CONCURRENCY=${processes} DATA_DIR=${dataDir} PORT=${port} LOG_LEVEL=warn ORCHESTRATOR=embedded PERCEPTION_ENABLED=false GOVERNANCE_ENABLED=false API_KEYS=<bench key> RATE_LIMIT_IP_PER_MINUTE=${UNREACHED_RATE_PER_MINUTE} RATE_LIMIT_PRINCIPAL_PER_MINUTE=${UNREACHED_RATE_PER_MINUTE} WORKER_RUNTIME_URL=${runtime.url} WORKER_MODELS=tinyllama PREWARM_MODELS=tinyllama SYNC_NODE_KEYS=<bench sync key> TILE_URL_<all five styles>=${template} node --import tsx bin/geofabric.ts start`;
+  const startCommand = `WEB_CONCURRENCY=${processes} DATA_DIR=${dataDir} PORT=${port} LOG_LEVEL=warn ORCHESTRATOR=embedded PERCEPTION_ENABLED=false GOVERNANCE_ENABLED=false API_KEYS=<bench key> RATE_LIMIT_IP_PER_MINUTE=${UNREACHED_RATE_PER_MINUTE} RATE_LIMIT_PRINCIPAL_PER_MINUTE=${UNREACHED_RATE_PER_MINUTE} RATE_LIMIT_IP_BODY_BYTES_PER_MINUTE=${UNREACHED_BYTES_PER_MINUTE} WORKER_RUNTIME_URL=${runtime.url} WORKER_MODELS=tinyllama PREWARM_MODELS=tinyllama SYNC_NODE_KEYS=<bench sync key> TILE_URL_<all five styles>=${template} node --import tsx bin/geofabric.ts start`;
   console.log(`service: ${startCommand}`);
 
   const startedAt = performance.now();
@@ -261,13 +274,25 @@ async function runOnce(processes: number): Promise<{ code: number; summaries: Sc
   const tilePath = (cell: string) => `/v1/tiles/${cell}/${TILE_ZOOM}/${TILE_STYLE}.png`;
   // Each process has its own tile cache: under WEB_CONCURRENCY every tile is fetched on fresh connections, which
   // the cluster's primary hands to its workers in turn, twice per process to be sure each one holds it.
-  if (processes > 1) await sleep(2000); // the other workers start listening shortly after the first
-  for (let round = 0; round < (processes > 1 ? 2 * processes : 1); round++) {
+  // Rounds go on until `2 × processes` in a row fetched nothing upstream (every process holds every tile; the
+  // later workers start listening a little after the first).
+  let quiet = 0;
+  let rounds = 0;
+  while (processes === 1 ? rounds < 1 : quiet < 2 * processes && rounds < 20 * processes) {
+    const fetched = upstream.requests();
     for (const cell of tileCells) {
-      const res = await fetch(`${url}${tilePath(cell)}`, processes > 1 ? { headers: { connection: 'close' } } : {});
-      await res.arrayBuffer();
-      if (res.status !== 200) throw new Error(`warm-up: ${tilePath(cell)} answered ${res.status}`);
+      const status =
+        processes === 1
+          ? await fetch(`${url}${tilePath(cell)}`).then(async (res) => {
+              await res.arrayBuffer();
+              return res.status;
+            })
+          : await getFresh(`${url}${tilePath(cell)}`);
+      if (status !== 200) throw new Error(`warm-up: ${tilePath(cell)} answered ${status}`);
     }
+    rounds += 1;
+    quiet = upstream.requests() === fetched ? quiet + 1 : 0;
+    if (processes > 1 && quiet === 0) await sleep(250);
   }
   const requester = generateKeyPair();
   const runId = randomUUID().slice(0, 8);
@@ -320,7 +345,7 @@ async function runOnce(processes: number): Promise<{ code: number; summaries: Sc
   }
   const upstreamTileFetches = upstream.requests();
   console.log(
-    `warm-up: ${tileCells.length} tiles fetched once (${upstreamTileFetches} upstream fetches, ` +
+    `warm-up: ${tileCells.length} tiles fetched ${processes > 1 ? `${rounds} times on fresh connections` : 'once'} (${upstreamTileFetches} upstream fetches, ` +
       `${fmt(await upstream.meanBytes())} bytes each on average), 5 jobs complete ` +
       `with tile_render cache HIT, 5 chat completions`,
   );
