@@ -53,6 +53,17 @@ if (wanted('gates')) {
     value: gates.p99Ms,
     unit: 'ms',
   });
+  // Both cores: the same gateway as two node:cluster workers (WEB_CONCURRENCY=2), against one core's verify rate.
+  const both = await benchGateRejects(2);
+  console.log(
+    `gateway, 2 processes (node:cluster, as WEB_CONCURRENCY=2): ${fmt(both.perSecond)} /s, p99 ${both.p99Ms} ms; ` +
+      `statuses ${JSON.stringify(both.statusCounts)}; ratio to one-core verify ${(both.perSecond / verify.perSecond).toFixed(2)} (goal ≥ 1.3)`,
+  );
+  const bothFigure = against(
+    { name: 'gates.signed_rejects_2_processes', value: both.perSecond, unit: '/s' },
+    verifyFigure,
+  );
+  add(goal(bothFigure, 'ratio ≥ 1.3', bothFigure.ratio! >= 1.3));
 }
 
 if (wanted('proofs')) {
