@@ -32,7 +32,11 @@ export const DEV_ENV: Record<string, { where: string; description: string }> = {
   },
   BENCH_PROFILE: {
     where: '`npm run bench`',
-    description: 'CPU profiles of the gate and tile bench servers into `/tmp/prof`',
+    description: 'CPU profiles of the gate, tile and chat bench servers into `/tmp/prof`',
+  },
+  BENCH_JSON: {
+    where: '`npm run bench`',
+    description: 'file to write every figure to as JSON, with its unit and floor (same as `--json FILE`)',
   },
   BENCH_BODY_BYTES_PER_MINUTE: {
     where: '`npx tsx bench/health-under-attack.ts`',
@@ -44,6 +48,10 @@ export const DEV_ENV: Record<string, { where: string; description: string }> = {
   BENCH_LOAD_SYNC_RECORDS: {
     where: '`npm run bench:load`',
     description: 'records a worker node pushes through sync during the compute scenario (default 5,000)',
+  },
+  BENCH_LOAD_WEB_CONCURRENCY: {
+    where: '`npm run bench:load`',
+    description: 'gateway process counts to run in turn, e.g. `1,2`, then compared side by side (default `1`)',
   },
   BENCH_LOAD_KEEP: {
     where: '`npm run bench:load`',
