@@ -34,6 +34,10 @@ export const DEV_ENV: Record<string, { where: string; description: string }> = {
     where: '`npm run bench`',
     description: 'CPU profiles of the gate, tile and chat bench servers into `/tmp/prof`',
   },
+  BENCH_GATE_PROCESSES: {
+    where: '`npm run bench`',
+    description: "set by the gate bench on its server: how many `node:cluster` workers serve (1, then 2)",
+  },
   BENCH_JSON: {
     where: '`npm run bench`',
     description: 'file to write every figure to as JSON, with its unit and floor (same as `--json FILE`)',
