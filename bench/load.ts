@@ -273,7 +273,7 @@ async function runOnce(processes: number): Promise<{ code: number; summaries: Sc
   const tileCells = [DEFAULT_JOB_CELL, ...cellToChildren(DEFAULT_JOB_CELL, 8)];
   const tilePath = (cell: string) => `/v1/tiles/${cell}/${TILE_ZOOM}/${TILE_STYLE}.png`;
   // Each process has its own tile cache: under WEB_CONCURRENCY every tile is fetched on fresh connections, which
-  // the cluster's primary hands to its workers in turn, twice per process to be sure each one holds it.
+  // the cluster's primary hands to its workers in turn.
   // Rounds go on until `2 × processes` in a row fetched nothing upstream (every process holds every tile; the
   // later workers start listening a little after the first).
   let quiet = 0;
@@ -281,14 +281,17 @@ async function runOnce(processes: number): Promise<{ code: number; summaries: Sc
   while (processes === 1 ? rounds < 1 : quiet < 2 * processes && rounds < 20 * processes) {
     const fetched = upstream.requests();
     for (const cell of tileCells) {
-      const status =
-        processes === 1
-          ? await fetch(`${url}${tilePath(cell)}`).then(async (res) => {
-              await res.arrayBuffer();
-              return res.status;
-            })
-          : await getFresh(`${url}${tilePath(cell)}`);
-      if (status !== 200) throw new Error(`warm-up: ${tilePath(cell)} answered ${status}`);
+      // `processes` fresh connections in a row: the primary hands them to each worker in turn.
+      for (let copy = 0; copy < processes; copy++) {
+        const status =
+          processes === 1
+            ? await fetch(`${url}${tilePath(cell)}`).then(async (res) => {
+                await res.arrayBuffer();
+                return res.status;
+              })
+            : await getFresh(`${url}${tilePath(cell)}`);
+        if (status !== 200) throw new Error(`warm-up: ${tilePath(cell)} answered ${status}`);
+      }
     }
     rounds += 1;
     quiet = upstream.requests() === fetched ? quiet + 1 : 0;
