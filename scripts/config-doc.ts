@@ -36,7 +36,7 @@ export const DEV_ENV: Record<string, { where: string; description: string }> = {
   },
   BENCH_GATE_PROCESSES: {
     where: '`npm run bench`',
-    description: "set by the gate bench on its server: how many `node:cluster` workers serve (1, then 2)",
+    description: 'set by the gate bench on its server: how many `node:cluster` workers serve (1, then 2)',
   },
   BENCH_JSON: {
     where: '`npm run bench`',
