@@ -5,7 +5,7 @@ import { ServiceError } from '../core/errors.js';
 import { checkDelegation, checkRateLimit, rateWindow } from '../core/gates/delegation.js';
 import { checkJurisdiction } from '../core/gates/jurisdiction.js';
 import { requestScope, type RequestParts } from '../core/gates/request-scope.js';
-import { checkRequestSignature } from '../core/gates/signature.js';
+import { checkRequestSignatureAsync, type Requester } from '../core/gates/signature.js';
 import { checkPayloadGeometry } from '../core/geometry.js';
 import { BoundedSet } from '../core/bounded-set.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
@@ -111,8 +111,14 @@ function authGate(deps: AppDeps, spec: RouteSpec<unknown>, principalRate: RateLi
     ctx.state.gates = state;
     if (spec.auth === 'signed') {
       const now = deps.clock();
-      state.requester = unwrap(checkRequestSignature(ctx.state.body, ctx.get('x-idn-signature') || undefined, now));
-      enforcePrincipalRate(ctx, principalRate, `pk:${state.requester.pk}`, now);
+      const admit = (checked: Check<Requester>) => {
+        state.requester = unwrap(checked);
+        enforcePrincipalRate(ctx, principalRate, `pk:${state.requester.pk}`, now);
+      };
+      // The Ed25519 check runs on the libuv pool: the event loop serves other requests meanwhile.
+      const checked = checkRequestSignatureAsync(ctx.state.body, ctx.get('x-idn-signature') || undefined, now);
+      if ('then' in checked) return checked.then(admit);
+      admit(checked);
     } else if (spec.auth === 'api_key') {
       return checkApiKey(ctx.get('authorization'), deps).then((key) => {
         state.apiKey = key;

@@ -50,7 +50,8 @@ const pct = (sorted: number[], p: number) => Number(sorted[Math.ceil(p * sorted.
  * answers at once. Server in its own process; load from this one.
  */
 export async function benchChat(): Promise<ChatBench> {
-  const server = spawn(process.execPath, ['--import', 'tsx', 'bench/chat-server.ts'], {
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : [];
+  const server = spawn(process.execPath, [...profile, '--import', 'tsx', 'bench/chat-server.ts'], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   try {

@@ -41,10 +41,11 @@ export function benchRateLimiter(): { nsPerCheck: number; keysAfterFlood: number
 
 /**
  * Signed requests that pass gates 1-3 and are rejected by gate 4 (a dependency cycle), over HTTP with
- * keep-alive against a gateway in its own process; autocannon generates the load from this process.
+ * keep-alive against a gateway in its own process (or `processes` node:cluster workers sharing its port);
+ * autocannon generates the load from this process.
  * 500 bodies from 64 keys are signed up front, so client signing is not part of the figure.
  */
-export async function benchGateRejects(): Promise<{
+export async function benchGateRejects(processes = 1): Promise<{
   perSecond: number;
   requests: number;
   statusCounts: Record<string, number>;
@@ -58,7 +59,7 @@ export async function benchGateRejects(): Promise<{
       'tsx',
       'bench/gate-server.ts',
     ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
+    { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, BENCH_GATE_PROCESSES: String(processes) } },
   );
   try {
     const [chunk] = (await once(server.stdout, 'data')) as [Buffer];

@@ -1,8 +1,9 @@
 // `npm run bench`: prints figures, asserts nothing. BENCH_SECONDS sets the duration of each timed run;
 // BENCH_SEAL_RECORDS the size of the sealed epoch (default 1,000,000); BENCH_ONLY a comma-separated list of
 // sections to run (gates, proofs, tiles, ndvi, chat, jobs, audit, receipt); BENCH_AUDIT_BLOCKS the chain length of the audit
-// report figure (default 100,000).
-import { cpus } from 'node:os';
+// report figure (default 100,000). `--json FILE` (or BENCH_JSON=FILE) writes every figure with its unit and floor
+// (bench/figures.ts); the run ends with them as a Markdown table.
+import { cpus, loadavg } from 'node:os';
 import { benchAuditOverhead, benchReport, benchVerifyChain } from './audit.js';
 import { benchChat, describeChatBench } from './chat.js';
 import { benchGateRejects, benchRateLimiter, benchVerify } from './gates.js';
@@ -11,26 +12,59 @@ import { benchEmbeddedJobs, benchScheduler } from './jobs.js';
 import { benchNdvi } from './ndvi.js';
 import { benchTileHits } from './tiles.js';
 import { benchReceipt, describeReceiptBench } from './receipt.js';
+import { against, resultsDocument, jsonTarget, markdownTable, writeBenchJson, type Figure } from './figures.js';
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
 const wanted = (section: string) => !only || only.includes(section);
+const jsonFile = jsonTarget();
+const figures: Figure[] = [];
+const add = (...more: Figure[]) => figures.push(...more);
+const goal = (figure: Figure, text: string, met: boolean): Figure => ({ ...figure, goal: text, met });
+const load = [loadavg()[0]!];
 
 console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}`);
 
 if (wanted('gates')) {
   const verify = benchVerify();
   console.log(`ed25519 verify (node:crypto, cached key, one core): ${fmt(verify.perSecond)} /s`);
+  const verifyFigure: Figure = { name: 'gates.ed25519_verify_one_core', value: verify.perSecond, unit: '/s' };
+  add(verifyFigure);
   const limiter = benchRateLimiter();
   console.log(
     `rate limit check (IPv6 /64 key + GCRA bucket, 100,000 clients): ${limiter.nsPerCheck.toFixed(0)} ns; ` +
       `keys held after 300,000 new addresses at once: ${fmt(limiter.keysAfterFlood)} (bound 100,000)`,
   );
+  add(
+    { name: 'gates.rate_limit_check', value: limiter.nsPerCheck, unit: 'ns' },
+    against(
+      { name: 'gates.rate_limit_keys_after_flood', value: limiter.keysAfterFlood, unit: 'count' },
+      { name: 'bound', value: 100_000, unit: 'count' },
+    ),
+  );
   const gates = await benchGateRejects();
   console.log(
     `gateway: signed requests rejected after gate 4 (HTTP keep-alive, 32 connections, server in its own process): ` +
-      `${fmt(gates.perSecond)} /s over ${fmt(gates.requests)} requests, p99 ${gates.p99Ms} ms; statuses ${JSON.stringify(gates.statusCounts)}`,
+      `${fmt(gates.perSecond)} /s over ${fmt(gates.requests)} requests, p99 ${gates.p99Ms} ms; statuses ${JSON.stringify(gates.statusCounts)}; ` +
+      `ratio to one-core verify ${(gates.perSecond / verify.perSecond).toFixed(2)} (goal ≥ 0.75)`,
   );
+  const rejects = against({ name: 'gates.signed_rejects', value: gates.perSecond, unit: '/s' }, verifyFigure);
+  add(goal(rejects, 'ratio ≥ 0.75', rejects.ratio! >= 0.75), {
+    name: 'gates.signed_rejects_p99',
+    value: gates.p99Ms,
+    unit: 'ms',
+  });
+  // Both cores: the same gateway as two node:cluster workers (WEB_CONCURRENCY=2), against one core's verify rate.
+  const both = await benchGateRejects(2);
+  console.log(
+    `gateway, 2 processes (node:cluster, as WEB_CONCURRENCY=2): ${fmt(both.perSecond)} /s, p99 ${both.p99Ms} ms; ` +
+      `statuses ${JSON.stringify(both.statusCounts)}; ratio to one-core verify ${(both.perSecond / verify.perSecond).toFixed(2)} (goal ≥ 1.3)`,
+  );
+  const bothFigure = against(
+    { name: 'gates.signed_rejects_2_processes', value: both.perSecond, unit: '/s' },
+    verifyFigure,
+  );
+  add(goal(bothFigure, 'ratio ≥ 1.3', bothFigure.ratio! >= 1.3));
 }
 
 if (wanted('proofs')) {
@@ -40,15 +74,31 @@ if (wanted('proofs')) {
   );
   const insert = await benchInsert();
   console.log(`proof store (SQLite WAL): batched insert of already-signed records: ${fmt(insert.perSecond)} records/s`);
+  const insertFigure: Figure = { name: 'proofs.insert_signed', value: insert.perSecond, unit: 'records/s' };
+  const appendFigure = against({ name: 'proofs.append', value: append.perSecond, unit: 'records/s' }, insertFigure);
+  add(goal(appendFigure, '≥ 20,000 records/s', append.perSecond >= 20_000), insertFigure);
   const seal = await benchSeal(Number(process.env.BENCH_SEAL_RECORDS ?? 1_000_000));
   console.log(
     `proof store: seal a ${fmt(seal.records)}-record epoch: ${(seal.totalMs / 1000).toFixed(2)} s ` +
       `(read ${(seal.readMs / 1000).toFixed(2)} s, build + sign ${(seal.buildMs / 1000).toFixed(2)} s, store ${(seal.storeMs / 1000).toFixed(2)} s); ` +
       `RSS peak ${seal.rssMiB.peak} MiB (before ${seal.rssMiB.beforeSeal}, after read ${seal.rssMiB.afterRead}, after build ${seal.rssMiB.afterBuild})`,
   );
+  add(
+    goal(
+      { name: 'proofs.seal_time', value: seal.totalMs / 1000, unit: 's' },
+      '< 5 s (1M records)',
+      seal.totalMs < 5000,
+    ),
+    goal({ name: 'proofs.seal_rss_peak', value: seal.rssMiB.peak, unit: 'MiB' }, '≤ 300 MiB', seal.rssMiB.peak <= 300),
+    { name: 'proofs.seal_records', value: seal.records, unit: 'count' },
+  );
   console.log(
     `proof store: inclusion proof in that epoch: generate ${seal.proofMicros.toFixed(0)} µs, verify ${seal.verifyMicros.toFixed(0)} µs ` +
       `(mean of ${seal.samples})`,
+  );
+  add(
+    { name: 'proofs.inclusion_proof_generate', value: seal.proofMicros, unit: 'µs' },
+    { name: 'proofs.inclusion_proof_verify', value: seal.verifyMicros, unit: 'µs' },
   );
 }
 
@@ -59,6 +109,13 @@ if (wanted('tiles')) {
       `${fmt(tiles.barePerSecond)} /s (p99 ${tiles.bareP99Ms} ms): ratio ${tiles.ratio.toFixed(2)} (goal ≥ 0.8); ` +
       `statuses ${JSON.stringify(tiles.statuses)}`,
   );
+  const bare: Figure = { name: 'tiles.bare_koa', value: tiles.barePerSecond, unit: '/s' };
+  const hits = against({ name: 'tiles.cache_hits', value: tiles.tilePerSecond, unit: '/s' }, bare);
+  add(goal(hits, 'ratio ≥ 0.8', hits.ratio! >= 0.8), bare, {
+    name: 'tiles.cache_hits_p99',
+    value: tiles.tileP99Ms,
+    unit: 'ms',
+  });
 }
 
 if (wanted('ndvi')) {
@@ -67,9 +124,22 @@ if (wanted('ndvi')) {
     `imagery: pixel NDVI of one cell (red + nir + SCL COG range reads over loopback, clip, mask): ` +
       `${ndvi.ms.toFixed(1)} ms for a ${ndvi.megapixels.toFixed(3)} MP window`,
   );
+  add({ name: 'ndvi.one_cell', value: ndvi.ms, unit: 'ms' });
 }
 
-if (wanted('chat')) console.log(describeChatBench(await benchChat()));
+if (wanted('chat')) {
+  const chat = await benchChat();
+  console.log(describeChatBench(chat));
+  const direct: Figure = { name: 'chat.runtime_direct_p50', value: chat.runtimeP50Ms, unit: 'ms' };
+  const overhead = chat.p50Ms - chat.runtimeP50Ms;
+  add(
+    { name: 'chat.completions', value: chat.perSecond, unit: '/s' },
+    against({ name: 'chat.gateway_p50', value: chat.p50Ms, unit: 'ms' }, direct),
+    direct,
+    goal({ name: 'chat.overhead_p50', value: overhead, unit: 'ms' }, '≤ 0.5 ms', overhead <= 0.5),
+    { name: 'chat.gateway_p99', value: chat.p99Ms, unit: 'ms' },
+  );
+}
 
 if (wanted('jobs')) {
   const scheduler = await benchScheduler();
@@ -77,11 +147,16 @@ if (wanted('jobs')) {
     `jobs: scheduler overhead per 4-step, 3-level job with instant activities: p50 ${(scheduler.p50Ms * 1000).toFixed(1)} µs, ` +
       `p99 ${(scheduler.p99Ms * 1000).toFixed(1)} µs (goal p50 < 2 ms)`,
   );
+  add(goal({ name: 'jobs.scheduler_p50', value: scheduler.p50Ms * 1000, unit: 'µs' }, '< 2 ms', scheduler.p50Ms < 2));
   const embedded = await benchEmbeddedJobs();
   console.log(
     `jobs: embedded 3-step jobs over HTTP (gates, plan, job store, scheduler, signed compute/job record; instant activities; ` +
       `16 concurrent): ${fmt(embedded.perSecond)} jobs/s, p50 ${embedded.p50Ms.toFixed(2)} ms, p99 ${embedded.p99Ms.toFixed(2)} ms; ` +
       `statuses ${JSON.stringify(embedded.statuses)}`,
+  );
+  add(
+    { name: 'jobs.embedded', value: embedded.perSecond, unit: '/s' },
+    { name: 'jobs.embedded_p50', value: embedded.p50Ms, unit: 'ms' },
   );
 }
 
@@ -92,11 +167,20 @@ if (wanted('audit')) {
       `p50 ${overhead.p50Micros.toFixed(1)} µs, p99 ${overhead.p99Micros.toFixed(1)} µs (pre-flight alone p50 ` +
       `${overhead.preflightP50Micros.toFixed(1)} µs; goal p50 < 500 µs)`,
   );
+  add(
+    goal({ name: 'audit.overhead_p50', value: overhead.p50Micros, unit: 'µs' }, '< 500 µs', overhead.p50Micros < 500),
+  );
   const chain = benchVerifyChain(Number(process.env.BENCH_AUDIT_BLOCKS ?? 100_000));
   console.log(
     `audit: ${fmt(chain.blocks)}-block chain: build + sign ${(chain.buildMs / 1000).toFixed(2)} s; verify (the five checks) ` +
       `${(chain.verifyMs / 1000).toFixed(2)} s, again with the signature cache ${(chain.cachedVerifyMs / 1000).toFixed(2)} s; ` +
       `valid ${chain.valid}`,
+  );
+  add(
+    { name: 'audit.chain_blocks', value: chain.blocks, unit: 'count' },
+    { name: 'audit.chain_build', value: chain.buildMs / 1000, unit: 's' },
+    { name: 'audit.chain_verify', value: chain.verifyMs / 1000, unit: 's' },
+    { name: 'audit.chain_verify_cached', value: chain.cachedVerifyMs / 1000, unit: 's' },
   );
   const report = await benchReport(chain.blocks);
   console.log(
@@ -104,6 +188,29 @@ if (wanted('audit')) {
       `${(report.coldMs / 1000).toFixed(2)} s, again ${(report.warmMs / 1000).toFixed(2)} s; valid ${report.valid}, ` +
       `${fmt(report.operations)} operations`,
   );
+  add(goal({ name: 'audit.report_cold', value: report.coldMs / 1000, unit: 's' }, '≤ 2 s', report.coldMs <= 2000), {
+    name: 'audit.report_warm',
+    value: report.warmMs / 1000,
+    unit: 's',
+  });
 }
 
-if (wanted('receipt')) console.log(describeReceiptBench(await benchReceipt()));
+if (wanted('receipt')) {
+  const receipt = await benchReceipt();
+  console.log(describeReceiptBench(receipt));
+  add(
+    { name: 'receipt.bytes_4_step', value: receipt.bytes, unit: 'B' },
+    { name: 'receipt.verify_server', value: receipt.serverMs, unit: 'ms' },
+    { name: 'receipt.verify_typescript_client', value: receipt.clientMs, unit: 'ms' },
+    ...(receipt.pythonMs === null
+      ? []
+      : [{ name: 'receipt.verify_python_client', value: receipt.pythonMs, unit: 'ms' }]),
+  );
+}
+
+load.push(loadavg()[0]!);
+console.log(`\n${markdownTable(figures)}`);
+if (jsonFile !== undefined) {
+  writeBenchJson(jsonFile, resultsDocument(figures, load));
+  console.log(`\nwrote ${figures.length} figures to ${jsonFile}`);
+}

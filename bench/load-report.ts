@@ -151,3 +151,27 @@ export function epochToSealBeforeStop(runStartMs: number, nowMs: number, genesis
   const current = epochAt(nowMs, genesisMs);
   return epochAt(runStartMs, genesisMs) < current ? current - 1 : null;
 }
+
+/** BENCH_LOAD_WEB_CONCURRENCY: gateway process counts to run in turn (`1,2`); unset: one run of 1. */
+export function processCounts(value: string | undefined): number[] {
+  if (value === undefined || value.trim() === '') return [1];
+  return value.split(',').map((part) => positiveIntSetting('BENCH_LOAD_WEB_CONCURRENCY', part.trim(), 1));
+}
+
+/** The runs' scenarios side by side: req/s and p99 per process count, and each count's rate against the first. */
+export function formatComparison(
+  runs: readonly { processes: number; summaries: readonly ScenarioSummary[] }[],
+): string {
+  const first = runs[0]!;
+  const head = `scenario  ${runs.map((r) => `WEB_CONCURRENCY=${r.processes} req/s (p99)`.padEnd(32)).join('')}`;
+  const rows = first.summaries.map((s) => {
+    const cells = runs.map((r) => {
+      const same = r.summaries.find((x) => x.name === s.name);
+      if (!same) return '-'.padEnd(32);
+      const ratio = r === first ? '' : ` ×${(same.perSecond / s.perSecond).toFixed(2)}`;
+      return `${Math.round(same.perSecond).toLocaleString('en-US')} (${same.p99Ms} ms)${ratio}`.padEnd(32);
+    });
+    return `${s.name.padEnd(10)}${cells.join('')}`;
+  });
+  return [head, ...rows].join('\n');
+}

@@ -32,6 +32,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
@@ -54,8 +55,10 @@ import { startFakeRuntime } from '../test/helpers/fake-openai-runtime.js';
 import {
   epochToSealBeforeStop,
   formatAudit,
+  formatComparison,
   formatScenario,
   parseAuditReport,
+  processCounts,
   positiveIntSetting,
   scenarioProblems,
   summarizeLogLines,
@@ -68,11 +71,14 @@ import { startTileUpstream } from './load-upstream.js';
 const SECONDS = positiveIntSetting('BENCH_LOAD_SECONDS', process.env.BENCH_LOAD_SECONDS, 10);
 const CONNECTIONS = positiveIntSetting('BENCH_LOAD_CONNECTIONS', process.env.BENCH_LOAD_CONNECTIONS, 16);
 const MIXED = process.env.BENCH_LOAD_MIXED === '1';
+/** BENCH_LOAD_WEB_CONCURRENCY=1,2: one full run per gateway process count, then their scenarios side by side. */
+const PROCESS_COUNTS = processCounts(process.env.BENCH_LOAD_WEB_CONCURRENCY);
 /** The syncing worker node's key, configured at the service as a node key (SYNC_NODE_KEYS). */
 const SYNC_KEY = generateKeyPair();
 const SYNC_RECORDS = positiveIntSetting('BENCH_LOAD_SYNC_RECORDS', process.env.BENCH_LOAD_SYNC_RECORDS, 5000);
 /** Limits far above any scenario's rate: the limiter runs on every request and never refuses. */
 const UNREACHED_RATE_PER_MINUTE = '10000000';
+const UNREACHED_BYTES_PER_MINUTE = String(100 * 2 ** 30);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TILE_ZOOM = 14;
 const TILE_STYLE = 'osm-standard';
@@ -176,6 +182,15 @@ async function startService(env: NodeJS.ProcessEnv, port: number): Promise<Servi
   };
 }
 
+/** A GET on a connection of its own (never a kept-alive one); its status once the body is read. */
+function getFresh(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    httpGet(url, { agent: false }, (res) => {
+      res.resume().on('end', () => resolve(res.statusCode ?? 0));
+    }).on('error', reject);
+  });
+}
+
 async function getJson<T>(url: string, init?: RequestInit): Promise<{ status: number; body: T }> {
   const res = await fetch(url, init);
   return { status: res.status, body: (await res.json()) as T };
@@ -186,7 +201,24 @@ async function main(): Promise<number> {
     `machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}; ` +
       `${SECONDS} s per scenario, ${CONNECTIONS} connections; load generator, fake upstreams and the service share these cores`,
   );
+  const runs: { processes: number; summaries: ScenarioSummary[] }[] = [];
+  let failed = false;
+  for (const processes of PROCESS_COUNTS) {
+    if (PROCESS_COUNTS.length > 1) console.log(`\n==== WEB_CONCURRENCY=${processes} ====`);
+    const run = await runOnce(processes);
+    runs.push({ processes, summaries: run.summaries });
+    if (run.code !== 0) failed = true;
+    else if (dataDir && !keepDataDir) rmSync(dataDir, { recursive: true, force: true });
+    keepDataDir = process.env.BENCH_LOAD_KEEP === '1';
+  }
+  if (runs.length > 1) {
+    console.log(`\n${formatComparison(runs)}`);
+  }
+  return failed ? 1 : 0;
+}
 
+/** One service run with `processes` gateway processes (WEB_CONCURRENCY): its scenarios, stop, audit. */
+async function runOnce(processes: number): Promise<{ code: number; summaries: ScenarioSummary[] }> {
   // The upstreams the service calls: both answer at once, so what is measured is Geofabric's own work.
   const runtime = await startFakeRuntime('bench', () => ({
     content: 'Villa Borghese is a park.',
@@ -217,14 +249,17 @@ async function main(): Promise<number> {
     API_KEYS: apiKey,
     RATE_LIMIT_IP_PER_MINUTE: UNREACHED_RATE_PER_MINUTE,
     RATE_LIMIT_PRINCIPAL_PER_MINUTE: UNREACHED_RATE_PER_MINUTE,
+    // The sync push sends megabytes from one address within seconds; the default byte budget would refuse it.
+    RATE_LIMIT_IP_BODY_BYTES_PER_MINUTE: UNREACHED_BYTES_PER_MINUTE,
     WORKER_RUNTIME_URL: runtime.url,
     WORKER_MODELS: 'tinyllama',
     PREWARM_MODELS: 'tinyllama',
     // The syncing worker node below pushes as a configured node key (the store takes no unknown writer).
     SYNC_NODE_KEYS: SYNC_KEY.publicKey,
+    WEB_CONCURRENCY: String(processes),
     ...Object.fromEntries(TILE_STYLES.map((s) => [`TILE_URL_${s.toUpperCase().replace('-', '_')}`, template])),
   };
-  const startCommand = `DATA_DIR=${dataDir} PORT=${port} LOG_LEVEL=warn ORCHESTRATOR=embedded PERCEPTION_ENABLED=false GOVERNANCE_ENABLED=false API_KEYS=<bench key> RATE_LIMIT_IP_PER_MINUTE=${UNREACHED_RATE_PER_MINUTE} RATE_LIMIT_PRINCIPAL_PER_MINUTE=${UNREACHED_RATE_PER_MINUTE} WORKER_RUNTIME_URL=${runtime.url} WORKER_MODELS=tinyllama PREWARM_MODELS=tinyllama SYNC_NODE_KEYS=<bench sync key> TILE_URL_<all five styles>=${template} node --import tsx bin/geofabric.ts start`;
+  const startCommand = `WEB_CONCURRENCY=${processes} DATA_DIR=${dataDir} PORT=${port} LOG_LEVEL=warn ORCHESTRATOR=embedded PERCEPTION_ENABLED=false GOVERNANCE_ENABLED=false API_KEYS=<bench key> RATE_LIMIT_IP_PER_MINUTE=${UNREACHED_RATE_PER_MINUTE} RATE_LIMIT_PRINCIPAL_PER_MINUTE=${UNREACHED_RATE_PER_MINUTE} RATE_LIMIT_IP_BODY_BYTES_PER_MINUTE=${UNREACHED_BYTES_PER_MINUTE} WORKER_RUNTIME_URL=${runtime.url} WORKER_MODELS=tinyllama PREWARM_MODELS=tinyllama SYNC_NODE_KEYS=<bench sync key> TILE_URL_<all five styles>=${template} node --import tsx bin/geofabric.ts start`;
   console.log(`service: ${startCommand}`);
 
   const startedAt = performance.now();
@@ -237,10 +272,30 @@ async function main(): Promise<number> {
   // ---- warm-up ---------------------------------------------------------------------------------------------
   const tileCells = [DEFAULT_JOB_CELL, ...cellToChildren(DEFAULT_JOB_CELL, 8)];
   const tilePath = (cell: string) => `/v1/tiles/${cell}/${TILE_ZOOM}/${TILE_STYLE}.png`;
-  for (const cell of tileCells) {
-    const res = await fetch(`${url}${tilePath(cell)}`);
-    await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`warm-up: ${tilePath(cell)} answered ${res.status}`);
+  // Each process has its own tile cache: under WEB_CONCURRENCY every tile is fetched on fresh connections, which
+  // the cluster's primary hands to its workers in turn.
+  // Rounds go on until `2 × processes` in a row fetched nothing upstream (every process holds every tile; the
+  // later workers start listening a little after the first).
+  let quiet = 0;
+  let rounds = 0;
+  while (processes === 1 ? rounds < 1 : quiet < 2 * processes && rounds < 20 * processes) {
+    const fetched = upstream.requests();
+    for (const cell of tileCells) {
+      // `processes` fresh connections in a row: the primary hands them to each worker in turn.
+      for (let copy = 0; copy < processes; copy++) {
+        const status =
+          processes === 1
+            ? await fetch(`${url}${tilePath(cell)}`).then(async (res) => {
+                await res.arrayBuffer();
+                return res.status;
+              })
+            : await getFresh(`${url}${tilePath(cell)}`);
+        if (status !== 200) throw new Error(`warm-up: ${tilePath(cell)} answered ${status}`);
+      }
+    }
+    rounds += 1;
+    quiet = upstream.requests() === fetched ? quiet + 1 : 0;
+    if (processes > 1 && quiet === 0) await sleep(250);
   }
   const requester = generateKeyPair();
   const runId = randomUUID().slice(0, 8);
@@ -293,7 +348,7 @@ async function main(): Promise<number> {
   }
   const upstreamTileFetches = upstream.requests();
   console.log(
-    `warm-up: ${tileCells.length} tiles fetched once (${upstreamTileFetches} upstream fetches, ` +
+    `warm-up: ${tileCells.length} tiles fetched ${processes > 1 ? `${rounds} times on fresh connections` : 'once'} (${upstreamTileFetches} upstream fetches, ` +
       `${fmt(await upstream.meanBytes())} bytes each on average), 5 jobs complete ` +
       `with tile_render cache HIT, 5 chat completions`,
   );
@@ -345,7 +400,8 @@ async function main(): Promise<number> {
   const before = await tileStats();
   summaries.push(await run('tiles', tileRequests));
   const after = await tileStats();
-  const misses = after.misses - before.misses;
+  // Under WEB_CONCURRENCY the stats are the answering process's own; the upstream's count covers them all.
+  const misses = processes > 1 ? 0 : after.misses - before.misses;
   if (misses > 0 || upstream.requests() > upstreamTileFetches) {
     problems.push(`tiles: ${misses} cache misses, ${upstream.requests() - upstreamTileFetches} upstream fetches`);
   }
@@ -423,10 +479,10 @@ async function main(): Promise<number> {
   if (problems.length > 0) {
     keepDataDir = true;
     console.log(`\nFAILED (data kept in ${dataDir}):\n  ${problems.join('\n  ')}`);
-    return 1;
+    return { code: 1, summaries };
   }
   console.log('\nOK: no unexpected status, no connection error, no error log, clean stop, audit without problems');
-  return 0;
+  return { code: 0, summaries };
 }
 
 interface WorkerStore {

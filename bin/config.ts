@@ -199,6 +199,8 @@ export const envSchema = z.object({
   // On SIGTERM/SIGINT the gateway stops accepting connections and lets in-flight requests finish for at most
   // this long before closing what is left. Keep it below the orchestrator's kill delay (compose stop_grace_period).
   SHUTDOWN_DRAIN_SECONDS: z.coerce.number().int().min(0).max(3600).default(25),
+  // `geofabric start` on this many processes (node:cluster; bin/cluster.ts), one per core: docs/operations.md.
+  WEB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   GATEWAY_URL: z.url().default('http://127.0.0.1:8080'),
   WORKER_RELAY: boolean.default(false),
   // On SIGTERM/SIGINT a worker leaves the registry, then lets running steps finish for at most this long; with
@@ -592,6 +594,11 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
     section: 'Operations',
     description: "how long in-flight requests get on SIGTERM/SIGINT (keep it below the orchestrator's kill delay)",
   },
+  WEB_CONCURRENCY: {
+    section: 'Operations',
+    description:
+      'gateway processes on this machine (node:cluster; set it to the cores); worker 0 alone seals, syncs and runs the MCP servers. Not with `LEDGER=stellar`',
+  },
   GATEWAY_URL: {
     section: 'Worker (`geofabric worker`)',
     description: 'the gateway the worker registers with (and syncs to, unless `CENTRAL_STORE_URL`)',
@@ -895,6 +902,8 @@ export interface Config {
   metricsToken: string | undefined;
   /** SHUTDOWN_DRAIN_SECONDS: how long a stopping gateway lets in-flight requests finish. */
   shutdownDrainMs: number;
+  /** WEB_CONCURRENCY: gateway processes (node:cluster, bin/cluster.ts); 1: this process serves. */
+  webConcurrency: number;
   /** `geofabric worker`: the gateway it registers with and syncs to. */
   gatewayUrl: string;
   /** `geofabric worker`: a mobile relay (docs/protocol.md §1.4). */
@@ -1175,6 +1184,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       newKeysPerAddressPerHour: e.WORKER_NEW_KEYS_PER_ADDRESS_PER_HOUR,
     },
     shutdownDrainMs: e.SHUTDOWN_DRAIN_SECONDS * 1000,
+    webConcurrency: e.WEB_CONCURRENCY,
     gatewayUrl: e.GATEWAY_URL.replace(/\/+$/, ''),
     workerRelay: e.WORKER_RELAY,
     workerDrainMs: e.WORKER_DRAIN_SECONDS * 1000,

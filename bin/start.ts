@@ -45,6 +45,7 @@ import { startGovernance } from './governance.js';
 import { startPerception } from './perception.js';
 import { openStores } from './stores.js';
 import { connectingToTemporal, describeStartupError, portsOf } from './startup-errors.js';
+import { processRole, runPrimary, runsAsPrimary } from './cluster.js';
 
 /**
  * Runs the gateway until SIGINT/SIGTERM, then shuts down gracefully: the listener closes (new connections are
@@ -54,6 +55,14 @@ import { connectingToTemporal, describeStartupError, portsOf } from './startup-e
  */
 export async function startGateway(config: Config): Promise<void> {
   const logger = createProcessLogger(config);
+  if (runsAsPrimary(config)) {
+    // WEB_CONCURRENCY > 1 (bin/cluster.ts): the one-time start work here, so the workers do not race on it.
+    await prepareWorkers(config);
+    runPrimary(config, logger);
+    return;
+  }
+  // Under WEB_CONCURRENCY, only the leader (worker 0) runs what must run once per node.
+  const { leader } = processRole();
   // Prometheus metrics (GET /metrics): the activities report through their hooks, the app through its middleware.
   const metrics = createMetrics();
   if (!config.mongo) checkStoreEpochLength(config.dataDir, config.epochMs);
@@ -68,12 +77,13 @@ export async function startGateway(config: Config): Promise<void> {
   }
   // Settlement and anchoring: before anything runs jobs or seals, so none misses them, and so a bad
   // SETTLEMENT_ASSET stops the start before anything is registered or listening.
-  const ledger = startLedger(config, { stores, signer: node.key, logger, metrics });
+  const ledger = leader ? startLedger(config, { stores, signer: node.key, logger, metrics }) : NO_LEDGER;
   // The governance server's key is loaded before anything listens (a bad GOVERNANCE_SK stops the start), and
   // before the perception server starts: perception accepts the tokens it signs.
-  const governanceKey = config.governance.enabled
-    ? loadGovernanceKey({ dataDir: config.dataDir, secretKey: config.governance.secretKey })
-    : undefined;
+  const governanceKey =
+    config.governance.enabled && leader
+      ? loadGovernanceKey({ dataDir: config.dataDir, secretKey: config.governance.secretKey })
+      : undefined;
   // Serving paths (tiles, imagery) sign their proof records in batches, off the request path.
   const writer = createRecordBatcher({
     store: stores.proofs,
@@ -191,7 +201,7 @@ export async function startGateway(config: Config): Promise<void> {
   // Seals this node's epochs (an hour plus the grace after they close), catching up after downtime; under
   // Temporal an hourly Schedule does it (startOrchestration).
   const sealer =
-    config.orchestrator === 'embedded'
+    config.orchestrator === 'embedded' && leader
       ? startAutoSealer({
           store: stores.proofs,
           signer: node.key,
@@ -206,16 +216,17 @@ export async function startGateway(config: Config): Promise<void> {
           onEpochSealed: metrics.epochSealed,
         })
       : undefined;
-  const sync = config.centralStoreUrl
-    ? createSyncAgent({
-        store: stores.proofs,
-        centralUrl: config.centralStoreUrl,
-        signer: node.key,
-        intervalMs: config.syncIntervalMs,
-        logger,
-        onRound: metrics.syncRound,
-      })
-    : undefined;
+  const sync =
+    config.centralStoreUrl && leader
+      ? createSyncAgent({
+          store: stores.proofs,
+          centralUrl: config.centralStoreUrl,
+          signer: node.key,
+          intervalMs: config.syncIntervalMs,
+          logger,
+          onRound: metrics.syncRound,
+        })
+      : undefined;
   if (sync) metrics.trackSync();
   sync?.start();
   const { server, port } = await listenHttp(app.callback(), config.port, config.host, config.httpLimits);
@@ -234,18 +245,19 @@ export async function startGateway(config: Config): Promise<void> {
   }
   // The perception MCP server beside the gateway, on the same stores; PERCEPTION_ENABLED=false skips it.
   // An identity that does not verify stops the whole process: tools never run unaudited.
-  const perception = config.perception.enabled
-    ? await startPerception(config, {
-        audit: stores.audit,
-        logger,
-        tokenIssuerPk: governanceKey?.key.publicKey,
-      }).then(
-        (started) => started.server,
-        (error: unknown) => {
-          failedToStart('perception server', error, config, logger);
-        },
-      )
-    : undefined;
+  const perception =
+    config.perception.enabled && leader
+      ? await startPerception(config, {
+          audit: stores.audit,
+          logger,
+          tokenIssuerPk: governanceKey?.key.publicKey,
+        }).then(
+          (started) => started.server,
+          (error: unknown) => {
+            failedToStart('perception server', error, config, logger);
+          },
+        )
+      : undefined;
   // The governance tool server on the same audit store, read only; GOVERNANCE_ENABLED=false skips it.
   // Its subject is IDN_DELEGATION_CERT, else the chain the perception server just provisioned (bin/governance.ts).
   const governance =
@@ -297,6 +309,25 @@ export async function startGateway(config: Config): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+/** The ledger hooks of a process that runs no settlement (a WEB_CONCURRENCY worker other than the leader). */
+const NO_LEDGER: LedgerHooks = { stop: async () => undefined };
+
+/**
+ * WEB_CONCURRENCY's one-time start work, in the primary before any worker exists: the epoch-length check, the
+ * schema (migrations), the node key and the governance key files (created on first start: two workers creating
+ * them at once would end with two different keys).
+ */
+async function prepareWorkers(config: Config): Promise<void> {
+  if (config.ledger.mode === 'stellar') {
+    // One payer account: its sequence numbers are ordered by a lock in one process (startLedger).
+    throw new ConfigError('configuration: WEB_CONCURRENCY > 1 is not supported with LEDGER=stellar');
+  }
+  if (!config.mongo) checkStoreEpochLength(config.dataDir, config.epochMs);
+  await (await openStores(config)).close();
+  loadNodeKey(config.dataDir, config.nodeSecretKey);
+  if (config.governance.enabled) loadGovernanceKey({ dataDir: config.dataDir, secretKey: config.governance.secretKey });
 }
 
 /** DEMO: every style whose TILE_URL_* is not set is served by the demo upstream, and its records say so. */

@@ -173,16 +173,49 @@ export function signMessage(secretKeyHex: string, message: string | Uint8Array):
   return bytesToHex(new Uint8Array(sign(null, toBytes(message), key)));
 }
 
+/** The policy checks before the curve check; undefined: rejected already. */
+function verifyInputs(
+  pk: string,
+  message: string | Uint8Array,
+  signature: string,
+): { data: Uint8Array; key: KeyObject; sig: Uint8Array } | undefined {
+  if (!isHex(signature, 64)) return undefined;
+  if (typeof message !== 'string' && !(message instanceof Uint8Array)) return undefined;
+  if (!checkPublicKey(pk).ok) return undefined;
+  const sig = hexToBytes(signature);
+  if (!isCanonicalScalar(sig.subarray(32))) return undefined;
+  return { data: toBytes(message), key: publicKeyObject(pk), sig };
+}
+
 /** True only for a valid signature under the policy above; never throws. */
 export function verifySignature(pk: string, message: string | Uint8Array, signature: string): boolean {
   try {
-    if (!isHex(signature, 64)) return false;
-    if (typeof message !== 'string' && !(message instanceof Uint8Array)) return false;
-    if (!checkPublicKey(pk).ok) return false;
-    const sig = hexToBytes(signature);
-    if (!isCanonicalScalar(sig.subarray(32))) return false;
-    return verify(null, toBytes(message), publicKeyObject(pk), sig);
+    const inputs = verifyInputs(pk, message, signature);
+    return inputs !== undefined && verify(null, inputs.data, inputs.key, inputs.sig);
   } catch {
     return false;
   }
+}
+
+/**
+ * verifySignature, with the curve check on the libuv thread pool (node:crypto's callback form): the event loop
+ * keeps serving other requests meanwhile, so on a multi-core machine JavaScript and verification run in
+ * parallel. Same policy, same answers; never rejects.
+ */
+export function verifySignatureAsync(pk: string, message: string | Uint8Array, signature: string): Promise<boolean> {
+  let inputs;
+  try {
+    inputs = verifyInputs(pk, message, signature);
+  } catch {
+    return Promise.resolve(false);
+  }
+  if (inputs === undefined) return Promise.resolve(false);
+  const { data, key, sig } = inputs;
+  return new Promise((resolve) => {
+    try {
+      verify(null, data, key, sig, (error, ok) => resolve(error === null && ok));
+    } catch {
+      resolve(false);
+    }
+  });
 }

@@ -32,7 +32,15 @@ export const DEV_ENV: Record<string, { where: string; description: string }> = {
   },
   BENCH_PROFILE: {
     where: '`npm run bench`',
-    description: 'CPU profiles of the gate and tile bench servers into `/tmp/prof`',
+    description: 'CPU profiles of the gate, tile and chat bench servers into `/tmp/prof`',
+  },
+  BENCH_GATE_PROCESSES: {
+    where: '`npm run bench`',
+    description: 'set by the gate bench on its server: how many `node:cluster` workers serve (1, then 2)',
+  },
+  BENCH_JSON: {
+    where: '`npm run bench`',
+    description: 'file to write every figure to as JSON, with its unit and floor (same as `--json FILE`)',
   },
   BENCH_BODY_BYTES_PER_MINUTE: {
     where: '`npx tsx bench/health-under-attack.ts`',
@@ -52,6 +60,10 @@ export const DEV_ENV: Record<string, { where: string; description: string }> = {
   BENCH_TEMPORAL_CONCURRENT_JOBS: {
     where: '`npm run bench:temporal`',
     description: 'jobs (and bare workflows) of the throughput figure at 16 concurrent clients (default 200)',
+  },
+  BENCH_LOAD_WEB_CONCURRENCY: {
+    where: '`npm run bench:load`',
+    description: 'gateway process counts to run in turn, e.g. `1,2`, then compared side by side (default `1`)',
   },
   BENCH_LOAD_KEEP: {
     where: '`npm run bench:load`',

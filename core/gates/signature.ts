@@ -1,7 +1,7 @@
 import { canonicalJson, CanonicalJsonError } from '../canonical-json.js';
 import { fail, pass, type Check } from '../check.js';
 import { isHex } from '../hex.js';
-import { checkPublicKey, keyPairFromSecret, signMessage, verifySignature } from '../identity.js';
+import { checkPublicKey, keyPairFromSecret, signMessage, verifySignature, verifySignatureAsync } from '../identity.js';
 
 /** Gate 1. A signed body: any JSON object carrying the requester's key and the signature. */
 export interface Requester {
@@ -15,11 +15,41 @@ export const CREATED_AT_SKEW_MS = 5 * 60_000;
 
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$/;
 
+/** What gate 1 checks before the curve check: the normalised header signature, the key, the signed message. */
+interface SignatureCheckInputs {
+  pk: string;
+  message: string;
+  signature: string;
+  createdAt: unknown;
+}
+
 /**
  * The signed message is the UTF-8 of JCS(body without `signature`). The header and the body carry the
  * same hex signature; the header lets a proxy reject unsigned traffic without parsing the body.
  */
 export function checkRequestSignature(body: unknown, header: string | undefined, nowMs: number): Check<Requester> {
+  const inputs = signatureInputs(body, header);
+  if (!inputs.ok) return inputs;
+  const { pk, message, signature } = inputs.value;
+  return signatureOutcome(inputs.value, verifySignature(pk, message, signature), nowMs);
+}
+
+/**
+ * checkRequestSignature with the Ed25519 check on the libuv pool (core/identity.ts verifySignatureAsync), so
+ * the event loop serves other requests meanwhile: the same checks, in the same order, with the same answers.
+ */
+export function checkRequestSignatureAsync(
+  body: unknown,
+  header: string | undefined,
+  nowMs: number,
+): Check<Requester> | Promise<Check<Requester>> {
+  const inputs = signatureInputs(body, header);
+  if (!inputs.ok) return inputs;
+  const { pk, message, signature } = inputs.value;
+  return verifySignatureAsync(pk, message, signature).then((ok) => signatureOutcome(inputs.value, ok, nowMs));
+}
+
+function signatureInputs(body: unknown, header: string | undefined): Check<SignatureCheckInputs> {
   if (header === undefined || header === '') {
     return fail('signature_required', 'X-Idn-Signature header is required');
   }
@@ -39,15 +69,17 @@ export function checkRequestSignature(body: unknown, header: string | undefined,
 
   let message: string;
   try {
-    message = requestSigningMessage(unsigned);
+    message = canonicalJson(unsigned);
   } catch (error) {
     if (error instanceof CanonicalJsonError) return fail('invalid_signature', error.message);
     throw error;
   }
-  if (!verifySignature(key.value, message, headerSignature)) {
-    return fail('invalid_signature', 'signature does not match the canonical request');
-  }
-  const createdAt = unsigned.created_at;
+  return pass({ pk: key.value, message, signature: headerSignature, createdAt: unsigned.created_at });
+}
+
+function signatureOutcome(inputs: SignatureCheckInputs, verified: boolean, nowMs: number): Check<Requester> {
+  if (!verified) return fail('invalid_signature', 'signature does not match the canonical request');
+  const { createdAt } = inputs;
   if (createdAt !== undefined) {
     const at = typeof createdAt === 'string' && ISO_8601.test(createdAt) ? Date.parse(createdAt) : NaN;
     if (Number.isNaN(at)) return fail('stale_request', 'created_at must be an ISO 8601 timestamp');
@@ -55,7 +87,7 @@ export function checkRequestSignature(body: unknown, header: string | undefined,
       return fail('stale_request', 'created_at is more than 5 minutes away from the server clock');
     }
   }
-  return pass({ pk: key.value, signature: headerSignature });
+  return pass({ pk: inputs.pk, signature: inputs.signature });
 }
 
 /** The exact signed message: JCS of the body without its `signature` field. */

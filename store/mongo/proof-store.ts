@@ -1,7 +1,8 @@
 import { Binary, MongoBulkWriteError, MongoServerError, type Db, type Filter } from 'mongodb';
 import { ServiceError } from '../../core/errors.js';
 import type { ProofRecord, Seal } from '../../core/proof-types.js';
-import type { IngestOutcome, ProofStore, RecordQuery, SealLeaf } from '../proof-store.js';
+import type { KeyPair } from '../../core/identity.js';
+import type { IngestOutcome, NewRecord, ProofStore, RecordQuery, SealLeaf } from '../proof-store.js';
 import { planAppend, writerScopedId, type WriterTail } from '../record-append.js';
 import { cellAncestors, checkRecordQuery, encodeRecordCursor } from '../record-query.js';
 import {
@@ -151,46 +152,63 @@ export async function createMongoProofStore(db: Db): Promise<ProofStore> {
     for (const record of inserted) await records.deleteOne({ id: record.id, record_hash: record.record_hash });
   };
 
+  /** One attempt of appendRecords under the signer's queue; WriterRaceError: another process took ids or seqs. */
+  async function appendOnce(signer: KeyPair, entries: readonly NewRecord[]): Promise<ProofRecord[]> {
+    const pk = signer.publicKey;
+    const given = entries.map((entry) => entry?.id).filter((id) => typeof id === 'string');
+    // The scoped ids too: an id another writer holds is written under its scoped id (planAppend).
+    const wanted = [...new Set([...given, ...given.map((id) => writerScopedId(signer, id))])];
+    const stored = new Map<string, ProofRecord>();
+    for await (const doc of records.find({ id: { $in: wanted } }, json)) {
+      const record = JSON.parse(doc.json) as ProofRecord;
+      stored.set(record.id, record);
+    }
+    const latest = await seals
+      .find({ sealer_pk: pk }, { projection: { _id: 0, epoch: 1 } })
+      .sort({ epoch: -1 })
+      .limit(1)
+      .next();
+    const plan = planAppend(signer, entries, (id) => stored.get(id), await readTail(pk), latest?.epoch ?? null);
+    if (plan.fresh.length === 0) return plan.records;
+
+    tails.delete(pk); // re-read after any failure below
+    const duplicates = await insertAll(plan.fresh.map(toDoc)).catch(async (error: unknown) => {
+      await undo(plan.fresh);
+      throw error;
+    });
+    if (duplicates.size > 0) {
+      await undo(plan.fresh.filter((_, i) => !duplicates.has(i)));
+      throw new WriterRaceError(
+        `another process writes as ${pk}: ids or seqs of this batch were taken; nothing written`,
+      );
+    }
+    // The sealer may have sealed an epoch between the check above and the insert.
+    for (const epoch of new Set(plan.fresh.map((record) => record.address.epoch))) {
+      if ((await sealed(pk, epoch)) !== null) {
+        await undo(plan.fresh);
+        throw new ServiceError('epoch_sealed', `epoch ${epoch} of writer ${pk} was sealed during the append`);
+      }
+    }
+    const last = plan.fresh[plan.fresh.length - 1] as ProofRecord;
+    tails.set(pk, { seq: last.seq, epoch: last.address.epoch });
+    return plan.records;
+  }
+
   return {
     appendRecords(signer, entries) {
       if (entries.length === 0) return Promise.resolve([]);
       const pk = signer.publicKey;
+      // Another process writing as the same signer (WEB_CONCURRENCY, docs/operations.md) can take the planned
+      // seqs first: the batch was undone, so plan it again from the fresh tail, after a short random pause.
       return serialize(pk, async () => {
-        const given = entries.map((entry) => entry?.id).filter((id) => typeof id === 'string');
-        // The scoped ids too: an id another writer holds is written under its scoped id (planAppend).
-        const wanted = [...new Set([...given, ...given.map((id) => writerScopedId(signer, id))])];
-        const stored = new Map<string, ProofRecord>();
-        for await (const doc of records.find({ id: { $in: wanted } }, json)) {
-          const record = JSON.parse(doc.json) as ProofRecord;
-          stored.set(record.id, record);
-        }
-        const latest = await seals
-          .find({ sealer_pk: pk }, { projection: { _id: 0, epoch: 1 } })
-          .sort({ epoch: -1 })
-          .limit(1)
-          .next();
-        const plan = planAppend(signer, entries, (id) => stored.get(id), await readTail(pk), latest?.epoch ?? null);
-        if (plan.fresh.length === 0) return plan.records;
-
-        tails.delete(pk); // re-read after any failure below
-        const duplicates = await insertAll(plan.fresh.map(toDoc)).catch(async (error: unknown) => {
-          await undo(plan.fresh);
-          throw error;
-        });
-        if (duplicates.size > 0) {
-          await undo(plan.fresh.filter((_, i) => !duplicates.has(i)));
-          throw new Error(`another process writes as ${pk}: ids or seqs of this batch were taken; nothing written`);
-        }
-        // The sealer may have sealed an epoch between the check above and the insert.
-        for (const epoch of new Set(plan.fresh.map((record) => record.address.epoch))) {
-          if ((await sealed(pk, epoch)) !== null) {
-            await undo(plan.fresh);
-            throw new ServiceError('epoch_sealed', `epoch ${epoch} of writer ${pk} was sealed during the append`);
+        for (let attempt = 1; ; attempt++) {
+          try {
+            return await appendOnce(signer, entries);
+          } catch (error) {
+            if (!(error instanceof WriterRaceError) || attempt >= RACE_RETRIES) throw error;
+            await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * attempt));
           }
         }
-        const last = plan.fresh[plan.fresh.length - 1] as ProofRecord;
-        tails.set(pk, { seq: last.seq, epoch: last.address.epoch });
-        return plan.records;
       });
     },
 
@@ -480,3 +498,8 @@ function duplicateIndexes(error: unknown, size: number): number[] {
 function isDuplicateKey(error: unknown): boolean {
   return error instanceof MongoServerError && error.code === DUPLICATE_KEY;
 }
+
+/** How often one append is planned again after another process took its seqs (WEB_CONCURRENCY). */
+const RACE_RETRIES = 20;
+
+class WriterRaceError extends Error {}

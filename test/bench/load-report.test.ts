@@ -3,9 +3,11 @@ import type autocannon from 'autocannon';
 import {
   epochToSealBeforeStop,
   formatAudit,
+  formatComparison,
   formatScenario,
   parseAuditReport,
   positiveIntSetting,
+  processCounts,
   scenarioProblems,
   summarizeLogLines,
   summarizeScenario,
@@ -129,5 +131,23 @@ describe('bench:load report helpers', () => {
     assert.equal(epochToSealBeforeStop(at(100, 10), at(100, 12), genesis), null);
     assert.equal(epochToSealBeforeStop(at(100, 59), at(101, 1), genesis), 100);
     assert.equal(epochToSealBeforeStop(at(100, 59.99), at(101, 0), genesis), 100);
+  });
+
+  it('reads BENCH_LOAD_WEB_CONCURRENCY as process counts, one run each', () => {
+    assert.deepEqual(processCounts(undefined), [1]);
+    assert.deepEqual(processCounts(''), [1]);
+    assert.deepEqual(processCounts('1,2'), [1, 2]);
+    assert.throws(() => processCounts('1,two'), /BENCH_LOAD_WEB_CONCURRENCY must be a positive integer/);
+  });
+
+  it('puts the runs side by side, each rate against the first run', () => {
+    const one = summarizeScenario('tiles', result({ '200': { count: 10 } }));
+    const two = { ...one, perSecond: one.perSecond * 1.5 };
+    const table = formatComparison([
+      { processes: 1, summaries: [one] },
+      { processes: 2, summaries: [two] },
+    ]);
+    assert.match(table, /WEB_CONCURRENCY=1 req\/s \(p99\)\s+WEB_CONCURRENCY=2/);
+    assert.match(table, /tiles\s+1,234 \(41 ms\)\s+1,852 \(41 ms\) ×1\.50/);
   });
 });

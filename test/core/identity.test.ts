@@ -8,6 +8,7 @@ import {
   keyPairFromSecret,
   signMessage,
   verifySignature,
+  verifySignatureAsync,
 } from '../../core/identity.js';
 
 const VECTORS = resolve(import.meta.dirname, '../fixtures/vectors/ed25519');
@@ -93,6 +94,16 @@ describe('Ed25519 identity', () => {
       assert.equal(verifySignature(RFC_PK, '', asAny(undefined)), false);
     });
 
+    it('answers the same off the event loop (verifySignatureAsync), never rejecting', async () => {
+      const asAny = (v: unknown) => v as string;
+      assert.equal(await verifySignatureAsync(RFC_PK, '', RFC_SIG), true);
+      assert.equal(await verifySignatureAsync(RFC_PK, 'x', RFC_SIG), false);
+      assert.equal(await verifySignatureAsync(RFC_PK, '', RFC_SIG.toUpperCase()), false);
+      assert.equal(await verifySignatureAsync(asAny(null), '', RFC_SIG), false);
+      assert.equal(await verifySignatureAsync(RFC_PK, asAny(42), RFC_SIG), false);
+      assert.equal(await verifySignatureAsync(RFC_PK, '', asAny(undefined)), false);
+    });
+
     it('rejects a non-canonical S (S + L, or exactly L) of an otherwise valid signature', () => {
       const s = BigInt('0x' + Buffer.from(RFC_SIG.slice(64), 'hex').reverse().toString('hex'));
       const sPlusL = Buffer.from((s + L).toString(16).padStart(64, '0'), 'hex')
@@ -172,8 +183,9 @@ describe('Ed25519 identity', () => {
     cases.forEach((c, i) => {
       const expected = EXPECTED[i];
       if (expected === undefined) return;
-      it(`case ${i}: ${expected.accept ? 'accept' : 'reject'} — ${expected.why}`, () => {
+      it(`case ${i}: ${expected.accept ? 'accept' : 'reject'} — ${expected.why}`, async () => {
         assert.equal(verifySignature(c.pub_key, fromHex(c.message), c.signature), expected.accept);
+        assert.equal(await verifySignatureAsync(c.pub_key, fromHex(c.message), c.signature), expected.accept, 'async');
       });
     });
 
@@ -208,8 +220,9 @@ describe('Ed25519 identity', () => {
     });
 
     for (const t of all) {
-      it(`tcId ${t.tcId} (${t.result})${t.comment ? `: ${t.comment}` : ''}`, () => {
+      it(`tcId ${t.tcId} (${t.result})${t.comment ? `: ${t.comment}` : ''}`, async () => {
         assert.equal(verifySignature(t.pk, fromHex(t.msg), t.sig), t.result === 'valid');
+        assert.equal(await verifySignatureAsync(t.pk, fromHex(t.msg), t.sig), t.result === 'valid', 'async');
       });
     }
   });
