@@ -339,6 +339,26 @@ function resign(r: JobReceipt, name: string, edit: (record: ProofRecord) => void
   entry.record = signRecord(NODE.secretKey, entry.record!);
 }
 
+/** An input not synced yet in a receipt marked pending: verifies with pending allowed (nothing recomputed). */
+function pendingInput(fusion: JobReceipt) {
+  const i = inputIndexes(fusion)[0]!;
+  const patch: Patch[] = [
+    { op: 'replace', path: '/status', value: 'pending' },
+    { op: 'replace', path: `/records/${i}/record`, value: null },
+  ];
+  const copy = structuredClone(fusion);
+  copy.status = 'pending';
+  copy.records[i]!.record = null;
+  if (!verifyReceipt(copy, { allowPending: true }).ok) throw new Error('the pending fusion receipt fails');
+  return {
+    name: 'fusion: an input not in the store yet, receipt pending, allowed',
+    base: 'fusion',
+    patch,
+    options: { allow_pending: true },
+    expected: { ok: true },
+  };
+}
+
 /** The fusion receipt's tampered variants, each with the check that must fail first. */
 function fusionCases(fusion: JobReceipt) {
   const neighbour = gridDisk(DEFAULT_JOB_CELL, 1).find((c) => c !== DEFAULT_JOB_CELL)!;
@@ -426,6 +446,7 @@ function fusionCases(fusion: JobReceipt) {
       options: { sealer_pk: NODE.publicKey },
       expected: { ok: true },
     },
+    pendingInput(fusion),
     ...tampers.map((tamper) => {
       const copy = structuredClone(fusion);
       tamper.apply(copy);

@@ -685,7 +685,8 @@ def _fusion_inputs(receipt: dict, allow_pending: bool) -> tuple[bool, str]:
             in_cells = isinstance(cell, str) and any(c == cell or _h3_contains(c, cell) for c in cells)
             in_window = at is not None and start is not None and end is not None and start <= at < end
             if not _same(reading["quantity"], out.get("quantity")) or not in_window or not in_cells:
-                return False, f"input {entry['record_id']} is not a {out.get('quantity')} reading of the step's cells and window"
+                what = f"a {out.get('quantity')} reading of the step's cells and window"
+                return False, f"input {entry['record_id']} is not {what}"
             readings.append(
                 {
                     "device_pk": reading["device_pk"],
@@ -705,7 +706,8 @@ def _fusion_inputs(receipt: dict, allow_pending: bool) -> tuple[bool, str]:
         return False, f"{missing} fusion input(s) missing from a receipt marked complete"
     if not fusions:
         return True, "no sensor_fusion step"
-    return True, f"{verified} fusion step(s) recomputed from their signed inputs" + (f", {missing} pending" if missing else "")
+    pending = f", {missing} pending" if missing else ""
+    return True, f"{verified} fusion step(s) recomputed from their signed inputs{pending}"
 
 
 def _inclusion(receipt: dict) -> tuple[bool, str]:
