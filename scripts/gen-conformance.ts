@@ -132,6 +132,13 @@ function signedRequests() {
 }
 
 type Patch = { op: 'replace' | 'add' | 'remove'; path: string; value?: unknown };
+interface ReceiptCase {
+  name: string;
+  base: string;
+  patch: Patch[];
+  options: { sealer_pk?: string; allow_pending?: boolean };
+  expected: { ok: boolean; failed_check?: string };
+}
 const pointer = (parts: (string | number)[]) =>
   parts.map((p) => `/${String(p).replaceAll('~', '~0').replaceAll('/', '~1')}`).join('');
 
@@ -180,7 +187,7 @@ async function receipts() {
     const valid = await job.receipt();
     const check = (receipt: JobReceipt, options = {}) => verifyReceipt(receipt, options);
     if (!check(valid, { sealerPk: NODE.publicKey }).ok) throw new Error('the generated receipt does not verify');
-    const cases = [
+    const cases: ReceiptCase[] = [
       { name: 'valid', base: 'valid', patch: [], options: {}, expected: { ok: true } },
       {
         name: 'valid, node pinned',
