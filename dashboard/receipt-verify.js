@@ -20,6 +20,7 @@ export const RECEIPT_CHECKS = [
   'job_hash',
   'step_outputs',
   'step_records',
+  'fusion_inputs',
   'inclusion',
   'seal_chain',
   'anchor',
@@ -90,6 +91,7 @@ export async function verifyReceipt(value, options = {}) {
     await add('job_hash', () => jobHashCheck(receipt, body, payload));
     await add('step_outputs', () => stepOutputs(receipt, body, payload));
     await add('step_records', () => stepRecords(receipt, payload, allowPending));
+    await add('fusion_inputs', () => fusionInputs(receipt, allowPending));
     await add('inclusion', () => inclusion(receipt));
     await add('seal_chain', () => sealChains(receipt));
     await add('anchor', () => anchors(receipt));
@@ -117,8 +119,8 @@ function receiptFormat(value) {
   }
   if (!Array.isArray(value.records)) return bad('records must be an array');
   for (const [i, r] of value.records.entries()) {
-    if (!isObj(r) || (r.role !== 'job' && r.role !== 'step') || typeof r.record_id !== 'string') {
-      return bad(`records[${i}] needs role (job or step) and record_id`);
+    if (!isObj(r) || !['job', 'step', 'input'].includes(r.role) || typeof r.record_id !== 'string') {
+      return bad(`records[${i}] needs role (job, step or input) and record_id`);
     }
   }
   if (value.records.filter((/** @type {any} */ r) => r.role === 'job').length > 1)
@@ -487,6 +489,148 @@ async function stepRecords(receipt, payload, allowPending) {
     return bad(`${missing} step record(s) missing from a receipt marked complete`);
   }
   return ok(`${named.length - missing} step record(s) verified${missing > 0 ? `, ${missing} pending` : ''}`);
+}
+
+// ---- sensor fusion (docs/protocol.md §2.10): the server's method, in its operation order, so doubles agree ----
+
+const MAD_SCALE = 1.4826;
+const MAD_CUTOFF = 3;
+
+/** @param {number[]} values */
+function median(values) {
+  if (values.length === 0) throw new RangeError('median of no values');
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** RFC 6962 root over leaves, built bottom-up (an odd last node moves up unchanged); SHA-256("") when empty. */
+async function merkleRootHex(/** @type {Uint8Array[]} */ leaves) {
+  if (leaves.length === 0) return sha256Hex('');
+  let level = leaves;
+  while (level.length > 1) {
+    /** @type {Uint8Array[]} */
+    const next = [];
+    for (let i = 0; i + 1 < level.length; i += 2) next.push(await nodeHash(level[i], level[i + 1]));
+    if (level.length % 2 === 1) next.push(level[level.length - 1]);
+    level = next;
+  }
+  return bytesToHex(level[0]);
+}
+
+/**
+ * The fused numbers of readings: per-device median, median of devices, MAD rejection, mean and stderr.
+ * @param {{ device_pk: string, value: number, record_id: string, record_hash: string }[]} readings
+ * @returns {Promise<Record<string, number | string | null>>}
+ */
+async function fuse(readings) {
+  if (readings.length === 0) throw new RangeError('no readings to fuse');
+  /** @type {Map<string, number[]>} */
+  const byDevice = new Map();
+  for (const r of readings) {
+    const list = byDevice.get(r.device_pk);
+    if (list) list.push(r.value);
+    else byDevice.set(r.device_pk, [r.value]);
+  }
+  const devices = [...byDevice.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([, values]) => ({ value: median(values), reading_count: values.length }));
+  const value = median(devices.map((d) => d.value));
+  const mad = median(devices.map((d) => Math.abs(d.value - value)));
+  const threshold = MAD_CUTOFF * MAD_SCALE * mad;
+  const kept = devices.filter((d) => Math.abs(d.value - value) <= threshold);
+  const n = kept.length;
+  const mean = kept.reduce((sum, d) => sum + d.value, 0) / n;
+  const variance = n > 1 ? kept.reduce((sum, d) => sum + (d.value - mean) ** 2, 0) / (n - 1) : null;
+  const sorted = [...readings].sort((a, b) => (a.record_id < b.record_id ? -1 : a.record_id > b.record_id ? 1 : 0));
+  const leaves = [];
+  for (const r of sorted) leaves.push(await leafHash(r.record_hash));
+  return {
+    value,
+    mean,
+    stderr: variance === null ? null : Math.sqrt(variance / n),
+    device_count: n,
+    reading_count: kept.reduce((sum, d) => sum + d.reading_count, 0),
+    merkle_root: await merkleRootHex(leaves),
+  };
+}
+
+/** The payload of an `iot/telemetry` record when it has a reading's shape, else null. @param {unknown} p */
+function telemetryReading(p) {
+  if (!isObj(p)) return null;
+  if (typeof p.device_pk !== 'string' || typeof p.h3_cell !== 'string' || typeof p.quantity !== 'string') return null;
+  if (typeof p.value !== 'number' || typeof p.unit !== 'string' || typeof p.observed_at !== 'string') return null;
+  if (!isObj(p.batch) || typeof p.batch.request_hash !== 'string' || typeof p.batch.signature !== 'string') return null;
+  return p;
+}
+
+/**
+ * Each complete `sensor_fusion` step's `role: "input"` entries are exactly its output's `record_ids`, in order;
+ * each is a signed `iot/telemetry` reading of its quantity, cells and window; and the fusion recomputed from them
+ * gives the output's numbers and Merkle root.
+ * @param {Record<string, any>} receipt @param {boolean} allowPending
+ */
+async function fusionInputs(receipt, allowPending) {
+  const fusions = (receipt.job?.steps ?? []).filter(
+    (/** @type {any} */ s) => s.type === 'sensor_fusion' && s.status === 'complete',
+  );
+  const named = new Set(fusions.map((/** @type {any} */ s) => s.id));
+  const stray = receipt.records.find((/** @type {any} */ r) => r.role === 'input' && !named.has(r.step_id ?? ''));
+  if (stray) return bad(`input ${stray.record_id} belongs to no complete sensor_fusion step`);
+  let verified = 0;
+  let missing = 0;
+  for (const step of fusions) {
+    const out = step.output;
+    const ids = out.record_ids;
+    if (!strings(ids)) return bad(`step ${String(step.id)}: no record_ids`);
+    const entries = receipt.records.filter((/** @type {any} */ r) => r.role === 'input' && r.step_id === step.id);
+    if (canonicalJson(entries.map((/** @type {any} */ e) => e.record_id)) !== canonicalJson(ids)) {
+      return bad(`step ${String(step.id)}: the receipt's inputs are not the ${ids.length} records the output names`);
+    }
+    const from = Date.parse(String(out.window?.from));
+    const to = Date.parse(String(out.window?.to));
+    const cells = strings(out.cells) ? out.cells : [];
+    const readings = [];
+    for (const entry of entries) {
+      if (entry.record === null) {
+        missing++;
+        continue;
+      }
+      const issue = await recordIssue(entry.record);
+      if (issue !== undefined) return bad(`input ${entry.record_id}: ${issue}`);
+      const reading = telemetryReading(entry.record.payload);
+      if (entry.record.payload_type !== 'iot/telemetry' || reading === null) {
+        return bad(`input ${entry.record_id} is not a telemetry reading`);
+      }
+      const at = Date.parse(reading.observed_at);
+      const cell = entry.record.address.h3_cell;
+      const inCells = typeof cell === 'string' && cells.some((c) => c === cell || h3Contains(c, cell));
+      if (reading.quantity !== out.quantity || !(at >= from && at < to) || !inCells) {
+        return bad(`input ${entry.record_id} is not a ${String(out.quantity)} reading of the step's cells and window`);
+      }
+      readings.push({
+        device_pk: reading.device_pk,
+        value: reading.value,
+        record_id: entry.record_id,
+        record_hash: entry.record.record_hash,
+      });
+    }
+    if (readings.length < entries.length) continue;
+    const fused = await fuse(readings);
+    for (const key of ['value', 'mean', 'stderr', 'device_count', 'reading_count', 'merkle_root']) {
+      if (fused[key] !== out[key]) {
+        return bad(`step ${String(step.id)}: ${key} recomputed from the inputs is ${String(fused[key])}`);
+      }
+    }
+    verified++;
+  }
+  if (missing > 0 && !allowPending && receipt.status !== 'pending') {
+    return bad(`${missing} fusion input(s) missing from a receipt marked complete`);
+  }
+  if (fusions.length === 0) return ok('no sensor_fusion step');
+  return ok(
+    `${verified} fusion step(s) recomputed from their signed inputs${missing > 0 ? `, ${missing} pending` : ''}`,
+  );
 }
 
 /** @param {Record<string, any>} receipt */

@@ -1,7 +1,8 @@
 /**
  * Writes the conformance vectors of test/fixtures/conformance/ (see its README.md): canonical JSON cases, signed
  * requests with their job ids and request hashes, and job receipts (docs/protocol.md §15) — a valid one from a real
- * job run on a local gateway, a pending one, and tampered variants as JSON patches with the check that must fail.
+ * job run on a local gateway, a pending one, one of a sensor_fusion job with its signed inputs, and tampered
+ * variants as JSON patches with the check that must fail.
  * Every value comes from this repository's own code; keys are the RFC 8032 test keys, never real ones.
  *
  *   npx tsx scripts/gen-conformance.ts
@@ -10,13 +11,20 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { cellToChildren, gridDisk } from 'h3-js';
 import { canonicalJson } from '../core/canonical-json.js';
+import { epochAt, epochWindow } from '../core/epoch.js';
 import { requestSigningMessage, signRequestBody } from '../core/gates/signature.js';
+import { DEFAULT_JOB_CELL } from '../core/h3-cell.js';
 import { keyPairFromSecret } from '../core/identity.js';
 import { jobIdFromSignature, requestHash } from '../core/job-hash.js';
 import { sha256Hex } from '../core/hash.js';
+import { signRecord } from '../core/proof-record.js';
+import type { ProofRecord } from '../core/proof-types.js';
 import { verifyReceipt, type JobReceipt } from '../core/receipt.js';
-import { certFor } from '../test/helpers/jobs.js';
+import { startGateway } from '../test/helpers/gateway.js';
+import { certFor, signJob } from '../test/helpers/jobs.js';
+import { sealThrough } from '../test/helpers/proofs.js';
 import { runReceiptJob, twoStepJob } from '../test/helpers/receipt-job.js';
 import { RECEIPT_TAMPERS } from '../test/helpers/receipt-tampers.js';
 
@@ -124,6 +132,13 @@ function signedRequests() {
 }
 
 type Patch = { op: 'replace' | 'add' | 'remove'; path: string; value?: unknown };
+interface ReceiptCase {
+  name: string;
+  base: string;
+  patch: Patch[];
+  options: { sealer_pk?: string; allow_pending?: boolean };
+  expected: { ok: boolean; failed_check?: string };
+}
 const pointer = (parts: (string | number)[]) =>
   parts.map((p) => `/${String(p).replaceAll('~', '~0').replaceAll('/', '~1')}`).join('');
 
@@ -172,7 +187,7 @@ async function receipts() {
     const valid = await job.receipt();
     const check = (receipt: JobReceipt, options = {}) => verifyReceipt(receipt, options);
     if (!check(valid, { sealerPk: NODE.publicKey }).ok) throw new Error('the generated receipt does not verify');
-    const cases = [
+    const cases: ReceiptCase[] = [
       { name: 'valid', base: 'valid', patch: [], options: {}, expected: { ok: true } },
       {
         name: 'valid, node pinned',
@@ -253,10 +268,206 @@ async function receipts() {
         expected: { ok: false, failed_check: 'delegation_chain' },
       },
     );
-    return { valid, pending, createdAt, cases };
+    const fusion = await fusionReceipt();
+    cases.push(...fusionCases(fusion));
+    return { valid, pending, createdAt, fusion, cases };
   } finally {
     await job.close();
   }
+}
+
+/** Six devices (fixed keys) report PM2.5 in the epoch before NOW's: decimals, a chatty device, an outlier. */
+const FUSION_DEVICES: [string, number[]][] = [
+  ['a', [10.1]],
+  ['b', [12.3]],
+  ['c', [11.7, 13.2, 14.9, 30.4, 9.6]],
+  ['d', [13.9, 14.2]],
+  ['e', [15.4]],
+  ['f', [80.2]],
+];
+const deviceKey = (name: string) => keyPairFromSecret(sha256Hex(`geofabric conformance device ${name}`));
+const FUSION_EPOCH = epochAt(NOW) - 1;
+const FUSION_START = epochWindow(FUSION_EPOCH).start;
+
+/**
+ * A sealed receipt of a one-step sensor_fusion job (docs/protocol.md §2.10): the devices' signed batches are
+ * ingested in FUSION_EPOCH, the job runs at NOW and fuses that epoch, and both epochs are sealed.
+ */
+async function fusionReceipt(): Promise<JobReceipt> {
+  let now = FUSION_START + 30 * 60_000;
+  const gw = await startGateway({ clock: () => now, node: NODE });
+  try {
+    const cells = cellToChildren(DEFAULT_JOB_CELL, 9).sort();
+    for (const [i, [name, values]] of FUSION_DEVICES.entries()) {
+      const readings = values.map((value, k) => ({
+        quantity: 'pm2_5',
+        value,
+        unit: 'ug/m3',
+        observed_at: new Date(FUSION_START + (5 + k) * 60_000).toISOString(),
+      }));
+      const signed = signRequestBody(deviceKey(name).secretKey, {
+        h3_cell: cells[i],
+        readings,
+        created_at: new Date(now).toISOString(),
+      });
+      const res = await gw.post('/v1/telemetry', signed.body, { 'x-idn-signature': signed.signature });
+      if (res.status !== 200) throw new Error(`telemetry of device ${name}: ${res.text}`);
+    }
+    now = NOW;
+    const job = signJob(AGENT, {
+      h3_cell: DEFAULT_JOB_CELL,
+      steps: [{ id: 'fuse', type: 'sensor_fusion', quantity: 'pm2_5' }],
+      budget_credits: 0.1,
+      nonce: 'conformance-fusion',
+    });
+    const res = await gw.post('/v1/compute', job.body, job.headers);
+    if (res.status !== 200) throw new Error(`fusion job: ${res.text}`);
+    const jobId = (res.body as { job_id: string }).job_id;
+    await gw.writer.flush();
+    await sealThrough(gw.proofs, gw.node, FUSION_EPOCH + 1);
+    const receipt = (await gw.get(`/v1/compute/${jobId}/receipt`)).body as JobReceipt;
+    if (!verifyReceipt(receipt, { sealerPk: NODE.publicKey }).ok) throw new Error('the fusion receipt fails');
+    if (!receipt.records.some((r) => r.role === 'input')) throw new Error('the fusion receipt has no inputs');
+    return receipt;
+  } finally {
+    await gw.close();
+  }
+}
+
+type Obj = Record<string, unknown>;
+const inputIndexes = (r: JobReceipt) => r.records.flatMap((e, i) => (e.role === 'input' ? [i] : []));
+/** The input entry of the device `name`'s first reading. */
+const inputOf = (r: JobReceipt, name: string) =>
+  r.records.find((e) => e.role === 'input' && (e.record!.payload as Obj).device_pk === deviceKey(name).publicKey)!;
+/** Changes an input's record and signs it again with the (public) node key: a well-signed reading that lies. */
+function resign(r: JobReceipt, name: string, edit: (record: ProofRecord) => void) {
+  const entry = inputOf(r, name);
+  edit(entry.record!);
+  entry.record = signRecord(NODE.secretKey, entry.record!);
+}
+
+/** An input not synced yet in a receipt marked pending: verifies with pending allowed (nothing recomputed). */
+function pendingInput(fusion: JobReceipt) {
+  const i = inputIndexes(fusion)[0]!;
+  const patch: Patch[] = [
+    { op: 'replace', path: '/status', value: 'pending' },
+    { op: 'replace', path: `/records/${i}/record`, value: null },
+  ];
+  const copy = structuredClone(fusion);
+  copy.status = 'pending';
+  copy.records[i]!.record = null;
+  if (!verifyReceipt(copy, { allowPending: true }).ok) throw new Error('the pending fusion receipt fails');
+  return {
+    name: 'fusion: an input not in the store yet, receipt pending, allowed',
+    base: 'fusion',
+    patch,
+    options: { allow_pending: true },
+    expected: { ok: true },
+  };
+}
+
+/** The fusion receipt's tampered variants, each with the check that must fail first. */
+function fusionCases(fusion: JobReceipt) {
+  const neighbour = gridDisk(DEFAULT_JOB_CELL, 1).find((c) => c !== DEFAULT_JOB_CELL)!;
+  const outside = cellToChildren(neighbour, 9).sort()[0]!;
+  const tampers: { name: string; expected: string; apply: (r: JobReceipt) => void; patch?: Patch[] }[] = [
+    {
+      name: 'an input dropped',
+      expected: 'fusion_inputs',
+      patch: [{ op: 'remove', path: `/records/${inputIndexes(fusion)[0]!}` }],
+      apply: (r) => void r.records.splice(inputIndexes(r)[0]!, 1),
+    },
+    {
+      name: 'two inputs swapped',
+      expected: 'fusion_inputs',
+      apply: (r) => {
+        const [i, j] = inputIndexes(r);
+        [r.records[i!], r.records[j!]] = [r.records[j!]!, r.records[i!]!];
+      },
+    },
+    {
+      name: 'an input of no fusion step (its step_id changed)',
+      expected: 'fusion_inputs',
+      apply: (r) => void (r.records[inputIndexes(r).at(-1)!]!.step_id = 'other'),
+    },
+    {
+      name: 'an input named twice (in place of the last)',
+      expected: 'fusion_inputs',
+      apply: (r) => void (r.records[inputIndexes(r).at(-1)!] = structuredClone(r.records[inputIndexes(r)[0]!]!)),
+    },
+    {
+      name: "an input's value changed, not signed again",
+      expected: 'fusion_inputs',
+      apply: (r) => void ((inputOf(r, 'b').record!.payload as Obj).value = 12.4),
+    },
+    {
+      name: "an input's value changed and signed again: the recomputed mean differs",
+      expected: 'fusion_inputs',
+      apply: (r) => resign(r, 'b', (rec) => void ((rec.payload as Obj).value = 12.4)),
+    },
+    {
+      name: "the outlier's value changed and signed again: only the Merkle root differs",
+      expected: 'fusion_inputs',
+      apply: (r) => resign(r, 'f', (rec) => void ((rec.payload as Obj).value = 90)),
+    },
+    {
+      name: 'an input signed again as another quantity',
+      expected: 'fusion_inputs',
+      apply: (r) => resign(r, 'a', (rec) => Object.assign(rec.payload as Obj, { quantity: 'pm10', unit: 'ug/m3' })),
+    },
+    {
+      name: 'an input signed again observed at the end of the window (excluded)',
+      expected: 'fusion_inputs',
+      apply: (r) =>
+        resign(r, 'a', (rec) => {
+          const window = (r.job!.steps[0]!.output as { window: { to: string } }).window;
+          (rec.payload as Obj).observed_at = window.to;
+        }),
+    },
+    {
+      name: "an input signed again in a cell outside the step's cells",
+      expected: 'fusion_inputs',
+      apply: (r) =>
+        resign(r, 'a', (rec) => {
+          rec.address.h3_cell = outside;
+          (rec.payload as Obj).h3_cell = outside;
+        }),
+    },
+    {
+      name: 'an input not in the store in a receipt marked complete',
+      expected: 'fusion_inputs',
+      apply: (r) => void (inputOf(r, 'c').record = null),
+    },
+    {
+      name: "the fusion output's value changed",
+      expected: 'step_outputs',
+      apply: (r) => void ((r.job!.steps[0]!.output as Obj).value = 13),
+    },
+  ];
+  return [
+    { name: 'fusion: valid', base: 'fusion', patch: [], options: {}, expected: { ok: true } },
+    {
+      name: 'fusion: valid, node pinned',
+      base: 'fusion',
+      patch: [],
+      options: { sealer_pk: NODE.publicKey },
+      expected: { ok: true },
+    },
+    pendingInput(fusion),
+    ...tampers.map((tamper) => {
+      const copy = structuredClone(fusion);
+      tamper.apply(copy);
+      const verdict = verifyReceipt(copy);
+      if (verdict.failedCheck !== tamper.expected) throw new Error(`${tamper.name}: fails ${verdict.failedCheck}`);
+      return {
+        name: `fusion: ${tamper.name}`,
+        base: 'fusion',
+        patch: tamper.patch ?? diff(fusion, copy),
+        options: {},
+        expected: { ok: false, failed_check: tamper.expected },
+      };
+    }),
+  ];
 }
 
 /** Signed 4 minutes before the gateway's clock (the gate allows 5): the job's time is this created_at. */
@@ -317,9 +528,10 @@ const write = (name: string, value: unknown) =>
 mkdirSync(OUT, { recursive: true });
 write('canonical-json.json', canonicalCases());
 write('signed-requests.json', signedRequests());
-const { valid, pending, createdAt, cases } = await receipts();
+const { valid, pending, createdAt, fusion, cases } = await receipts();
 write('receipt-valid.json', valid);
 write('receipt-pending.json', pending);
 write('receipt-created-at.json', createdAt);
+write('receipt-fusion.json', fusion);
 write('receipt-cases.json', cases);
 process.stdout.write(`conformance vectors written to ${OUT}\n`);

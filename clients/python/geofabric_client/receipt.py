@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -23,6 +24,7 @@ CHECKS = (
     "job_hash",
     "step_outputs",
     "step_records",
+    "fusion_inputs",
     "inclusion",
     "seal_chain",
     "anchor",
@@ -96,6 +98,7 @@ def verify_receipt(receipt: Any, sealer_pk: Optional[str] = None, allow_pending:
         add("job_hash", lambda: _job_hash(receipt, body, payload))
         add("step_outputs", lambda: _step_outputs(receipt, body, payload))
         add("step_records", lambda: _step_records(receipt, payload, allow_pending))
+        add("fusion_inputs", lambda: _fusion_inputs(receipt, allow_pending))
         add("inclusion", lambda: _inclusion(receipt))
         add("seal_chain", lambda: _seal_chains(receipt))
         add("anchor", lambda: _anchors(receipt))
@@ -129,8 +132,8 @@ def _receipt_format(value: Any) -> tuple[bool, str]:
     if not isinstance(records, list):
         return False, "records must be an array"
     for i, r in enumerate(records):
-        if not _obj(r) or r.get("role") not in ("job", "step") or not isinstance(r.get("record_id"), str):
-            return False, f"records[{i}] needs role (job or step) and record_id"
+        if not _obj(r) or r.get("role") not in ("job", "step", "input") or not isinstance(r.get("record_id"), str):
+            return False, f"records[{i}] needs role (job, step or input) and record_id"
     if sum(1 for r in records if r["role"] == "job") > 1:
         return False, "more than one job record"
     chains = value.get("seal_chains")
@@ -544,6 +547,171 @@ def _step_records(receipt: dict, payload: Optional[dict], allow_pending: bool) -
     if missing and not allow_pending and receipt["status"] != "pending":
         return False, f"{missing} step record(s) missing from a receipt marked complete"
     return True, f"{len(named) - missing} step record(s) verified" + (f", {missing} pending" if missing else "")
+
+
+# ---- sensor fusion (docs/protocol.md §2.10): the server's method in its operation order, so the doubles agree ----
+
+MAD_SCALE = 1.4826
+MAD_CUTOFF = 3
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _median(values: list) -> float:
+    if not values:
+        raise ValueError("median of no values")
+    ordered = sorted(values)
+    mid = len(ordered) >> 1
+    return ordered[mid] if len(ordered) % 2 == 1 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def _merkle_root_hex(leaves: list[bytes]) -> str:
+    """RFC 6962 root built bottom-up (an odd last node moves up unchanged); SHA-256 of nothing when empty."""
+    if not leaves:
+        return EMPTY_ROOT
+    level = leaves
+    while len(level) > 1:
+        nxt = [_sha(b"\x01" + level[i] + level[i + 1]) for i in range(0, len(level) - 1, 2)]
+        if len(level) % 2 == 1:
+            nxt.append(level[-1])
+        level = nxt
+    return level[0].hex()
+
+
+def _fuse(readings: list[dict]) -> dict:
+    """Per-device median, median of devices, MAD rejection, mean and stderr (the server's order of operations)."""
+    if not readings:
+        raise ValueError("no readings to fuse")
+    by_device: dict[str, list] = {}
+    for r in readings:
+        by_device.setdefault(r["device_pk"], []).append(r["value"])
+    devices = [(_median(by_device[pk]), len(by_device[pk])) for pk in sorted(by_device)]
+    value = _median([v for v, _ in devices])
+    mad = _median([abs(v - value) for v, _ in devices])
+    threshold = MAD_CUTOFF * MAD_SCALE * mad
+    kept = [(v, c) for v, c in devices if abs(v - value) <= threshold]
+    n = len(kept)
+    total = 0
+    for v, _ in kept:
+        total = total + v
+    mean = total / n
+    variance = None
+    if n > 1:
+        squares = 0
+        for v, _ in kept:
+            d = v - mean
+            squares = squares + d * d  # x ** 2 in JavaScript is exactly x * x
+        variance = squares / (n - 1)
+    ordered = sorted(readings, key=lambda r: r["record_id"])
+    return {
+        "value": value,
+        "mean": mean,
+        "stderr": None if variance is None else math.sqrt(variance / n),
+        "device_count": n,
+        "reading_count": sum(c for _, c in kept),
+        "merkle_root": _merkle_root_hex([_sha(b"\x00" + bytes.fromhex(r["record_hash"])) for r in ordered]),
+    }
+
+
+def _telemetry_reading(payload: Any) -> Optional[dict]:
+    """The payload of an iot/telemetry record when it has a reading's shape, else None."""
+    if not _obj(payload):
+        return None
+    if not all(isinstance(payload.get(k), str) for k in ("device_pk", "h3_cell", "quantity", "unit", "observed_at")):
+        return None
+    if not _number(payload.get("value")):
+        return None
+    batch = payload.get("batch")
+    if not _obj(batch) or not isinstance(batch.get("request_hash"), str) or not isinstance(batch.get("signature"), str):
+        return None
+    return payload
+
+
+def _instant(text: Any) -> Any:
+    """An ISO 8601 time as an aware datetime, or None (JavaScript's NaN: every comparison with it is false)."""
+    from datetime import datetime, timezone
+
+    try:
+        parsed = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JavaScript's === on JSON values: numbers by value (not bools), strings and null as themselves."""
+    if _number(a) or _number(b):
+        return _number(a) and _number(b) and a == b
+    return type(a) is type(b) and a == b
+
+
+def _fusion_inputs(receipt: dict, allow_pending: bool) -> tuple[bool, str]:
+    """Each complete sensor_fusion step's role "input" entries are exactly its output's record_ids, in order; each a
+    signed iot/telemetry reading of its quantity, cells and window; the fusion recomputed from them gives the output's
+    numbers and Merkle root."""
+    job = receipt["job"]
+    steps = job["steps"] if job is not None else []
+    fusions = [s for s in steps if s.get("type") == "sensor_fusion" and s.get("status") == "complete"]
+    named = [s.get("id") for s in fusions]
+    inputs = [r for r in receipt["records"] if r["role"] == "input"]
+    stray = next((r for r in inputs if (r.get("step_id") if r.get("step_id") is not None else "") not in named), None)
+    if stray is not None:
+        return False, f"input {stray['record_id']} belongs to no complete sensor_fusion step"
+    verified = missing = 0
+    for step in fusions:
+        out = step.get("output")
+        ids = out.get("record_ids")
+        if not _strings(ids):
+            return False, f"step {step.get('id')}: no record_ids"
+        entries = [r for r in inputs if r.get("step_id") == step.get("id")]
+        if [e["record_id"] for e in entries] != ids:
+            return False, f"step {step.get('id')}: the receipt's inputs are not the {len(ids)} records the output names"
+        window = out.get("window")
+        start = _instant(window.get("from")) if _obj(window) else None
+        end = _instant(window.get("to")) if _obj(window) else None
+        cells = out.get("cells") if _strings(out.get("cells")) else []
+        readings = []
+        for entry in entries:
+            record = entry.get("record")
+            if record is None:
+                missing += 1
+                continue
+            issue = _record_issue(record)
+            if issue is not None:
+                return False, f"input {entry['record_id']}: {issue}"
+            reading = _telemetry_reading(record.get("payload"))
+            if record.get("payload_type") != "iot/telemetry" or reading is None:
+                return False, f"input {entry['record_id']} is not a telemetry reading"
+            at = _instant(reading["observed_at"])
+            cell = record["address"].get("h3_cell")
+            in_cells = isinstance(cell, str) and any(c == cell or _h3_contains(c, cell) for c in cells)
+            in_window = at is not None and start is not None and end is not None and start <= at < end
+            if not _same(reading["quantity"], out.get("quantity")) or not in_window or not in_cells:
+                what = f"a {out.get('quantity')} reading of the step's cells and window"
+                return False, f"input {entry['record_id']} is not {what}"
+            readings.append(
+                {
+                    "device_pk": reading["device_pk"],
+                    "value": reading["value"],
+                    "record_id": entry["record_id"],
+                    "record_hash": record["record_hash"],
+                }
+            )
+        if len(readings) < len(entries):
+            continue
+        fused = _fuse(readings)
+        for key in ("value", "mean", "stderr", "device_count", "reading_count", "merkle_root"):
+            if not _same(fused[key], out.get(key)):
+                return False, f"step {step.get('id')}: {key} recomputed from the inputs is {fused[key]}"
+        verified += 1
+    if missing and not allow_pending and receipt["status"] != "pending":
+        return False, f"{missing} fusion input(s) missing from a receipt marked complete"
+    if not fusions:
+        return True, "no sensor_fusion step"
+    pending = f", {missing} pending" if missing else ""
+    return True, f"{verified} fusion step(s) recomputed from their signed inputs{pending}"
 
 
 def _inclusion(receipt: dict) -> tuple[bool, str]:

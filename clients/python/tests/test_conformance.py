@@ -91,8 +91,9 @@ def _paths(value, at=()):
     return out
 
 
-def test_never_raises_on_a_malformed_receipt():
-    valid = load("conformance/receipt-valid.json")
+@pytest.mark.parametrize("base", ["valid", "fusion"])
+def test_never_raises_on_a_malformed_receipt(base):
+    valid = load(f"conformance/receipt-{base}.json")
     # Every shallow part, and a sample of the deep ones (keeps the run short).
     sample = [p for i, p in enumerate(_paths(valid)) if len(p) <= 3 or i % 7 == 0]
     for path in sample:
@@ -104,4 +105,4 @@ def test_never_raises_on_a_malformed_receipt():
             last = path[-1]
             parent[last] = 0 if other == "other" and isinstance(parent[last], str) else other
             verdict = verify_receipt(receipt)
-            assert len(verdict.checks) == 13 or (len(verdict.checks) == 1 and not verdict.ok), path
+            assert len(verdict.checks) == 14 or (len(verdict.checks) == 1 and not verdict.ok), path

@@ -17,6 +17,7 @@ export type ReceiptCheckName =
   | 'job_hash'
   | 'step_outputs'
   | 'step_records'
+  | 'fusion_inputs'
   | 'inclusion'
   | 'seal_chain'
   | 'anchor'
@@ -55,7 +56,7 @@ const ok = (detail: string): Outcome => ({ ok: true, detail });
 const bad = (detail: string): Outcome => ({ ok: false, detail });
 
 interface Entry {
-  role: 'job' | 'step';
+  role: 'job' | 'step' | 'input';
   step_id: string | null;
   record_id: string;
   record: Obj | null;
@@ -114,6 +115,7 @@ export function verifyReceipt(value: unknown, options: VerifyReceiptOptions = {}
   add('job_hash', () => jobHashCheck(receipt, body, payload));
   add('step_outputs', () => stepOutputs(receipt, body, payload));
   add('step_records', () => stepRecords(receipt, payload, allowPending));
+  add('fusion_inputs', () => fusionInputs(receipt, allowPending));
   add('inclusion', () => inclusion(receipt));
   add('seal_chain', () => sealChains(receipt));
   add('anchor', () => anchors(receipt));
@@ -145,8 +147,8 @@ function receiptFormat(value: unknown): Outcome {
   }
   if (!Array.isArray(value.records)) return bad('records must be an array');
   for (const [i, r] of value.records.entries()) {
-    if (!isObj(r) || (r.role !== 'job' && r.role !== 'step') || typeof r.record_id !== 'string') {
-      return bad(`records[${i}] needs role (job or step) and record_id`);
+    if (!isObj(r) || !['job', 'step', 'input'].includes(r.role as string) || typeof r.record_id !== 'string') {
+      return bad(`records[${i}] needs role (job, step or input) and record_id`);
     }
   }
   if (value.records.filter((r) => (r as Obj).role === 'job').length > 1) return bad('more than one job record');
@@ -530,6 +532,145 @@ function stepRecords(receipt: Receipt, payload: Obj | null, allowPending: boolea
     return bad(`${missing} step record(s) missing from a receipt marked complete`);
   }
   return ok(`${named.length - missing} step record(s) verified${missing > 0 ? `, ${missing} pending` : ''}`);
+}
+
+// ---- sensor fusion (docs/protocol.md §2.10): the server's method, in its operation order, so doubles agree ----
+
+const MAD_SCALE = 1.4826;
+const MAD_CUTOFF = 3;
+
+function median(values: readonly number[]): number {
+  if (values.length === 0) throw new RangeError('median of no values');
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** RFC 6962 root over leaves, built bottom-up (an odd last node moves up unchanged); SHA-256("") when empty. */
+function merkleRootHex(leaves: Uint8Array[]): string {
+  if (leaves.length === 0) return EMPTY_ROOT;
+  let level = leaves;
+  while (level.length > 1) {
+    const next: Uint8Array[] = [];
+    for (let i = 0; i + 1 < level.length; i += 2) next.push(nodeHash(level[i]!, level[i + 1]!));
+    if (level.length % 2 === 1) next.push(level[level.length - 1]!);
+    level = next;
+  }
+  return bytesToHex(level[0]!);
+}
+
+interface Reading {
+  device_pk: string;
+  value: number;
+  record_id: string;
+  record_hash: string;
+}
+
+/** The fused numbers of readings: per-device median, median of devices, MAD rejection, mean and stderr. */
+function fuse(readings: Reading[]): Record<string, number | string | null> {
+  if (readings.length === 0) throw new RangeError('no readings to fuse');
+  const byDevice = new Map<string, number[]>();
+  for (const r of readings) {
+    const list = byDevice.get(r.device_pk);
+    if (list) list.push(r.value);
+    else byDevice.set(r.device_pk, [r.value]);
+  }
+  const devices = [...byDevice.keys()]
+    .sort()
+    .map((pk) => ({ value: median(byDevice.get(pk)!), reading_count: byDevice.get(pk)!.length }));
+  const value = median(devices.map((d) => d.value));
+  const mad = median(devices.map((d) => Math.abs(d.value - value)));
+  const threshold = MAD_CUTOFF * MAD_SCALE * mad;
+  const kept = devices.filter((d) => Math.abs(d.value - value) <= threshold);
+  const n = kept.length;
+  const mean = kept.reduce((sum, d) => sum + d.value, 0) / n;
+  const variance = n > 1 ? kept.reduce((sum, d) => sum + (d.value - mean) ** 2, 0) / (n - 1) : null;
+  const sorted = [...readings].sort((a, b) => (a.record_id < b.record_id ? -1 : a.record_id > b.record_id ? 1 : 0));
+  return {
+    value,
+    mean,
+    stderr: variance === null ? null : Math.sqrt(variance / n),
+    device_count: n,
+    reading_count: kept.reduce((sum, d) => sum + d.reading_count, 0),
+    merkle_root: merkleRootHex(sorted.map((r) => leafHash(r.record_hash))),
+  };
+}
+
+/** The payload of an `iot/telemetry` record when it has a reading's shape, else null. */
+function telemetryReading(payload: unknown): Obj | null {
+  if (!isObj(payload)) return null;
+  const { device_pk, h3_cell, quantity, value, unit, observed_at, batch } = payload;
+  if (typeof device_pk !== 'string' || typeof h3_cell !== 'string' || typeof quantity !== 'string') return null;
+  if (typeof value !== 'number' || typeof unit !== 'string' || typeof observed_at !== 'string') return null;
+  if (!isObj(batch) || typeof batch.request_hash !== 'string' || typeof batch.signature !== 'string') return null;
+  return payload;
+}
+
+/**
+ * Each complete `sensor_fusion` step's `role: "input"` entries are exactly its output's `record_ids`, in order;
+ * each is a signed `iot/telemetry` reading of its quantity, cells and window; and the fusion recomputed from them
+ * gives the output's numbers and Merkle root.
+ */
+function fusionInputs(receipt: Receipt, allowPending: boolean): Outcome {
+  const fusions = (receipt.job?.steps ?? []).filter((s) => s.type === 'sensor_fusion' && s.status === 'complete');
+  const named = new Set(fusions.map((s) => s.id));
+  const stray = receipt.records.find((r) => r.role === 'input' && !named.has(r.step_id ?? ''));
+  if (stray) return bad(`input ${stray.record_id} belongs to no complete sensor_fusion step`);
+  let verified = 0;
+  let missing = 0;
+  for (const step of fusions) {
+    const out = step.output as Obj;
+    const ids = out.record_ids;
+    if (!strings(ids)) return bad(`step ${String(step.id)}: no record_ids`);
+    const entries = receipt.records.filter((r) => r.role === 'input' && r.step_id === step.id);
+    if (canonicalize(entries.map((e) => e.record_id)) !== canonicalize(ids)) {
+      return bad(`step ${String(step.id)}: the receipt's inputs are not the ${ids.length} records the output names`);
+    }
+    const window = out.window as Obj | null | undefined;
+    const from = Date.parse(String(window?.from));
+    const to = Date.parse(String(window?.to));
+    const cells = strings(out.cells) ? out.cells : [];
+    const readings: Reading[] = [];
+    for (const entry of entries) {
+      if (entry.record === null) {
+        missing++;
+        continue;
+      }
+      const issue = recordIssue(entry.record);
+      if (issue !== undefined) return bad(`input ${entry.record_id}: ${issue}`);
+      const reading = telemetryReading(entry.record.payload);
+      if (entry.record.payload_type !== 'iot/telemetry' || reading === null) {
+        return bad(`input ${entry.record_id} is not a telemetry reading`);
+      }
+      const at = Date.parse(reading.observed_at as string);
+      const cell = (entry.record.address as Obj).h3_cell;
+      const inCells = typeof cell === 'string' && cells.some((c) => c === cell || h3Contains(c, cell));
+      if (reading.quantity !== out.quantity || !(at >= from && at < to) || !inCells) {
+        return bad(`input ${entry.record_id} is not a ${String(out.quantity)} reading of the step's cells and window`);
+      }
+      readings.push({
+        device_pk: reading.device_pk as string,
+        value: reading.value as number,
+        record_id: entry.record_id,
+        record_hash: entry.record.record_hash as string,
+      });
+    }
+    if (readings.length < entries.length) continue;
+    const fused = fuse(readings);
+    for (const key of ['value', 'mean', 'stderr', 'device_count', 'reading_count', 'merkle_root']) {
+      if (fused[key] !== out[key]) {
+        return bad(`step ${String(step.id)}: ${key} recomputed from the inputs is ${String(fused[key])}`);
+      }
+    }
+    verified++;
+  }
+  if (missing > 0 && !allowPending && receipt.status !== 'pending') {
+    return bad(`${missing} fusion input(s) missing from a receipt marked complete`);
+  }
+  if (fusions.length === 0) return ok('no sensor_fusion step');
+  return ok(
+    `${verified} fusion step(s) recomputed from their signed inputs${missing > 0 ? `, ${missing} pending` : ''}`,
+  );
 }
 
 function inclusion(receipt: Receipt): Outcome {

@@ -101,7 +101,7 @@ describe('@geofabric/client: conformance vectors', () => {
         const last = path.at(-1)!;
         parent[last] = other === 'other' && typeof parent[last] === 'string' ? 0 : other;
         const verdict = verifyReceipt(copy);
-        assert.ok(verdict.checks.length === 13 || (verdict.checks.length === 1 && !verdict.ok), path.join('/'));
+        assert.ok(verdict.checks.length === 14 || (verdict.checks.length === 1 && !verdict.ok), path.join('/'));
       }
     }
   });
