@@ -9,7 +9,7 @@ import { verifyInclusion } from '../core/merkle/inclusion.js';
 import { hexToBytes } from '../core/hex.js';
 import { recordLeaf } from '../core/proof-record.js';
 import { GENESIS_PREV_HASH, type ProofRecord } from '../core/proof-types.js';
-import { createSealWithLevels } from '../core/seal.js';
+import { createSealOverPackedLeaves } from '../core/seal.js';
 import type { NewRecord, ProofStore } from '../store/proof-store.js';
 import { openSqlite, type SqliteDatabase } from '../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../store/sqlite/proof-store.js';
@@ -94,7 +94,7 @@ export async function benchInsert(records = 100_000, batch = 1000): Promise<{ pe
 export interface SealFigures {
   records: number;
   readMs: number;
-  /** Leaves, tree levels and the seal's signature (createSealWithLevels). */
+  /** Tree levels above the packed leaves and the seal's signature (createSealOverPackedLeaves). */
   buildMs: number;
   storeMs: number;
   totalMs: number;
@@ -109,7 +109,7 @@ export interface SealFigures {
 const mib = (bytes: number) => Math.round(bytes / 2 ** 20);
 
 /**
- * Seals one epoch of `n` records the way the auto-sealer does (epochLeaves → createSealWithLevels → putSeal),
+ * Seals one epoch of `n` records the way the auto-sealer does (epochLeafHashes → createSealOverPackedLeaves → putSeal),
  * then times inclusion proofs in it. The records are inserted first, outside the timings.
  */
 export async function benchSeal(n = 1_000_000, samples = 2000): Promise<SealFigures> {
@@ -121,12 +121,12 @@ export async function benchSeal(n = 1_000_000, samples = 2000): Promise<SealFigu
     const beforeSeal = process.memoryUsage().rss;
 
     const t0 = performance.now();
-    const leaves = await store.epochLeaves(signer.publicKey, EPOCH);
+    const leaves = await store.epochLeafHashes(signer.publicKey, EPOCH);
     const t1 = performance.now();
     const afterRead = process.memoryUsage().rss;
-    const { seal, levels } = createSealWithLevels(signer.secretKey, {
+    const { seal, levels } = createSealOverPackedLeaves(signer.secretKey, {
       epoch: EPOCH,
-      records: leaves,
+      leaves,
       prevSealHash: GENESIS_PREV_HASH,
       sealedAt: '2026-01-01T06:01:00.000Z',
     });

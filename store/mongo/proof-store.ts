@@ -2,6 +2,7 @@ import { Binary, MongoBulkWriteError, MongoServerError, type Db, type Filter } f
 import { ServiceError } from '../../core/errors.js';
 import type { ProofRecord, Seal } from '../../core/proof-types.js';
 import type { IngestOutcome, ProofStore, RecordQuery, SealLeaf } from '../proof-store.js';
+import { createLeafPacker } from '../epoch-leaf-packer.js';
 import { planAppend, writerScopedId, type WriterTail } from '../record-append.js';
 import { cellAncestors, checkRecordQuery, encodeRecordCursor } from '../record-query.js';
 import {
@@ -334,6 +335,14 @@ export async function createMongoProofStore(db: Db): Promise<ProofStore> {
         .sort({ seq: 1 })
         .toArray();
       return docs.map((doc): SealLeaf => ({ seq: doc.seq, record_hash: doc.record_hash }));
+    },
+
+    async epochLeafHashes(pk, epoch) {
+      const filter = { 'address.pk': pk, 'address.epoch': epoch };
+      const packer = createLeafPacker(await records.countDocuments(filter));
+      const cursor = records.find(filter, { projection: { _id: 0, seq: 1, record_hash: 1 } }).sort({ seq: 1 });
+      for await (const doc of cursor) packer.add(doc.seq, doc.record_hash);
+      return packer.finish();
     },
 
     async firstRecordEpoch(pk) {

@@ -2,6 +2,7 @@ import { ServiceError } from '../../core/errors.js';
 import type { KeyPair } from '../../core/identity.js';
 import type { ProofRecord, Seal } from '../../core/proof-types.js';
 import type { IngestOutcome, ProofStore, RecordQuery, SealLeaf } from '../proof-store.js';
+import { createLeafPacker } from '../epoch-leaf-packer.js';
 import { planAppend, type WriterTail } from '../record-append.js';
 import { cellKey, cellKeyRange, checkRecordQuery, encodeRecordCursor } from '../record-query.js';
 import {
@@ -52,6 +53,12 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
   const epochHashes = db
     .prepare<[number, string], string>('SELECT record_hash FROM proof_records WHERE epoch = ? AND pk = ? ORDER BY seq')
     .pluck();
+  // Chunks by seq: one .all() per 8,192 rows costs less than a step per row through iterate().
+  const epochLeafRows = db
+    .prepare<[number, string, number], [number, string]>(
+      'SELECT seq, record_hash FROM proof_records WHERE epoch = ? AND pk = ? AND seq > ? ORDER BY seq LIMIT 8192',
+    )
+    .raw();
   const epochCount = db.prepare<[number, string], { n: number; first: number | null; last: number | null }>(
     'SELECT COUNT(*) AS n, MIN(seq) AS first, MAX(seq) AS last FROM proof_records WHERE epoch = ? AND pk = ?',
   );
@@ -183,6 +190,17 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
     return seqs.map((seq, i) => ({ seq, record_hash: hashes[i] as string }));
   });
 
+  // One read transaction: the count that sizes the buffer and the rows come from the same snapshot.
+  const packLeaves = db.transaction((pk: string, epoch: number) => {
+    const packer = createLeafPacker(epochCount.get(epoch, pk)?.n ?? 0);
+    for (let after = 0, rows = epochLeafRows.all(epoch, pk, after); rows.length > 0;) {
+      for (const [seq, hash] of rows) packer.add(seq, hash);
+      after = (rows[rows.length - 1] as [number, string])[0];
+      rows = epochLeafRows.all(epoch, pk, after);
+    }
+    return packer.finish();
+  });
+
   const markRecords = db.transaction((ids: readonly string[]) => {
     for (const id of ids) markRecord.run(id);
   });
@@ -254,6 +272,10 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
 
     async epochLeaves(pk, epoch) {
       return readLeaves(pk, epoch);
+    },
+
+    async epochLeafHashes(pk, epoch) {
+      return packLeaves(pk, epoch);
     },
 
     async firstRecordEpoch(pk) {
