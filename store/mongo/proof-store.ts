@@ -3,7 +3,7 @@ import { ServiceError } from '../../core/errors.js';
 import type { ProofRecord, Seal } from '../../core/proof-types.js';
 import type { IngestOutcome, ProofStore, RecordQuery, SealLeaf } from '../proof-store.js';
 import { createLeafPacker } from '../epoch-leaf-packer.js';
-import { planAppend, writerScopedId, type WriterTail } from '../record-append.js';
+import { prepareAppend, signFresh, writerScopedId, type WriterTail } from '../record-append.js';
 import { cellAncestors, checkRecordQuery, encodeRecordCursor } from '../record-query.js';
 import {
   auditPathFromPages,
@@ -170,8 +170,10 @@ export async function createMongoProofStore(db: Db): Promise<ProofStore> {
           .sort({ epoch: -1 })
           .limit(1)
           .next();
-        const plan = planAppend(signer, entries, (id) => stored.get(id), await readTail(pk), latest?.epoch ?? null);
-        if (plan.fresh.length === 0) return plan.records;
+        const prepared = prepareAppend(signer, entries, (id) => stored.get(id), await readTail(pk), latest?.epoch ?? null);
+        if (prepared.fresh.length === 0) return prepared.finish([]).records;
+        // Signed on the Ed25519 pool (worker threads) for large batches; this signer's queue waits meanwhile.
+        const plan = prepared.finish(await signFresh(signer, prepared.fresh));
 
         tails.delete(pk); // re-read after any failure below
         const duplicates = await insertAll(plan.fresh.map(toDoc)).catch(async (error: unknown) => {

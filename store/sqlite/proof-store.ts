@@ -3,7 +3,7 @@ import type { KeyPair } from '../../core/identity.js';
 import type { ProofRecord, Seal } from '../../core/proof-types.js';
 import type { IngestOutcome, ProofStore, RecordQuery, SealLeaf } from '../proof-store.js';
 import { createLeafPacker } from '../epoch-leaf-packer.js';
-import { planAppend, type WriterTail } from '../record-append.js';
+import { prepareAppend, signFresh, type WriterTail } from '../record-append.js';
 import { cellKey, cellKeyRange, checkRecordQuery, encodeRecordCursor } from '../record-query.js';
 import {
   auditPathFromPages,
@@ -14,6 +14,11 @@ import {
   sealTreePages,
 } from '../seal-tree-pages.js';
 import type { SqliteDatabase } from './open-database.js';
+
+/** Plans before a write that found the writer's tail or seals changed since its read. */
+const APPEND_ATTEMPTS = 8;
+
+class AppendRaced extends Error {}
 
 interface JsonRow {
   json: string;
@@ -112,21 +117,58 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
     return result.changes === 1;
   };
 
-  const append = db.transaction((signer: KeyPair, entries: readonly NewRecordLike[]): ProofRecord[] => {
+  // An append reads in one transaction, signs with the event loop free (worker threads), then writes in a
+  // BEGIN IMMEDIATE transaction that first checks nothing it read has changed; if something has (another
+  // process appended or sealed meanwhile), it plans again. Appends through this store take turns.
+  const readAppend = db.transaction((signer: KeyPair, entries: readonly NewRecordLike[]) => {
     const pk = signer.publicKey;
-    const plan = planAppend(
+    const tail = writerTail.get(pk) ?? null;
+    const sealEpoch = latestSealEpoch.get(pk)?.epoch ?? null;
+    const prepared = prepareAppend(
       signer,
       entries,
       (id) => parse<ProofRecord>(recordById.get(id)) ?? undefined,
-      writerTail.get(pk) ?? null,
-      latestSealEpoch.get(pk)?.epoch ?? null,
+      tail,
+      sealEpoch,
     );
-    for (const record of plan.fresh) {
-      // Only a concurrent writer under the same key could collide; the transaction undoes the batch.
-      if (!insert(record)) throw new Error(`seq ${record.seq} of writer ${pk} was taken during the append`);
-    }
-    return plan.records;
+    return { prepared, tailSeq: tail?.seq ?? 0, sealEpoch };
   });
+
+  const writeAppend = db.transaction(
+    (pk: string, tailSeq: number, sealEpoch: number | null, fresh: readonly ProofRecord[]): boolean => {
+      if ((writerTail.get(pk)?.seq ?? 0) !== tailSeq || (latestSealEpoch.get(pk)?.epoch ?? null) !== sealEpoch) {
+        return false;
+      }
+      for (const record of fresh) {
+        // An id taken since the read (by another writer): undo the batch and plan again.
+        if (!insert(record)) throw new AppendRaced();
+      }
+      return true;
+    },
+  );
+
+  let appending: Promise<unknown> = Promise.resolve();
+  const appendInTurn = <T>(run: () => Promise<T>): Promise<T> => {
+    const result = appending.then(run, run);
+    appending = result.catch(() => undefined);
+    return result;
+  };
+
+  const append = async (signer: KeyPair, entries: readonly NewRecordLike[]): Promise<ProofRecord[]> => {
+    for (let attempt = 1; ; attempt++) {
+      const { prepared, tailSeq, sealEpoch } = readAppend(signer, entries);
+      if (prepared.fresh.length === 0) return prepared.finish([]).records;
+      const signed = await signFresh(signer, prepared.fresh);
+      try {
+        if (writeAppend.immediate(signer.publicKey, tailSeq, sealEpoch, signed)) return prepared.finish(signed).records;
+      } catch (error) {
+        if (!(error instanceof AppendRaced)) throw error;
+      }
+      if (attempt >= APPEND_ATTEMPTS) {
+        throw new Error(`writer ${signer.publicKey}: other appends kept taking the next seq; retry later`);
+      }
+    }
+  };
 
   const ingest = db.transaction((records: readonly ProofRecord[]): IngestOutcome[] => {
     const sealed = new Map<string, boolean>();
@@ -231,7 +273,7 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
   return {
     async appendRecords(signer, entries) {
       if (entries.length === 0) return [];
-      return append.immediate(signer, entries);
+      return appendInTurn(() => append(signer, entries));
     },
 
     async ingestRecords(records) {
