@@ -36,6 +36,14 @@ function publicKey(pk) {
   }
   return key;
 }
+// S < L (canonical, so not malleable), as core/identity.ts verifySignature requires before OpenSSL's check.
+const L = (1n << 252n) + 27742317777372353535851937790883648493n;
+function canonicalS(sig) {
+  if (sig.length !== 64) return false;
+  const top = sig[63];
+  if (top !== 0x10) return top < 0x10;
+  return BigInt('0x' + Buffer.from(sig.subarray(32)).reverse().toString('hex')) < L;
+}
 parentPort.on('message', (job) => {
   try {
     if (job.kind === 'sign') {
@@ -48,7 +56,8 @@ parentPort.on('message', (job) => {
       for (let i = 0; i < out.length; i++) {
         const [pk, message, signature] = job.items[i];
         try {
-          out[i] = verify(null, Buffer.from(message), publicKey(pk), Buffer.from(signature, 'hex'));
+          const sig = Buffer.from(signature, 'hex');
+          out[i] = canonicalS(sig) && verify(null, Buffer.from(message), publicKey(pk), sig);
         } catch {
           out[i] = false;
         }
@@ -76,7 +85,10 @@ export interface Ed25519Pool {
   readonly size: number;
   /** Signatures (128 hex) of the UTF-8 of each message under the 64-hex seed, in order. */
   sign(seedHex: string, messages: readonly string[]): Promise<string[]>;
-  /** node:crypto `verify` of each [pk hex, UTF-8 message, signature hex]; false where it throws. */
+  /**
+   * node:crypto `verify` of each [pk hex, UTF-8 message, signature hex] after the S < L check; false where it
+   * throws. The key checks of core/identity.ts (canonical, not small order) are the caller's, once per key.
+   */
   verify(items: readonly (readonly [string, string, string])[]): Promise<boolean[]>;
   close(): Promise<void>;
 }
