@@ -226,7 +226,8 @@ export function checkVerifiedMark(mark: {
   verifier_pk: string;
   signature: string;
 }): void {
-  const hex = (value: unknown, length: number) => typeof value === 'string' && new RegExp(`^[0-9a-f]{${length}}$`).test(value);
+  const hex = (value: unknown, length: number) =>
+    typeof value === 'string' && new RegExp(`^[0-9a-f]{${length}}$`).test(value);
   if (
     !Number.isSafeInteger(mark?.index) ||
     mark.index < 0 ||

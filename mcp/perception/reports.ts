@@ -191,12 +191,18 @@ async function judge(
   // Only a mark this verifier signed itself: whoever writes the store could otherwise vouch for any chain.
   const mark = held !== null && isOwnVerifiedMark(held, agentPk, verifier.publicKey) ? held : null;
   const known = new LayeredSet(signatureCache);
+  // Blocks under the mark passed every check before, their text included (core/breadcrumb.ts checkedTexts).
+  const checkedTexts = new Set<string>();
   // Does this range continue the verified prefix (so the mark may move up over it)?
   let continues = mark === null ? anchor === null && stored[0]?.index === 0 : false;
   if (mark !== null) {
     const at = stored.find((block) => block.index === mark.index);
     if (at !== undefined && at.block_hash === mark.block_hash) {
-      for (const block of stored) if (block.index <= mark.index) known.trust(block.block_hash);
+      for (const block of stored) {
+        if (block.index > mark.index) continue;
+        known.trust(block.block_hash);
+        checkedTexts.add(block.block_hash);
+      }
       continues = true;
     } else if (anchor !== null && anchor.index === mark.index && anchor.block_hash === mark.block_hash) {
       continues = true;
@@ -211,7 +217,12 @@ async function judge(
   }
 
   let parsed: Breadcrumb[] = [];
-  let verification = await verifyBetweenCalls(stored, { anchor, parsedBlocks: parsed, signatureCache: known });
+  let verification = await verifyBetweenCalls(stored, {
+    anchor,
+    parsedBlocks: parsed,
+    signatureCache: known,
+    checkedTexts,
+  });
   if (!verification.is_valid) {
     parsed = [];
     verification = await verifyBetweenCalls(stored, {

@@ -170,7 +170,13 @@ export async function createMongoProofStore(db: Db): Promise<ProofStore> {
           .sort({ epoch: -1 })
           .limit(1)
           .next();
-        const prepared = prepareAppend(signer, entries, (id) => stored.get(id), await readTail(pk), latest?.epoch ?? null);
+        const prepared = prepareAppend(
+          signer,
+          entries,
+          (id) => stored.get(id),
+          await readTail(pk),
+          latest?.epoch ?? null,
+        );
         if (prepared.fresh.length === 0) return prepared.finish([]).records;
         // Signed on the Ed25519 pool (worker threads) for large batches; this signer's queue waits meanwhile.
         const plan = prepared.finish(await signFresh(signer, prepared.fresh));

@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
-import { nextBreadcrumb, signBreadcrumb, breadcrumbBlockHash, verifyChain } from '../../core/breadcrumb.js';
-import type { ChainVerification, StoredBreadcrumb } from '../../core/breadcrumb-types.js';
+import {
+  breadcrumbBlockHash,
+  nextBreadcrumb,
+  signBreadcrumb,
+  verifyChain,
+  type ChainVerification,
+} from '../../core/breadcrumb.js';
+import type { StoredBreadcrumb } from '../../core/breadcrumb-types.js';
 import { canonicalJson } from '../../core/canonical-json.js';
 import { certificateHash, issueCertificate } from '../../core/delegation-cert.js';
 import { generateKeyPair, type KeyPair } from '../../core/identity.js';
