@@ -4,12 +4,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateKeyPair } from '../core/identity.js';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { generateKeyPair, signMessage } from '../core/identity.js';
 import { verifyInclusion } from '../core/merkle/inclusion.js';
 import { hexToBytes } from '../core/hex.js';
 import { recordLeaf } from '../core/proof-record.js';
 import { GENESIS_PREV_HASH, type ProofRecord } from '../core/proof-types.js';
-import { createSealWithLevels } from '../core/seal.js';
+import { createSealOverPackedLeaves } from '../core/seal.js';
 import type { NewRecord, ProofStore } from '../store/proof-store.js';
 import { openSqlite, type SqliteDatabase } from '../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../store/sqlite/proof-store.js';
@@ -39,8 +40,8 @@ const entry = (i: number): NewRecord => ({
 });
 
 /**
- * `appendRecords` end to end in batches of `batch`: seq assignment, record hash, Ed25519 signature (signRecord)
- * and the insert, one transaction per batch.
+ * `appendRecords` end to end in batches of `batch`: seq assignment, record hash, Ed25519 signature (on the
+ * Ed25519 pool's worker threads) and the insert, one write transaction per batch.
  */
 export async function benchAppend(records = 20_000, batch = 1000): Promise<{ perSecond: number; records: number }> {
   return withStore(async (store) => {
@@ -54,6 +55,25 @@ export async function benchAppend(records = 20_000, batch = 1000): Promise<{ per
     }
     return { perSecond: records / ((performance.now() - start) / 1000), records };
   });
+}
+
+/**
+ * Ed25519 signatures per second on this thread, over 64-hex texts as proof records sign them: node:crypto
+ * (OpenSSL, what signMessage and the Ed25519 pool's workers run) and @noble/curves (pure JavaScript).
+ */
+export function benchSign(signatures = 20_000): { nodePerSecond: number; noblePerSecond: number } {
+  const signer = generateKeyPair();
+  const message = 'ab'.repeat(32);
+  for (let i = 0; i < 500; i++) signMessage(signer.secretKey, message);
+  let start = performance.now();
+  for (let i = 0; i < signatures; i++) signMessage(signer.secretKey, message);
+  const nodePerSecond = signatures / ((performance.now() - start) / 1000);
+  const seed = hexToBytes(signer.secretKey);
+  const bytes = new TextEncoder().encode(message);
+  const few = Math.max(200, Math.floor(signatures / 10));
+  start = performance.now();
+  for (let i = 0; i < few; i++) ed25519.sign(bytes, seed);
+  return { nodePerSecond, noblePerSecond: few / ((performance.now() - start) / 1000) };
 }
 
 /**
@@ -94,7 +114,7 @@ export async function benchInsert(records = 100_000, batch = 1000): Promise<{ pe
 export interface SealFigures {
   records: number;
   readMs: number;
-  /** Leaves, tree levels and the seal's signature (createSealWithLevels). */
+  /** Tree levels above the packed leaves and the seal's signature (createSealOverPackedLeaves). */
   buildMs: number;
   storeMs: number;
   totalMs: number;
@@ -109,7 +129,7 @@ export interface SealFigures {
 const mib = (bytes: number) => Math.round(bytes / 2 ** 20);
 
 /**
- * Seals one epoch of `n` records the way the auto-sealer does (epochLeaves → createSealWithLevels → putSeal),
+ * Seals one epoch of `n` records the way the auto-sealer does (epochLeafHashes → createSealOverPackedLeaves → putSeal),
  * then times inclusion proofs in it. The records are inserted first, outside the timings.
  */
 export async function benchSeal(n = 1_000_000, samples = 2000): Promise<SealFigures> {
@@ -121,12 +141,12 @@ export async function benchSeal(n = 1_000_000, samples = 2000): Promise<SealFigu
     const beforeSeal = process.memoryUsage().rss;
 
     const t0 = performance.now();
-    const leaves = await store.epochLeaves(signer.publicKey, EPOCH);
+    const leaves = await store.epochLeafHashes(signer.publicKey, EPOCH);
     const t1 = performance.now();
     const afterRead = process.memoryUsage().rss;
-    const { seal, levels } = createSealWithLevels(signer.secretKey, {
+    const { seal, levels } = createSealOverPackedLeaves(signer.secretKey, {
       epoch: EPOCH,
-      records: leaves,
+      leaves,
       prevSealHash: GENESIS_PREV_HASH,
       sealedAt: '2026-01-01T06:01:00.000Z',
     });

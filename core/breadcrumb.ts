@@ -194,6 +194,15 @@ function parseSignedText(data: string): Parsed {
   return { ok: true, content: parsed.data };
 }
 
+/** A text that passed parseSignedText before (VerifyChainOptions.checkedTexts): JSON.parse alone, else in full. */
+function parseCheckedText(data: string): Parsed {
+  try {
+    return { ok: true, content: JSON.parse(data) as BreadcrumbContent };
+  } catch {
+    return parseSignedText(data);
+  }
+}
+
 /** Where the stored (unsigned, indexed) copies of index, timestamp and agent disagree with the signed ones. */
 function storedMismatches(stored: StoredBreadcrumb, content: BreadcrumbContent): string[] {
   const out: string[] = [];
@@ -260,6 +269,12 @@ export interface VerifyChainOptions {
    */
   signatureCache?: Set<string>;
   /**
+   * block_hash values of blocks whose signed text already passed every check of its own (JSON, breadcrumb shape,
+   * canonical text) in an earlier verification. A listed block whose block_hash still recomputes is read with
+   * JSON.parse alone: block_hash commits to the text, so the earlier verdict on it carries over.
+   */
+  checkedTexts?: { has(blockHash: string): boolean };
+  /**
    * When given, every block whose data_to_sign could be read is appended as a Breadcrumb (signature and
    * block_hash as stored), issues or not, so a report needs no second parse; the result says which are bad.
    */
@@ -315,10 +330,16 @@ export function* chainVerifier(
     const issue = (text: string) => blockIssues.push(`${label}: ${text}`);
     const previousLabel = i === 0 ? `the anchor block ${prevIndex}` : `block ${prevIndex}`;
 
+    // (2) block_hash, computed first so that the text and (1) can use what was verified before.
+    const hashMatches =
+      typeof stored.data_to_sign === 'string' &&
+      breadcrumbBlockHash(stored.data_to_sign, stored.signature) === stored.block_hash;
     const parsed =
-      typeof stored.data_to_sign === 'string'
-        ? parseSignedText(stored.data_to_sign)
-        : ({ ok: false, reason: 'data_to_sign is missing' } as const);
+      typeof stored.data_to_sign !== 'string'
+        ? ({ ok: false, reason: 'data_to_sign is missing' } as const)
+        : hashMatches && options.checkedTexts?.has(stored.block_hash) === true
+          ? parseCheckedText(stored.data_to_sign)
+          : parseSignedText(stored.data_to_sign);
     const content = parsed.ok ? parsed.content : null;
     if (!parsed.ok) issue(parsed.reason);
     agent ??= content?.identity ?? stored.agent_pk;
@@ -333,10 +354,6 @@ export function* chainVerifier(
       issue(`agent_pk ${stored.agent_pk} is not the chain's agent ${agent}`);
     }
 
-    // (2) block_hash, computed first so that (1) can use the cache.
-    const hashMatches =
-      typeof stored.data_to_sign === 'string' &&
-      breadcrumbBlockHash(stored.data_to_sign, stored.signature) === stored.block_hash;
     // (1) signature. Without readable content, the stored agent_pk is the best claim of who signed.
     const signer = content?.identity ?? stored.agent_pk;
     const cached = hashMatches && content !== null && cache !== undefined && cache.has(stored.block_hash);

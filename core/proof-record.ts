@@ -89,14 +89,25 @@ export function recordHash(record: UnsignedProofRecord): string {
  * key or the result would not pass `checkRecord`, so a bad record fails at write time, not at audit.
  */
 export function signRecord(secretKey: string, record: UnsignedProofRecord): ProofRecord {
+  const hashed = hashRecordToSign(record, () => keyPairFromSecret(secretKey).publicKey);
+  return { ...hashed, signature: signMessage(secretKey, hashed.record_hash) };
+}
+
+/**
+ * signRecord's checks and hash, without the signature (for a caller that signs record_hash elsewhere, on a
+ * worker thread); `signerPk` gives the signing key's public key. Throws TypeError as signRecord does.
+ */
+export function hashRecordToSign(
+  record: UnsignedProofRecord,
+  signerPk: () => string,
+): UnsignedProofRecord & { record_hash: string } {
   const unsigned = unsignedPart(record);
   const checked = proofRecordSchema.safeParse({ ...unsigned, record_hash: '0'.repeat(64), signature: '0'.repeat(128) });
   if (!checked.success) throw new TypeError(`cannot sign record: ${describeZodIssue(checked.error, 'record')}`);
-  if (keyPairFromSecret(secretKey).publicKey !== unsigned.address.pk) {
+  if (signerPk() !== unsigned.address.pk) {
     throw new TypeError(`address.pk ${unsigned.address.pk} is not the public key of the signing key`);
   }
-  const recordHashHex = recordHash(unsigned);
-  return { ...unsigned, record_hash: recordHashHex, signature: signMessage(secretKey, recordHashHex) };
+  return { ...unsigned, record_hash: recordHash(unsigned) };
 }
 
 /** Shape, then hash, then signature; every failure is `invalid_record` naming what is wrong. */

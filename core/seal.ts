@@ -14,7 +14,7 @@ import { describeZodIssue } from './zod-issue.js';
 import { fail, pass, type Check } from './check.js';
 import { bytesToHex, isHex } from './hex.js';
 import { checkPublicKey, keyPairFromSecret, signMessage, verifySignature } from './identity.js';
-import { EMPTY_ROOT, merkleLevels, merkleRoot } from './merkle/tree.js';
+import { EMPTY_ROOT, HASH_BYTES, merkleLevels, merkleLevelsOfPacked, merkleRoot } from './merkle/tree.js';
 import { checkRecord, recordLeaf } from './proof-record.js';
 import { GENESIS_PREV_HASH, type ProofRecord, type Seal, type UnsignedSeal } from './proof-types.js';
 
@@ -104,23 +104,77 @@ function sealOver(secretKey: string, input: SealInput, tree: (leaves: Uint8Array
       );
     }
   }
+  return signSeal(secretKey, publicKey, {
+    epoch: input.epoch,
+    count: sorted.length,
+    firstSeq: sorted[0]?.seq ?? null,
+    root: tree(sorted.map(recordLeaf)),
+    prevSealHash: input.prevSealHash,
+    sealedAt: input.sealedAt,
+    writerPk: input.writerPk,
+  });
+}
+
+interface SealFacts {
+  epoch: number;
+  count: number;
+  firstSeq: number | null;
+  root: Uint8Array;
+  prevSealHash: string;
+  sealedAt: string;
+  /** SealInput.writerPk: set for a custodial seal. */
+  writerPk?: string | undefined;
+}
+
+function signSeal(secretKey: string, publicKey: string, facts: SealFacts): Seal {
   const unsigned: UnsignedSeal = {
     version: 1,
-    sealer_pk: input.writerPk ?? publicKey,
-    epoch: input.epoch,
-    record_count: sorted.length,
-    first_seq: sorted[0]?.seq ?? null,
-    last_seq: sorted[sorted.length - 1]?.seq ?? null,
-    merkle_root: bytesToHex(tree(sorted.map(recordLeaf))),
-    prev_epoch_hash: input.prevSealHash,
-    sealed_at: input.sealedAt,
-    ...(input.writerPk !== undefined && input.writerPk !== publicKey ? { custodian_pk: publicKey } : {}),
+    sealer_pk: facts.writerPk ?? publicKey,
+    epoch: facts.epoch,
+    record_count: facts.count,
+    first_seq: facts.count === 0 ? null : facts.firstSeq,
+    last_seq: facts.count === 0 || facts.firstSeq === null ? null : facts.firstSeq + facts.count - 1,
+    merkle_root: bytesToHex(facts.root),
+    prev_epoch_hash: facts.prevSealHash,
+    sealed_at: facts.sealedAt,
+    ...(facts.writerPk !== undefined && facts.writerPk !== publicKey ? { custodian_pk: publicKey } : {}),
   };
   const sealHashHex = sealHash(unsigned);
   const seal: Seal = { ...unsigned, seal_hash: sealHashHex, signature: signMessage(secretKey, sealHashHex) };
   const checked = sealSchema.safeParse(seal);
   if (!checked.success) throw new TypeError(`cannot seal: ${describeZodIssue(checked.error, 'seal')}`);
   return seal;
+}
+
+/** An epoch's leaves as a store streams them for sealing: seqs firstSeq.. without a gap, leaf hashes packed. */
+export interface PackedEpochLeaves {
+  /** null when the epoch has no records. */
+  firstSeq: number | null;
+  /** Leaf hashes (leafHash of each record_hash) in seq order, 32 bytes each. */
+  leaves: Uint8Array;
+}
+
+/**
+ * createSealWithLevels over leaves a store packed itself (ProofStore.epochLeafHashes): the same seal and
+ * levels, without an object per record, so sealing memory is the tree's own 64 bytes per record.
+ */
+export function createSealOverPackedLeaves(
+  secretKey: string,
+  input: Omit<SealInput, 'records'> & { leaves: PackedEpochLeaves },
+): { seal: Seal; levels: Uint8Array[] } {
+  const { publicKey } = keyPairFromSecret(secretKey);
+  const levels = merkleLevelsOfPacked(input.leaves.leaves);
+  const count = input.leaves.leaves.length / HASH_BYTES;
+  const seal = signSeal(secretKey, publicKey, {
+    epoch: input.epoch,
+    count,
+    firstSeq: input.leaves.firstSeq,
+    root: levels[levels.length - 1] as Uint8Array,
+    prevSealHash: input.prevSealHash,
+    sealedAt: input.sealedAt,
+    writerPk: input.writerPk,
+  });
+  return { seal, levels };
 }
 
 /**

@@ -219,6 +219,28 @@ export function checkAgentPk(agentPk: string, operation: string): string {
   return agentPk;
 }
 
+/** A verified-through mark's shape (store/audit-store.ts VerifiedMark); a bad one is the caller's bug. */
+export function checkVerifiedMark(mark: {
+  index: number;
+  block_hash: string;
+  verifier_pk: string;
+  signature: string;
+}): void {
+  const hex = (value: unknown, length: number) =>
+    typeof value === 'string' && new RegExp(`^[0-9a-f]{${length}}$`).test(value);
+  if (
+    !Number.isSafeInteger(mark?.index) ||
+    mark.index < 0 ||
+    !hex(mark.block_hash, 64) ||
+    !hex(mark.verifier_pk, 64) ||
+    !hex(mark.signature, 128)
+  ) {
+    throw new RangeError(
+      `markVerified: a mark is a block index ≥ 0, its 64-hex block_hash, a 64-hex verifier_pk and a 128-hex signature`,
+    );
+  }
+}
+
 /** A block query in whole numbers: inclusive index and millisecond bounds, and the most rows to return. */
 export interface BlockQuery {
   fromIndex: number;

@@ -10,6 +10,7 @@
  * text); a record's timestamp names a whole millisecond (`Date#toISOString`), query bounds may be finer.
  */
 import type { AgentEpoch, HumanApproval, StoredBreadcrumb, Violation } from '../core/breadcrumb-types.js';
+import type { SignedVerifiedMark } from '../core/verified-mark.js';
 
 export interface BlockRange {
   /** Inclusive bounds on the block index (integers). */
@@ -19,6 +20,12 @@ export interface BlockRange {
   from?: string;
   to?: string;
 }
+
+/**
+ * How far an agent's chain has been verified (core/verified-mark.ts): every block through `index` passed all
+ * five checks, the block at `index` had `block_hash`, and `verifier_pk` signed that. The store keeps it as given.
+ */
+export type VerifiedMark = SignedVerifiedMark;
 
 export interface AuditStore {
   /**
@@ -39,6 +46,14 @@ export interface AuditStore {
   blockBefore(agentPk: string, time: string): Promise<StoredBreadcrumb | null>;
   /** Agents with at least one block, ascending. */
   agents(): Promise<string[]>;
+
+  /** The agent's verified-through mark (see VerifiedMark), or null before its chain was first verified. */
+  verifiedThrough(agentPk: string): Promise<VerifiedMark | null>;
+  /**
+   * Moves the mark up to `mark` once the caller has verified the chain through it (a lower or equal index
+   * leaves the stored mark as it is). Written only after verification, never by an append.
+   */
+  markVerified(agentPk: string, mark: VerifiedMark): Promise<void>;
 
   /** Appends an epoch; an existing (agent_pk, epoch_index) is ServiceError('record_conflict'). */
   appendEpoch(epoch: AgentEpoch): Promise<void>;

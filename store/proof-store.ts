@@ -12,6 +12,7 @@
  */
 import type { KeyPair } from '../core/identity.js';
 import type { CollectionType, PayloadType, ProofRecord, Seal } from '../core/proof-types.js';
+import type { PackedEpochLeaves } from '../core/seal.js';
 
 /** What a local writer asks to record; the store assigns `seq`, hashes and signs. */
 export interface NewRecord {
@@ -81,6 +82,11 @@ export interface ProofStore {
   recordsOfEpoch(pk: string, epoch: number): Promise<ProofRecord[]>;
   /** `recordsOfEpoch` without payloads, for sealing and auditing large epochs: seq and record_hash only. */
   epochLeaves(pk: string, epoch: number): Promise<SealLeaf[]>;
+  /**
+   * What sealing reads: the leaf hashes of pk's records of `epoch` in seq order, packed 32 bytes each
+   * (store/epoch-leaf-packer.ts), with the first seq. Throws TypeError when the seqs have a gap or a repeat.
+   */
+  epochLeafHashes(pk: string, epoch: number): Promise<PackedEpochLeaves>;
   /** The lowest epoch among pk's records, null when it has none: where its first seal starts. */
   firstRecordEpoch(pk: string): Promise<number | null>;
   /**

@@ -5,9 +5,10 @@
 import { createHmac } from 'node:crypto';
 import { CanonicalJsonError } from '../core/canonical-json.js';
 import { ServiceError } from '../core/errors.js';
-import type { KeyPair } from '../core/identity.js';
-import { signRecord } from '../core/proof-record.js';
-import type { ProofRecord } from '../core/proof-types.js';
+import { keyPairFromSecret, signMessage, type KeyPair } from '../core/identity.js';
+import { hashRecordToSign } from '../core/proof-record.js';
+import type { ProofRecord, UnsignedProofRecord } from '../core/proof-types.js';
+import { sharedEd25519Pool, type Ed25519Pool } from './ed25519-pool.js';
 import type { NewRecord } from './proof-store.js';
 
 /** The signer's highest-seq record: where its next seq and its earliest writable epoch come from. */
@@ -50,6 +51,31 @@ export function planAppend(
   tail: WriterTail | null,
   latestSealEpoch: number | null,
 ): AppendPlan {
+  const prepared = prepareAppend(signer, entries, stored, tail, latestSealEpoch);
+  const pk = signerPk(signer);
+  return prepared.finish(
+    prepared.fresh.map((record) => {
+      const hashed = hashFresh(pk, record);
+      return { ...hashed, signature: signMessage(signer.secretKey, hashed.record_hash) };
+    }),
+  );
+}
+
+/** planAppend before hashing and signing: the seqs are assigned, `finish` takes the fresh records signed. */
+export interface PreparedAppend {
+  /** The records to write, in seq order, without record_hash and signature. */
+  fresh: UnsignedProofRecord[];
+  finish(signed: readonly ProofRecord[]): AppendPlan;
+}
+
+/** planAppend's reads and checks, without the hashing and signing (which `signFresh` can do off-thread). */
+export function prepareAppend(
+  signer: KeyPair,
+  entries: readonly NewRecord[],
+  stored: (id: string) => ProofRecord | undefined,
+  tail: WriterTail | null,
+  latestSealEpoch: number | null,
+): PreparedAppend {
   const records = new Array<ProofRecord | undefined>(entries.length);
   const firstIndex = new Map<string, number>();
   const fresh: { index: number; entry: NewRecord }[] = [];
@@ -93,31 +119,81 @@ export function planAppend(
 
   fresh.sort((a, b) => a.entry.epoch - b.entry.epoch || a.index - b.index);
   let seq = tail?.seq ?? 0;
-  const signed = fresh.map(({ index, entry }) => {
+  const unsigned = fresh.map(({ entry }): UnsignedProofRecord => {
     seq += 1;
-    let record: ProofRecord;
-    try {
-      record = signRecord(signer.secretKey, {
-        version: 1,
-        id: entry.id,
-        address: { h3_cell: entry.h3_cell, epoch: entry.epoch, pk: signer.publicKey },
-        collection_type: entry.collection_type,
-        payload_type: entry.payload_type,
-        payload: entry.payload,
-        seq,
-        written_at: entry.written_at,
-      });
-    } catch (error) {
-      // signRecord refuses what checkRecord would (TypeError) and payloads JSON cannot carry.
-      if (error instanceof TypeError || error instanceof CanonicalJsonError)
-        throw new ServiceError('invalid_record', `record ${entry.id}: ${error.message}`);
-      throw error;
-    }
-    records[index] = record;
-    return record;
+    return {
+      version: 1,
+      id: entry.id,
+      address: { h3_cell: entry.h3_cell, epoch: entry.epoch, pk: signer.publicKey },
+      collection_type: entry.collection_type,
+      payload_type: entry.payload_type,
+      payload: entry.payload,
+      seq,
+      written_at: entry.written_at,
+    };
   });
   return {
-    records: entries.map((entry, index) => records[firstIndex.get(entry.id) ?? index] as ProofRecord),
-    fresh: signed,
+    fresh: unsigned,
+    finish(signed) {
+      fresh.forEach(({ index }, i) => (records[index] = signed[i]));
+      return {
+        records: entries.map((entry, index) => records[firstIndex.get(entry.id) ?? index] as ProofRecord),
+        fresh: [...signed],
+      };
+    },
   };
+}
+
+/** The signing key's own public key, derived once per batch and only when a record needs it. */
+function signerPk(signer: KeyPair): () => string {
+  let pk: string | undefined;
+  return () => (pk ??= keyPairFromSecret(signer.secretKey).publicKey);
+}
+
+/** hashRecordToSign with the store's error: what signRecord refuses is `invalid_record`. */
+function hashFresh(pk: () => string, record: UnsignedProofRecord): UnsignedProofRecord & { record_hash: string } {
+  try {
+    return hashRecordToSign(record, pk);
+  } catch (error) {
+    // signRecord refuses what checkRecord would (TypeError) and payloads JSON cannot carry.
+    if (error instanceof TypeError || error instanceof CanonicalJsonError)
+      throw new ServiceError('invalid_record', `record ${record.id}: ${error.message}`);
+    throw error;
+  }
+}
+
+/** Below this many records a batch is signed on the calling thread: a worker round trip costs more. */
+const POOL_MIN_RECORDS = 64;
+
+/**
+ * Hashes the fresh records on this thread and signs them on the Ed25519 pool, chunk by chunk, so the workers
+ * sign the first chunks while this thread still hashes the last. The same records as planAppend's.
+ */
+export async function signFresh(
+  signer: KeyPair,
+  fresh: readonly UnsignedProofRecord[],
+  pool: Ed25519Pool = sharedEd25519Pool(),
+): Promise<ProofRecord[]> {
+  const pk = signerPk(signer);
+  if (fresh.length < POOL_MIN_RECORDS) {
+    return fresh.map((record) => {
+      const hashed = hashFresh(pk, record);
+      return { ...hashed, signature: signMessage(signer.secretKey, hashed.record_hash) };
+    });
+  }
+  const hashed: (UnsignedProofRecord & { record_hash: string })[] = [];
+  const signing: Promise<string[]>[] = [];
+  const chunk = Math.max(POOL_MIN_RECORDS, Math.ceil(fresh.length / (2 * pool.size)));
+  for (let from = 0; from < fresh.length; from += chunk) {
+    const part = fresh.slice(from, from + chunk).map((record) => hashFresh(pk, record));
+    hashed.push(...part);
+    signing.push(
+      pool.sign(
+        signer.secretKey,
+        part.map((record) => record.record_hash),
+      ),
+    );
+  }
+  const signatures = (await Promise.all(signing)).flat();
+  return hashed.map((record, i) => ({ ...record, signature: signatures[i] as string }));
 }

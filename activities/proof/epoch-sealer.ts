@@ -9,7 +9,7 @@ import { ServiceError } from '../../core/errors.js';
 import { EPOCH_MS } from '../../core/epoch.js';
 import type { KeyPair } from '../../core/identity.js';
 import { GENESIS_PREV_HASH, type Seal } from '../../core/proof-types.js';
-import { createSealWithLevels } from '../../core/seal.js';
+import { createSealOverPackedLeaves } from '../../core/seal.js';
 import { checkEpochEnded } from '../../core/sync-window.js';
 import type { ProofStore } from '../../store/proof-store.js';
 import { startRepeatingTask, type RepeatingTask } from '../repeating-task.js';
@@ -104,11 +104,12 @@ async function sealOne(
   sealedAt: string,
 ): Promise<{ seal: Seal; made: boolean }> {
   for (let attempt = 1; ; attempt++) {
-    const leaves = await store.epochLeaves(writerPk, epoch);
-    const { seal, levels } = createSealWithLevels(signer.secretKey, {
+    // Packed leaf hashes, not a record object per leaf: a million-record epoch seals in bounded memory.
+    const leaves = await store.epochLeafHashes(writerPk, epoch);
+    const { seal, levels } = createSealOverPackedLeaves(signer.secretKey, {
       writerPk,
       epoch,
-      records: leaves,
+      leaves,
       prevSealHash: prev,
       sealedAt,
     });

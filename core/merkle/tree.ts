@@ -49,6 +49,18 @@ export function leafHashFromHex(recordHashHex: string): Uint8Array {
   return sha256(leafInput);
 }
 
+/**
+ * leafHashFromHex written into `dst` at byte `offset` (no allocation beyond the digest): how a store streams an
+ * epoch's record hashes straight into one packed leaf level, with no object per leaf.
+ */
+export function writeLeafHashFromHex(recordHashHex: string, dst: Uint8Array, offset: number): void {
+  if (typeof recordHashHex !== 'string' || !LOWER_HEX_64.test(recordHashHex)) {
+    throw new TypeError('record hash must be 64 lowercase hex');
+  }
+  leafInput.write(recordHashHex, 1, 'hex');
+  dst.set(hash('sha256', leafInput, 'buffer'), offset);
+}
+
 export function nodeHash(left: Uint8Array, right: Uint8Array): Uint8Array {
   requireHash(left, 'left hash');
   requireHash(right, 'right hash');
@@ -105,9 +117,20 @@ export function merkleRoot(leaves: readonly Uint8Array[]): Uint8Array {
  * the tree size and the last level the root.
  */
 export function merkleLevels(leaves: readonly Uint8Array[]): Uint8Array[] {
-  if (leaves.length === 0) return [new Uint8Array(0), EMPTY_ROOT.slice()];
-  const levels = [packLeaves(leaves)];
-  let count = leaves.length;
+  return merkleLevelsOfPacked(packLeaves(leaves));
+}
+
+/**
+ * merkleLevels over leaf hashes already packed 32 bytes each (level 0 is `packed` itself, not a copy): a
+ * million-leaf tree is 64 MB of buffers in all, not a million small objects.
+ */
+export function merkleLevelsOfPacked(packed: Uint8Array): Uint8Array[] {
+  if (!(packed instanceof Uint8Array) || packed.length % HASH_BYTES !== 0) {
+    throw new TypeError(`packed leaves must be a multiple of ${HASH_BYTES} bytes`);
+  }
+  if (packed.length === 0) return [new Uint8Array(0), EMPTY_ROOT.slice()];
+  const levels = [packed];
+  let count = packed.length / HASH_BYTES;
   while (count > 1) {
     const src = levels[levels.length - 1] as Uint8Array;
     const dst = new Uint8Array(Math.ceil(count / 2) * HASH_BYTES);

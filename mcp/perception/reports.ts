@@ -30,7 +30,8 @@ import { nextUnrolledIndex, noBlocksToRollMessage, rollAgentEpoch } from '../../
 import { buildComplianceReport, type ComplianceReport } from '../../core/compliance-report.js';
 import { delegationChainRights, type DelegationCertificate } from '../../core/delegation-cert.js';
 import { ServiceError } from '../../core/errors.js';
-import type { KeyPair } from '../../core/identity.js';
+import { checkPublicKey, type KeyPair } from '../../core/identity.js';
+import { isOwnVerifiedMark, signVerifiedMark } from '../../core/verified-mark.js';
 import { requiresHumanApproval } from '../../core/tool-preflight.js';
 import {
   EPOCH_ROLL_TOOL,
@@ -40,7 +41,8 @@ import {
   trustScore,
   type TrustScore,
 } from '../../core/trust-score.js';
-import type { AuditStore } from '../../store/audit-store.js';
+import type { AuditStore, VerifiedMark } from '../../store/audit-store.js';
+import { sharedEd25519Pool } from '../../store/ed25519-pool.js';
 
 /** docs/protocol.md §4.2 default start of a report period. */
 export const DEFAULT_REPORT_FROM = '2020-01-01T00:00:00.000Z';
@@ -141,24 +143,114 @@ interface ChainFacts {
   verification: ChainVerification;
 }
 
+/** Below this many unverified blocks the pool is not worth a round trip: verifyChain checks them inline. */
+const POOL_MIN_BLOCKS = 64;
+
+/**
+ * The signature cache of one verification: `base` (the process's) plus what `trust` vouches for here. What
+ * verifyChain itself verifies goes to `base` too; what is only trusted (the mark, the pool) stays here, so a
+ * verdict recomputed without shortcuts never meets it.
+ */
+class LayeredSet extends Set<string> {
+  private readonly trusted = new Set<string>();
+  constructor(private readonly base: Set<string> | undefined) {
+    super();
+  }
+  trust(value: string): void {
+    this.trusted.add(value);
+  }
+  override has(value: string): boolean {
+    return this.trusted.has(value) || this.base?.has(value) === true;
+  }
+  override add(value: string): this {
+    this.base?.add(value);
+    return this;
+  }
+}
+
 /**
  * Verifies the blocks and keeps the content of those that verify: a block named by an issue (edited,
  * re-signed by another key, out of place) is reported in chain_verification and counts for nothing else.
+ *
+ * Each signature is verified once (docs/architecture.md "Audit chains"): blocks at or below the agent's
+ * verified-through mark skip their Ed25519 check when the block at the mark still has the marked hash (every
+ * block commits to its predecessor's hash, and verifyChain still checks every hash and link); the others are
+ * verified on the Ed25519 pool, on all cores, before verifyChain runs the remaining checks. A verdict with any
+ * issue is recomputed with no shortcut, so what it names is exactly what a full verification names. The mark
+ * then moves up to the last block of an unbroken verified run that continues it.
  */
 async function judge(
+  store: AuditStore,
+  verifier: KeyPair,
+  agentPk: string,
   stored: readonly StoredBreadcrumb[],
   anchor: StoredBreadcrumb | null,
   signatureCache: Set<string> | undefined,
 ): Promise<ChainFacts> {
-  const parsed: Breadcrumb[] = [];
-  const verification = await verifyBetweenCalls(stored, {
+  const held = await store.verifiedThrough(agentPk);
+  // Only a mark this verifier signed itself: whoever writes the store could otherwise vouch for any chain.
+  const mark = held !== null && isOwnVerifiedMark(held, agentPk, verifier.publicKey) ? held : null;
+  const known = new LayeredSet(signatureCache);
+  // Blocks under the mark passed every check before, their text included (core/breadcrumb.ts checkedTexts).
+  const checkedTexts = new Set<string>();
+  // Does this range continue the verified prefix (so the mark may move up over it)?
+  let continues = mark === null ? anchor === null && stored[0]?.index === 0 : false;
+  if (mark !== null) {
+    const at = stored.find((block) => block.index === mark.index);
+    if (at !== undefined && at.block_hash === mark.block_hash) {
+      for (const block of stored) {
+        if (block.index > mark.index) continue;
+        known.trust(block.block_hash);
+        checkedTexts.add(block.block_hash);
+      }
+      continues = true;
+    } else if (anchor !== null && anchor.index === mark.index && anchor.block_hash === mark.block_hash) {
+      continues = true;
+    }
+  }
+  const todo = stored.filter((block) => !known.has(block.block_hash));
+  if (todo.length >= POOL_MIN_BLOCKS && checkPublicKey(agentPk).ok) {
+    const ok = await sharedEd25519Pool().verify(todo.map((b) => [b.agent_pk, b.data_to_sign, b.signature] as const));
+    todo.forEach((block, i) => {
+      if (ok[i] === true && block.agent_pk === agentPk) known.trust(block.block_hash);
+    });
+  }
+
+  let parsed: Breadcrumb[] = [];
+  let verification = await verifyBetweenCalls(stored, {
     anchor,
     parsedBlocks: parsed,
-    ...(signatureCache ? { signatureCache } : {}),
+    signatureCache: known,
+    checkedTexts,
   });
+  if (!verification.is_valid) {
+    parsed = [];
+    verification = await verifyBetweenCalls(stored, {
+      anchor,
+      parsedBlocks: parsed,
+      ...(signatureCache ? { signatureCache } : {}),
+    });
+  }
+  if (continues) await raiseMark(store, verifier, agentPk, mark, stored, verification);
   if (verification.invalid_blocks.length === 0) return { blocks: parsed, verification };
   const invalid = new Set(verification.invalid_blocks);
   return { blocks: parsed.filter((block) => !invalid.has(block.index)), verification };
+}
+
+/** Moves the mark to the last block before the first invalid one, when that is above the mark. */
+async function raiseMark(
+  store: AuditStore,
+  verifier: KeyPair,
+  agentPk: string,
+  mark: VerifiedMark | null,
+  stored: readonly StoredBreadcrumb[],
+  verification: ChainVerification,
+): Promise<void> {
+  const firstInvalid = verification.invalid_blocks[0];
+  const upTo = firstInvalid === undefined ? stored.length : stored.findIndex((block) => block.index === firstInvalid);
+  const last = stored[upTo - 1];
+  if (last === undefined || last.index <= (mark?.index ?? -1)) return;
+  await store.markVerified(agentPk, signVerifiedMark(verifier, agentPk, last.index, last.block_hash));
 }
 
 /** What the trust score needs of an agent's chain, judged up to `next` (exclusive). */
@@ -214,7 +306,7 @@ export function createReportService(deps: ReportServiceDeps): ReportService {
     };
     const stored = await store.blocks(agentPk, { fromIndex: t.next });
     if (stored.length > 0) {
-      const facts = await judge(stored, t.last, signatureCache);
+      const facts = await judge(store, agent, agentPk, stored, t.last, signatureCache);
       for (const block of facts.blocks) {
         if (!isOperation(block)) continue;
         t.operations++;
@@ -278,7 +370,7 @@ export function createReportService(deps: ReportServiceDeps): ReportService {
         store.violations(agentPk, period.from, period.to),
         store.approvals(agentPk, period.from, period.to),
       ]);
-      const facts = await judge(stored, anchor, signatureCache);
+      const facts = await judge(store, agent, agentPk, stored, anchor, signatureCache);
       const fromMs = Date.parse(period.from);
       const toMs = Date.parse(period.to);
       const profile = profiles.get(agentPk);
@@ -324,10 +416,7 @@ export function createReportService(deps: ReportServiceDeps): ReportService {
 
     async verifyChain(agentPk) {
       await ensureKnown(agentPk);
-      return verifyBetweenCalls(await store.blocks(agentPk), {
-        anchor: null,
-        ...(signatureCache ? { signatureCache } : {}),
-      });
+      return (await judge(store, agent, agentPk, await store.blocks(agentPk), null, signatureCache)).verification;
     },
 
     async rollEpoch() {

@@ -9,6 +9,7 @@ import {
   chainRefusal,
   checkAgentPk,
   checkAuditInput,
+  checkVerifiedMark,
   humanApprovalSchema,
   instantMs,
   parseStoredAuditJson,
@@ -47,6 +48,15 @@ interface EpochDoc {
   agent_pk: string;
   epoch_index: number;
   json: string;
+}
+
+/** The verified-through mark of an agent (`audit_verified`, `_id` = agent_pk; store/audit-store.ts). */
+interface VerifiedDoc {
+  _id: string;
+  index: number;
+  block_hash: string;
+  verifier_pk: string;
+  signature: string;
 }
 
 /** A violation (`audit_violations`), `_id` = its id. */
@@ -95,6 +105,7 @@ export async function createMongoAuditStore(db: Db): Promise<AuditStore> {
   const epochs = db.collection<EpochDoc>('audit_epochs');
   const violations = db.collection<ViolationDoc>('audit_violations');
   const approvals = db.collection<ApprovalDoc>('audit_approvals');
+  const verified = db.collection<VerifiedDoc>('audit_verified');
   await ensureIndexes(blocks, [
     { key: { agent_pk: 1, index: 1 }, name: 'agent_index_unique', unique: true },
     { key: { agent_pk: 1, ts_ms: 1, index: 1 }, name: 'agent_time' },
@@ -210,6 +221,34 @@ export async function createMongoAuditStore(db: Db): Promise<AuditStore> {
     async agents() {
       const pks = await blocks.distinct('agent_pk');
       return pks.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    },
+
+    async verifiedThrough(agentPk) {
+      const doc = await verified.findOne({ _id: checkAgentPk(agentPk, 'verifiedThrough') });
+      return doc === null
+        ? null
+        : { index: doc.index, block_hash: doc.block_hash, verifier_pk: doc.verifier_pk, signature: doc.signature };
+    },
+    async markVerified(agentPk, mark) {
+      checkAgentPk(agentPk, 'markVerified');
+      checkVerifiedMark(mark);
+      try {
+        // Only upward: the filter misses a mark at or above this one, and the upsert then hits its _id.
+        await verified.updateOne(
+          { _id: agentPk, index: { $lt: mark.index } },
+          {
+            $set: {
+              index: mark.index,
+              block_hash: mark.block_hash,
+              verifier_pk: mark.verifier_pk,
+              signature: mark.signature,
+            },
+          },
+          { upsert: true },
+        );
+      } catch (error) {
+        if (!(error instanceof MongoServerError && error.code === 11000)) throw error;
+      }
     },
 
     async appendEpoch(input) {

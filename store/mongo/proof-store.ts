@@ -3,7 +3,8 @@ import { ServiceError } from '../../core/errors.js';
 import type { ProofRecord, Seal } from '../../core/proof-types.js';
 import type { KeyPair } from '../../core/identity.js';
 import type { IngestOutcome, NewRecord, ProofStore, RecordQuery, SealLeaf } from '../proof-store.js';
-import { planAppend, writerScopedId, type WriterTail } from '../record-append.js';
+import { createLeafPacker } from '../epoch-leaf-packer.js';
+import { prepareAppend, signFresh, writerScopedId, type WriterTail } from '../record-append.js';
 import { cellAncestors, checkRecordQuery, encodeRecordCursor } from '../record-query.js';
 import {
   auditPathFromPages,
@@ -168,8 +169,10 @@ export async function createMongoProofStore(db: Db): Promise<ProofStore> {
       .sort({ epoch: -1 })
       .limit(1)
       .next();
-    const plan = planAppend(signer, entries, (id) => stored.get(id), await readTail(pk), latest?.epoch ?? null);
-    if (plan.fresh.length === 0) return plan.records;
+    const prepared = prepareAppend(signer, entries, (id) => stored.get(id), await readTail(pk), latest?.epoch ?? null);
+    if (prepared.fresh.length === 0) return prepared.finish([]).records;
+    // Signed on the Ed25519 pool (worker threads) for large batches; this signer's queue waits meanwhile.
+    const plan = prepared.finish(await signFresh(signer, prepared.fresh));
 
     tails.delete(pk); // re-read after any failure below
     const duplicates = await insertAll(plan.fresh.map(toDoc)).catch(async (error: unknown) => {
@@ -352,6 +355,14 @@ export async function createMongoProofStore(db: Db): Promise<ProofStore> {
         .sort({ seq: 1 })
         .toArray();
       return docs.map((doc): SealLeaf => ({ seq: doc.seq, record_hash: doc.record_hash }));
+    },
+
+    async epochLeafHashes(pk, epoch) {
+      const filter = { 'address.pk': pk, 'address.epoch': epoch };
+      const packer = createLeafPacker(await records.countDocuments(filter));
+      const cursor = records.find(filter, { projection: { _id: 0, seq: 1, record_hash: 1 } }).sort({ seq: 1 });
+      for await (const doc of cursor) packer.add(doc.seq, doc.record_hash);
+      return packer.finish();
     },
 
     async firstRecordEpoch(pk) {

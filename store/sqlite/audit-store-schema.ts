@@ -53,3 +53,20 @@ export const AUDIT_CHAIN_MIGRATION: SqliteMigration = {
     CREATE INDEX audit_approvals_agent_at ON audit_approvals (agent_pk, approved_at_ms, block_index);
   `,
 };
+
+/**
+ * `audit_verified`: one row per agent, the verified-through mark (store/audit-store.ts VerifiedMark): the
+ * highest block index whose chain verified, that block's hash, and the verifier's signature over both.
+ */
+export const AUDIT_VERIFIED_MIGRATION: SqliteMigration = {
+  id: '0013-audit-verified-through',
+  sql: `
+    CREATE TABLE audit_verified (
+      agent_pk    TEXT    NOT NULL PRIMARY KEY,
+      idx         INTEGER NOT NULL CHECK (idx >= 0),
+      block_hash  TEXT    NOT NULL,
+      verifier_pk TEXT    NOT NULL,
+      signature   TEXT    NOT NULL
+    );
+  `,
+};

@@ -8,6 +8,7 @@ import {
   chainRefusal,
   checkAgentPk,
   checkAuditInput,
+  checkVerifiedMark,
   humanApprovalSchema,
   instantMs,
   parseStoredAuditJson,
@@ -17,7 +18,7 @@ import {
   violationSchema,
   type StoredBlockFields,
 } from '../audit-record-schema.js';
-import type { AuditStore } from '../audit-store.js';
+import type { AuditStore, VerifiedMark } from '../audit-store.js';
 import type { SqliteDatabase } from './open-database.js';
 
 const BLOCK_COLUMNS = 'record_version, agent_pk, idx AS "index", timestamp, data_to_sign, signature, block_hash';
@@ -82,6 +83,17 @@ export function createSqliteAuditStore(db: SqliteDatabase): AuditStore {
     ORDER BY approved_at_ms, block_index
   `);
 
+  const verifiedThrough = db.prepare<[string], VerifiedMark>(
+    'SELECT idx AS "index", block_hash, verifier_pk, signature FROM audit_verified WHERE agent_pk = ?',
+  );
+  const markVerified = db.prepare<[string, number, string, string, string]>(`
+    INSERT INTO audit_verified (agent_pk, idx, block_hash, verifier_pk, signature) VALUES (?, ?, ?, ?, ?)
+    ON CONFLICT (agent_pk) DO UPDATE SET
+      idx = excluded.idx, block_hash = excluded.block_hash, verifier_pk = excluded.verifier_pk,
+      signature = excluded.signature
+    WHERE excluded.idx > audit_verified.idx
+  `);
+
   const append = db.transaction((block: StoredBreadcrumb, tsMs: number): void => {
     const taken = blockAt.get(block.agent_pk, block.index) !== undefined;
     const previousMs = block.index === 0 ? null : blockAt.get(block.agent_pk, block.index - 1)?.ts_ms;
@@ -124,6 +136,16 @@ export function createSqliteAuditStore(db: SqliteDatabase): AuditStore {
     },
     async agents() {
       return agents.all().map((row) => row.agent_pk);
+    },
+
+    async verifiedThrough(agentPk) {
+      const row = verifiedThrough.get(checkAgentPk(agentPk, 'verifiedThrough'));
+      return row === undefined ? null : { ...row };
+    },
+    async markVerified(agentPk, mark) {
+      checkAgentPk(agentPk, 'markVerified');
+      checkVerifiedMark(mark);
+      markVerified.run(agentPk, mark.index, mark.block_hash, mark.verifier_pk, mark.signature);
     },
 
     async appendEpoch(input) {

@@ -15,7 +15,7 @@ import {
 } from './worker-registry-schema.js';
 import { API_KEYS_MIGRATION } from './api-key-schema.js';
 import { JOB_REQUESTER_MIGRATION, JOB_STORE_MIGRATION } from './job-store-schema.js';
-import { AUDIT_CHAIN_MIGRATION } from './audit-store-schema.js';
+import { AUDIT_CHAIN_MIGRATION, AUDIT_VERIFIED_MIGRATION } from './audit-store-schema.js';
 import { LEDGER_MIGRATION } from './ledger-store-schema.js';
 import { JOB_BLOBS_MIGRATION } from './blob-store.js';
 
@@ -85,4 +85,5 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   JOB_REQUESTER_MIGRATION,
   WORKER_LEFT_AT_MIGRATION,
   JOB_BLOBS_MIGRATION,
+  AUDIT_VERIFIED_MIGRATION,
 ];

@@ -2,7 +2,8 @@ import { ServiceError } from '../../core/errors.js';
 import type { KeyPair } from '../../core/identity.js';
 import type { ProofRecord, Seal } from '../../core/proof-types.js';
 import type { IngestOutcome, ProofStore, RecordQuery, SealLeaf } from '../proof-store.js';
-import { planAppend, type WriterTail } from '../record-append.js';
+import { createLeafPacker } from '../epoch-leaf-packer.js';
+import { prepareAppend, signFresh, type WriterTail } from '../record-append.js';
 import { cellKey, cellKeyRange, checkRecordQuery, encodeRecordCursor } from '../record-query.js';
 import {
   auditPathFromPages,
@@ -13,6 +14,11 @@ import {
   sealTreePages,
 } from '../seal-tree-pages.js';
 import type { SqliteDatabase } from './open-database.js';
+
+/** Plans before a write that found the writer's tail or seals changed since its read. */
+const APPEND_ATTEMPTS = 8;
+
+class AppendRaced extends Error {}
 
 interface JsonRow {
   json: string;
@@ -52,6 +58,12 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
   const epochHashes = db
     .prepare<[number, string], string>('SELECT record_hash FROM proof_records WHERE epoch = ? AND pk = ? ORDER BY seq')
     .pluck();
+  // Chunks by seq: one .all() per 8,192 rows costs less than a step per row through iterate().
+  const epochLeafRows = db
+    .prepare<[number, string, number], [number, string]>(
+      'SELECT seq, record_hash FROM proof_records WHERE epoch = ? AND pk = ? AND seq > ? ORDER BY seq LIMIT 8192',
+    )
+    .raw();
   const epochCount = db.prepare<[number, string], { n: number; first: number | null; last: number | null }>(
     'SELECT COUNT(*) AS n, MIN(seq) AS first, MAX(seq) AS last FROM proof_records WHERE epoch = ? AND pk = ?',
   );
@@ -105,21 +117,58 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
     return result.changes === 1;
   };
 
-  const append = db.transaction((signer: KeyPair, entries: readonly NewRecordLike[]): ProofRecord[] => {
+  // An append reads in one transaction, signs with the event loop free (worker threads), then writes in a
+  // BEGIN IMMEDIATE transaction that first checks nothing it read has changed; if something has (another
+  // process appended or sealed meanwhile), it plans again. Appends through this store take turns.
+  const readAppend = db.transaction((signer: KeyPair, entries: readonly NewRecordLike[]) => {
     const pk = signer.publicKey;
-    const plan = planAppend(
+    const tail = writerTail.get(pk) ?? null;
+    const sealEpoch = latestSealEpoch.get(pk)?.epoch ?? null;
+    const prepared = prepareAppend(
       signer,
       entries,
       (id) => parse<ProofRecord>(recordById.get(id)) ?? undefined,
-      writerTail.get(pk) ?? null,
-      latestSealEpoch.get(pk)?.epoch ?? null,
+      tail,
+      sealEpoch,
     );
-    for (const record of plan.fresh) {
-      // Only a concurrent writer under the same key could collide; the transaction undoes the batch.
-      if (!insert(record)) throw new Error(`seq ${record.seq} of writer ${pk} was taken during the append`);
-    }
-    return plan.records;
+    return { prepared, tailSeq: tail?.seq ?? 0, sealEpoch };
   });
+
+  const writeAppend = db.transaction(
+    (pk: string, tailSeq: number, sealEpoch: number | null, fresh: readonly ProofRecord[]): boolean => {
+      if ((writerTail.get(pk)?.seq ?? 0) !== tailSeq || (latestSealEpoch.get(pk)?.epoch ?? null) !== sealEpoch) {
+        return false;
+      }
+      for (const record of fresh) {
+        // An id taken since the read (by another writer): undo the batch and plan again.
+        if (!insert(record)) throw new AppendRaced();
+      }
+      return true;
+    },
+  );
+
+  let appending: Promise<unknown> = Promise.resolve();
+  const appendInTurn = <T>(run: () => Promise<T>): Promise<T> => {
+    const result = appending.then(run, run);
+    appending = result.catch(() => undefined);
+    return result;
+  };
+
+  const append = async (signer: KeyPair, entries: readonly NewRecordLike[]): Promise<ProofRecord[]> => {
+    for (let attempt = 1; ; attempt++) {
+      const { prepared, tailSeq, sealEpoch } = readAppend(signer, entries);
+      if (prepared.fresh.length === 0) return prepared.finish([]).records;
+      const signed = await signFresh(signer, prepared.fresh);
+      try {
+        if (writeAppend.immediate(signer.publicKey, tailSeq, sealEpoch, signed)) return prepared.finish(signed).records;
+      } catch (error) {
+        if (!(error instanceof AppendRaced)) throw error;
+      }
+      if (attempt >= APPEND_ATTEMPTS) {
+        throw new Error(`writer ${signer.publicKey}: other appends kept taking the next seq; retry later`);
+      }
+    }
+  };
 
   const ingest = db.transaction((records: readonly ProofRecord[]): IngestOutcome[] => {
     const sealed = new Map<string, boolean>();
@@ -183,6 +232,17 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
     return seqs.map((seq, i) => ({ seq, record_hash: hashes[i] as string }));
   });
 
+  // One read transaction: the count that sizes the buffer and the rows come from the same snapshot.
+  const packLeaves = db.transaction((pk: string, epoch: number) => {
+    const packer = createLeafPacker(epochCount.get(epoch, pk)?.n ?? 0);
+    for (let after = 0, rows = epochLeafRows.all(epoch, pk, after); rows.length > 0;) {
+      for (const [seq, hash] of rows) packer.add(seq, hash);
+      after = (rows[rows.length - 1] as [number, string])[0];
+      rows = epochLeafRows.all(epoch, pk, after);
+    }
+    return packer.finish();
+  });
+
   const markRecords = db.transaction((ids: readonly string[]) => {
     for (const id of ids) markRecord.run(id);
   });
@@ -213,7 +273,7 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
   return {
     async appendRecords(signer, entries) {
       if (entries.length === 0) return [];
-      return append.immediate(signer, entries);
+      return appendInTurn(() => append(signer, entries));
     },
 
     async ingestRecords(records) {
@@ -254,6 +314,10 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
 
     async epochLeaves(pk, epoch) {
       return readLeaves(pk, epoch);
+    },
+
+    async epochLeafHashes(pk, epoch) {
+      return packLeaves(pk, epoch);
     },
 
     async firstRecordEpoch(pk) {

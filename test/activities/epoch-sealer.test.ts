@@ -149,8 +149,8 @@ describe('epoch sealer', () => {
     let raced = false;
     const racing: ProofStore = {
       ...store,
-      async epochLeaves(pk, epoch) {
-        const leaves = await store.epochLeaves(pk, epoch);
+      async epochLeafHashes(pk, epoch) {
+        const leaves = await store.epochLeafHashes(pk, epoch);
         if (!raced) {
           raced = true;
           await store.appendRecords(node, [entry('racer', 5)]);

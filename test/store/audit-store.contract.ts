@@ -138,6 +138,28 @@ export function describeAuditStoreContract(name: string, factory: AuditStoreFact
       assert.deepEqual(await store.approvals(pk, iso(0), iso(T0 * 2)), []);
     });
 
+    it('keeps a verified-through mark per agent that only moves up', async () => {
+      const agent = newAgent();
+      const other = newAgent();
+      assert.equal(await store.verifiedThrough(agent), null);
+      const mark = (index: number) => ({
+        index,
+        block_hash: sha256Hex(`block ${index}`),
+        verifier_pk: other,
+        signature: 'ab'.repeat(64),
+      });
+      await store.markVerified(agent, mark(5));
+      assert.deepEqual(await store.verifiedThrough(agent), mark(5));
+      await store.markVerified(agent, mark(3));
+      await store.markVerified(agent, mark(5));
+      assert.deepEqual(await store.verifiedThrough(agent), mark(5), 'a lower or equal mark changes nothing');
+      await store.markVerified(agent, mark(9));
+      assert.deepEqual(await store.verifiedThrough(agent), mark(9));
+      assert.equal(await store.verifiedThrough(other), null);
+      await assert.rejects(store.markVerified(agent, { ...mark(10), block_hash: 'nope' }), RangeError);
+      await assert.rejects(store.markVerified(agent, { ...mark(-1) }), RangeError);
+    });
+
     it('appends a chain and gives it back exactly, ascending, with the last block as tip', async () => {
       const pk = newAgent();
       const chain = makeChain(pk, 5);

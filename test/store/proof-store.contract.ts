@@ -7,7 +7,7 @@ import { verifyInclusion } from '../../core/merkle/inclusion.js';
 import { merkleLevels } from '../../core/merkle/tree.js';
 import { recordLeaf, signRecord } from '../../core/proof-record.js';
 import { GENESIS_PREV_HASH, type CollectionType, type ProofRecord, type Seal } from '../../core/proof-types.js';
-import { createSealWithLevels } from '../../core/seal.js';
+import { createSealOverPackedLeaves, createSealWithLevels } from '../../core/seal.js';
 import { hexToBytes } from '../../core/hex.js';
 import type { NewRecord, ProofStore } from '../../store/proof-store.js';
 
@@ -378,6 +378,11 @@ export function describeProofStoreContract(name: string, factory: ProofStoreFact
         await assert.rejects(store.queryRecords({ limit: 0 }), RangeError);
       });
 
+      it('refuses to pack the leaves of an epoch with a seq gap (ingested records)', async () => {
+        await store.ingestRecords([signed(alice, 'g1', 5, 1), signed(alice, 'g3', 5, 3)]);
+        await assert.rejects(store.epochLeafHashes(alice.publicKey, 5), /seqs 2\.\.2 are missing/);
+      });
+
       it('lists the records and leaves of an epoch in seq order, and where a writer starts', async () => {
         assert.equal(await store.firstRecordEpoch(alice.publicKey), null);
         await store.appendRecords(alice, [entry('a', 4), entry('b', 5), entry('c', 5)]);
@@ -397,6 +402,19 @@ export function describeProofStoreContract(name: string, factory: ProofStoreFact
           epoch5.map((r) => ({ seq: r.seq, record_hash: r.record_hash })),
         );
         assert.deepEqual(await store.recordsOfEpoch(alice.publicKey, 7), []);
+        // Packed for sealing: the same seal and levels as over the records, byte for byte.
+        const packed = await store.epochLeafHashes(alice.publicKey, 5);
+        assert.equal(packed.firstSeq, 2);
+        assert.deepEqual(packed.leaves, merkleLevels(epoch5.map(recordLeaf))[0]);
+        const input = { epoch: 5, prevSealHash: GENESIS_PREV_HASH, sealedAt: '2026-01-01T10:01:00.000Z' };
+        assert.deepEqual(
+          createSealOverPackedLeaves(alice.secretKey, { ...input, leaves: packed }),
+          createSealWithLevels(alice.secretKey, { ...input, records: epoch5 }),
+        );
+        assert.deepEqual(await store.epochLeafHashes(alice.publicKey, 7), {
+          firstSeq: null,
+          leaves: new Uint8Array(0),
+        });
         assert.equal(await store.firstRecordEpoch(alice.publicKey), 4);
         assert.equal(await store.firstRecordEpoch(bob.publicKey), 5);
       });

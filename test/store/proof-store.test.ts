@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateKeyPair } from '../../core/identity.js';
+import { checkRecord } from '../../core/proof-record.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
 import { describeProofStoreContract } from './proof-store.contract.js';
@@ -54,6 +55,48 @@ describe('SQLite proof store on a shared file', () => {
       }
       assert.deepEqual(seqs, [1, 2, 3, 4, 5, 6]);
       assert.equal((await storeB.getRecord('r0'))?.seq, 1);
+    } finally {
+      a.close();
+      b.close();
+    }
+  });
+
+  it('signs large batches off the event loop and keeps seqs gapless when two connections race', async () => {
+    const path = join(dir, 'geofabric.db');
+    const [a, b] = [openSqlite(path), openSqlite(path)];
+    try {
+      const [storeA, storeB] = [createSqliteProofStore(a), createSqliteProofStore(b)];
+      const signer = generateKeyPair();
+      const batch = (tag: string) =>
+        Array.from({ length: 300 }, (_, i) => ({
+          id: `${tag}-${i}`,
+          h3_cell: '861e8050fffffff',
+          epoch: 1,
+          collection_type: 'tile' as const,
+          payload_type: 'tile/raster' as const,
+          payload: { i },
+          written_at: '2026-01-01T01:00:00.000Z',
+        }));
+      // The event loop keeps turning while a batch is signed (it used to be held for the whole batch).
+      let ticks = 0;
+      const ticker = setInterval(() => ticks++, 0);
+      await storeA.appendRecords(signer, batch('warm'));
+      clearInterval(ticker);
+      assert.ok(ticks > 0, 'the event loop ran during the append');
+      // Both read the same tail, sign on the workers meanwhile; the second to write must plan again.
+      const [fromA, fromB] = await Promise.all([
+        storeA.appendRecords(signer, batch('a')),
+        storeB.appendRecords(signer, batch('b')),
+        storeA.appendRecords(signer, batch('c')),
+      ]);
+      const all = await storeB.recordsOfEpoch(signer.publicKey, 1);
+      assert.deepEqual(
+        all.map((r) => r.seq),
+        Array.from({ length: 1200 }, (_, i) => i + 1),
+      );
+      for (const record of all) assert.equal(checkRecord(record).ok, true, record.id);
+      // What appendRecords returned is what was stored.
+      for (const record of [...fromA, ...fromB]) assert.deepEqual(await storeA.getRecord(record.id), record);
     } finally {
       a.close();
       b.close();

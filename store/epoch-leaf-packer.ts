@@ -1,0 +1,43 @@
+/**
+ * How both proof-store adapters stream an epoch's records into the packed leaf level a seal is built over
+ * (ProofStore.epochLeafHashes): one 32-byte slot per record and no object per record, so a million-record
+ * epoch costs its 32 MB of leaves while it is read. Seqs must follow each other without a gap or a repeat,
+ * as a seal asserts first_seq..last_seq (the same refusal as createSeal's).
+ */
+import { HASH_BYTES, writeLeafHashFromHex } from '../core/merkle/tree.js';
+import type { PackedEpochLeaves } from '../core/seal.js';
+
+export interface LeafPacker {
+  add(seq: number, recordHashHex: string): void;
+  finish(): PackedEpochLeaves;
+}
+
+/** `expected` sizes the buffer (a count read first); more records than that grow it. */
+export function createLeafPacker(expected = 0): LeafPacker {
+  let buffer = new Uint8Array(Math.max(expected, 16) * HASH_BYTES);
+  let count = 0;
+  let firstSeq: number | null = null;
+  let lastSeq = 0;
+  return {
+    add(seq, recordHashHex) {
+      if (firstSeq === null) firstSeq = seq;
+      else if (seq !== lastSeq + 1) {
+        throw new TypeError(
+          seq === lastSeq ? `two records share seq ${seq}` : `seqs ${lastSeq + 1}..${seq - 1} are missing`,
+        );
+      }
+      lastSeq = seq;
+      if ((count + 1) * HASH_BYTES > buffer.length) {
+        const grown = new Uint8Array(buffer.length * 2);
+        grown.set(buffer);
+        buffer = grown;
+      }
+      writeLeafHashFromHex(recordHashHex, buffer, count * HASH_BYTES);
+      count++;
+    },
+    finish() {
+      const leaves = count * HASH_BYTES === buffer.length ? buffer : buffer.slice(0, count * HASH_BYTES);
+      return { firstSeq, leaves };
+    },
+  };
+}
