@@ -111,7 +111,7 @@ describe('Two gateways and two workers on one Temporal and one MongoDB store (li
     }
     for (const [i, key] of workerKeys.entries()) {
       await gateways[i]!.gw.workers.register(
-        registration({ pk: key.publicKey, h3_cell: ROME, models: [MODEL] }),
+        registration({ pk: key.publicKey, h3_cell: ROME, models: [MODEL], tools: [] }),
         clock(),
       );
       swarmWorkers.push(

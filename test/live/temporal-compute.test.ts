@@ -130,7 +130,11 @@ describe('Compound jobs on the Temporal dev server (live)', function () {
       defaultPayloadConverter.fromPayload(scheduled[0]!.userMetadata!.summary!),
       `step ask: inference on ${backboneQueue(naming)}`,
     );
-    assert.equal(events.filter((e) => e.markerRecordedEventAttributes).length, 3, 'patch, routeJob, finishJob');
+    assert.equal(
+      events.filter((e) => e.markerRecordedEventAttributes).length,
+      4,
+      'two patches (local gateway activities, critical path), routeJob, finishJob',
+    );
     const found = await pollList(
       client,
       `H3Cell = '${ROME}' AND JobStatus = 'complete' AND WorkflowId = '${handle.workflowId}'`,
@@ -266,7 +270,7 @@ describe('Compound jobs on the Temporal dev server (live)', function () {
     assert.ok(cause instanceof ApplicationFailure, String(cause));
     assert.equal(cause.type, 'no_workers');
     assert.equal(cause.nonRetryable, true);
-    assert.match(cause.message, /failed: step "ask": no eligible worker/);
+    assert.match(cause.message, /failed: step "ask"( in cell \w+)?: no eligible worker/);
     assert.equal((cause.details?.[0] as ComputeResponse).status, 'failed');
     const listed = await pollList(client, `WorkflowId = '${handle.workflowId}' AND ExecutionStatus = 'Failed'`);
     assert.deepEqual(
@@ -483,7 +487,8 @@ describe('Critical-path scheduling and fan-in on the Temporal dev server (live)'
     const patches = (history.history?.events ?? []).filter(
       (e) => e.markerRecordedEventAttributes?.markerName === 'core_patch',
     );
-    assert.equal(patches.length, 1, 'the run records the critical-path patch marker');
+    // Two patches: the gateway's local activities and the critical-path schedule.
+    assert.equal(patches.length, 2, 'the run records the critical-path patch marker');
   });
 
   it('keeps a 3 MB inference output out of the workflow: the job answers it whole, every payload small', async () => {
