@@ -562,7 +562,11 @@ function withCustodialSteps(valid: JobReceipt, custodian: typeof NODE): JobRecei
   steps.forEach((entry, i) => {
     entry.record = records[i]!;
     entry.seal = seal;
-    entry.proof = { leaf_index: i, tree_size: records.length, hashes: inclusionProofFromLevels(levels, i).map(bytesToHex) };
+    entry.proof = {
+      leaf_index: i,
+      tree_size: records.length,
+      hashes: inclusionProofFromLevels(levels, i).map(bytesToHex),
+    };
     entry.anchor = null;
   });
   copy.seal_chains.push({ sealer_pk: WORKER.publicKey, seals: [seal] });

@@ -226,7 +226,10 @@ describe('dashboard proof checker (dashboard/proof-verify.js)', () => {
     const forged = sealedEpoch(3, rogue).bundle(1);
     const refused = await page.verifyBundle(copy(forged), forged.record.id, node.publicKey);
     assert.equal(refused.verdict, 'failed');
-    assert.match(refused.problems.join('; '), new RegExp(`custodian: custodial by ${rogue.publicKey}, not by the node`));
+    assert.match(
+      refused.problems.join('; '),
+      new RegExp(`custodian: custodial by ${rogue.publicKey}, not by the node`),
+    );
     // Naming another custodian than the signer breaks the seal hash, as on the server.
     const renamed = copy(bundle);
     renamed.seal!.custodian_pk = rogue.publicKey;
