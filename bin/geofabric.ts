@@ -53,7 +53,8 @@ const USAGE = `geofabric <command>
                                  checks a certificate or chain (JSON or base64); exit 1 if invalid
   proof verify RECORD_ID --url BASE [--node-pk PK] [--wait SECONDS] [--allow-pending] [--anchor [--horizon URL]]
                                  fetches /store/proof/RECORD_ID and re-verifies it offline; --node-pk: it must be
-                                 written and sealed by that key (a job's proof: the node's); --wait asks again
+                                 written and sealed by that key (a job's proof: the node's), or custodially
+                                 sealed by it (a gone worker's record); --wait asks again
                                  while only its seal is missing; with --anchor also checks its epoch root's
                                  anchor on Horizon (HORIZON_URL)
   proof verify ID1 ID2 ... | --all [--cell C] [--epoch N] [--collection T] [--allow-pending] --url BASE

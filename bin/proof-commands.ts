@@ -32,7 +32,8 @@ export const PROOF_EXIT = { verified: 0, failed: 1, usage: 2, pending: 3 } as co
  * verify each record the same way with progress on stderr and print one report: counts and every failure. An
  * unsealed record is exit 3 (pending) like a single one, unless `--allow-pending` (then it counts as verified,
  * and is listed as pending); `--wait` (one record) asks again while it is pending.
- * `--node-pk <hex>` pins the key that must have written and sealed each record (a job's proof is the node's).
+ * `--node-pk <hex>` pins the key that must have written and sealed each record (a job's proof is the node's), or
+ * signed its custodial seal (docs/protocol.md §10.7).
  */
 export async function proofVerifyCommand(
   argv: string[],

@@ -20,6 +20,8 @@ export interface RecordVerdict {
   sealed_by?: string | undefined;
   /** The record checks out but its epoch is not sealed yet (the server says `pending`). */
   pending?: true;
+  /** What verified but is not pinned: a custodial seal checked without `--node-pk` names its custodian here. */
+  warnings?: string[];
 }
 
 export interface AnchorCheck {
@@ -44,7 +46,8 @@ export interface VerifyOptions {
   /**
    * `--node-pk`: the key expected to have written and sealed the record (a job's `compute/job` record is the
    * node's). A record that verifies under any other key is a problem: a valid signature says who wrote it, not
-   * that it is the record the verifier meant.
+   * that it is the record the verifier meant. A custodial seal (docs/protocol.md §12.3) must be the node's: its
+   * custodian must be this key, and then the record is the gone worker's, vouched for by the node's seal.
    */
   nodePk?: string | undefined;
 }
@@ -88,15 +91,31 @@ export async function verifyRecordAt(
     { record: body.record, seal: body.seal ?? null, proof: body.proof ?? null },
     recordId,
   );
+  const warnings: string[] = [];
   if (options.nodePk !== undefined) {
     const writer = (body.record as { address?: { pk?: unknown } } | undefined)?.address?.pk;
     const sealer = (body.seal as { sealer_pk?: unknown } | null | undefined)?.sealer_pk;
-    if (writer !== options.nodePk) verdict.problems.push(`written by ${String(writer)}, not by node ${options.nodePk}`);
-    if (sealer !== undefined && sealer !== options.nodePk) {
-      verdict.problems.push(`sealed by ${String(sealer)}, not by node ${options.nodePk}`);
+    if (verdict.seal_kind === 'custodial') {
+      // Any key can sign a seal naming itself custodian: only the pinned node's custodial seal is trusted.
+      if (verdict.sealed_by !== options.nodePk) {
+        verdict.problems.push(`custodial seal by ${String(verdict.sealed_by)}, not by node ${options.nodePk}`);
+      }
+    } else {
+      if (writer !== options.nodePk) {
+        verdict.problems.push(`written by ${String(writer)}, not by node ${options.nodePk}`);
+      }
+      if (sealer !== undefined && sealer !== options.nodePk) {
+        verdict.problems.push(`sealed by ${String(sealer)}, not by node ${options.nodePk}`);
+      }
     }
     verdict.verified = verdict.problems.length === 0;
+  } else if (verdict.verified && verdict.seal_kind === 'custodial') {
+    // Unpinned, like an unpinned writer: accepted, but the verdict names the key to compare with the node's.
+    warnings.push(
+      `custodial seal by ${String(verdict.sealed_by)}, not pinned: pass --node-pk to check that it is the node's key`,
+    );
   }
+  const warned = warnings.length > 0 ? { warnings } : {};
   const provedHash = (body.record as { record_hash?: unknown } | undefined)?.record_hash;
   if (listedHash !== undefined && provedHash !== listedHash) {
     verdict.problems.push(`the listing showed record_hash ${listedHash}, the proof ${String(provedHash)}`);
@@ -105,7 +124,13 @@ export async function verifyRecordAt(
   // Pending only when the record itself verified and a seal is all that is missing.
   const pending = verdict.problems.length === 1 && verdict.problems[0] === NOT_SEALED ? { pending: true as const } : {};
   if (!options.anchor) {
-    return { record_id: recordId, ...verdict, server_said_verified: body.verified, ...pending } satisfies RecordVerdict;
+    return {
+      record_id: recordId,
+      ...verdict,
+      server_said_verified: body.verified,
+      ...pending,
+      ...warned,
+    } satisfies RecordVerdict;
   }
   // The offline verdict checked the seal, so its root and sealer are trusted from here on; the anchor is not.
   const anchor = verdict.verified
@@ -120,6 +145,7 @@ export async function verifyRecordAt(
     anchor,
     ...(verdict.seal_kind ? { seal_kind: verdict.seal_kind, sealed_by: verdict.sealed_by } : {}),
     ...pending,
+    ...warned,
   } satisfies RecordVerdict;
 }
 

@@ -153,7 +153,7 @@ export function verifyReceipt(value: unknown, options: VerifyReceiptOptions = {}
   add('step_outputs', () => stepOutputs(receipt, body, payload));
   add('step_records', () => stepRecords(receipt, payload, allowPending));
   add('fusion_inputs', () => fusionInputs(receipt, allowPending));
-  add('inclusion', () => inclusion(receipt));
+  add('inclusion', () => inclusion(receipt, jobEntry, options.sealerPk));
   add('seal_chain', () => sealChains(receipt));
   add('anchor', () => anchors(receipt));
   add('sealer', () => sealerCheck(jobEntry, options.sealerPk));
@@ -430,17 +430,40 @@ function fusionInputs(receipt: JobReceipt, allowPending: boolean): Outcome {
   );
 }
 
-function inclusion(receipt: JobReceipt): Outcome {
+/**
+ * Why a custodial seal's custodian is not trusted (docs/protocol.md §12.3): only the node may seal a gone worker's
+ * epoch, and the receipt names the node as the writer of its `compute/job` record (and the pinned key, if any).
+ * Any key can sign a seal naming itself custodian, so a valid signature alone proves nothing.
+ */
+export function custodianIssue(
+  custodian: string,
+  jobWriter: unknown,
+  sealerPk: string | undefined,
+): string | undefined {
+  if (sealerPk !== undefined && custodian !== sealerPk) {
+    return `custodial seal by ${custodian}, not by the pinned node ${sealerPk}`;
+  }
+  if (typeof jobWriter !== 'string') return `custodial seal by ${custodian}, but no job record names the node`;
+  if (custodian !== jobWriter) {
+    return `custodial seal by ${custodian}, not by the node ${jobWriter} that wrote the job record`;
+  }
+  return undefined;
+}
+
+function inclusion(receipt: JobReceipt, jobEntry: ReceiptRecord | undefined, sealerPk: string | undefined): Outcome {
   let proven = 0;
-  // Custodial seals (docs/protocol.md §12) verify like a writer's own; the outcome says who signed them.
+  // Custodial seals (docs/protocol.md §12) verify like a writer's own when the node signed them.
   const custodians = new Set<string>();
   let custodial = 0;
+  const jobWriter = isObj(jobEntry?.record?.address) ? jobEntry.record.address.pk : undefined;
   for (const entry of receipt.records) {
     if (entry.record === null || entry.seal === null) continue;
     const result = verifyProofBundle(entry, entry.record_id);
     if (!result.verified) return bad(`${entry.record_id}: ${result.problems.join('; ')}`);
     proven++;
     if (result.seal_kind === 'custodial') {
+      const issue = custodianIssue(result.sealed_by!, jobWriter, sealerPk);
+      if (issue !== undefined) return bad(`${entry.record_id}: ${issue}`);
       custodial++;
       custodians.add(result.sealed_by!);
     }

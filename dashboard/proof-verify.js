@@ -6,7 +6,9 @@
  *  1. record_hash = SHA-256(UTF-8(JCS(record without record_hash and signature)));
  *  2. the writer's Ed25519 signature over the UTF-8 of record_hash (hex text), by address.pk;
  *  3. seal_hash   = SHA-256(UTF-8(JCS(seal without seal_hash and signature)));
- *  4. the sealer's Ed25519 signature over the UTF-8 of seal_hash, by sealer_pk;
+ *  4. the sealer's Ed25519 signature over the UTF-8 of seal_hash, by sealer_pk; a custodial seal (with
+ *     `custodian_pk`, docs/protocol.md §12.3) is signed by its custodian instead, and is trusted only when the
+ *     custodian is the node: with `nodePk` it must equal it, else the check names the custodian to compare;
  *  5. the seal is the writer's seal of the record's epoch, and proof.tree_size is its record_count;
  *  6. RFC 9162 inclusion: leaf = SHA-256(0x00 ‖ record_hash bytes), node = SHA-256(0x01 ‖ left ‖ right), the
  *     audit path walked from leaf_index in a tree of tree_size (section 2.1.3.2), ending at merkle_root.
@@ -203,11 +205,12 @@ const isIndex = (/** @type {unknown} */ v) => typeof v === 'number' && Number.is
 
 /**
  * Every check of the bundle; `verified` only when all pass. `expectedId` is the id that was asked for: a valid
- * proof of another record proves nothing about it.
- * @param {unknown} bundle @param {string} [expectedId]
+ * proof of another record proves nothing about it. `nodePk`, when known, is the only key trusted to sign a
+ * custodial seal.
+ * @param {unknown} bundle @param {string} [expectedId] @param {string} [nodePk]
  * @returns {Promise<Verdict>}
  */
-export async function verifyBundle(bundle, expectedId) {
+export async function verifyBundle(bundle, expectedId, nodePk) {
   /** @type {Check[]} */
   const checks = [];
   const check = (/** @type {string} */ name, /** @type {boolean | null} */ ok, /** @type {string} */ detail) =>
@@ -276,12 +279,35 @@ export async function verifyBundle(bundle, expectedId) {
       ? `SHA-256 of the canonical seal is ${sealHash}`
       : `the seal hashes to ${sealHash}, not ${seal.seal_hash}`,
   );
-  const sealSigned = await verifyEd25519(String(seal.sealer_pk), seal.seal_hash, String(seal.signature));
+  // A custodial seal (docs/protocol.md §12.3): the node sealed the epoch of a worker gone for good.
+  const custodial = 'custodian_pk' in seal;
+  const signer = custodial ? seal.custodian_pk : seal.sealer_pk;
+  const sealSigned =
+    typeof signer === 'string' && (await verifyEd25519(signer, seal.seal_hash, String(seal.signature)));
   check(
     'seal signature',
     sealSigned,
-    sealSigned ? `Ed25519 by the sealer ${seal.sealer_pk}` : `the sealer's signature does not verify`,
+    sealSigned
+      ? custodial
+        ? `Ed25519 custodial by ${signer}`
+        : `Ed25519 by the sealer ${seal.sealer_pk}`
+      : custodial
+        ? `the custodian's signature does not verify`
+        : `the sealer's signature does not verify`,
   );
+  if (custodial && sealSigned) {
+    // Any key can sign a seal naming itself custodian: only the node's is trusted.
+    const pinned = typeof nodePk === 'string' && nodePk !== '';
+    check(
+      'custodian',
+      pinned ? signer === nodePk : true,
+      pinned
+        ? signer === nodePk
+          ? `custodial by ${signer}, the node`
+          : `custodial by ${signer}, not by the node ${nodePk}`
+        : `custodial by ${signer}: check that it is your node's key`,
+    );
+  }
   const sameWriter = seal.sealer_pk === record.address.pk && seal.epoch === record.address.epoch;
   check(
     'seal covers the record',

@@ -92,7 +92,7 @@ export async function verifyReceipt(value, options = {}) {
     await add('step_outputs', () => stepOutputs(receipt, body, payload));
     await add('step_records', () => stepRecords(receipt, payload, allowPending));
     await add('fusion_inputs', () => fusionInputs(receipt, allowPending));
-    await add('inclusion', () => inclusion(receipt));
+    await add('inclusion', () => inclusion(receipt, jobEntry, options.sealerPk || undefined));
     await add('seal_chain', () => sealChains(receipt));
     await add('anchor', () => anchors(receipt));
     await add('sealer', () => sealerCheck(jobEntry, options.sealerPk));
@@ -327,7 +327,10 @@ async function sealIssue(seal) {
   if ((await sha256Hex(canonicalJson(without(seal, ['seal_hash', 'signature'])))) !== seal.seal_hash) {
     return 'seal_hash does not match the seal';
   }
-  if (!(await verifyEd25519(seal.sealer_pk, seal.seal_hash, seal.signature))) return 'signature does not verify';
+  // A custodial seal (docs/protocol.md §12) is signed by its custodian, the central store's node key.
+  const signer = 'custodian_pk' in seal ? seal.custodian_pk : seal.sealer_pk;
+  if (!isHex(signer, 32)) return 'custodian_pk is malformed';
+  if (!(await verifyEd25519(signer, seal.seal_hash, seal.signature))) return 'signature does not verify';
   return undefined;
 }
 
@@ -633,17 +636,48 @@ async function fusionInputs(receipt, allowPending) {
   );
 }
 
-/** @param {Record<string, any>} receipt */
-async function inclusion(receipt) {
+/**
+ * Why a custodial seal's custodian is not trusted (docs/protocol.md §12.3): only the node seals a gone worker's
+ * epoch, and the receipt names the node as the writer of its `compute/job` record (and the pinned key, if any).
+ * @param {string} custodian @param {unknown} jobWriter @param {string | undefined} sealerPk
+ * @returns {string | undefined}
+ */
+function custodianIssue(custodian, jobWriter, sealerPk) {
+  if (sealerPk !== undefined && custodian !== sealerPk) {
+    return `custodial seal by ${custodian}, not by the pinned node ${sealerPk}`;
+  }
+  if (typeof jobWriter !== 'string') return `custodial seal by ${custodian}, but no job record names the node`;
+  if (custodian !== jobWriter) {
+    return `custodial seal by ${custodian}, not by the node ${jobWriter} that wrote the job record`;
+  }
+  return undefined;
+}
+
+/** @param {Record<string, any>} receipt @param {any} jobEntry @param {string | undefined} sealerPk */
+async function inclusion(receipt, jobEntry, sealerPk) {
   let proven = 0;
+  /** @type {Set<string>} */
+  const custodians = new Set();
+  let custodial = 0;
+  const jobWriter = isObj(jobEntry?.record) && isObj(jobEntry.record.address) ? jobEntry.record.address.pk : undefined;
   for (const entry of receipt.records) {
     if (entry.record === null || entry.seal === null) continue;
     const issue = await bundleIssue(entry);
     if (issue !== undefined) return bad(`${entry.record_id}: ${issue}`);
     proven++;
+    if ('custodian_pk' in entry.seal) {
+      const custodian = String(entry.seal.custodian_pk);
+      const untrusted = custodianIssue(custodian, jobWriter, sealerPk);
+      if (untrusted !== undefined) return bad(`${entry.record_id}: ${untrusted}`);
+      custodial++;
+      custodians.add(custodian);
+    }
   }
   const unsealed = receipt.records.length - proven;
-  return ok(`${proven} record(s) included in their sealed epochs${unsealed > 0 ? `, ${unsealed} pending` : ''}`);
+  const byCustodian = custodial > 0 ? ` (${custodial} under custodial seals by ${[...custodians].join(', ')})` : '';
+  return ok(
+    `${proven} record(s) included in their sealed epochs${byCustodian}${unsealed > 0 ? `, ${unsealed} pending` : ''}`,
+  );
 }
 
 /** @param {Record<string, any>} receipt */

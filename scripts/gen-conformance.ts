@@ -6,26 +6,32 @@
  * Every value comes from this repository's own code; keys are the RFC 8032 test keys, never real ones.
  *
  *   npx tsx scripts/gen-conformance.ts
+ *   npx tsx scripts/gen-conformance.ts --custodial-only   (derives receipt-custodial.json and its cases from the
+ *                                                          receipt-valid.json on disk; nothing else is rewritten)
  *
  * Regenerating changes the receipts' latencies and seal times, nothing a verifier depends on.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { cellToChildren, gridDisk } from 'h3-js';
 import { canonicalJson } from '../core/canonical-json.js';
 import { epochAt, epochWindow } from '../core/epoch.js';
 import { requestSigningMessage, signRequestBody } from '../core/gates/signature.js';
 import { DEFAULT_JOB_CELL } from '../core/h3-cell.js';
+import { bytesToHex } from '../core/hex.js';
 import { keyPairFromSecret } from '../core/identity.js';
 import { jobIdFromSignature, requestHash } from '../core/job-hash.js';
 import { sha256Hex } from '../core/hash.js';
+import { inclusionProofFromLevels } from '../core/merkle/inclusion.js';
 import { signRecord } from '../core/proof-record.js';
-import type { ProofRecord } from '../core/proof-types.js';
+import { GENESIS_PREV_HASH, type ProofRecord } from '../core/proof-types.js';
 import { verifyReceipt, type JobReceipt } from '../core/receipt.js';
+import { createSealWithLevels } from '../core/seal.js';
 import { startGateway } from '../test/helpers/gateway.js';
 import { certFor, signJob } from '../test/helpers/jobs.js';
 import { sealThrough } from '../test/helpers/proofs.js';
 import { runReceiptJob, twoStepJob } from '../test/helpers/receipt-job.js';
+import { applyPatch } from '../test/helpers/json-patch.js';
 import { RECEIPT_TAMPERS } from '../test/helpers/receipt-tampers.js';
 
 const OUT = resolve(import.meta.dirname, '../test/fixtures/conformance');
@@ -522,16 +528,119 @@ function withChain(receipt: JobReceipt, edit: (cert: { principal_signature: stri
   return copy;
 }
 
+/** A fixed worker key (public, never for real use): its records are sealed by the node in custody. */
+const WORKER = keyPairFromSecret(sha256Hex('geofabric conformance worker key (public, never use)'));
+/** Any key can sign a seal naming itself custodian: this one is not the node. */
+const ROGUE = keyPairFromSecret(sha256Hex('geofabric conformance rogue custodian (public, never use)'));
+
+/**
+ * The valid receipt with its step records written by WORKER instead, and WORKER's epoch sealed by `custodian` as a
+ * custodial seal (docs/protocol.md §12.3), as when a worker left for good before sealing it. The job record, its
+ * seal and anchor are the node's, untouched; the step records carry no anchor.
+ */
+function withCustodialSteps(valid: JobReceipt, custodian: typeof NODE): JobReceipt {
+  const copy = structuredClone(valid);
+  const steps = copy.records.filter((r) => r.role === 'step');
+  const records = steps.map((entry, i) => {
+    const { record_hash: _h, signature: _s, ...unsigned } = entry.record!;
+    return signRecord(WORKER.secretKey, {
+      ...unsigned,
+      address: { ...unsigned.address, pk: WORKER.publicKey },
+      seq: i + 1,
+    });
+  });
+  const epoch = records[0]!.address.epoch;
+  const nodeSeal = copy.records.find((r) => r.role === 'job')!.seal!;
+  const { seal, levels } = createSealWithLevels(custodian.secretKey, {
+    writerPk: WORKER.publicKey,
+    epoch,
+    records,
+    prevSealHash: GENESIS_PREV_HASH,
+    // After the custody grace (a day) past the node's own seal of the epoch.
+    sealedAt: new Date(Date.parse(nodeSeal.sealed_at) + 86_400_000).toISOString(),
+  });
+  steps.forEach((entry, i) => {
+    entry.record = records[i]!;
+    entry.seal = seal;
+    entry.proof = {
+      leaf_index: i,
+      tree_size: records.length,
+      hashes: inclusionProofFromLevels(levels, i).map(bytesToHex),
+    };
+    entry.anchor = null;
+  });
+  copy.seal_chains.push({ sealer_pk: WORKER.publicKey, seals: [seal] });
+  return copy;
+}
+
+/** The custodial receipt and its cases: the node's custodial seal verifies, another key's fails `inclusion`. */
+function custodialVectors(valid: JobReceipt) {
+  const custodial = withCustodialSteps(valid, NODE);
+  if (!verifyReceipt(custodial, { sealerPk: NODE.publicKey }).ok) throw new Error('the custodial receipt fails');
+  const rogue = diff(custodial, withCustodialSteps(valid, ROGUE));
+  const cases: ReceiptCase[] = [
+    { name: 'custodial: steps sealed by the node', base: 'custodial', patch: [], options: {}, expected: { ok: true } },
+    {
+      name: 'custodial: steps sealed by the node, node pinned',
+      base: 'custodial',
+      patch: [],
+      options: { sealer_pk: NODE.publicKey },
+      expected: { ok: true },
+    },
+    {
+      name: 'custodial: another node pinned than the custodian',
+      base: 'custodial',
+      patch: [],
+      options: { sealer_pk: HUMAN.publicKey },
+      expected: { ok: false, failed_check: 'inclusion' },
+    },
+    {
+      name: 'custodial: steps sealed by another key as custodian',
+      base: 'custodial',
+      patch: rogue,
+      options: {},
+      expected: { ok: false, failed_check: 'inclusion' },
+    },
+    {
+      name: 'custodial: steps sealed by another key as custodian, that key pinned',
+      base: 'custodial',
+      patch: rogue,
+      options: { sealer_pk: ROGUE.publicKey },
+      expected: { ok: false, failed_check: 'inclusion' },
+    },
+  ];
+  for (const c of cases) {
+    const verdict = verifyReceipt(applyPatch(custodial, c.patch), {
+      ...(c.options.sealer_pk === undefined ? {} : { sealerPk: c.options.sealer_pk }),
+    });
+    if (verdict.ok !== c.expected.ok || verdict.failedCheck !== c.expected.failed_check) {
+      throw new Error(`${c.name}: ${verdict.failedCheck ?? 'ok'}`);
+    }
+  }
+  return { custodial, cases };
+}
+
 const write = (name: string, value: unknown) =>
   writeFileSync(join(OUT, name), `${JSON.stringify(value, null, 2)}\n`, 'utf8');
+const read = <T>(name: string): T => JSON.parse(readFileSync(join(OUT, name), 'utf8')) as T;
 
 mkdirSync(OUT, { recursive: true });
-write('canonical-json.json', canonicalCases());
-write('signed-requests.json', signedRequests());
-const { valid, pending, createdAt, fusion, cases } = await receipts();
-write('receipt-valid.json', valid);
-write('receipt-pending.json', pending);
-write('receipt-created-at.json', createdAt);
-write('receipt-fusion.json', fusion);
-write('receipt-cases.json', cases);
+if (process.argv.includes('--custodial-only')) {
+  // Adds the custodial vectors to the ones on disk without regenerating (and so changing) the others.
+  const { custodial, cases } = custodialVectors(read<JobReceipt>('receipt-valid.json'));
+  write('receipt-custodial.json', custodial);
+  const others = read<ReceiptCase[]>('receipt-cases.json').filter((c) => c.base !== 'custodial');
+  write('receipt-cases.json', [...others, ...cases]);
+} else {
+  write('canonical-json.json', canonicalCases());
+  write('signed-requests.json', signedRequests());
+  const { valid, pending, createdAt, fusion, cases } = await receipts();
+  const custodial = custodialVectors(valid);
+  write('receipt-valid.json', valid);
+  write('receipt-pending.json', pending);
+  write('receipt-created-at.json', createdAt);
+  write('receipt-fusion.json', fusion);
+  write('receipt-custodial.json', custodial.custodial);
+  write('receipt-cases.json', [...cases, ...custodial.cases]);
+}
 process.stdout.write(`conformance vectors written to ${OUT}\n`);

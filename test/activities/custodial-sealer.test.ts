@@ -88,6 +88,10 @@ describe('custodial seals (activities/proof/custodial-sealer.ts)', () => {
         assert.equal(cli.verified, true, cli.problems.join('; '));
         assert.equal(cli.seal_kind, 'custodial');
         assert.equal(cli.sealed_by, gw.node.publicKey);
+        // Unpinned, the custodian is named to compare; pinned to the node, it is trusted (docs/protocol.md §12.3).
+        assert.match(cli.warnings?.[0] ?? '', /custodial seal by [0-9a-f]{64}, not pinned/);
+        const pinned = await verifyRecordAt(gw.url, id, { nodePk: gw.node.publicKey });
+        assert.deepEqual([pinned.verified, pinned.warnings], [true, undefined], pinned.problems.join('; '));
       }
       const own = await verifyRecordAt(gw.url, 'own-1');
       assert.deepEqual([own.verified, own.seal_kind, own.sealed_by], [true, 'writer', worker.publicKey]);

@@ -36,7 +36,7 @@ interface Verdict {
 }
 interface ProofVerify {
   canonicalJson(value: unknown): string;
-  verifyBundle(bundle: unknown, expectedId?: string): Promise<Verdict>;
+  verifyBundle(bundle: unknown, expectedId?: string, nodePk?: string): Promise<Verdict>;
 }
 
 // A plain browser module, loaded as the page loads it (no types: it is JavaScript with JSDoc).
@@ -53,8 +53,11 @@ interface Bundle {
   proof: { leaf_index: number; tree_size: number; hashes: string[] } | null;
 }
 
-/** An epoch of `size` signed records, sealed; `bundle(i)` is what `GET /store/proof/:id` answers for record i. */
-function sealedEpoch(size: number) {
+/**
+ * An epoch of `size` signed records, sealed; `bundle(i)` is what `GET /store/proof/:id` answers for record i. With
+ * `custodian`, the epoch is sealed by that key for the writer (a custodial seal, docs/protocol.md §12.3).
+ */
+function sealedEpoch(size: number, custodian?: { secretKey: string }) {
   const records = Array.from({ length: size }, (_, i) =>
     signRecord(writer.secretKey, {
       version: 1,
@@ -67,7 +70,8 @@ function sealedEpoch(size: number) {
       written_at: new Date(Date.UTC(2026, 9, 1, 12, 0, i)).toISOString(),
     }),
   );
-  const { seal, levels } = createSealWithLevels(writer.secretKey, {
+  const { seal, levels } = createSealWithLevels(custodian?.secretKey ?? writer.secretKey, {
+    ...(custodian ? { writerPk: writer.publicKey } : {}),
     epoch: EPOCH,
     records,
     prevSealHash: GENESIS_PREV_HASH,
@@ -201,6 +205,36 @@ describe('dashboard proof checker (dashboard/proof-verify.js)', () => {
     edited.seq = 99;
     const bad = await page.verifyBundle({ record: edited, seal: null, proof: null }, record.id);
     assert.equal(bad.verdict, 'failed');
+  });
+
+  it('verifies a custodial seal under its custodian, names it, and refuses another custodian than the node', async () => {
+    const [node, rogue] = [generateKeyPair(), generateKeyPair()];
+    const bundle = sealedEpoch(3, node).bundle(1);
+    assert.equal(bundle.seal!.custodian_pk, node.publicKey);
+    const server = verifyProofBundle(bundle, bundle.record.id);
+    assert.equal(server.verified, true);
+    const unpinned = await page.verifyBundle(copy(bundle), bundle.record.id);
+    assert.equal(unpinned.verdict, 'verified', unpinned.problems.join('; '));
+    const signature = unpinned.checks.find((c) => c.name === 'seal signature');
+    assert.equal(signature?.detail, `Ed25519 custodial by ${node.publicKey}`);
+    assert.match(unpinned.checks.find((c) => c.name === 'custodian')!.detail, /check that it is your node's key/);
+    const pinned = await page.verifyBundle(copy(bundle), bundle.record.id, node.publicKey);
+    assert.equal(pinned.verdict, 'verified');
+    assert.equal(pinned.checks.find((c) => c.name === 'custodian')?.detail, `custodial by ${node.publicKey}, the node`);
+
+    // A seal another key made naming itself custodian is well signed: only the pin tells it from the node's.
+    const forged = sealedEpoch(3, rogue).bundle(1);
+    const refused = await page.verifyBundle(copy(forged), forged.record.id, node.publicKey);
+    assert.equal(refused.verdict, 'failed');
+    assert.match(
+      refused.problems.join('; '),
+      new RegExp(`custodian: custodial by ${rogue.publicKey}, not by the node`),
+    );
+    // Naming another custodian than the signer breaks the seal hash, as on the server.
+    const renamed = copy(bundle);
+    renamed.seal!.custodian_pk = rogue.publicKey;
+    assert.equal(verifyProofBundle(renamed).verified, false);
+    assert.equal((await page.verifyBundle(renamed)).verdict, 'failed');
   });
 
   it('fails what is not a bundle', async () => {

@@ -99,7 +99,7 @@ def verify_receipt(receipt: Any, sealer_pk: Optional[str] = None, allow_pending:
         add("step_outputs", lambda: _step_outputs(receipt, body, payload))
         add("step_records", lambda: _step_records(receipt, payload, allow_pending))
         add("fusion_inputs", lambda: _fusion_inputs(receipt, allow_pending))
-        add("inclusion", lambda: _inclusion(receipt))
+        add("inclusion", lambda: _inclusion(receipt, job_entry, sealer_pk))
         add("seal_chain", lambda: _seal_chains(receipt))
         add("anchor", lambda: _anchors(receipt))
         add("sealer", lambda: _sealer(job_entry, sealer_pk))
@@ -714,8 +714,25 @@ def _fusion_inputs(receipt: dict, allow_pending: bool) -> tuple[bool, str]:
     return True, f"{verified} fusion step(s) recomputed from their signed inputs{pending}"
 
 
-def _inclusion(receipt: dict) -> tuple[bool, str]:
+def _custodian_issue(custodian: str, job_writer: Any, sealer_pk: Optional[str]) -> Optional[str]:
+    """Why a custodial seal's custodian is not trusted (docs/protocol.md §12.3): only the node seals a gone
+    worker's epoch, and the receipt names the node as the writer of its compute/job record (and the pinned key)."""
+    if sealer_pk is not None and custodian != sealer_pk:
+        return f"custodial seal by {custodian}, not by the pinned node {sealer_pk}"
+    if not isinstance(job_writer, str):
+        return f"custodial seal by {custodian}, but no job record names the node"
+    if custodian != job_writer:
+        return f"custodial seal by {custodian}, not by the node {job_writer} that wrote the job record"
+    return None
+
+
+def _inclusion(receipt: dict, job_entry: Optional[dict], sealer_pk: Optional[str]) -> tuple[bool, str]:
     proven = 0
+    custodians: list[str] = []
+    custodial = 0
+    record = job_entry.get("record") if _obj(job_entry) else None
+    address = record.get("address") if _obj(record) else None
+    job_writer = address.get("pk") if _obj(address) else None
     for entry in receipt["records"]:
         if entry.get("record") is None or entry.get("seal") is None:
             continue
@@ -723,8 +740,17 @@ def _inclusion(receipt: dict) -> tuple[bool, str]:
         if issue is not None:
             return False, f"{entry['record_id']}: {issue}"
         proven += 1
+        if "custodian_pk" in entry["seal"]:
+            custodian = str(entry["seal"]["custodian_pk"])
+            untrusted = _custodian_issue(custodian, job_writer, sealer_pk)
+            if untrusted is not None:
+                return False, f"{entry['record_id']}: {untrusted}"
+            custodial += 1
+            if custodian not in custodians:
+                custodians.append(custodian)
     unsealed = len(receipt["records"]) - proven
-    return True, f"{proven} record(s) included in their sealed epochs" + (f", {unsealed} pending" if unsealed else "")
+    by = f" ({custodial} under custodial seals by {', '.join(custodians)})" if custodial else ""
+    return True, f"{proven} record(s) included in their sealed epochs{by}" + (f", {unsealed} pending" if unsealed else "")
 
 
 def _seal_chains(receipt: dict) -> tuple[bool, str]:

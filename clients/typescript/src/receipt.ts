@@ -116,7 +116,7 @@ export function verifyReceipt(value: unknown, options: VerifyReceiptOptions = {}
   add('step_outputs', () => stepOutputs(receipt, body, payload));
   add('step_records', () => stepRecords(receipt, payload, allowPending));
   add('fusion_inputs', () => fusionInputs(receipt, allowPending));
-  add('inclusion', () => inclusion(receipt));
+  add('inclusion', () => inclusion(receipt, jobEntry, options.sealerPk));
   add('seal_chain', () => sealChains(receipt));
   add('anchor', () => anchors(receipt));
   add('sealer', () => sealerCheck(jobEntry, options.sealerPk));
@@ -372,7 +372,7 @@ function sealIssue(seal: unknown): string | undefined {
   const { seal_hash: _h, signature: _s, ...unsigned } = seal;
   if (sha256Hex(canonicalize(unsigned)) !== seal.seal_hash) return 'seal_hash does not match the seal';
   // A custodial seal (docs/protocol.md §12) is signed by its custodian, the central store's node key.
-  const signer = seal.custodian_pk ?? seal.sealer_pk;
+  const signer = 'custodian_pk' in seal ? seal.custodian_pk : seal.sealer_pk;
   if (!isHex(signer, 32)) return 'custodian_pk is malformed';
   if (!verify(signer as string, seal.seal_hash as string, seal.signature as string)) {
     return 'signature does not verify';
@@ -673,16 +673,45 @@ function fusionInputs(receipt: Receipt, allowPending: boolean): Outcome {
   );
 }
 
-function inclusion(receipt: Receipt): Outcome {
+/**
+ * Why a custodial seal's custodian is not trusted (docs/protocol.md §12.3): only the node may seal a gone worker's
+ * epoch, and the receipt names the node as the writer of its `compute/job` record (and the pinned key, if any).
+ */
+function custodianIssue(custodian: string, jobWriter: unknown, sealerPk: string | undefined): string | undefined {
+  if (sealerPk !== undefined && custodian !== sealerPk) {
+    return `custodial seal by ${custodian}, not by the pinned node ${sealerPk}`;
+  }
+  if (typeof jobWriter !== 'string') return `custodial seal by ${custodian}, but no job record names the node`;
+  if (custodian !== jobWriter) {
+    return `custodial seal by ${custodian}, not by the node ${jobWriter} that wrote the job record`;
+  }
+  return undefined;
+}
+
+function inclusion(receipt: Receipt, jobEntry: Entry | undefined, sealerPk: string | undefined): Outcome {
   let proven = 0;
+  const custodians = new Set<string>();
+  let custodial = 0;
+  const address = isObj(jobEntry?.record) ? (jobEntry.record as Obj).address : undefined;
+  const jobWriter = isObj(address) ? address.pk : undefined;
   for (const entry of receipt.records) {
     if (entry.record === null || entry.seal === null) continue;
     const issue = bundleIssue(entry);
     if (issue !== undefined) return bad(`${entry.record_id}: ${issue}`);
     proven++;
+    const custodian = (entry.seal as Obj).custodian_pk;
+    if (custodian !== undefined) {
+      const untrusted = custodianIssue(String(custodian), jobWriter, sealerPk);
+      if (untrusted !== undefined) return bad(`${entry.record_id}: ${untrusted}`);
+      custodial++;
+      custodians.add(String(custodian));
+    }
   }
   const unsealed = receipt.records.length - proven;
-  return ok(`${proven} record(s) included in their sealed epochs${unsealed > 0 ? `, ${unsealed} pending` : ''}`);
+  const byCustodian = custodial > 0 ? ` (${custodial} under custodial seals by ${[...custodians].join(', ')})` : '';
+  return ok(
+    `${proven} record(s) included in their sealed epochs${byCustodian}${unsealed > 0 ? `, ${unsealed} pending` : ''}`,
+  );
 }
 
 function sealChains(receipt: Receipt): Outcome {
