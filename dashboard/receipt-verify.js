@@ -592,7 +592,8 @@ async function fusionInputs(receipt, allowPending) {
     }
     const from = Date.parse(String(out.window?.from));
     const to = Date.parse(String(out.window?.to));
-    const cells = strings(out.cells) ? out.cells : [];
+    /** @type {string[]} */
+    const cells = strings(out.cells) ? /** @type {string[]} */ (out.cells) : [];
     const readings = [];
     for (const entry of entries) {
       if (entry.record === null) {
