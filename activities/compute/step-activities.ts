@@ -46,6 +46,12 @@ export function createStepActivities(deps: StepActivityDeps) {
     const value = await run();
     return [value, Math.max(0, Math.round(now() - started))];
   };
+  /** A step this process runs itself (tiles, imagery): its record and cost come with the output. */
+  const onGateway = async (run: () => Promise<{ cost: number; record_id: string | null }>): Promise<StepRun> => {
+    const [out, latency] = await timed(run);
+    const { cost, ...output } = out;
+    return compact({ output, cost, worker_pk: deps.nodePk, record_id: out.record_id, latency_ms: latency });
+  };
 
   return {
     async inferenceStep(input: InferenceStepInput): Promise<StepRun> {
@@ -54,31 +60,10 @@ export function createStepActivities(deps: StepActivityDeps) {
       return compact({ output: { ...output }, cost, worker_pk, record_id: out.proof_job_id, latency_ms: latency });
     },
 
-    async tileRenderStep(input: TileStepInput): Promise<StepRun> {
-      const [out, latency] = await timed(() =>
-        deps.tiles.renderTile(input as Parameters<TileActivities['renderTile']>[0]),
-      );
-      const { cost, ...output } = out;
-      return compact({
-        output: { ...output },
-        cost,
-        worker_pk: deps.nodePk,
-        record_id: out.record_id,
-        latency_ms: latency,
-      });
-    },
+    tileRenderStep: (input: TileStepInput): Promise<StepRun> =>
+      onGateway(() => deps.tiles.renderTile(input as Parameters<TileActivities['renderTile']>[0])),
 
-    async imageProcessStep(input: ImageStepInput): Promise<StepRun> {
-      const [out, latency] = await timed(() => deps.imagery.processImage(input));
-      const { cost, ...output } = out;
-      return compact({
-        output: { ...output },
-        cost,
-        worker_pk: deps.nodePk,
-        record_id: out.record_id,
-        latency_ms: latency,
-      });
-    },
+    imageProcessStep: (input: ImageStepInput): Promise<StepRun> => onGateway(() => deps.imagery.processImage(input)),
 
     async sensorFusionStep(input: SensorFusionStepInput): Promise<StepRun> {
       if (!deps.fusion) {
