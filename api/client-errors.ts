@@ -1,4 +1,5 @@
-import type { Server, ServerResponse } from 'node:http';
+import { ServerResponse, type IncomingMessage, type Server } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 
 const raw = (status: string, body: object) => {
@@ -11,7 +12,35 @@ const raw = (status: string, body: object) => {
  * slowly, malformed request lines) still get a JSON error body like every other error, instead of Node's
  * empty default; so does a CONNECT request, which Node would otherwise drop without an answer.
  */
-export function answerClientErrorsWithJson(server: Server): void {
+export function answerClientErrorsWithJson(
+  server: Server,
+  handler?: (req: IncomingMessage, res: ServerResponse) => unknown,
+): void {
+  // This server speaks no other protocol (no WebSocket, no h2c). Node hands a request that asks for an upgrade to
+  // this listener at the end of its headers; without one it serves it, but never parses a malformed chunked body
+  // and leaves the client hanging. A request without a body is served as plain HTTP/1.1 (RFC 9110 §7.8 lets a
+  // server ignore Upgrade), one with a body is refused: its bytes are no longer parsed as HTTP.
+  server.on('upgrade', (request: IncomingMessage, socket: Duplex) => {
+    const length = request.headers['content-length'];
+    const hasBody = request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+    if (hasBody || !handler) {
+      socket.end(
+        raw('400 Bad Request', {
+          error: 'invalid_request',
+          detail: 'protocol upgrades are not supported: send the request without the Upgrade header',
+        }),
+      );
+      return;
+    }
+    const response = new ServerResponse(request);
+    response.shouldKeepAlive = false;
+    response.assignSocket(socket as Socket);
+    response.on('finish', () => {
+      response.detachSocket(socket as Socket);
+      socket.end();
+    });
+    void handler(request, response);
+  });
   // Without a listener Node drops a CONNECT request's connection unanswered; this server is no proxy.
   server.on('connect', (_request: unknown, socket: Duplex) => {
     socket.end(raw('405 Method Not Allowed', { error: 'method_not_allowed', detail: 'CONNECT is not served here' }));

@@ -30,7 +30,7 @@ export async function listenHttp(
     },
     (req, res) => void handler(req, res),
   );
-  answerClientErrorsWithJson(server);
+  answerClientErrorsWithJson(server, handler);
   server.listen(port, host);
   await once(server, 'listening');
   return { server, port: (server.address() as AddressInfo).port };

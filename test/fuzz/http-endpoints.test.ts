@@ -216,13 +216,15 @@ const queryString: fc.Arbitrary<string> = fc
 const base64 = (value: string | Buffer) => Buffer.from(value).toString('base64');
 
 /**
- * docs/protocol.md §7's 503 no_workers: the answer to a VALID job no worker can take (a tool or x-svc-jurisdiction no
- * worker offers). It is about capacity, not input, so it is allowed, and counted apart from 5xx.
+ * docs/protocol.md §7's 503 no_workers: the answer to a VALID job no worker can take (a tool, x-svc-jurisdiction or
+ * x-svc-min-tier no worker offers). It is about capacity, not input, so it is allowed, and counted apart from 5xx;
+ * the OpenAI-compatible routes carry the code in an OpenAI error object.
  */
 function isNoWorkers(res: FuzzResponse): boolean {
   if (res.status !== 503) return false;
   try {
-    return (JSON.parse(res.text) as { error?: unknown }).error === 'no_workers';
+    const error = (JSON.parse(res.text) as { error?: unknown }).error;
+    return error === 'no_workers' || (error as { code?: unknown } | null)?.code === 'no_workers';
   } catch {
     return false;
   }
