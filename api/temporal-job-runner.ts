@@ -16,7 +16,7 @@ import {
 import { ServiceError } from '../core/errors.js';
 import type { ComputeResponse } from '../core/job-record.js';
 import type { ComputeJobInput } from '../core/job-steps.js';
-import { gatewayQueue, jobQueue, type QueueNaming } from '../core/task-queues.js';
+import { backboneQueue, gatewayQueue, jobQueue, type QueueNaming } from '../core/task-queues.js';
 import { jobResultUpdate, type ComputeJobTimeouts, type computeJob } from '../workflows/compute-job.js';
 import { EPOCH, H3_CELL, JOB_STATUS, REQUESTER, STEP_TYPES } from '../workflows/search-attributes.js';
 import { withinWait, type JobRunner } from './job-runner.js';
@@ -42,7 +42,12 @@ export function createTemporalJobRunner(deps: TemporalRunnerDeps): JobRunner {
       workflowIdReusePolicy: 'ALLOW_DUPLICATE',
       workflowExecutionTimeout: deps.runTimeoutMs,
       args: [
-        { job, gatewayQueue: gatewayQueue(deps.naming), ...(deps.stepTimeouts ? { timeouts: deps.stepTimeouts } : {}) },
+        {
+          job,
+          gatewayQueue: gatewayQueue(deps.naming),
+          backboneQueue: backboneQueue(deps.naming),
+          ...(deps.stepTimeouts ? { timeouts: deps.stepTimeouts } : {}),
+        },
       ],
       typedSearchAttributes: [
         { key: H3_CELL, value: job.h3_cell },

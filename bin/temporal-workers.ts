@@ -26,8 +26,9 @@ export interface QueueSpec {
 }
 
 /**
- * A gateway's queues: the job queue runs the workflows and, as local activities, routeJob and finishJob (a
- * local activity runs in the process of the workflow task, so this one must hold the gateway's stores), plus
+ * A gateway's queues: the job queue runs the workflows and, as local activities, routeJob, finishJob and the
+ * steps the gateway runs itself (a local activity runs in the process of the workflow task, so this one must
+ * hold the gateway's stores), plus
  * the seal activities; the gateway's own seal queue (`sealer`: its node key) serves the seal run's activity for
  * this gateway's epochs; the gateway queue serves the steps no cell worker takes, and routeJob and finishJob
  * for runs started before they became local (workflows/compute-job.ts LOCAL_GATEWAY_PATCH); the backbone queue
@@ -38,7 +39,7 @@ export function gatewayQueueSpecs(
   { jobs, steps, seals, sealer }: { jobs: JobActivities; steps: StepActivities; seals?: object; sealer?: string },
 ): QueueSpec[] {
   return [
-    { taskQueue: jobQueue(naming), workflows: true, activities: { ...seals, ...jobs } },
+    { taskQueue: jobQueue(naming), workflows: true, activities: { ...seals, ...steps, ...jobs } },
     ...(seals && sealer ? [{ taskQueue: sealQueue(naming, sealer), activities: seals }] : []),
     { taskQueue: gatewayQueue(naming), activities: { ...jobs, ...steps } },
     { taskQueue: backboneQueue(naming), activities: { inferenceStep: steps.inferenceStep } },

@@ -56,6 +56,8 @@ export interface ComputeJobArgs {
   job: ComputeJobInput;
   /** The gateway's activity queue (core/task-queues.ts gatewayQueue). */
   gatewayQueue: string;
+  /** The backbone queue (core/task-queues.ts backboneQueue): like the gateway queue, served by the gateway. */
+  backboneQueue?: string;
   timeouts?: Partial<ComputeJobTimeouts>;
 }
 
@@ -71,6 +73,12 @@ export const jobResultUpdate = defineUpdate<ComputeResponse>('jobResult');
  * the old commands (remote activities on the gateway queue, a completed workflow).
  */
 export const LOCAL_GATEWAY_PATCH = 'gateway-local-activities';
+
+/**
+ * Runs from this version on: a step routed to the gateway itself (its gateway or backbone queue) runs as a local
+ * activity of the gateway that runs the workflow, with no task-queue round trip (docs/architecture.md).
+ */
+export const LOCAL_STEPS_PATCH = 'gateway-steps-local';
 
 export async function computeJob(args: ComputeJobArgs): Promise<ComputeResponse> {
   const { job } = args;
@@ -99,6 +107,8 @@ export async function computeJob(args: ComputeJobArgs): Promise<ComputeResponse>
   }
   if (routes) {
     const onQueue = stepProxies(args.gatewayQueue, timeouts);
+    const ownQueues = new Set([args.gatewayQueue, ...(args.backboneQueue ? [args.backboneQueue] : [])]);
+    const localSteps = patched(LOCAL_STEPS_PATCH);
     const specs = new Map(job.steps.map((s) => [s.id, s]));
     result = await runSchedule(
       {
@@ -112,7 +122,9 @@ export async function computeJob(args: ComputeJobArgs): Promise<ComputeResponse>
         const runOn = (queue: string, claimed: boolean) =>
           // The Web UI shows the summary on the step's activity: an operator reads the run without decoding payloads.
           (
-            onQueue(queue, claimed, `step ${step.id}: ${type} on ${queue}`)[STEP_ACTIVITY[type]] as (
+            (localSteps && ownQueues.has(queue)
+              ? localStepProxy(timeouts, `step ${step.id}: ${type} on the gateway (${queue})`)
+              : onQueue(queue, claimed, `step ${step.id}: ${type} on ${queue}`))[STEP_ACTIVITY[type]] as (
               i: typeof input,
             ) => ReturnType<StepActivities['inferenceStep']>
           )(input);
@@ -166,6 +178,20 @@ export function jobFailure(response: ComputeResponse): ApplicationFailure {
     message: `job ${response.job_id} failed: ${where}${detail}`,
     nonRetryable: true,
     details: [response],
+  });
+}
+
+/** A step the gateway runs itself, as a local activity: the same time limit and retries as on a queue. */
+function localStepProxy(timeouts: ComputeJobTimeouts, summary: string): StepActivities {
+  return proxyLocalActivities<StepActivities>({
+    startToCloseTimeout: timeouts.stepMs,
+    retry: {
+      initialInterval: '1 s',
+      backoffCoefficient: 2,
+      maximumInterval: '20 s',
+      maximumAttempts: timeouts.stepAttempts,
+    },
+    summary,
   });
 }
 

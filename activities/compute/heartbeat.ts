@@ -12,6 +12,8 @@ export function withHeartbeats<T extends object>(activities: T, intervalMs: numb
     if (typeof fn !== 'function') continue;
     wrapped[name] = async (...args: unknown[]) => {
       const context = Context.current();
+      // A local activity (a gateway-run step, workflows/compute-job.ts) has no heartbeat: its workflow task is its lease.
+      if (context.info.isLocal) return (fn as (...a: unknown[]) => Promise<unknown>)(...args);
       context.heartbeat();
       const timer = setInterval(() => context.heartbeat(), intervalMs);
       try {

@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection, WorkflowFailedError, type WorkflowExecutionInfo } from '@temporalio/client';
-import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
+import { ApplicationFailure, defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { pino } from 'pino';
 import { withHeartbeats } from '../../activities/compute/heartbeat.js';
@@ -78,11 +78,7 @@ describe('Compound jobs on the Temporal dev server (live)', function () {
       logger: pino({ level: 'silent' }),
       workflowBundle: await bundleWorkflows(),
       gracefulShutdownMs: 1_000,
-      queues: [
-        { taskQueue: jobQueue(naming), workflows: true, activities: gw.compute.jobs },
-        { taskQueue: gatewayQueue(naming), activities: { ...gw.compute.jobs, ...gw.compute.steps } },
-        { taskQueue: backboneQueue(naming), activities: { inferenceStep: gw.compute.steps.inferenceStep } },
-      ],
+      queues: gatewayQueueSpecs(naming, gw.compute),
     });
   });
 
@@ -118,23 +114,20 @@ describe('Compound jobs on the Temporal dev server (live)', function () {
     assert.equal(attributes.get(EPOCH), job.epoch);
     assert.deepEqual(attributes.get(STEP_TYPES), ['inference']);
     assert.equal(attributes.get(JOB_STATUS), 'complete');
-    // Routing and finishing ran in the gateway's workflow worker (local activities): one activity task, the step,
-    // whose summary the Web UI shows.
+    // Routing, the backbone step and finishing ran in the gateway's workflow worker (local activities): no activity
+    // task crossed a queue; the step's marker carries the summary the Web UI shows.
     const events = (await handle.fetchHistory()).events ?? [];
-    const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes);
     assert.deepEqual(
-      scheduled.map((e) => e.activityTaskScheduledEventAttributes!.activityType?.name),
-      ['inferenceStep'],
-    );
-    assert.equal(
-      defaultPayloadConverter.fromPayload(scheduled[0]!.userMetadata!.summary!),
-      `step ask: inference on ${backboneQueue(naming)}`,
+      events.filter((e) => e.activityTaskScheduledEventAttributes),
+      [],
+      'no activity task: the gateway ran everything itself',
     );
     assert.equal(
       events.filter((e) => e.markerRecordedEventAttributes).length,
-      4,
-      'two patches (local gateway activities, critical path), routeJob, finishJob',
+      6,
+      'three patches (local gateway activities, critical path, local steps), routeJob, the step, finishJob',
     );
+    assert.deepEqual(localStepSummaries(events), [`step ask: inference on the gateway (${backboneQueue(naming)})`]);
     const found = await pollList(
       client,
       `H3Cell = '${ROME}' AND JobStatus = 'complete' AND WorkflowId = '${handle.workflowId}'`,
@@ -329,11 +322,7 @@ describe('The satellite → AI → map chain on the Temporal dev server (live)',
       logger: pino({ level: 'silent' }),
       workflowBundle: await bundleWorkflows(),
       gracefulShutdownMs: 1_000,
-      queues: [
-        { taskQueue: jobQueue(naming), workflows: true, activities: gw.compute.jobs },
-        { taskQueue: gatewayQueue(naming), activities: { ...gw.compute.jobs, ...gw.compute.steps } },
-        { taskQueue: backboneQueue(naming), activities: { inferenceStep: gw.compute.steps.inferenceStep } },
-      ],
+      queues: gatewayQueueSpecs(naming, gw.compute),
     });
   });
 
@@ -389,12 +378,17 @@ describe('The satellite → AI → map chain on the Temporal dev server (live)',
       namespace,
       execution: { workflowId: workflowIdOf(job.job_id) },
     });
-    const scheduled = (history.history?.events ?? []).flatMap((e) => {
-      const a = e.activityTaskScheduledEventAttributes;
-      return a ? [`${a.activityType?.name}@${a.taskQueue?.name?.split('/')[1]}`] : [];
-    });
-    // routeJob and finishJob ran as local activities in the gateway's workflow worker: only the steps crossed a queue.
-    assert.deepEqual(scheduled, ['imageProcessStep@gateway', 'inferenceStep@backbone', 'tileRenderStep@gateway']);
+    const events = history.history?.events ?? [];
+    // Every step was routed to the gateway itself and ran as a local activity of its workflow worker.
+    assert.deepEqual(
+      events.filter((e) => e.activityTaskScheduledEventAttributes),
+      [],
+    );
+    assert.deepEqual(localStepSummaries(events).sort(), [
+      `step explain: inference on the gateway (${backboneQueue(naming)})`,
+      `step map: tile_render on the gateway (${gatewayQueue(naming)})`,
+      `step ndvi: image_process on the gateway (${gatewayQueue(naming)})`,
+    ]);
   });
 });
 
@@ -487,8 +481,8 @@ describe('Critical-path scheduling and fan-in on the Temporal dev server (live)'
     const patches = (history.history?.events ?? []).filter(
       (e) => e.markerRecordedEventAttributes?.markerName === 'core_patch',
     );
-    // Two patches: the gateway's local activities and the critical-path schedule.
-    assert.equal(patches.length, 2, 'the run records the critical-path patch marker');
+    // Three patches: the gateway's local activities, the critical-path schedule and the gateway's local steps.
+    assert.equal(patches.length, 3, 'the run records the critical-path patch marker');
   });
 
   it('keeps a 3 MB inference output out of the workflow: the job answers it whole, every payload small', async () => {
@@ -559,4 +553,15 @@ async function pollList(client: Client, query: string, timeoutMs = 15_000): Prom
     if (runs.length > 0 || Date.now() > deadline) return runs;
     await sleep(200);
   }
+}
+
+/** The summaries of the local-activity markers that ran steps (workflows/compute-job.ts localStepProxy). */
+function localStepSummaries(
+  events: { markerRecordedEventAttributes?: unknown; userMetadata?: { summary?: Payload | null } | null }[],
+): string[] {
+  return events.flatMap((e) => {
+    const summary = e.markerRecordedEventAttributes && e.userMetadata?.summary;
+    const text = summary ? (defaultPayloadConverter.fromPayload(summary) as string) : '';
+    return text.startsWith('step ') ? [text] : [];
+  });
 }

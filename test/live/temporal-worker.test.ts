@@ -12,11 +12,11 @@ import { pino } from 'pino';
 import { withHeartbeats } from '../../activities/compute/heartbeat.js';
 import { createTemporalJobRunner } from '../../api/temporal-job-runner.js';
 import { loadConfig } from '../../bin/config.js';
-import { startTemporalWorkers, type TemporalWorkers } from '../../bin/temporal-workers.js';
+import { gatewayQueueSpecs, startTemporalWorkers, type TemporalWorkers } from '../../bin/temporal-workers.js';
 import { startWorker, type RunningWorker } from '../../bin/worker.js';
 import { generateKeyPair } from '../../core/identity.js';
 import type { ComputeResponse } from '../../core/job-record.js';
-import { backboneQueue, gatewayQueue, jobQueue, type QueueNaming } from '../../core/task-queues.js';
+import type { QueueNaming } from '../../core/task-queues.js';
 import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
 import { temporalQueuePollers } from '../../api/temporal-queue-pollers.js';
 import { startGateway } from '../helpers/gateway.js';
@@ -114,14 +114,7 @@ describe('geofabric worker on Temporal (live)', function () {
       logger: silent,
       workflowBundle: await bundleWorkflows(),
       gracefulShutdownMs: 1_000,
-      queues: [
-        { taskQueue: jobQueue(naming), workflows: true, activities: gw.compute.jobs },
-        {
-          taskQueue: gatewayQueue(naming),
-          activities: { ...gw.compute.jobs, ...withHeartbeats(gw.compute.steps, 1_000) },
-        },
-        { taskQueue: backboneQueue(naming), activities: { inferenceStep: gw.compute.steps.inferenceStep } },
-      ],
+      queues: gatewayQueueSpecs(naming, { jobs: gw.compute.jobs, steps: withHeartbeats(gw.compute.steps, 1_000) }),
     });
   }
 

@@ -30,6 +30,8 @@ const FIXTURE = fileURLToPath(new URL('../fixtures/compute-job-history.json', im
 // A run started before LOCAL_GATEWAY_PATCH (routeJob and finishJob on the gateway queue): still open at a
 // deploy, it must replay on the current code.
 const FIXTURE_V1 = fileURLToPath(new URL('../fixtures/compute-job-history-v1.json', import.meta.url));
+// A run started before LOCAL_STEPS_PATCH (the backbone step as an activity task on the backbone queue).
+const FIXTURE_V2 = fileURLToPath(new URL('../fixtures/compute-job-history-v2.json', import.meta.url));
 const DRIFTED = fileURLToPath(new URL('./fixtures/compute-job-drifted.ts', import.meta.url));
 
 describe('computeJob workflow without a server', function () {
@@ -55,6 +57,13 @@ describe('computeJob workflow without a server', function () {
     const history = historyFromJSON(JSON.parse(readFileSync(FIXTURE_V1, 'utf8')));
     const markers = (history.events ?? []).filter((e) => e.markerRecordedEventAttributes);
     assert.equal(markers.length, 0, 'the old history has no patch marker');
+    await Worker.runReplayHistory({ workflowBundle: bundle }, history);
+  });
+
+  it('replays a history recorded before the gateway’s own steps became local activities (patched)', async () => {
+    const history = historyFromJSON(JSON.parse(readFileSync(FIXTURE_V2, 'utf8')));
+    const scheduled = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes);
+    assert.equal(scheduled.length, 1, 'the old history ran its step as an activity task');
     await Worker.runReplayHistory({ workflowBundle: bundle }, history);
   });
 
