@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
 import { MongoClient, type Db } from 'mongodb';
+import { pino } from 'pino';
+import { temporalQueuePollers } from '../../api/temporal-queue-pollers.js';
+import { createTemporalJobRunner, type TemporalRunnerDeps } from '../../api/temporal-job-runner.js';
+import { gatewayQueueSpecs, startTemporalWorkers, type TemporalWorkers } from '../../bin/temporal-workers.js';
+import type { QueueNaming } from '../../core/task-queues.js';
+import { startGateway } from '../helpers/gateway.js';
+import { bundleWorkflows } from '../workflows/workflow-bundle.js';
 
 /** Live suites run only against real engines: a missing variable is a setup error, never a skip. */
 export function requireEnv(name: string): string {
@@ -27,4 +35,50 @@ export function useLiveMongo(): { uri: string; client: MongoClient; freshDb: () 
     await client.close();
   });
   return { uri, client, freshDb: () => client.db(`geofabric_test_${randomUUID().replaceAll('-', '')}`) };
+}
+
+type Gateway = Awaited<ReturnType<typeof startGateway>>;
+
+/**
+ * A test gateway on Temporal, wired as bin/start.ts wires one: routing sees Temporal's queue pollers, jobs run
+ * through the Temporal runner (60 s wait, 120 s run timeout unless `runner` says otherwise), and the gateway's
+ * Temporal Workers serve its queues (gatewayQueueSpecs). `close` stops them in reverse order.
+ */
+export async function startTemporalGateway(options: {
+  address: string;
+  namespace: string;
+  naming: QueueNaming;
+  gateway?: Parameters<typeof startGateway>[0];
+  runner?: Partial<Omit<TemporalRunnerDeps, 'client' | 'naming'>>;
+}): Promise<{
+  gw: Gateway;
+  connection: Connection;
+  client: Client;
+  workers: TemporalWorkers;
+  close: () => Promise<void>;
+}> {
+  const { address, namespace, naming } = options;
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection, namespace });
+  const gw = await startGateway({
+    ...options.gateway,
+    naming,
+    pollers: temporalQueuePollers(client, namespace, Date.now),
+    jobRunner: () =>
+      createTemporalJobRunner({ client, naming, waitMs: 60_000, runTimeoutMs: 120_000, ...options.runner }),
+  });
+  const workers = await startTemporalWorkers({
+    address,
+    namespace,
+    logger: pino({ level: 'silent' }),
+    workflowBundle: await bundleWorkflows(),
+    gracefulShutdownMs: 1_000,
+    queues: gatewayQueueSpecs(naming, gw.compute),
+  });
+  const close = async () => {
+    await workers.shutdown();
+    await gw.close();
+    await connection.close();
+  };
+  return { gw, connection, client, workers, close };
 }

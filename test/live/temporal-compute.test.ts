@@ -5,31 +5,29 @@ import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { Client, Connection, WorkflowFailedError, type WorkflowExecutionInfo } from '@temporalio/client';
+import { WorkflowFailedError, type Client, type Connection, type WorkflowExecutionInfo } from '@temporalio/client';
 import { ApplicationFailure, defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { pino } from 'pino';
 import { withHeartbeats } from '../../activities/compute/heartbeat.js';
-import { createTemporalJobRunner, workflowIdOf } from '../../api/temporal-job-runner.js';
+import { workflowIdOf } from '../../api/temporal-job-runner.js';
 import { generateKeyPair } from '../../core/identity.js';
 import type { ComputeResponse } from '../../core/job-record.js';
 import { backboneQueue, gatewayQueue, jobQueue, stepQueue, type QueueNaming } from '../../core/task-queues.js';
 import { EPOCH, H3_CELL, JOB_STATUS, REQUESTER, STEP_TYPES } from '../../workflows/search-attributes.js';
-import { gatewayQueueSpecs, startTemporalWorkers, type TemporalWorkers } from '../../bin/temporal-workers.js';
+import { startTemporalWorkers, type TemporalWorkers } from '../../bin/temporal-workers.js';
 import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
 import type { TileConfig } from '../../activities/tiles/index.js';
 import { TILE_STYLES } from '../../core/tile-styles.js';
 import { ROME_CELL } from '../helpers/cog-fixture.js';
-import { temporalQueuePollers } from '../../api/temporal-queue-pollers.js';
 import { workerIdentity } from '../../core/worker-identity.js';
-import { startGateway } from '../helpers/gateway.js';
+import type { startGateway } from '../helpers/gateway.js';
 import { TEST_NOW, startImageryCatalog, type ImageryCatalog } from '../helpers/imagery-fixtures.js';
 import { startXyzServer, type XyzServer } from '../helpers/xyz-server.js';
 import { inferenceJob, signJob } from '../helpers/jobs.js';
 import { registration } from '../store/worker-registry.contract.js';
-import { bundleWorkflows } from '../workflows/workflow-bundle.js';
 import { installTestRuntime } from '../workflows/temporal-runtime.js';
-import { requireEnv } from './live-env.js';
+import { requireEnv, startTemporalGateway } from './live-env.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/compute-job-history.json', import.meta.url));
 const HANGING_WORKER = fileURLToPath(new URL('./fixtures/hanging-worker.ts', import.meta.url));
@@ -48,45 +46,24 @@ describe('Compound jobs on the Temporal dev server (live)', function () {
   const alice = generateKeyPair();
   let backbone: FakeRuntime;
   let gw: Gateway;
-  let gatewayWorkers: TemporalWorkers;
-  let connection: Connection;
   let client: Client;
+  let close: (() => Promise<void>) | undefined;
 
   before(async () => {
     installTestRuntime();
     backbone = await startFakeRuntime('backbone');
-    connection = await Connection.connect({ address });
-    client = new Client({ connection, namespace });
-    gw = await startGateway({
-      swarm: { backboneUrl: backbone.url },
-      naming,
-      // As bin/start.ts wires it: a registered worker counts for routing only while it polls its queue.
-      pollers: temporalQueuePollers(client, namespace, Date.now),
-      jobWaitMs: 60_000,
-      jobRunner: () =>
-        createTemporalJobRunner({
-          client,
-          naming,
-          waitMs: 60_000,
-          runTimeoutMs: 120_000,
-          stepTimeouts: { heartbeatMs: 2_000, queueWaitMs: 20_000 },
-        }),
-    });
-    gatewayWorkers = await startTemporalWorkers({
+    ({ gw, client, close } = await startTemporalGateway({
       address,
       namespace,
-      logger: pino({ level: 'silent' }),
-      workflowBundle: await bundleWorkflows(),
-      gracefulShutdownMs: 1_000,
-      queues: gatewayQueueSpecs(naming, gw.compute),
-    });
+      naming,
+      gateway: { swarm: { backboneUrl: backbone.url }, jobWaitMs: 60_000 },
+      runner: { stepTimeouts: { heartbeatMs: 2_000, queueWaitMs: 20_000 } },
+    }));
   });
 
   after(async () => {
-    await gatewayWorkers?.shutdown();
-    await gw?.close();
+    await close?.();
     await backbone?.close();
-    await connection?.close();
   });
 
   const submit = async (job: Record<string, unknown>) => {
@@ -288,8 +265,8 @@ describe('The satellite → AI → map chain on the Temporal dev server (live)',
   let xyz: XyzServer;
   let runtime: FakeRuntime;
   let gw: Gateway;
-  let workers: TemporalWorkers;
   let connection: Connection;
+  let close: (() => Promise<void>) | undefined;
 
   before(async () => {
     installTestRuntime();
@@ -303,36 +280,26 @@ describe('The satellite → AI → map chain on the Temporal dev server (live)',
       }),
       usage: { prompt_tokens: 200, completion_tokens: 40 },
     }));
-    connection = await Connection.connect({ address });
-    const client = new Client({ connection, namespace });
-    gw = await startGateway({
-      clock: () => TEST_NOW,
-      naming,
-      pollers: temporalQueuePollers(client, namespace, Date.now),
-      imagery: { stacUrl: catalog.stac.url },
-      tiles: {
-        templates: Object.fromEntries(TILE_STYLES.map((s) => [s, xyz.template('png')])) as TileConfig['templates'],
-      },
-      swarm: { workerRuntimeUrl: runtime.url, workerModels: ['lfm2.5-1.2b-instruct'] },
-      jobRunner: () => createTemporalJobRunner({ client, naming, waitMs: 60_000, runTimeoutMs: 120_000 }),
-    });
-    workers = await startTemporalWorkers({
+    ({ gw, connection, close } = await startTemporalGateway({
       address,
       namespace,
-      logger: pino({ level: 'silent' }),
-      workflowBundle: await bundleWorkflows(),
-      gracefulShutdownMs: 1_000,
-      queues: gatewayQueueSpecs(naming, gw.compute),
-    });
+      naming,
+      gateway: {
+        clock: () => TEST_NOW,
+        imagery: { stacUrl: catalog.stac.url },
+        tiles: {
+          templates: Object.fromEntries(TILE_STYLES.map((s) => [s, xyz.template('png')])) as TileConfig['templates'],
+        },
+        swarm: { workerRuntimeUrl: runtime.url, workerModels: ['lfm2.5-1.2b-instruct'] },
+      },
+    }));
   });
 
   after(async () => {
-    await workers?.shutdown();
-    await gw?.close();
+    await close?.();
     await runtime?.close();
     await catalog?.stac.close();
     await xyz?.close();
-    await connection?.close();
   });
 
   it('runs ndvi → inference → tile as activities of one workflow, each fed the one before', async () => {
@@ -404,8 +371,8 @@ describe('Critical-path scheduling and fan-in on the Temporal dev server (live)'
   const naming: QueueNaming = { prefix: `gf-path-${randomUUID().slice(0, 8)}`, routingResolution: 5 };
   let runtime: FakeRuntime;
   let gw: Gateway;
-  let workers: TemporalWorkers;
   let connection: Connection;
+  let close: (() => Promise<void>) | undefined;
 
   before(async () => {
     installTestRuntime();
@@ -415,29 +382,17 @@ describe('Critical-path scheduling and fan-in on the Temporal dev server (live)'
       if (step === 'huge') return { content: HUGE, usage: { prompt_tokens: 10, completion_tokens: 10 } };
       return { content: `answer of ${step}`, delayMs: step === 'a' || step === 'd' ? 2000 : 0 };
     });
-    connection = await Connection.connect({ address });
-    const client = new Client({ connection, namespace });
-    gw = await startGateway({
-      naming,
-      pollers: temporalQueuePollers(client, namespace, Date.now),
-      swarm: { workerRuntimeUrl: runtime.url, workerModels: ['lfm2.5-1.2b-instruct'] },
-      jobRunner: () => createTemporalJobRunner({ client, naming, waitMs: 60_000, runTimeoutMs: 120_000 }),
-    });
-    workers = await startTemporalWorkers({
+    ({ gw, connection, close } = await startTemporalGateway({
       address,
       namespace,
-      logger: pino({ level: 'silent' }),
-      workflowBundle: await bundleWorkflows(),
-      gracefulShutdownMs: 1_000,
-      queues: gatewayQueueSpecs(naming, gw.compute),
-    });
+      naming,
+      gateway: { swarm: { workerRuntimeUrl: runtime.url, workerModels: ['lfm2.5-1.2b-instruct'] } },
+    }));
   });
 
   after(async () => {
-    await workers?.shutdown();
-    await gw?.close();
+    await close?.();
     await runtime?.close();
-    await connection?.close();
   });
 
   const ask = (id: string, extra: Record<string, unknown> = {}) => ({

@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { cellToChildren } from 'h3-js';
 import { pino } from 'pino';
 import { withHeartbeats } from '../../activities/compute/heartbeat.js';
 import { httpTelemetrySource } from '../../activities/telemetry/http-source.js';
 import { runSensorFusion } from '../../activities/telemetry/fusion-step.js';
-import { createTemporalJobRunner } from '../../api/temporal-job-runner.js';
 import { temporalQueuePollers } from '../../api/temporal-queue-pollers.js';
-import { gatewayQueueSpecs, startTemporalWorkers, type TemporalWorkers } from '../../bin/temporal-workers.js';
+import { startTemporalWorkers } from '../../bin/temporal-workers.js';
 import { DEFAULT_EPOCH_GENESIS_MS, EPOCH_MS, epochAt, epochWindow } from '../../core/epoch.js';
 import { signRequestBody } from '../../core/gates/signature.js';
 import { generateKeyPair } from '../../core/identity.js';
@@ -17,12 +16,11 @@ import type { SensorFusionStepInput } from '../../core/job-steps.js';
 import { stepQueue, type QueueNaming } from '../../core/task-queues.js';
 import { workerIdentity } from '../../core/worker-identity.js';
 import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
-import { startGateway } from '../helpers/gateway.js';
+import type { startGateway } from '../helpers/gateway.js';
 import { signJob } from '../helpers/jobs.js';
 import { registration } from '../store/worker-registry.contract.js';
-import { bundleWorkflows } from '../workflows/workflow-bundle.js';
 import { installTestRuntime } from '../workflows/temporal-runtime.js';
-import { requireEnv } from './live-env.js';
+import { requireEnv, startTemporalGateway } from './live-env.js';
 
 const ROME = '861e8050fffffff';
 type Gateway = Awaited<ReturnType<typeof startGateway>>;
@@ -37,38 +35,20 @@ describe('Sensor fusion jobs on the Temporal dev server (live)', function () {
   const naming: QueueNaming = { prefix: `gf-fusion-${randomUUID().slice(0, 8)}`, routingResolution: 5 };
   let backbone: FakeRuntime;
   let gw: Gateway;
-  let gatewayWorkers: TemporalWorkers;
-  let connection: Connection;
   let client: Client;
+  let close: (() => Promise<void>) | undefined;
   let epoch: number;
 
   before(async () => {
     installTestRuntime();
     backbone = await startFakeRuntime('backbone', () => ({ content: 'the air is fine' }));
-    connection = await Connection.connect({ address });
-    client = new Client({ connection, namespace });
-    gw = await startGateway({
-      swarm: { backboneUrl: backbone.url },
-      naming,
-      pollers: temporalQueuePollers(client, namespace, Date.now),
-      jobWaitMs: 60_000,
-      jobRunner: () =>
-        createTemporalJobRunner({
-          client,
-          naming,
-          waitMs: 60_000,
-          runTimeoutMs: 120_000,
-          stepTimeouts: { heartbeatMs: 2_000, queueWaitMs: 20_000 },
-        }),
-    });
-    gatewayWorkers = await startTemporalWorkers({
+    ({ gw, client, close } = await startTemporalGateway({
       address,
       namespace,
-      logger: pino({ level: 'silent' }),
-      workflowBundle: await bundleWorkflows(),
-      gracefulShutdownMs: 1_000,
-      queues: gatewayQueueSpecs(naming, gw.compute),
-    });
+      naming,
+      gateway: { swarm: { backboneUrl: backbone.url }, jobWaitMs: 60_000 },
+      runner: { stepTimeouts: { heartbeatMs: 2_000, queueWaitMs: 20_000 } },
+    }));
     // Six devices in resolution-9 cells of ROME, all readings a few seconds back in the open epoch.
     const now = Date.now();
     epoch = epochAt(now);
@@ -94,10 +74,8 @@ describe('Sensor fusion jobs on the Temporal dev server (live)', function () {
   });
 
   after(async () => {
-    await gatewayWorkers?.shutdown();
-    await gw?.close();
+    await close?.();
     await backbone?.close();
-    await connection?.close();
   });
 
   const fusionJob = () => ({
