@@ -29,7 +29,7 @@ import { loadNodeKey } from '../../bin/node-key.js';
 import type { NewRecord, ProofStore } from '../../store/proof-store.js';
 import { openSqlite, type SqliteDatabase } from '../../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
-import { spawnGeofabric } from '../helpers/geofabric-process.js';
+import { embeddedGatewayEnv, spawnGeofabric } from '../helpers/geofabric-process.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const GEOFABRIC = join(ROOT, 'bin', 'geofabric.ts');
@@ -69,26 +69,12 @@ describe('geofabric start killed while sealing', function () {
   let started: Started | undefined;
 
   function env(): NodeJS.ProcessEnv {
-    const base = { ...process.env };
-    for (const name of ['WORKER_RUNTIME_URL', 'BACKBONE_URL', 'CENTRAL_STORE_URL', 'NODE_SECRET_KEY', 'STORE_MAX_MB']) {
-      delete base[name];
-    }
-    return {
-      ...base,
-      DATA_DIR: dataDir,
+    return embeddedGatewayEnv(dataDir, {
       EPOCH_GENESIS: genesisIso,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      MONGODB_URI: '',
-      ORCHESTRATOR: 'embedded',
-      PERCEPTION_ENABLED: 'false',
-      GOVERNANCE_ENABLED: 'false',
-      PREWARM_MODELS: '',
       LEDGER: 'none',
       ANCHOR_EPOCHS: 'false',
       SEAL_CHECK_SECONDS: '1',
-    };
+    });
   }
 
   function start(): Started {

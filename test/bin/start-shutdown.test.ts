@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_JOB_CELL } from '../../core/h3-cell.js';
 import { startXyzServer, type XyzServer } from '../helpers/xyz-server.js';
-import { spawnGeofabric } from '../helpers/geofabric-process.js';
+import { embeddedGatewayEnv, spawnGeofabric } from '../helpers/geofabric-process.js';
 
 const TILE = `/v1/tiles/${DEFAULT_JOB_CELL}/12/osm-bright.png`;
 
@@ -37,21 +37,7 @@ interface Started {
 }
 
 async function startGeofabric(dataDir: string, env: Record<string, string>): Promise<Started> {
-  const base = { ...process.env };
-  for (const name of ['WORKER_RUNTIME_URL', 'BACKBONE_URL', 'CENTRAL_STORE_URL', 'METRICS_TOKEN']) delete base[name];
-  const { child, lines, stderr } = spawnGeofabric(['start'], {
-    ...base,
-    DATA_DIR: dataDir,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'info',
-    MONGODB_URI: '',
-    ORCHESTRATOR: 'embedded',
-    PERCEPTION_ENABLED: 'false',
-    GOVERNANCE_ENABLED: 'false',
-    PREWARM_MODELS: '',
-    ...env,
-  });
+  const { child, lines, stderr } = spawnGeofabric(['start'], embeddedGatewayEnv(dataDir, env));
   const url = await waitFor('the gateway', () => {
     if (child.exitCode !== null) throw new Error(`start exited ${child.exitCode}: ${stderr()}`);
     const listening = lines.find((l) => l.msg === 'geofabric gateway listening');

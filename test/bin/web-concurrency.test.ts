@@ -21,7 +21,7 @@ import { loadNodeKey } from '../../bin/node-key.js';
 import type { NewRecord } from '../../store/proof-store.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
-import { spawnGeofabric, type GeofabricProcess } from '../helpers/geofabric-process.js';
+import { embeddedGatewayEnv, spawnGeofabric, type GeofabricProcess } from '../helpers/geofabric-process.js';
 import { startXyzServer, type XyzServer } from '../helpers/xyz-server.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -63,29 +63,15 @@ describe('geofabric start with WEB_CONCURRENCY=2 on one DATA_DIR', function () {
     dataDir = mkdtempSync(join(tmpdir(), 'geofabric-web-concurrency-'));
     upstream = await startXyzServer();
     const genesisMs = Math.floor(Date.now() / EPOCH_MS) * EPOCH_MS - EPOCHS * EPOCH_MS;
-    const base = { ...process.env };
-    for (const name of ['WORKER_RUNTIME_URL', 'BACKBONE_URL', 'CENTRAL_STORE_URL', 'NODE_SECRET_KEY', 'STORE_MAX_MB']) {
-      delete base[name];
-    }
-    env = {
-      ...base,
-      DATA_DIR: dataDir,
+    env = embeddedGatewayEnv(dataDir, {
       EPOCH_GENESIS: new Date(genesisMs).toISOString(),
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      MONGODB_URI: '',
-      ORCHESTRATOR: 'embedded',
-      PERCEPTION_ENABLED: 'false',
-      GOVERNANCE_ENABLED: 'false',
-      PREWARM_MODELS: '',
       LEDGER: 'none',
       ANCHOR_EPOCHS: 'false',
       SEAL_CHECK_SECONDS: '1',
       WORKER_NEW_KEYS_PER_ADDRESS_PER_HOUR: '3',
       TILE_URL_OSM_STANDARD: upstream.template('png'),
       WEB_CONCURRENCY: '2',
-    };
+    });
     // Closed epochs with records, written as the node writes them, for the leader's sealer to catch up on.
     const node = loadNodeKey(dataDir, undefined).key;
     const db = openSqlite(join(dataDir, 'geofabric.db'));

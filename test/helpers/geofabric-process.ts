@@ -12,6 +12,37 @@ export interface GeofabricProcess {
   stderr: () => string;
 }
 
+/**
+ * The environment of an isolated `geofabric start` on `dataDir`: embedded runner and store, a free loopback port,
+ * no MCP servers, no model runtime or central store inherited from the developer's shell; `extra` on top.
+ */
+export function embeddedGatewayEnv(dataDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const base = { ...process.env };
+  for (const name of [
+    'WORKER_RUNTIME_URL',
+    'BACKBONE_URL',
+    'CENTRAL_STORE_URL',
+    'NODE_SECRET_KEY',
+    'STORE_MAX_MB',
+    'METRICS_TOKEN',
+  ]) {
+    delete base[name];
+  }
+  return {
+    ...base,
+    DATA_DIR: dataDir,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    MONGODB_URI: '',
+    ORCHESTRATOR: 'embedded',
+    PERCEPTION_ENABLED: 'false',
+    GOVERNANCE_ENABLED: 'false',
+    PREWARM_MODELS: '',
+    ...extra,
+  };
+}
+
 /** Runs `geofabric <args>` from this checkout (tsx, no build) with exactly `env`. */
 export function spawnGeofabric(args: string[], env: NodeJS.ProcessEnv): GeofabricProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'geofabric.ts'), ...args], {
