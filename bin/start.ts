@@ -26,12 +26,13 @@ import type { Stores } from './stores.js';
 import { createApp } from '../api/app.js';
 import { createMetrics, type GatewayMetrics } from '../api/metrics.js';
 import { createEmbeddedJobRunner, type JobRunner } from '../api/job-runner.js';
+import { createJobAnswers, type JobAnswers } from '../api/job-answers.js';
 import { createTemporalJobRunner } from '../api/temporal-job-runner.js';
 import { jobQueue, sealQueue } from '../core/task-queues.js';
 import { gatewayIdentity } from '../core/worker-identity.js';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
-import { gatewayQueueSpecs, startTemporalWorkers } from './temporal-workers.js';
+import { connectTemporal, gatewayQueueSpecs, startTemporalWorkers } from './temporal-workers.js';
 import { listenHttp } from '../api/http-server.js';
 import { ConfigError, DEFAULT_TILE_TEMPLATES, type Config } from './config.js';
 import { startDemoUpstream, type DemoUpstream } from './demo-upstream.js';
@@ -44,7 +45,7 @@ import { loadGovernanceKey } from '../mcp/governance/server-key.js';
 import { startGovernance } from './governance.js';
 import { startPerception } from './perception.js';
 import { openStores } from './stores.js';
-import { connectingToTemporal, describeStartupError, portsOf } from './startup-errors.js';
+import { describeStartupError, portsOf } from './startup-errors.js';
 import { processRole, runPrimary, runsAsPrimary } from './cluster.js';
 
 /**
@@ -123,6 +124,7 @@ export async function startGateway(config: Config): Promise<void> {
     epochMs: config.epochMs,
     rateLimits: stores.rateLimits,
   });
+  const answers = createJobAnswers();
   // Under Temporal, routing asks who polls each worker queue (set once connected); embedded, nothing is routed.
   let pollers: QueuePollers = async () => new Set();
   const compute = createComputeActivities({
@@ -143,6 +145,7 @@ export async function startGateway(config: Config): Promise<void> {
     relayFeeShare: config.ledger.relayFeeShare,
     ...(ledger.onJobPosted ? { onJobPosted: ledger.onJobPosted } : {}),
     onJobFinished: metrics.jobFinished,
+    onAnswer: answers.deliver, // the requests waiting for their jobs on Temporal (api/job-answers.ts)
   });
   // Under Temporal, the gateways online (set once Temporal is connected): the seal run seals each one's key.
   const online: { sealers?: (() => Promise<string[]>) | undefined } = {};
@@ -157,7 +160,11 @@ export async function startGateway(config: Config): Promise<void> {
     onEpochSealed: metrics.epochSealed,
     sealers: async () => (online.sealers ? online.sealers() : []),
   });
-  const orchestration = await startOrchestration(config, { compute, seals, nodePk: node.key.publicKey }, logger);
+  const orchestration = await startOrchestration(
+    config,
+    { compute, seals, answers, nodePk: node.key.publicKey },
+    logger,
+  );
   online.sealers = orchestration.sealers;
   if (orchestration.pollers) pollers = orchestration.pollers;
   // Set by SIGTERM/SIGINT (stop, below); the app refuses new requests from then on.
@@ -464,7 +471,12 @@ export function startLedger(
  */
 async function startOrchestration(
   config: Config,
-  { compute, seals, nodePk }: { compute: ComputeActivities; seals: SealActivities; nodePk: string },
+  {
+    compute,
+    seals,
+    answers,
+    nodePk,
+  }: { compute: ComputeActivities; seals: SealActivities; answers: JobAnswers; nodePk: string },
   logger: Logger,
 ): Promise<{
   runner: JobRunner;
@@ -477,9 +489,12 @@ async function startOrchestration(
     return { runner, close: () => runner.close() };
   }
   const steps = withHeartbeats(compute.steps, 5_000);
+  // One connection for the Workers and the Client, so runs start eagerly on this gateway's job-queue Worker.
+  const connection = await connectTemporal(config.temporal.address, logger);
   const workers = await startTemporalWorkers({
     address: config.temporal.address,
     namespace: config.temporal.namespace,
+    connection,
     logger,
     // Names this gateway's key, so the seal run finds every gateway among the job queue's pollers.
     identity: gatewayIdentity(nodePk),
@@ -487,9 +502,6 @@ async function startOrchestration(
     queues: gatewayQueueSpecs(config.naming, { jobs: compute.jobs, steps, seals, sealer: nodePk }),
   });
   workers.running.catch((error: unknown) => logger.error({ err: error }, 'temporal workers stopped'));
-  const connection = await connectingToTemporal(config.temporal.address, 'gateway', () =>
-    Connection.connect({ address: config.temporal.address }),
-  );
   const client = new Client({ connection, namespace: config.temporal.namespace });
   const schedule = await ensureSealSchedule(client, {
     scheduleId: `${config.naming.prefix}-seal-epochs`,
@@ -502,6 +514,7 @@ async function startOrchestration(
     naming: config.naming,
     waitMs: config.jobWaitMs,
     runTimeoutMs: config.jobRunTimeoutMs,
+    answers,
   });
   const gateways = temporalGatewayPollers(client, config.temporal.namespace, Date.now);
   return {

@@ -58,6 +58,11 @@ export interface TemporalWorkersOptions {
   role?: 'gateway' | 'worker';
   /** A prebuilt bundle (tests share one); default: bundle workflows/index.ts at start (a few seconds). */
   workflowBundle?: WorkflowBundleWithSourceMap;
+  /**
+   * The connection to poll on, owned by the caller (it stays open after shutdown): a Client on the same
+   * connection may start runs eagerly on these Workers (connectTemporal). Default: one of their own.
+   */
+  connection?: NativeConnection;
 }
 
 // workflows/index.ts from the sources (tsx), dist/workflows/index.js from a compiled build: the same extension
@@ -72,11 +77,23 @@ export interface TemporalWorkers {
   shutdown(): Promise<void>;
 }
 
+/**
+ * A NativeConnection to Temporal, after installing the Runtime with `logger` (the SDK's and Core's logs as the
+ * process's JSON lines). Workers and a Client on one such connection can start runs eagerly: the first workflow
+ * task comes back with the start call to a Worker of this process instead of through the server's matching.
+ */
+export async function connectTemporal(
+  address: string,
+  logger: Logger,
+  role: 'gateway' | 'worker' = 'gateway',
+): Promise<NativeConnection> {
+  installTemporalRuntime(logger);
+  return connectingToTemporal(address, role, () => NativeConnection.connect({ address }));
+}
+
 export async function startTemporalWorkers(options: TemporalWorkersOptions): Promise<TemporalWorkers> {
-  installTemporalRuntime(options.logger); // the SDK's and Core's logs as the process's JSON lines
-  const connection = await connectingToTemporal(options.address, options.role ?? 'gateway', () =>
-    NativeConnection.connect({ address: options.address }),
-  );
+  const owned = options.connection === undefined;
+  const connection = options.connection ?? (await connectTemporal(options.address, options.logger, options.role));
   try {
     const needsBundle = options.queues.some((q) => q.workflows);
     const bundle =
@@ -97,7 +114,7 @@ export async function startTemporalWorkers(options: TemporalWorkersOptions): Pro
       ),
     );
     const running = Promise.all(workers.map((w) => w.run())).then(() => undefined);
-    const closed = running.finally(() => connection.close());
+    const closed = owned ? running.finally(() => connection.close()) : running;
     options.logger.info(
       { address: options.address, queues: options.queues.map((q) => q.taskQueue) },
       'temporal workers polling',
@@ -110,7 +127,7 @@ export async function startTemporalWorkers(options: TemporalWorkersOptions): Pro
       },
     };
   } catch (error) {
-    await connection.close();
+    if (owned) await connection.close();
     throw error;
   }
 }

@@ -236,6 +236,7 @@ cmd_start() {
   # HTTP-API and metrics ports are left to the server (it picks free ones).
   nohup "$BIN_DIR/temporal" server start-dev --ip 127.0.0.1 --port "$TEMPORAL_PORT" --ui-port "$UI_PORT" \
     --db-filename "$DATA_DIR/temporal.db" --namespace default --log-level warn "${sa_flags[@]}" \
+    --dynamic-config-value system.enableEagerWorkflowStart=true \
     >"$DATA_DIR/temporal.log" 2>&1 </dev/null &
   TEMPORAL_PID=$!
   # --debug-addr=- : the default debug port 8088 would collide between concurrent runs.

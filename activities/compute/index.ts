@@ -40,6 +40,8 @@ export interface ComputeActivityDeps {
   onJobFinished?: JobActivityDeps['onJobFinished'];
   /** Where large step outputs are kept (core/output-blobs.ts); none: outputs travel whole. */
   blobs?: BlobStore;
+  /** Told each finished job's stored answer (JobActivityDeps.onAnswer): the requests waiting in this process. */
+  onAnswer?: JobActivityDeps['onAnswer'];
 }
 
 export function createComputeActivities(deps: ComputeActivityDeps) {
@@ -67,6 +69,7 @@ export function createComputeActivities(deps: ComputeActivityDeps) {
       ...(deps.onJobPosted ? { onJobPosted: deps.onJobPosted } : {}),
       ...(deps.onJobFinished ? { onJobFinished: deps.onJobFinished } : {}),
       ...(deps.blobs ? { blobs: deps.blobs } : {}),
+      ...(deps.onAnswer ? { onAnswer: deps.onAnswer } : {}),
     }),
   };
 }

@@ -84,6 +84,11 @@ export interface JobActivityDeps {
   onJobFinished?: (outcome: { status: ScheduleResult['status']; durationMs: number }) => void;
   /** Large output fields (core/output-blobs.ts): resolved for the hash and the stored job, referenced in the answer. */
   blobs?: BlobStore;
+  /**
+   * Told each finished job's stored answer (what finishJob returns) once it is stored: the request waiting in this
+   * process takes it from here (api/job-answers.ts). A Temporal retry of finishJob may tell a job twice.
+   */
+  onAnswer?: (answer: ComputeResponse) => void;
 }
 
 export function createJobActivities(deps: JobActivityDeps) {
@@ -296,9 +301,11 @@ export function createJobActivities(deps: JobActivityDeps) {
       } catch {
         // Metrics never fail a job.
       }
-      const answer = finished.response ?? response;
+      const kept = finished.response ?? response;
       // The workflow's result stays small: the caller reads the whole job from the job store.
-      return deps.blobs ? { ...answer, steps: await compactSteps(deps.blobs, answer.steps) } : answer;
+      const answer = deps.blobs ? { ...kept, steps: await compactSteps(deps.blobs, kept.steps) } : kept;
+      deps.onAnswer?.(answer);
+      return answer;
     },
   };
 }

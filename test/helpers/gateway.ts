@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import type { JobAnswers } from '../../api/job-answers.js';
 import type Koa from 'koa';
 import { pino, type Logger } from 'pino';
 import { createApp } from '../../api/app.js';
@@ -87,6 +88,8 @@ export async function startGateway(
     pollers?: (queue: string) => Promise<ReadonlySet<string>>;
     /** Called once a finished job's ledger entries are posted (a settlement service's settleJob). */
     onJobPosted?: (jobId: string) => void;
+    /** Where finishJob hands each finished job's answer (a Temporal runner that starts runs eagerly). */
+    answers?: JobAnswers;
     /** The gateway's node key (a test that settles on a fake Horizon funds its account first). */
     node?: KeyPair;
     /** Shown with anchors (LEDGER=stellar). */
@@ -209,6 +212,7 @@ export async function startGateway(
     ...(options.relayFeeShare === undefined ? {} : { relayFeeShare: options.relayFeeShare }),
     ...(options.onJobPosted === undefined ? {} : { onJobPosted: options.onJobPosted }),
     ...(options.metrics ? { onJobFinished: options.metrics.jobFinished } : {}),
+    ...(options.answers ? { onAnswer: options.answers.deliver } : {}),
   });
   const jobRunner =
     options.jobRunner?.(compute) ??

@@ -1,10 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import type { NativeConnection } from '@temporalio/worker';
 import { MongoClient, type Db } from 'mongodb';
 import { pino } from 'pino';
 import { temporalQueuePollers } from '../../api/temporal-queue-pollers.js';
 import { createTemporalJobRunner, type TemporalRunnerDeps } from '../../api/temporal-job-runner.js';
-import { gatewayQueueSpecs, startTemporalWorkers, type TemporalWorkers } from '../../bin/temporal-workers.js';
+import {
+  connectTemporal,
+  gatewayQueueSpecs,
+  startTemporalWorkers,
+  type TemporalWorkers,
+} from '../../bin/temporal-workers.js';
+import { createJobAnswers } from '../../api/job-answers.js';
 import type { QueueNaming } from '../../core/task-queues.js';
 import { startGateway } from '../helpers/gateway.js';
 import { bundleWorkflows } from '../workflows/workflow-bundle.js';
@@ -49,28 +56,42 @@ export async function startTemporalGateway(options: {
   namespace: string;
   naming: QueueNaming;
   gateway?: Parameters<typeof startGateway>[0];
-  runner?: Partial<Omit<TemporalRunnerDeps, 'client' | 'naming'>>;
+  runner?: Partial<Omit<TemporalRunnerDeps, 'client' | 'naming' | 'answers'>>;
+  /** false: the runner starts runs by update-with-start instead of eagerly with answers in-process. */
+  eager?: boolean;
 }): Promise<{
   gw: Gateway;
-  connection: Connection;
+  connection: NativeConnection;
   client: Client;
   workers: TemporalWorkers;
   close: () => Promise<void>;
 }> {
   const { address, namespace, naming } = options;
-  const connection = await Connection.connect({ address });
+  const logger = pino({ level: 'silent' });
+  // As bin/start.ts: one connection for the Workers and the Client, runs started eagerly, answers in-process.
+  const connection = await connectTemporal(address, logger);
   const client = new Client({ connection, namespace });
+  const answers = createJobAnswers();
   const gw = await startGateway({
     ...options.gateway,
     naming,
+    answers,
     pollers: temporalQueuePollers(client, namespace, Date.now),
     jobRunner: () =>
-      createTemporalJobRunner({ client, naming, waitMs: 60_000, runTimeoutMs: 120_000, ...options.runner }),
+      createTemporalJobRunner({
+        client,
+        naming,
+        waitMs: 60_000,
+        runTimeoutMs: 120_000,
+        ...(options.eager === false ? {} : { answers }),
+        ...options.runner,
+      }),
   });
   const workers = await startTemporalWorkers({
     address,
     namespace,
-    logger: pino({ level: 'silent' }),
+    connection,
+    logger,
     workflowBundle: await bundleWorkflows(),
     gracefulShutdownMs: 1_000,
     queues: gatewayQueueSpecs(naming, gw.compute),

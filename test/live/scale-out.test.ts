@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, Connection, ScheduleNotFoundError, type ScheduleHandle } from '@temporalio/client';
+import { Client, ScheduleNotFoundError, type ScheduleHandle } from '@temporalio/client';
 import type { Db } from 'mongodb';
 import { pino } from 'pino';
 import { withHeartbeats } from '../../activities/compute/heartbeat.js';
@@ -16,7 +16,14 @@ import { createSealActivities } from '../../activities/proof/seal-activities.js'
 import { ensureSealSchedule } from '../../activities/proof/seal-schedule.js';
 import { createTemporalJobRunner, workflowIdOf } from '../../api/temporal-job-runner.js';
 import { temporalGatewayPollers, temporalQueuePollers } from '../../api/temporal-queue-pollers.js';
-import { gatewayQueueSpecs, startTemporalWorkers, type TemporalWorkers } from '../../bin/temporal-workers.js';
+import {
+  connectTemporal,
+  gatewayQueueSpecs,
+  startTemporalWorkers,
+  type TemporalWorkers,
+} from '../../bin/temporal-workers.js';
+import { createJobAnswers } from '../../api/job-answers.js';
+import type { NativeConnection } from '@temporalio/worker';
 import { DEFAULT_EPOCH_GENESIS_MS, epochAt } from '../../core/epoch.js';
 import { generateKeyPair } from '../../core/identity.js';
 import type { ComputeResponse } from '../../core/job-record.js';
@@ -62,7 +69,7 @@ describe('Two gateways and two workers on one Temporal and one MongoDB store (li
   const workerKeys = [generateKeyPair(), generateKeyPair()];
   /** Runs of each (job, step) on the two workers, to show every step runs exactly once. */
   const executions = new Map<string, string[]>();
-  const gateways: { gw: Gateway; client: Client; connection: Connection; workers: TemporalWorkers }[] = [];
+  const gateways: { gw: Gateway; client: Client; connection: NativeConnection; workers: TemporalWorkers }[] = [];
   const swarmWorkers: TemporalWorkers[] = [];
 
   before(async () => {
@@ -70,8 +77,10 @@ describe('Two gateways and two workers on one Temporal and one MongoDB store (li
     db = mongo.freshDb();
     const bundle = await bundleWorkflows();
     for (let i = 0; i < 2; i++) {
-      const connection = await Connection.connect({ address });
+      // As bin/start.ts: Workers and Client on one connection, runs started eagerly, answers in-process.
+      const connection = await connectTemporal(address, pino({ level: 'silent' }));
       const client = new Client({ connection, namespace });
+      const answers = createJobAnswers();
       const node = generateKeyPair();
       const gw = await startGateway({
         node,
@@ -87,7 +96,8 @@ describe('Two gateways and two workers on one Temporal and one MongoDB store (li
         blobs: await createMongoBlobStore(db),
         pollers: temporalQueuePollers(client, namespace, Date.now),
         jobWaitMs: 60_000,
-        jobRunner: () => createTemporalJobRunner({ client, naming, waitMs: 60_000, runTimeoutMs: 120_000 }),
+        answers,
+        jobRunner: () => createTemporalJobRunner({ client, naming, waitMs: 60_000, runTimeoutMs: 120_000, answers }),
       });
       const gatewaysOnline = temporalGatewayPollers(client, namespace, Date.now);
       const seals = createSealActivities({
@@ -101,6 +111,7 @@ describe('Two gateways and two workers on one Temporal and one MongoDB store (li
       const workers = await startTemporalWorkers({
         address,
         namespace,
+        connection,
         logger: pino({ level: 'silent' }),
         workflowBundle: bundle,
         gracefulShutdownMs: 1_000,

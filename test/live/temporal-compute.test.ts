@@ -5,7 +5,8 @@ import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { WorkflowFailedError, type Client, type Connection, type WorkflowExecutionInfo } from '@temporalio/client';
+import { Client, WorkflowFailedError, type WorkflowExecutionInfo, type WorkflowHandle } from '@temporalio/client';
+import type { NativeConnection } from '@temporalio/worker';
 import { ApplicationFailure, defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { pino } from 'pino';
@@ -82,6 +83,8 @@ describe('Compound jobs on the Temporal dev server (live)', function () {
     assert.equal(backbone.chats().length, 1);
 
     const handle = client.workflow.getHandle(workflowIdOf(job.job_id));
+    // The answer came in-process from finishJob (api/job-answers.ts); the run closes moments later.
+    await handle.result();
     const described = await handle.describe();
     assert.equal(described.status.name, 'COMPLETED');
     assert.equal(described.taskQueue, jobQueue(naming));
@@ -94,6 +97,8 @@ describe('Compound jobs on the Temporal dev server (live)', function () {
     // Routing, the backbone step and finishing ran in the gateway's workflow worker (local activities): no activity
     // task crossed a queue; the step's marker carries the summary the Web UI shows.
     const events = (await handle.fetchHistory()).events ?? [];
+    // Started eagerly: the first workflow task came back with the start call to this gateway's Worker.
+    assert.equal(events[0]?.workflowExecutionStartedEventAttributes?.eagerExecutionAccepted, true);
     assert.deepEqual(
       events.filter((e) => e.activityTaskScheduledEventAttributes),
       [],
@@ -178,7 +183,7 @@ describe('Compound jobs on the Temporal dev server (live)', function () {
       assert.equal(job.worker_pk, b.publicKey);
       assert.equal(job.settlement.total_credits, 0.0003);
 
-      const history = await client.workflow.getHandle(workflowIdOf(job.job_id)).fetchHistory();
+      const history = await closedHistory(client.connection, namespace, job.job_id);
       const attempts = (history.events ?? []).flatMap((e) =>
         e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.attempt] : [],
       );
@@ -227,14 +232,14 @@ describe('Compound jobs on the Temporal dev server (live)', function () {
     assert.equal((res.body as { error: string }).error, 'no_workers');
     assert.equal((res.body as { step_id: string }).step_id, 'ask');
     const handle = client.workflow.getHandle(workflowIdOf((res.body as { job_id: string }).job_id));
-    const described = await handle.describe();
-    assert.equal(described.typedSearchAttributes.get(JOB_STATUS), 'failed');
-    // An operator sees a failed job as a failed workflow, its failure naming the code, the step and the detail.
-    assert.equal(described.status.name, 'FAILED');
     const failed = await handle.result().then(
       () => assert.fail('the workflow of a failed job completed'),
       (error: unknown) => error,
     );
+    const described = await handle.describe();
+    assert.equal(described.typedSearchAttributes.get(JOB_STATUS), 'failed');
+    // An operator sees a failed job as a failed workflow, its failure naming the code, the step and the detail.
+    assert.equal(described.status.name, 'FAILED');
     assert.ok(failed instanceof WorkflowFailedError, String(failed));
     const cause = failed.cause;
     assert.ok(cause instanceof ApplicationFailure, String(cause));
@@ -265,7 +270,7 @@ describe('The satellite → AI → map chain on the Temporal dev server (live)',
   let xyz: XyzServer;
   let runtime: FakeRuntime;
   let gw: Gateway;
-  let connection: Connection;
+  let connection: NativeConnection;
   let close: (() => Promise<void>) | undefined;
 
   before(async () => {
@@ -341,11 +346,8 @@ describe('The satellite → AI → map chain on the Temporal dev server (live)',
       (Math.round(ndvi!.cost * 1e8) + Math.round(explain!.cost * 1e8) + Math.round(map!.cost * 1e8) + 10_000) / 1e8,
     );
 
-    const history = await connection.workflowService.getWorkflowExecutionHistory({
-      namespace,
-      execution: { workflowId: workflowIdOf(job.job_id) },
-    });
-    const events = history.history?.events ?? [];
+    const history = await closedHistory(connection, namespace, job.job_id);
+    const events = history.events ?? [];
     // Every step was routed to the gateway itself and ran as a local activity of its workflow worker.
     assert.deepEqual(
       events.filter((e) => e.activityTaskScheduledEventAttributes),
@@ -371,7 +373,7 @@ describe('Critical-path scheduling and fan-in on the Temporal dev server (live)'
   const naming: QueueNaming = { prefix: `gf-path-${randomUUID().slice(0, 8)}`, routingResolution: 5 };
   let runtime: FakeRuntime;
   let gw: Gateway;
-  let connection: Connection;
+  let connection: NativeConnection;
   let close: (() => Promise<void>) | undefined;
 
   before(async () => {
@@ -429,13 +431,8 @@ describe('Critical-path scheduling and fan-in on the Temporal dev server (live)'
     console.log(`      critical-path job: ${elapsed} ms`);
 
     // New runs record the patch that switched them from the level schedule (workflows/compute-job.ts).
-    const history = await connection.workflowService.getWorkflowExecutionHistory({
-      namespace,
-      execution: { workflowId: workflowIdOf(job.job_id) },
-    });
-    const patches = (history.history?.events ?? []).filter(
-      (e) => e.markerRecordedEventAttributes?.markerName === 'core_patch',
-    );
+    const history = await closedHistory(connection, namespace, job.job_id);
+    const patches = (history.events ?? []).filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch');
     // Three patches: the gateway's local activities, the critical-path schedule and the gateway's local steps.
     assert.equal(patches.length, 3, 'the run records the critical-path patch marker');
   });
@@ -450,11 +447,8 @@ describe('Critical-path scheduling and fan-in on the Temporal dev server (live)'
     const job = res.body as ComputeResponse;
     assert.equal(job.steps[0]!.output.text, HUGE);
     assert.equal((await gw.get(`/v1/compute/${job.job_id}`)).text.length > HUGE.length, true);
-    const history = await connection.workflowService.getWorkflowExecutionHistory({
-      namespace,
-      execution: { workflowId: workflowIdOf(job.job_id) },
-    });
-    const largest = Math.max(...(history.history?.events ?? []).map((e) => JSON.stringify(e).length));
+    const history = await closedHistory(connection, namespace, job.job_id);
+    const largest = Math.max(...(history.events ?? []).map((e) => JSON.stringify(e).length));
     console.log(`      largest history event of the 3 MB job: ${largest} bytes`);
     assert.ok(largest < 64 * 1024, `largest history event ${largest} bytes`);
   });
@@ -498,6 +492,20 @@ async function waitForLine(child: ChildProcess, line: string, timeoutMs = 30_000
     child.stdout!.on('data', onData);
     child.once('exit', (code) => reject(new Error(`worker process exited (${code}) before "${line}"`)));
   });
+}
+
+/**
+ * A job's run history once the run has closed: the gateway answers from finishJob in-process (api/job-answers.ts),
+ * moments before Temporal records the workflow task that ran it.
+ */
+async function closedHistory(
+  connection: Client['connection'] | NativeConnection,
+  namespace: string,
+  jobId: string,
+): ReturnType<WorkflowHandle['fetchHistory']> {
+  const handle = new Client({ connection, namespace }).workflow.getHandle(workflowIdOf(jobId));
+  await handle.result().catch(() => undefined); // a failed job fails its run
+  return handle.fetchHistory();
 }
 
 async function pollList(client: Client, query: string, timeoutMs = 15_000): Promise<WorkflowExecutionInfo[]> {
