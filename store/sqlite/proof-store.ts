@@ -2,15 +2,19 @@ import { ServiceError } from '../../core/errors.js';
 import type { KeyPair } from '../../core/identity.js';
 import type { ProofRecord, Seal } from '../../core/proof-types.js';
 import type { IngestOutcome, ProofStore, RecordQuery, SealLeaf } from '../proof-store.js';
-import { createLeafPacker } from '../epoch-leaf-packer.js';
+import { createMerkleTreeBuilder } from '../../core/merkle/tree-builder.js';
+import type { EpochTree } from '../../core/seal.js';
+import { createLeafPacker, createLeafStreamer } from '../epoch-leaf-packer.js';
 import { prepareAppend, signFresh, type WriterTail } from '../record-append.js';
 import { cellKey, cellKeyRange, checkRecordQuery, encodeRecordCursor } from '../record-query.js';
 import {
   auditPathFromPages,
   auditPathNodes,
   checkSealLevels,
+  checkSealOverTree,
   leafIndexInSeal,
   pageKey,
+  SEAL_PAGE_NODES,
   sealTreePages,
 } from '../seal-tree-pages.js';
 import type { SqliteDatabase } from './open-database.js';
@@ -243,6 +247,31 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
     return packer.finish();
   });
 
+  // The whole seal in one write transaction: the leaves are streamed in seq order into a tree builder whose
+  // pages are inserted as they fill, so memory stays O(log n) (a few hundred KiB at 10M records) and no
+  // record can land between the read and the seal. The write lock is held while the epoch is read and hashed.
+  const sealStreaming = db.transaction(
+    (pk: string, epoch: number, sign: (tree: EpochTree) => Seal): { seal: Seal; status: 'inserted' | 'exists' } => {
+      const stored = parse<Seal>(sealOf.get(pk, epoch));
+      if (stored !== null) return { seal: stored, status: 'exists' };
+      const leaves = createLeafStreamer(
+        createMerkleTreeBuilder(SEAL_PAGE_NODES, (level, page, nodes) => {
+          insertNodes.run(pk, epoch, level, page, Buffer.from(nodes.buffer, nodes.byteOffset, nodes.byteLength));
+        }),
+      );
+      for (let after = 0, rows = epochLeafRows.all(epoch, pk, after); rows.length > 0;) {
+        for (const [seq, hash] of rows) leaves.add(seq, hash);
+        after = (rows[rows.length - 1] as [number, string])[0];
+        rows = epochLeafRows.all(epoch, pk, after);
+      }
+      const tree = leaves.finish();
+      const seal = sign(tree);
+      checkSealOverTree(seal, pk, epoch, tree);
+      insertSeal.run(seal.sealer_pk, seal.epoch, seal.seal_hash, JSON.stringify(seal));
+      return { seal, status: 'inserted' };
+    },
+  );
+
   const markRecords = db.transaction((ids: readonly string[]) => {
     for (const id of ids) markRecord.run(id);
   });
@@ -327,6 +356,10 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
     async putSeal(seal, levels) {
       checkSealLevels(seal, levels);
       return storeSeal.immediate(seal, levels);
+    },
+
+    async sealEpoch(pk, epoch, sign) {
+      return sealStreaming.immediate(pk, epoch, sign);
     },
 
     async getSeal(sealerPk, epoch) {
