@@ -8,7 +8,7 @@
  * Shape (as reduceLevel in tree.ts): pairs are hashed left to right as they complete; at `finish`, each
  * level's odd last node is promoted unchanged to the end of the level above (RFC 9162, no duplication).
  */
-import { HASH_BYTES, EMPTY_ROOT, nodeHash, writeLeafHashFromHex } from './tree.js';
+import { HASH_BYTES, EMPTY_ROOT, hashPairInto, writeLeafHashFromHex } from './tree.js';
 
 export interface MerkleTreeBuilder {
   /** Adds the leaf hash of the next record, given its record_hash as 64 lowercase hex (in leaf order). */
@@ -58,12 +58,8 @@ export function createMerkleTreeBuilder(
     current.nodes++;
     if (current.nodes % 2 === 0) {
       // Its left sibling is the node before it on the same page (pageNodes is even).
-      const parent = nodeHash(
-        current.page.subarray(offset - HASH_BYTES, offset),
-        current.page.subarray(offset, offset + HASH_BYTES),
-      );
       const up = level(at + 1);
-      up.page.set(parent, up.filled * HASH_BYTES);
+      hashPairInto(current.page, offset - HASH_BYTES, up.page, up.filled * HASH_BYTES);
       commit(at + 1, up);
     }
     if (current.filled === pageNodes) {
