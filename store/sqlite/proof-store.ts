@@ -105,6 +105,26 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
 
   const parse = <T>(row: JsonRow | undefined): T | null => (row === undefined ? null : (JSON.parse(row.json) as T));
 
+  /**
+   * insertRecord's values of a record hashed but not yet signed, its JSON without the closing brace: the
+   * signature is the record's last key ({ ...hashed, signature }), so the stored text is the same bytes.
+   */
+  const prepareRow = (hashed: Omit<ProofRecord, 'signature'>): PreparedRow => {
+    const { address } = hashed;
+    const json = JSON.stringify(hashed);
+    return [
+      hashed.id,
+      address.pk,
+      hashed.seq,
+      address.epoch,
+      address.h3_cell,
+      cellKey(address.h3_cell),
+      hashed.collection_type,
+      hashed.record_hash,
+      json.slice(0, -1),
+    ];
+  };
+
   const insert = (record: ProofRecord): boolean => {
     const { address } = record;
     const result = insertRecord.run(
@@ -139,13 +159,36 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
   });
 
   const writeAppend = db.transaction(
-    (pk: string, tailSeq: number, sealEpoch: number | null, fresh: readonly ProofRecord[]): boolean => {
+    (
+      pk: string,
+      tailSeq: number,
+      sealEpoch: number | null,
+      fresh: readonly ProofRecord[],
+      rows: PreparedRow[],
+    ): boolean => {
       if ((writerTail.get(pk)?.seq ?? 0) !== tailSeq || (latestSealEpoch.get(pk)?.epoch ?? null) !== sealEpoch) {
         return false;
       }
-      for (const record of fresh) {
+      for (let i = 0; i < fresh.length; i++) {
+        const record = fresh[i] as ProofRecord;
+        const row = rows[i];
+        // Prepared while the workers signed: only the signature is added here (the record's last key).
+        const inserted =
+          row !== undefined && row[0] === record.id
+            ? insertRecord.run(
+                row[0],
+                row[1],
+                row[2],
+                row[3],
+                row[4],
+                row[5],
+                row[6],
+                row[7],
+                `${row[8]},"signature":"${record.signature}"}`,
+              ).changes === 1
+            : insert(record);
         // An id taken since the read (by another writer): undo the batch and plan again.
-        if (!insert(record)) throw new AppendRaced();
+        if (!inserted) throw new AppendRaced();
       }
       return true;
     },
@@ -162,9 +205,12 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
     for (let attempt = 1; ; attempt++) {
       const { prepared, tailSeq, sealEpoch } = readAppend(signer, entries);
       if (prepared.fresh.length === 0) return prepared.finish([]).records;
-      const signed = await signFresh(signer, prepared.fresh);
+      let rows: PreparedRow[] = [];
+      const signed = await signFresh(signer, prepared.fresh, undefined, (hashed) => (rows = hashed.map(prepareRow)));
       try {
-        if (writeAppend.immediate(signer.publicKey, tailSeq, sealEpoch, signed)) return prepared.finish(signed).records;
+        if (writeAppend.immediate(signer.publicKey, tailSeq, sealEpoch, signed, rows)) {
+          return prepared.finish(signed).records;
+        }
       } catch (error) {
         if (!(error instanceof AppendRaced)) throw error;
       }
@@ -418,3 +464,4 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
 }
 
 type NewRecordLike = Parameters<ProofStore['appendRecords']>[1][number];
+type PreparedRow = [string, string, number, number, string, bigint, string, string, string];

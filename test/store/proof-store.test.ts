@@ -103,6 +103,37 @@ describe('SQLite proof store on a shared file', () => {
     }
   });
 
+  it('stores a large batch as exactly the JSON of each signed record it returns', async () => {
+    const db = openSqlite(join(dir, 'geofabric.db'));
+    try {
+      const store = createSqliteProofStore(db);
+      const signer = generateKeyPair();
+      // Over the pool threshold, so rows are prepared while the workers sign; payloads with escapes.
+      const written = await store.appendRecords(
+        signer,
+        Array.from({ length: 300 }, (_, i) => ({
+          id: `big-${i}`,
+          h3_cell: '861e8050fffffff',
+          epoch: 1,
+          collection_type: 'tile' as const,
+          payload_type: 'tile/raster' as const,
+          payload: { i, text: 'quote " backslash \\ é \u2028', list: [i, null] },
+          written_at: '2026-01-01T01:00:00.000Z',
+        })),
+      );
+      const stored = db
+        .prepare<[], { id: string; json: string }>('SELECT id, json FROM proof_records ORDER BY seq')
+        .all();
+      assert.equal(stored.length, 300);
+      stored.forEach((row, i) => {
+        assert.equal(row.json, JSON.stringify(written[i]));
+        assert.equal(checkRecord(JSON.parse(row.json)).ok, true, row.id);
+      });
+    } finally {
+      db.close();
+    }
+  });
+
   it('uses the order index for cursor pages instead of sorting the table', () => {
     const db = openSqlite(':memory:');
     try {
