@@ -293,30 +293,72 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
     return packer.finish();
   });
 
-  // The whole seal in one write transaction: the leaves are streamed in seq order into a tree builder whose
-  // pages are inserted as they fill, so memory stays O(log n) (a few hundred KiB at 10M records) and no
-  // record can land between the read and the seal. The write lock is held while the epoch is read and hashed.
-  const sealStreaming = db.transaction(
-    (pk: string, epoch: number, sign: (tree: EpochTree) => Seal): { seal: Seal; status: 'inserted' | 'exists' } => {
-      const stored = parse<Seal>(sealOf.get(pk, epoch));
+  // A seal in two transactions. The first reads the epoch in one snapshot without the write lock: its leaves
+  // stream in seq order into a tree builder whose pages go to a connection-private staging table (the temp
+  // database, on disk), so memory stays O(log n) (a few hundred KiB at 10M records) and writers in other
+  // processes are not held up while the epoch is read and hashed. The second, BEGIN IMMEDIATE, checks the
+  // epoch still holds exactly the records the tree was built over (as putSeal does) and moves the pages in.
+  db.exec(`
+    CREATE TEMP TABLE IF NOT EXISTS seal_pages_staging (
+      level INTEGER NOT NULL, page INTEGER NOT NULL, nodes BLOB NOT NULL, PRIMARY KEY (level, page)
+    )
+  `);
+  const stagePage = db.prepare<[number, number, Buffer]>(
+    'INSERT INTO temp.seal_pages_staging (level, page, nodes) VALUES (?, ?, ?)',
+  );
+  const clearStaged = db.prepare('DELETE FROM temp.seal_pages_staging');
+  const moveStaged = db.prepare<[string, number]>(
+    'INSERT INTO proof_seal_nodes (sealer_pk, epoch, level, page, nodes) SELECT ?, ?, level, page, nodes FROM temp.seal_pages_staging',
+  );
+
+  const buildTree = db.transaction((pk: string, epoch: number): Seal | EpochTree => {
+    const stored = parse<Seal>(sealOf.get(pk, epoch));
+    if (stored !== null) return stored;
+    clearStaged.run();
+    const leaves = createLeafStreamer(
+      createMerkleTreeBuilder(SEAL_PAGE_NODES, (level, page, nodes) => {
+        stagePage.run(level, page, Buffer.from(nodes.buffer, nodes.byteOffset, nodes.byteLength));
+      }),
+    );
+    for (let after = 0, rows = epochLeafRows.all(epoch, pk, after); rows.length > 0;) {
+      for (const [seq, hash] of rows) leaves.add(seq, hash);
+      after = (rows[rows.length - 1] as [number, string])[0];
+      rows = epochLeafRows.all(epoch, pk, after);
+    }
+    return leaves.finish();
+  });
+
+  const storeBuiltSeal = db.transaction(
+    (seal: Seal, tree: EpochTree): { seal: Seal; status: 'inserted' | 'exists' } => {
+      const stored = parse<Seal>(sealOf.get(seal.sealer_pk, seal.epoch));
       if (stored !== null) return { seal: stored, status: 'exists' };
-      const leaves = createLeafStreamer(
-        createMerkleTreeBuilder(SEAL_PAGE_NODES, (level, page, nodes) => {
-          insertNodes.run(pk, epoch, level, page, Buffer.from(nodes.buffer, nodes.byteOffset, nodes.byteLength));
-        }),
-      );
-      for (let after = 0, rows = epochLeafRows.all(epoch, pk, after); rows.length > 0;) {
-        for (const [seq, hash] of rows) leaves.add(seq, hash);
-        after = (rows[rows.length - 1] as [number, string])[0];
-        rows = epochLeafRows.all(epoch, pk, after);
+      const held = epochCount.get(seal.epoch, seal.sealer_pk) ?? { n: 0, first: null, last: null };
+      if (held.n !== tree.count || held.first !== seal.first_seq || held.last !== seal.last_seq) {
+        throw new ServiceError(
+          'seal_mismatch',
+          `epoch ${seal.epoch}: the store holds ${held.n} records (seqs ${held.first ?? '-'}..${held.last ?? '-'}), ` +
+            `the seal covers ${seal.record_count} (${seal.first_seq ?? '-'}..${seal.last_seq ?? '-'})`,
+        );
       }
-      const tree = leaves.finish();
-      const seal = sign(tree);
-      checkSealOverTree(seal, pk, epoch, tree);
       insertSeal.run(seal.sealer_pk, seal.epoch, seal.seal_hash, JSON.stringify(seal));
+      moveStaged.run(seal.sealer_pk, seal.epoch);
+      clearStaged.run();
       return { seal, status: 'inserted' };
     },
   );
+
+  const sealStreaming = (pk: string, epoch: number, sign: (tree: EpochTree) => Seal) => {
+    try {
+      const built = buildTree(pk, epoch);
+      if ('seal_hash' in built) return { seal: built, status: 'exists' as const };
+      const seal = sign(built);
+      checkSealOverTree(seal, pk, epoch, built);
+      return storeBuiltSeal.immediate(seal, built);
+    } catch (error) {
+      clearStaged.run();
+      throw error;
+    }
+  };
 
   const markRecords = db.transaction((ids: readonly string[]) => {
     for (const id of ids) markRecord.run(id);
@@ -405,7 +447,7 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
     },
 
     async sealEpoch(pk, epoch, sign) {
-      return sealStreaming.immediate(pk, epoch, sign);
+      return sealStreaming(pk, epoch, sign);
     },
 
     async getSeal(sealerPk, epoch) {
