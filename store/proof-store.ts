@@ -103,8 +103,9 @@ export interface ProofStore {
    * of it and stores seal and tree, as putSeal would, in one step. When a seal of (pk, epoch) is stored
    * already, returns it ('exists') without building. The seqs must be gapless (TypeError, as
    * epochLeafHashes); a seal that is not over the built tree throws ServiceError('invalid_seal'); a record
-   * that landed meanwhile throws ServiceError('seal_mismatch') (an adapter without transactions; retry).
-   * SQLite streams the leaves in one write transaction (memory O(log n), store/sqlite/proof-store.ts).
+   * that landed in the epoch while the tree was built throws ServiceError('seal_mismatch'), storing nothing
+   * (retry). SQLite builds the tree from one read snapshot into a staging table (memory O(log n), no write
+   * lock meanwhile) and stores it in a short write transaction (store/sqlite/proof-store.ts).
    */
   sealEpoch(
     pk: string,

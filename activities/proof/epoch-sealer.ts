@@ -113,7 +113,7 @@ async function sealOne(
       return { seal, made: status === 'inserted' };
     } catch (error) {
       if (!(error instanceof ServiceError) || error.code !== 'seal_mismatch') throw error;
-      // A store without transactions saw a record land meanwhile, or another sealer won: adopt or retry.
+      // A record landed while the store built the tree, or another sealer won: adopt its seal or retry.
       const stored = await store.getSeal(writerPk, epoch);
       if (stored !== null) return { seal: stored, made: false };
       if (attempt >= SEAL_ATTEMPTS) throw error;

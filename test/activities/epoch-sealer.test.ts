@@ -148,8 +148,8 @@ describe('epoch sealer', () => {
 
   it('retries an epoch whose records changed between reading and sealing', async () => {
     await store.appendRecords(node, [entry('a', 5)]);
-    // A store without transactions (as MongoDB): a record lands right after the sealer read the epoch, once,
-    // and the seal is refused with seal_mismatch. SQLite seals in one transaction, so this is simulated.
+    // A record lands right after the sealer read the epoch, once, and the store refuses the seal with
+    // seal_mismatch (test/store/proof-store.test.ts shows SQLite doing so); the sealer reads again.
     let raced = false;
     const racing: ProofStore = {
       ...store,
