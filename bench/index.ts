@@ -79,17 +79,24 @@ if (wanted('proofs')) {
   add(goal(appendFigure, '≥ 20,000 records/s', append.perSecond >= 20_000), insertFigure);
   const seal = await benchSeal(Number(process.env.BENCH_SEAL_RECORDS ?? 1_000_000));
   console.log(
-    `proof store: seal a ${fmt(seal.records)}-record epoch: ${(seal.totalMs / 1000).toFixed(2)} s ` +
-      `(read ${(seal.readMs / 1000).toFixed(2)} s, build + sign ${(seal.buildMs / 1000).toFixed(2)} s, store ${(seal.storeMs / 1000).toFixed(2)} s); ` +
-      `RSS peak ${seal.rssMiB.peak} MiB (before ${seal.rssMiB.beforeSeal}, after read ${seal.rssMiB.afterRead}, after build ${seal.rssMiB.afterBuild})`,
+    `proof store: seal a ${fmt(seal.records)}-record epoch in a sealer process of its own: ${(seal.process.ms / 1000).toFixed(2)} s ` +
+      `(CPU ${(seal.process.cpuMs / 1000).toFixed(2)} s), ` +
+      `RSS peak ${seal.process.rssPeakMiB} MiB (${seal.process.rssStartMiB} MiB once loaded); ` +
+      `in the bench process: ${(seal.inProcess.ms / 1000).toFixed(2)} s, RSS ${seal.inProcess.rssBeforeMiB} → ${seal.inProcess.rssAfterMiB} MiB ` +
+      `(bench process peak so far ${seal.inProcess.processPeakMiB} MiB); same seal both times: ${seal.identical}`,
   );
   add(
     goal(
-      { name: 'proofs.seal_time', value: seal.totalMs / 1000, unit: 's' },
+      { name: 'proofs.seal_time', value: seal.process.ms / 1000, unit: 's' },
       '< 5 s (1M records)',
-      seal.totalMs < 5000,
+      seal.process.ms < 5000,
     ),
-    goal({ name: 'proofs.seal_rss_peak', value: seal.rssMiB.peak, unit: 'MiB' }, '≤ 300 MiB', seal.rssMiB.peak <= 300),
+    goal(
+      { name: 'proofs.seal_rss_peak', value: seal.process.rssPeakMiB, unit: 'MiB' },
+      '≤ 300 MiB',
+      seal.process.rssPeakMiB <= 300,
+    ),
+    { name: 'proofs.seal_time_in_bench_process', value: seal.inProcess.ms / 1000, unit: 's' },
     { name: 'proofs.seal_records', value: seal.records, unit: 'count' },
   );
   console.log(

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { blake3 } from '@noble/hashes/blake3.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 
@@ -9,7 +9,8 @@ const bytes = (data: Data): Uint8Array => (typeof data === 'string' ? utf8ToByte
 // pure-JS hash. Temporal workflow code must not import this module (it uses a Node built-in).
 
 /** SHA-256 as 64 lowercase hex; strings are hashed as their UTF-8 bytes. */
-export const sha256Hex = (data: Data): string => createHash('sha256').update(data).digest('hex');
+// One-shot `hash` (Node ≥ 20.12): the same digest at about half the cost per call of createHash.
+export const sha256Hex = (data: Data): string => hash('sha256', data, 'hex');
 export const sha256Bytes = (data: Data): Uint8Array => new Uint8Array(createHash('sha256').update(data).digest());
 
 /** Blake3-256 as 64 lowercase hex (the `idn_delegation_cert` token claim, docs/protocol.md §2.9). */

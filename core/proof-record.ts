@@ -102,12 +102,75 @@ export function hashRecordToSign(
   signerPk: () => string,
 ): UnsignedProofRecord & { record_hash: string } {
   const unsigned = unsignedPart(record);
+  // The append hot path: a record that passes the plain checks is one the schema accepts, and its JCS text
+  // is written field by field; anything else goes through the schema, for its precise refusal.
+  if (isPlainRecord(unsigned)) {
+    if (signerPk() !== unsigned.address.pk) {
+      throw new TypeError(`address.pk ${unsigned.address.pk} is not the public key of the signing key`);
+    }
+    return { ...unsigned, record_hash: sha256Hex(canonicalRecordText(unsigned)) };
+  }
   const checked = proofRecordSchema.safeParse({ ...unsigned, record_hash: '0'.repeat(64), signature: '0'.repeat(128) });
   if (!checked.success) throw new TypeError(`cannot sign record: ${describeZodIssue(checked.error, 'record')}`);
   if (signerPk() !== unsigned.address.pk) {
     throw new TypeError(`address.pk ${unsigned.address.pk} is not the public key of the signing key`);
   }
   return { ...unsigned, record_hash: recordHash(unsigned) };
+}
+
+const RECORD_KEYS = ['address', 'collection_type', 'id', 'payload', 'payload_type', 'seq', 'version', 'written_at'];
+const ADDRESS_KEYS = ['epoch', 'h3_cell', 'pk'];
+const RECORD_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+const HEX_64 = /^[0-9a-f]{64}$/;
+const isoDatetime = z.iso.datetime();
+/** written_at values already accepted: a batch's records mostly share a few. */
+const datetimesSeen = new Set<string>();
+
+function hasExactKeys(value: object, keys: readonly string[]): boolean {
+  if (Object.getPrototypeOf(value) !== Object.prototype) return false;
+  const own = Object.keys(value);
+  if (own.length !== keys.length) return false;
+  for (const key of own) if (!keys.includes(key)) return false;
+  return true;
+}
+
+const isIndex = (n: unknown, min: number): n is number => Number.isSafeInteger(n) && (n as number) >= min;
+
+/**
+ * True only for what proofRecordSchema accepts (with any well-formed record_hash and signature), checked
+ * with the schema's own predicates but without building a parse result. False is no verdict: the caller
+ * runs the schema. Kept stricter than the schema, never looser (test/core/proof-record.test.ts).
+ */
+function isPlainRecord(record: UnsignedProofRecord): boolean {
+  if (typeof record !== 'object' || record === null || !hasExactKeys(record, RECORD_KEYS)) return false;
+  const { address } = record;
+  if (typeof address !== 'object' || address === null || !hasExactKeys(address, ADDRESS_KEYS)) return false;
+  if (record.version !== 1 || !isIndex(record.seq, 1) || !isIndex(address.epoch, 0)) return false;
+  if (typeof record.id !== 'string' || !RECORD_ID.test(record.id)) return false;
+  if (typeof address.pk !== 'string' || !HEX_64.test(address.pk) || !isCell(address.h3_cell)) return false;
+  const allowed = (COLLECTION_PAYLOAD_TYPES as Record<string, readonly string[] | undefined>)[record.collection_type];
+  if (!Object.hasOwn(COLLECTION_PAYLOAD_TYPES, record.collection_type) || !allowed?.includes(record.payload_type)) {
+    return false;
+  }
+  if (typeof record.written_at !== 'string') return false;
+  if (!datetimesSeen.has(record.written_at)) {
+    if (!isoDatetime.safeParse(record.written_at).success) return false;
+    if (datetimesSeen.size >= 1024) datetimesSeen.clear();
+    datetimesSeen.add(record.written_at);
+  }
+  return record.payload !== undefined && isJsonValue(record.payload);
+}
+
+/** canonicalJson(record) of a record isPlainRecord accepted: its keys in JCS order, the payload canonical. */
+function canonicalRecordText(record: UnsignedProofRecord): string {
+  const { address } = record;
+  // The payload serialised one level down, as inside the record, so the nesting limit falls where it does there.
+  const payload = canonicalJson([record.payload]).slice(1, -1);
+  return (
+    `{"address":{"epoch":${address.epoch},"h3_cell":"${address.h3_cell}","pk":"${address.pk}"},` +
+    `"collection_type":"${record.collection_type}","id":"${record.id}","payload":${payload},` +
+    `"payload_type":"${record.payload_type}","seq":${record.seq},"version":1,"written_at":${JSON.stringify(record.written_at)}}`
+  );
 }
 
 /** Shape, then hash, then signature; every failure is `invalid_record` naming what is wrong. */

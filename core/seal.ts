@@ -177,6 +177,37 @@ export function createSealOverPackedLeaves(
   return { seal, levels };
 }
 
+/** What a store hands a sealer once it has built an epoch's tree (ProofStore.sealEpoch): enough to sign. */
+export interface EpochTree {
+  /** Records in the epoch; seqs firstSeq..firstSeq + count - 1 without a gap. */
+  count: number;
+  /** null when the epoch has no records. */
+  firstSeq: number | null;
+  /** MTH over the records' leaf hashes in seq order (EMPTY_ROOT when there are none). */
+  root: Uint8Array;
+}
+
+/**
+ * The seal of a tree a store built itself, streaming the leaves (ProofStore.sealEpoch): byte for byte the
+ * seal createSealOverPackedLeaves makes over the same leaves, with nothing per record in memory.
+ */
+export function createSealOverTree(secretKey: string, input: Omit<SealInput, 'records'> & { tree: EpochTree }): Seal {
+  const { publicKey } = keyPairFromSecret(secretKey);
+  const { count, firstSeq, root } = input.tree;
+  if (!Number.isSafeInteger(count) || count < 0 || count > 0 !== (firstSeq !== null)) {
+    throw new TypeError(`cannot seal: ${count} records with first seq ${firstSeq}`);
+  }
+  return signSeal(secretKey, publicKey, {
+    epoch: input.epoch,
+    count,
+    firstSeq,
+    root,
+    prevSealHash: input.prevSealHash,
+    sealedAt: input.sealedAt,
+    writerPk: input.writerPk,
+  });
+}
+
 /**
  * Seals one epoch of the key's own records. Throws TypeError when the seqs have a gap or a duplicate or
  * an input field is malformed: such a seal could never pass checkSeal / checkSealCoversRecords.

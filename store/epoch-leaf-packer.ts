@@ -2,14 +2,25 @@
  * How both proof-store adapters stream an epoch's records into the packed leaf level a seal is built over
  * (ProofStore.epochLeafHashes): one 32-byte slot per record and no object per record, so a million-record
  * epoch costs its 32 MB of leaves while it is read. Seqs must follow each other without a gap or a repeat,
- * as a seal asserts first_seq..last_seq (the same refusal as createSeal's).
+ * as a seal asserts first_seq..last_seq (the same refusal as createSeal's). createLeafStreamer feeds a tree
+ * builder instead, for a seal in O(log n) memory.
  */
 import { HASH_BYTES, writeLeafHashFromHex } from '../core/merkle/tree.js';
-import type { PackedEpochLeaves } from '../core/seal.js';
+import type { MerkleTreeBuilder } from '../core/merkle/tree-builder.js';
+import type { EpochTree, PackedEpochLeaves } from '../core/seal.js';
 
 export interface LeafPacker {
   add(seq: number, recordHashHex: string): void;
   finish(): PackedEpochLeaves;
+}
+
+/** Refuses `seq` unless it follows `lastSeq` (null: the first leaf, any seq). */
+function checkNextSeq(lastSeq: number | null, seq: number): void {
+  if (lastSeq !== null && seq !== lastSeq + 1) {
+    throw new TypeError(
+      seq === lastSeq ? `two records share seq ${seq}` : `seqs ${lastSeq + 1}..${seq - 1} are missing`,
+    );
+  }
 }
 
 /** `expected` sizes the buffer (a count read first); more records than that grow it. */
@@ -17,15 +28,11 @@ export function createLeafPacker(expected = 0): LeafPacker {
   let buffer = new Uint8Array(Math.max(expected, 16) * HASH_BYTES);
   let count = 0;
   let firstSeq: number | null = null;
-  let lastSeq = 0;
+  let lastSeq: number | null = null;
   return {
     add(seq, recordHashHex) {
-      if (firstSeq === null) firstSeq = seq;
-      else if (seq !== lastSeq + 1) {
-        throw new TypeError(
-          seq === lastSeq ? `two records share seq ${seq}` : `seqs ${lastSeq + 1}..${seq - 1} are missing`,
-        );
-      }
+      checkNextSeq(lastSeq, seq);
+      firstSeq ??= seq;
       lastSeq = seq;
       if ((count + 1) * HASH_BYTES > buffer.length) {
         const grown = new Uint8Array(buffer.length * 2);
@@ -38,6 +45,33 @@ export function createLeafPacker(expected = 0): LeafPacker {
     finish() {
       const leaves = count * HASH_BYTES === buffer.length ? buffer : buffer.slice(0, count * HASH_BYTES);
       return { firstSeq, leaves };
+    },
+  };
+}
+
+export interface LeafStreamer {
+  add(seq: number, recordHashHex: string): void;
+  /** The tree's facts for signing; the builder has handed out every page by then. */
+  finish(): EpochTree;
+}
+
+/**
+ * The streaming counterpart of createLeafPacker (ProofStore.sealEpoch): the same seq checks, each leaf fed to
+ * a tree builder that hands out its pages as they fill, so nothing here grows with the epoch.
+ */
+export function createLeafStreamer(builder: MerkleTreeBuilder): LeafStreamer {
+  let firstSeq: number | null = null;
+  let lastSeq: number | null = null;
+  return {
+    add(seq, recordHashHex) {
+      checkNextSeq(lastSeq, seq);
+      firstSeq ??= seq;
+      lastSeq = seq;
+      builder.addRecordHashHex(recordHashHex);
+    },
+    finish() {
+      const count = builder.count;
+      return { count, firstSeq, root: builder.finish() };
     },
   };
 }

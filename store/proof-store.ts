@@ -12,7 +12,7 @@
  */
 import type { KeyPair } from '../core/identity.js';
 import type { CollectionType, PayloadType, ProofRecord, Seal } from '../core/proof-types.js';
-import type { PackedEpochLeaves } from '../core/seal.js';
+import type { EpochTree, PackedEpochLeaves } from '../core/seal.js';
 
 /** What a local writer asks to record; the store assigns `seq`, hashes and signs. */
 export interface NewRecord {
@@ -98,6 +98,20 @@ export interface ProofStore {
    * seal itself (signature, root over `epochLeaves`, chain link) before putting it.
    */
   putSeal(seal: Seal, levels: readonly Uint8Array[]): Promise<'inserted' | 'duplicate'>;
+  /**
+   * What the sealer calls: builds the tree over pk's records of `epoch` in seq order, asks `sign` for the seal
+   * of it and stores seal and tree, as putSeal would, in one step. When a seal of (pk, epoch) is stored
+   * already, returns it ('exists') without building. The seqs must be gapless (TypeError, as
+   * epochLeafHashes); a seal that is not over the built tree throws ServiceError('invalid_seal'); a record
+   * that landed in the epoch while the tree was built throws ServiceError('seal_mismatch'), storing nothing
+   * (retry). SQLite builds the tree from one read snapshot into a staging table (memory O(log n), no write
+   * lock meanwhile) and stores it in a short write transaction (store/sqlite/proof-store.ts).
+   */
+  sealEpoch(
+    pk: string,
+    epoch: number,
+    sign: (tree: EpochTree) => Seal,
+  ): Promise<{ seal: Seal; status: 'inserted' | 'exists' }>;
   getSeal(sealerPk: string, epoch: number): Promise<Seal | null>;
   latestSeal(sealerPk: string): Promise<Seal | null>;
   /** By epoch ascending. */

@@ -173,6 +173,8 @@ export async function signFresh(
   signer: KeyPair,
   fresh: readonly UnsignedProofRecord[],
   pool: Ed25519Pool = sharedEd25519Pool(),
+  /** Called with every record hashed (in order) while the workers still sign: an adapter's idle time. */
+  whileSigning?: (hashed: readonly (UnsignedProofRecord & { record_hash: string })[]) => void,
 ): Promise<ProofRecord[]> {
   const pk = signerPk(signer);
   if (fresh.length < POOL_MIN_RECORDS) {
@@ -194,6 +196,7 @@ export async function signFresh(
       ),
     );
   }
+  whileSigning?.(hashed);
   const signatures = (await Promise.all(signing)).flat();
   return hashed.map((record, i) => ({ ...record, signature: signatures[i] as string }));
 }

@@ -7,6 +7,7 @@ import { ServiceError } from '../core/errors.js';
 import { bytesToHex } from '../core/hex.js';
 import { HASH_BYTES } from '../core/merkle/tree.js';
 import type { ProofRecord, Seal } from '../core/proof-types.js';
+import type { EpochTree } from '../core/seal.js';
 
 /** 256 nodes = 8 KiB per page: a few database pages, and 3,900 pages for a million-record epoch's leaves. */
 export const SEAL_PAGE_NODES = 256;
@@ -45,6 +46,28 @@ export function checkSealLevels(seal: Seal, levels: readonly Uint8Array[]): void
   });
   if (bytesToHex(levels[levels.length - 1] as Uint8Array) !== seal.merkle_root) {
     throw bad('the top level is not the seal merkle_root');
+  }
+}
+
+/**
+ * Refuses a seal `sign` returned in ProofStore.sealEpoch unless it is the seal of the tree the store just built
+ * for (pk, epoch): the same writer, epoch, count, seqs and root (invalid_seal), as checkSealLevels does for
+ * levels handed to putSeal.
+ */
+export function checkSealOverTree(seal: Seal, pk: string, epoch: number, tree: EpochTree): void {
+  const lastSeq = tree.firstSeq === null ? null : tree.firstSeq + tree.count - 1;
+  if (
+    seal?.sealer_pk !== pk ||
+    seal.epoch !== epoch ||
+    seal.record_count !== tree.count ||
+    seal.first_seq !== tree.firstSeq ||
+    seal.last_seq !== lastSeq ||
+    seal.merkle_root !== bytesToHex(tree.root)
+  ) {
+    throw new ServiceError(
+      'invalid_seal',
+      `the seal of epoch ${epoch} is not over the tree of writer ${pk}'s ${tree.count} records in that epoch`,
+    );
   }
 }
 

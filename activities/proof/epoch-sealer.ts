@@ -9,7 +9,7 @@ import { ServiceError } from '../../core/errors.js';
 import { EPOCH_MS } from '../../core/epoch.js';
 import type { KeyPair } from '../../core/identity.js';
 import { GENESIS_PREV_HASH, type Seal } from '../../core/proof-types.js';
-import { createSealOverPackedLeaves } from '../../core/seal.js';
+import { createSealOverTree } from '../../core/seal.js';
 import { checkEpochEnded } from '../../core/sync-window.js';
 import type { ProofStore } from '../../store/proof-store.js';
 import { startRepeatingTask, type RepeatingTask } from '../repeating-task.js';
@@ -104,21 +104,16 @@ async function sealOne(
   sealedAt: string,
 ): Promise<{ seal: Seal; made: boolean }> {
   for (let attempt = 1; ; attempt++) {
-    // Packed leaf hashes, not a record object per leaf: a million-record epoch seals in bounded memory.
-    const leaves = await store.epochLeafHashes(writerPk, epoch);
-    const { seal, levels } = createSealOverPackedLeaves(signer.secretKey, {
-      writerPk,
-      epoch,
-      leaves,
-      prevSealHash: prev,
-      sealedAt,
-    });
     try {
-      // 'duplicate': another sealer made the identical seal (same clock reading): not made here.
-      return { seal, made: (await store.putSeal(seal, levels)) === 'inserted' };
+      // The store builds the tree itself (SQLite: streamed, O(log n) memory) and stores the seal signed here.
+      // 'exists': another sealer of this key sealed the epoch first: its seal is the chain now.
+      const { seal, status } = await store.sealEpoch(writerPk, epoch, (tree) =>
+        createSealOverTree(signer.secretKey, { writerPk, epoch, tree, prevSealHash: prev, sealedAt }),
+      );
+      return { seal, made: status === 'inserted' };
     } catch (error) {
       if (!(error instanceof ServiceError) || error.code !== 'seal_mismatch') throw error;
-      // Another sealer of this key got there first: its seal is the chain now.
+      // A record landed while the store built the tree, or another sealer won: adopt its seal or retry.
       const stored = await store.getSeal(writerPk, epoch);
       if (stored !== null) return { seal: stored, made: false };
       if (attempt >= SEAL_ATTEMPTS) throw error;

@@ -73,7 +73,7 @@ export function nodeHash(left: Uint8Array, right: Uint8Array): Uint8Array {
 export const EMPTY_ROOT: Uint8Array = sha256(new Uint8Array(0));
 
 /** Hashes the pair at `from` and `from + 32` of `src` into `dst` at `to` (no allocation beyond the digest). */
-function hashPairInto(src: Uint8Array, from: number, dst: Uint8Array, to: number): void {
+export function hashPairInto(src: Uint8Array, from: number, dst: Uint8Array, to: number): void {
   nodeInput.set(src.subarray(from, from + 2 * HASH_BYTES), 1);
   dst.set(hash('sha256', nodeInput, 'buffer'), to);
 }

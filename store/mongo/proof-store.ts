@@ -4,6 +4,7 @@ import type { ProofRecord, Seal } from '../../core/proof-types.js';
 import type { KeyPair } from '../../core/identity.js';
 import type { IngestOutcome, NewRecord, ProofStore, RecordQuery, SealLeaf } from '../proof-store.js';
 import { createLeafPacker } from '../epoch-leaf-packer.js';
+import { sealEpochOverLevels } from '../seal-epoch.js';
 import { prepareAppend, signFresh, writerScopedId, type WriterTail } from '../record-append.js';
 import { cellAncestors, checkRecordQuery, encodeRecordCursor } from '../record-query.js';
 import {
@@ -197,7 +198,7 @@ export async function createMongoProofStore(db: Db): Promise<ProofStore> {
     return plan.records;
   }
 
-  return {
+  const store: ProofStore = {
     appendRecords(signer, entries) {
       if (entries.length === 0) return Promise.resolve([]);
       const pk = signer.publicKey;
@@ -423,6 +424,11 @@ export async function createMongoProofStore(db: Db): Promise<ProofStore> {
       return 'inserted';
     },
 
+    // Pages are keyed by seal_hash here, so the tree is built in memory before the seal exists.
+    sealEpoch(pk, epoch, sign) {
+      return sealEpochOverLevels(store, pk, epoch, sign);
+    },
+
     async getSeal(sealerPk, epoch) {
       return sealed(sealerPk, epoch);
     },
@@ -492,6 +498,7 @@ export async function createMongoProofStore(db: Db): Promise<ProofStore> {
       await Promise.all([...queues.values()]);
     },
   };
+  return store;
 }
 
 /** The batch positions that failed on a duplicate key; any other write error is rethrown. */

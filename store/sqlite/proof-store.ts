@@ -2,15 +2,19 @@ import { ServiceError } from '../../core/errors.js';
 import type { KeyPair } from '../../core/identity.js';
 import type { ProofRecord, Seal } from '../../core/proof-types.js';
 import type { IngestOutcome, ProofStore, RecordQuery, SealLeaf } from '../proof-store.js';
-import { createLeafPacker } from '../epoch-leaf-packer.js';
+import { createMerkleTreeBuilder } from '../../core/merkle/tree-builder.js';
+import type { EpochTree } from '../../core/seal.js';
+import { createLeafPacker, createLeafStreamer } from '../epoch-leaf-packer.js';
 import { prepareAppend, signFresh, type WriterTail } from '../record-append.js';
 import { cellKey, cellKeyRange, checkRecordQuery, encodeRecordCursor } from '../record-query.js';
 import {
   auditPathFromPages,
   auditPathNodes,
   checkSealLevels,
+  checkSealOverTree,
   leafIndexInSeal,
   pageKey,
+  SEAL_PAGE_NODES,
   sealTreePages,
 } from '../seal-tree-pages.js';
 import type { SqliteDatabase } from './open-database.js';
@@ -101,6 +105,26 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
 
   const parse = <T>(row: JsonRow | undefined): T | null => (row === undefined ? null : (JSON.parse(row.json) as T));
 
+  /**
+   * insertRecord's values of a record hashed but not yet signed, its JSON without the closing brace: the
+   * signature is the record's last key ({ ...hashed, signature }), so the stored text is the same bytes.
+   */
+  const prepareRow = (hashed: Omit<ProofRecord, 'signature'>): PreparedRow => {
+    const { address } = hashed;
+    const json = JSON.stringify(hashed);
+    return [
+      hashed.id,
+      address.pk,
+      hashed.seq,
+      address.epoch,
+      address.h3_cell,
+      cellKey(address.h3_cell),
+      hashed.collection_type,
+      hashed.record_hash,
+      json.slice(0, -1),
+    ];
+  };
+
   const insert = (record: ProofRecord): boolean => {
     const { address } = record;
     const result = insertRecord.run(
@@ -135,13 +159,36 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
   });
 
   const writeAppend = db.transaction(
-    (pk: string, tailSeq: number, sealEpoch: number | null, fresh: readonly ProofRecord[]): boolean => {
+    (
+      pk: string,
+      tailSeq: number,
+      sealEpoch: number | null,
+      fresh: readonly ProofRecord[],
+      rows: PreparedRow[],
+    ): boolean => {
       if ((writerTail.get(pk)?.seq ?? 0) !== tailSeq || (latestSealEpoch.get(pk)?.epoch ?? null) !== sealEpoch) {
         return false;
       }
-      for (const record of fresh) {
+      for (let i = 0; i < fresh.length; i++) {
+        const record = fresh[i] as ProofRecord;
+        const row = rows[i];
+        // Prepared while the workers signed: only the signature is added here (the record's last key).
+        const inserted =
+          row !== undefined && row[0] === record.id
+            ? insertRecord.run(
+                row[0],
+                row[1],
+                row[2],
+                row[3],
+                row[4],
+                row[5],
+                row[6],
+                row[7],
+                `${row[8]},"signature":"${record.signature}"}`,
+              ).changes === 1
+            : insert(record);
         // An id taken since the read (by another writer): undo the batch and plan again.
-        if (!insert(record)) throw new AppendRaced();
+        if (!inserted) throw new AppendRaced();
       }
       return true;
     },
@@ -158,9 +205,12 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
     for (let attempt = 1; ; attempt++) {
       const { prepared, tailSeq, sealEpoch } = readAppend(signer, entries);
       if (prepared.fresh.length === 0) return prepared.finish([]).records;
-      const signed = await signFresh(signer, prepared.fresh);
+      let rows: PreparedRow[] = [];
+      const signed = await signFresh(signer, prepared.fresh, undefined, (hashed) => (rows = hashed.map(prepareRow)));
       try {
-        if (writeAppend.immediate(signer.publicKey, tailSeq, sealEpoch, signed)) return prepared.finish(signed).records;
+        if (writeAppend.immediate(signer.publicKey, tailSeq, sealEpoch, signed, rows)) {
+          return prepared.finish(signed).records;
+        }
       } catch (error) {
         if (!(error instanceof AppendRaced)) throw error;
       }
@@ -242,6 +292,73 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
     }
     return packer.finish();
   });
+
+  // A seal in two transactions. The first reads the epoch in one snapshot without the write lock: its leaves
+  // stream in seq order into a tree builder whose pages go to a connection-private staging table (the temp
+  // database, on disk), so memory stays O(log n) (a few hundred KiB at 10M records) and writers in other
+  // processes are not held up while the epoch is read and hashed. The second, BEGIN IMMEDIATE, checks the
+  // epoch still holds exactly the records the tree was built over (as putSeal does) and moves the pages in.
+  db.exec(`
+    CREATE TEMP TABLE IF NOT EXISTS seal_pages_staging (
+      level INTEGER NOT NULL, page INTEGER NOT NULL, nodes BLOB NOT NULL, PRIMARY KEY (level, page)
+    )
+  `);
+  const stagePage = db.prepare<[number, number, Buffer]>(
+    'INSERT INTO temp.seal_pages_staging (level, page, nodes) VALUES (?, ?, ?)',
+  );
+  const clearStaged = db.prepare('DELETE FROM temp.seal_pages_staging');
+  const moveStaged = db.prepare<[string, number]>(
+    'INSERT INTO proof_seal_nodes (sealer_pk, epoch, level, page, nodes) SELECT ?, ?, level, page, nodes FROM temp.seal_pages_staging',
+  );
+
+  const buildTree = db.transaction((pk: string, epoch: number): Seal | EpochTree => {
+    const stored = parse<Seal>(sealOf.get(pk, epoch));
+    if (stored !== null) return stored;
+    clearStaged.run();
+    const leaves = createLeafStreamer(
+      createMerkleTreeBuilder(SEAL_PAGE_NODES, (level, page, nodes) => {
+        stagePage.run(level, page, Buffer.from(nodes.buffer, nodes.byteOffset, nodes.byteLength));
+      }),
+    );
+    for (let after = 0, rows = epochLeafRows.all(epoch, pk, after); rows.length > 0;) {
+      for (const [seq, hash] of rows) leaves.add(seq, hash);
+      after = (rows[rows.length - 1] as [number, string])[0];
+      rows = epochLeafRows.all(epoch, pk, after);
+    }
+    return leaves.finish();
+  });
+
+  const storeBuiltSeal = db.transaction(
+    (seal: Seal, tree: EpochTree): { seal: Seal; status: 'inserted' | 'exists' } => {
+      const stored = parse<Seal>(sealOf.get(seal.sealer_pk, seal.epoch));
+      if (stored !== null) return { seal: stored, status: 'exists' };
+      const held = epochCount.get(seal.epoch, seal.sealer_pk) ?? { n: 0, first: null, last: null };
+      if (held.n !== tree.count || held.first !== seal.first_seq || held.last !== seal.last_seq) {
+        throw new ServiceError(
+          'seal_mismatch',
+          `epoch ${seal.epoch}: the store holds ${held.n} records (seqs ${held.first ?? '-'}..${held.last ?? '-'}), ` +
+            `the seal covers ${seal.record_count} (${seal.first_seq ?? '-'}..${seal.last_seq ?? '-'})`,
+        );
+      }
+      insertSeal.run(seal.sealer_pk, seal.epoch, seal.seal_hash, JSON.stringify(seal));
+      moveStaged.run(seal.sealer_pk, seal.epoch);
+      clearStaged.run();
+      return { seal, status: 'inserted' };
+    },
+  );
+
+  const sealStreaming = (pk: string, epoch: number, sign: (tree: EpochTree) => Seal) => {
+    try {
+      const built = buildTree(pk, epoch);
+      if ('seal_hash' in built) return { seal: built, status: 'exists' as const };
+      const seal = sign(built);
+      checkSealOverTree(seal, pk, epoch, built);
+      return storeBuiltSeal.immediate(seal, built);
+    } catch (error) {
+      clearStaged.run();
+      throw error;
+    }
+  };
 
   const markRecords = db.transaction((ids: readonly string[]) => {
     for (const id of ids) markRecord.run(id);
@@ -329,6 +446,10 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
       return storeSeal.immediate(seal, levels);
     },
 
+    async sealEpoch(pk, epoch, sign) {
+      return sealStreaming(pk, epoch, sign);
+    },
+
     async getSeal(sealerPk, epoch) {
       return parse<Seal>(sealOf.get(sealerPk, epoch));
     },
@@ -385,3 +506,4 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
 }
 
 type NewRecordLike = Parameters<ProofStore['appendRecords']>[1][number];
+type PreparedRow = [string, string, number, number, string, bigint, string, string, string];

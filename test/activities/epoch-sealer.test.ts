@@ -8,6 +8,9 @@ import {
 } from '../../activities/proof/epoch-sealer.js';
 import { DEFAULT_EPOCH_GENESIS_MS, epochWindow } from '../../core/epoch.js';
 import { ServiceError } from '../../core/errors.js';
+import { hexToBytes } from '../../core/hex.js';
+import { verifyInclusion } from '../../core/merkle/inclusion.js';
+import { recordLeaf } from '../../core/proof-record.js';
 import { generateKeyPair, type KeyPair } from '../../core/identity.js';
 import { GENESIS_PREV_HASH, type Seal } from '../../core/proof-types.js';
 import { checkSeal, checkSealChain, checkSealCoversRecords } from '../../core/seal.js';
@@ -145,17 +148,18 @@ describe('epoch sealer', () => {
 
   it('retries an epoch whose records changed between reading and sealing', async () => {
     await store.appendRecords(node, [entry('a', 5)]);
-    // A store that lets a record land right after the sealer read the epoch, once.
+    // A record lands right after the sealer read the epoch, once, and the store refuses the seal with
+    // seal_mismatch (test/store/proof-store.test.ts shows SQLite doing so); the sealer reads again.
     let raced = false;
     const racing: ProofStore = {
       ...store,
-      async epochLeafHashes(pk, epoch) {
-        const leaves = await store.epochLeafHashes(pk, epoch);
+      async sealEpoch(pk, epoch, sign) {
         if (!raced) {
           raced = true;
           await store.appendRecords(node, [entry('racer', 5)]);
+          throw new ServiceError('seal_mismatch', 'epoch 5: a record landed');
         }
-        return leaves;
+        return store.sealEpoch(pk, epoch, sign);
       },
     };
     const made = await sealDueEpochs({
@@ -166,6 +170,18 @@ describe('epoch sealer', () => {
       graceMs: GRACE,
     });
     assert.equal(made[0]?.record_count, 2);
+  });
+
+  it('seals an epoch of more records than a tree page, with proofs that verify', async () => {
+    const entries = Array.from({ length: 700 }, (_, i) => entry(`p${i}`, 5));
+    const written = await store.appendRecords(node, entries);
+    const [seal] = await sealDueEpochs({ store, signer: node, now: dueAt(6), genesisMs: GENESIS, graceMs: GRACE });
+    assert.equal(seal?.record_count, 700);
+    assert.equal(checkSealCoversRecords(seal!, await store.recordsOfEpoch(node.publicKey, 5)).ok, true);
+    for (const record of [written[0]!, written[255]!, written[256]!, written[699]!]) {
+      const path = await store.sealedPath(record);
+      verifyInclusion(path!.leafIndex, 700, recordLeaf(record), path!.path, hexToBytes(seal!.merkle_root));
+    }
   });
 
   describe('startAutoSealer', () => {

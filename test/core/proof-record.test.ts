@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { canonicalJson } from '../../core/canonical-json.js';
+import { CanonicalJsonError, canonicalJson, MAX_CANONICAL_DEPTH } from '../../core/canonical-json.js';
 import { sha256Hex } from '../../core/hash.js';
 import { hexToBytes } from '../../core/hex.js';
 import { keyPairFromSecret, signMessage } from '../../core/identity.js';
 import { leafHash } from '../../core/merkle/tree.js';
 import {
   checkRecord,
+  hashRecordToSign,
   proofRecordSchema,
   recordHash,
   recordLeaf,
@@ -146,6 +147,45 @@ describe('core/proof-record', () => {
     ];
     for (const [value, detail] of cases) assert.match(rejected(value), detail);
     for (const value of [null, 'record', 42, []]) rejected(value);
+  });
+
+  it('signs (hashRecordToSign) exactly what the schema accepts, with the JCS hash of the whole record', () => {
+    const nested = (depth: number): unknown => (depth === 0 ? 1 : { n: nested(depth - 1) });
+    const accepted: UnsignedProofRecord[] = [
+      unsigned(),
+      unsigned({ id: 'a.b_c:D-9', seq: Number.MAX_SAFE_INTEGER, written_at: '2026-01-01T07:12:13Z' }),
+      unsigned({ address: { h3_cell: ROME, epoch: 0, pk: writer.publicKey }, payload: null }),
+      unsigned({
+        payload: ['x', { z: 1, a: [true, -0, 1e21, 'é\u2028"'] }],
+        collection_type: 'tile',
+        payload_type: 'tile/raster',
+      }),
+      unsigned({ payload: Object.assign(Object.create(null), { b: 2, a: 1 }) as unknown }),
+    ];
+    for (const record of accepted) {
+      assert.equal(hashRecordToSign(record, () => writer.publicKey).record_hash, recordHash(record));
+    }
+    // What the schema refuses is refused with its message, also where only a plain check would differ.
+    const refused: [UnsignedProofRecord, RegExp][] = [
+      [unsigned({ id: 'x'.repeat(129) }), /id:/],
+      [unsigned({ written_at: '2026-01-01T08:12:13+01:00' }), /written_at:/],
+      [unsigned({ payload_type: 'tile/vector' }), /payload_type:/],
+      [unsigned({ collection_type: 'toString' as CollectionType }), /collection_type:/],
+      [unsigned({ payload: { when: new Date(0) } }), /payload: must be plain JSON/],
+      [{ ...unsigned(), extra: undefined } as UnsignedProofRecord, /Unrecognized key/],
+    ];
+    for (const [record, message] of refused) {
+      assert.throws(
+        () => hashRecordToSign(record, () => writer.publicKey),
+        (error: Error) => {
+          return error instanceof TypeError && message.test(error.message);
+        },
+      );
+    }
+    // Nesting as deep as the record's JCS allows: the payload sits one level down in it.
+    const deep = unsigned({ payload: nested(MAX_CANONICAL_DEPTH) });
+    assert.throws(() => recordHash(deep), CanonicalJsonError);
+    assert.throws(() => hashRecordToSign(deep, () => writer.publicKey), CanonicalJsonError);
   });
 
   it('refuses to sign when address.pk is not the signing key', () => {

@@ -7,7 +7,12 @@ import { verifyInclusion } from '../../core/merkle/inclusion.js';
 import { merkleLevels } from '../../core/merkle/tree.js';
 import { recordLeaf, signRecord } from '../../core/proof-record.js';
 import { GENESIS_PREV_HASH, type CollectionType, type ProofRecord, type Seal } from '../../core/proof-types.js';
-import { createSealOverPackedLeaves, createSealWithLevels } from '../../core/seal.js';
+import {
+  createSealOverPackedLeaves,
+  createSealOverTree,
+  createSealWithLevels,
+  type EpochTree,
+} from '../../core/seal.js';
 import { hexToBytes } from '../../core/hex.js';
 import type { NewRecord, ProofStore } from '../../store/proof-store.js';
 
@@ -417,6 +422,75 @@ export function describeProofStoreContract(name: string, factory: ProofStoreFact
         });
         assert.equal(await store.firstRecordEpoch(alice.publicKey), 4);
         assert.equal(await store.firstRecordEpoch(bob.publicKey), 5);
+      });
+    });
+
+    describe('sealEpoch', () => {
+      const at = { prevSealHash: GENESIS_PREV_HASH, sealedAt: '2026-01-01T10:01:00.000Z' };
+
+      it('seals byte for byte as createSealWithLevels + putSeal, with proofs from its stored tree', async () => {
+        // 600 records: leaf pages of 256 nodes, a partial last page and an odd node promoted.
+        await store.appendRecords(alice, entries('s', 5, 300));
+        await store.appendRecords(alice, entries('t', 5, 300));
+        const records = await store.recordsOfEpoch(alice.publicKey, 5);
+        const expected = createSealWithLevels(alice.secretKey, { epoch: 5, records, ...at });
+        const { seal: made, status } = await store.sealEpoch(alice.publicKey, 5, (tree) =>
+          createSealOverTree(alice.secretKey, { epoch: 5, tree, ...at }),
+        );
+        assert.equal(status, 'inserted');
+        assert.deepEqual(made, expected.seal);
+        assert.deepEqual(await store.getSeal(alice.publicKey, 5), made);
+        const root = hexToBytes(made.merkle_root);
+        for (const record of [records[0]!, records[255]!, records[256]!, records[511]!, records[599]!]) {
+          const path = await store.sealedPath(record);
+          assert.equal(path?.leafIndex, record.seq - 1);
+          verifyInclusion(path!.leafIndex, 600, recordLeaf(record), path!.path, root);
+        }
+      });
+
+      it('seals an empty epoch, and returns a stored seal without asking for another', async () => {
+        const sign = (epoch: number) => (tree: EpochTree) =>
+          createSealOverTree(alice.secretKey, { epoch, tree, ...at });
+        const empty = await store.sealEpoch(alice.publicKey, 3, sign(3));
+        assert.equal(empty.status, 'inserted');
+        assert.equal(empty.seal.record_count, 0);
+        assert.equal(
+          empty.seal.merkle_root,
+          createSealWithLevels(alice.secretKey, { epoch: 3, records: [], ...at }).seal.merkle_root,
+        );
+        const again = await store.sealEpoch(alice.publicKey, 3, () => assert.fail('signed twice'));
+        assert.deepEqual(again, { seal: empty.seal, status: 'exists' });
+        await rejectsWith(store.appendRecords(alice, [entry('late', 3)]), 'epoch_sealed');
+      });
+
+      it('refuses a seal that is not over the tree it built, and a seq gap, storing nothing', async () => {
+        await store.appendRecords(alice, entries('w', 5, 3));
+        await store.appendRecords(bob, entries('b', 5, 2));
+        // Bob's tree signed as if it were Alice's epoch 6: wrong writer and epoch.
+        await rejectsWith(
+          store.sealEpoch(bob.publicKey, 5, (tree) => createSealOverTree(alice.secretKey, { epoch: 6, tree, ...at })),
+          'invalid_seal',
+        );
+        await rejectsWith(
+          store.sealEpoch(alice.publicKey, 5, (tree) =>
+            createSealOverTree(alice.secretKey, { epoch: 5, tree: { ...tree, root: new Uint8Array(32) }, ...at }),
+          ),
+          'invalid_seal',
+        );
+        assert.equal(await store.getSeal(alice.publicKey, 5), null);
+        assert.equal(await store.getSeal(bob.publicKey, 5), null);
+        const carol = generateKeyPair();
+        await store.ingestRecords([signed(carol, 'g1', 5, 1), signed(carol, 'g3', 5, 3)]);
+        await assert.rejects(
+          store.sealEpoch(carol.publicKey, 5, (tree) => createSealOverTree(carol.secretKey, { epoch: 5, tree, ...at })),
+          /seqs 2\.\.2 are missing/,
+        );
+        assert.equal(await store.getSeal(carol.publicKey, 5), null);
+        // Nothing half-stored: a proper seal afterwards goes in.
+        const { status } = await store.sealEpoch(alice.publicKey, 5, (tree) =>
+          createSealOverTree(alice.secretKey, { epoch: 5, tree, ...at }),
+        );
+        assert.equal(status, 'inserted');
       });
     });
 

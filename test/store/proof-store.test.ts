@@ -3,7 +3,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateKeyPair } from '../../core/identity.js';
-import { checkRecord } from '../../core/proof-record.js';
+import { ServiceError } from '../../core/errors.js';
+import { hexToBytes } from '../../core/hex.js';
+import { verifyInclusion } from '../../core/merkle/inclusion.js';
+import { checkRecord, recordLeaf, signRecord } from '../../core/proof-record.js';
+import { GENESIS_PREV_HASH } from '../../core/proof-types.js';
+import { createSealOverTree } from '../../core/seal.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
 import { describeProofStoreContract } from './proof-store.contract.js';
@@ -97,6 +102,91 @@ describe('SQLite proof store on a shared file', () => {
       for (const record of all) assert.equal(checkRecord(record).ok, true, record.id);
       // What appendRecords returned is what was stored.
       for (const record of [...fromA, ...fromB]) assert.deepEqual(await storeA.getRecord(record.id), record);
+    } finally {
+      a.close();
+      b.close();
+    }
+  });
+
+  it('stores a large batch as exactly the JSON of each signed record it returns', async () => {
+    const db = openSqlite(join(dir, 'geofabric.db'));
+    try {
+      const store = createSqliteProofStore(db);
+      const signer = generateKeyPair();
+      // Over the pool threshold, so rows are prepared while the workers sign; payloads with escapes.
+      const written = await store.appendRecords(
+        signer,
+        Array.from({ length: 300 }, (_, i) => ({
+          id: `big-${i}`,
+          h3_cell: '861e8050fffffff',
+          epoch: 1,
+          collection_type: 'tile' as const,
+          payload_type: 'tile/raster' as const,
+          payload: { i, text: 'quote " backslash \\ é \u2028', list: [i, null] },
+          written_at: '2026-01-01T01:00:00.000Z',
+        })),
+      );
+      const stored = db
+        .prepare<[], { id: string; json: string }>('SELECT id, json FROM proof_records ORDER BY seq')
+        .all();
+      assert.equal(stored.length, 300);
+      stored.forEach((row, i) => {
+        assert.equal(row.json, JSON.stringify(written[i]));
+        assert.equal(checkRecord(JSON.parse(row.json)).ok, true, row.id);
+      });
+    } finally {
+      db.close();
+    }
+  });
+
+  it('seals without holding the write lock while it builds, refusing a seal a record slipped past', async () => {
+    const path = join(dir, 'geofabric.db');
+    const [a, b] = [openSqlite(path), openSqlite(path, { busyTimeoutMs: 0 })];
+    try {
+      const [sealer, writer] = [createSqliteProofStore(a), createSqliteProofStore(b)];
+      const signer = generateKeyPair();
+      const record = (i: number) => ({
+        id: `s${i}`,
+        h3_cell: '861e8050fffffff',
+        epoch: 1,
+        collection_type: 'tile' as const,
+        payload_type: 'tile/raster' as const,
+        payload: { i },
+        written_at: '2026-01-01T01:00:00.000Z',
+      });
+      await writer.appendRecords(
+        signer,
+        Array.from({ length: 600 }, (_, i) => record(i)),
+      );
+      const at = { prevSealHash: GENESIS_PREV_HASH, sealedAt: '2026-01-01T02:01:00.000Z' };
+      // The other connection writes while the tree is built and signed (busy timeout 0: any lock held fails it).
+      const slipped = sealer.sealEpoch(signer.publicKey, 1, (tree) => {
+        const { id, h3_cell, epoch, ...rest } = record(600);
+        const late = signRecord(signer.secretKey, {
+          version: 1,
+          id,
+          address: { h3_cell, epoch, pk: signer.publicKey },
+          ...rest,
+          seq: 601,
+        });
+        // ingestRecords writes synchronously, so it lands before the seal is stored.
+        void writer.ingestRecords([late]);
+        return createSealOverTree(signer.secretKey, { epoch: 1, tree, ...at });
+      });
+      await assert.rejects(
+        slipped,
+        (error: unknown) => error instanceof ServiceError && error.code === 'seal_mismatch',
+      );
+      assert.equal(await sealer.getSeal(signer.publicKey, 1), null);
+      assert.equal((await writer.recordsOfEpoch(signer.publicKey, 1)).length, 601);
+      const { seal, status } = await sealer.sealEpoch(signer.publicKey, 1, (tree) =>
+        createSealOverTree(signer.secretKey, { epoch: 1, tree, ...at }),
+      );
+      assert.equal(status, 'inserted');
+      assert.equal(seal.record_count, 601);
+      const last = (await writer.getRecord('s600'))!;
+      const path601 = (await writer.sealedPath(last))!;
+      verifyInclusion(path601.leafIndex, 601, recordLeaf(last), path601.path, hexToBytes(seal.merkle_root));
     } finally {
       a.close();
       b.close();

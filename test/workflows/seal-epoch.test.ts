@@ -97,7 +97,7 @@ describe('sealEpoch activities', () => {
     now = dueAt(5);
     const refusing = (code: 'invalid_seal' | 'seal_mismatch'): ProofStore => ({
       ...store,
-      async putSeal() {
+      async sealEpoch() {
         throw new ServiceError(code, 'refused by the test');
       },
       async getSeal() {
