@@ -11,6 +11,7 @@
  * verifyChain judges every block from that text alone, so an edited, re-serialised, reordered, dropped
  * or re-timed block is named in the result. Nothing here reads a clock: timestamps come from the caller.
  */
+import * as crypto from 'node:crypto';
 import { z } from 'zod';
 import { CanonicalJsonError, canonicalJson } from './canonical-json.js';
 import { fail, pass, type Check } from './check.js';
@@ -19,6 +20,8 @@ import { sha256Hex } from './hash.js';
 import { verifySignature, signMessage, type KeyPair } from './identity.js';
 import { describeZodIssue } from './zod-issue.js';
 import type { Breadcrumb, BreadcrumbContent, StoredBreadcrumb } from './breadcrumb-types.js';
+
+const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
 
 /** prev_hash of the block at index 0. */
 export const GENESIS_PREV_HASH = 'genesis';
@@ -91,7 +94,9 @@ export function dataToSign(content: BreadcrumbContent): string {
 }
 
 /** block_hash: SHA-256 hex of (data_to_sign + ":" + signature). */
-export const breadcrumbBlockHash = (data: string, signature: string): string => sha256Hex(`${data}:${signature}`);
+export const breadcrumbBlockHash = (data: string, signature: string): string =>
+  // One-shot crypto.hash (Node >= 20.12) where present: half the cost of createHash on a report's 100,000 blocks.
+  oneShotHash ? oneShotHash('sha256', `${data}:${signature}`, 'hex') : sha256Hex(`${data}:${signature}`);
 
 /**
  * The call digest of a block's `context`: SHA-256 hex of the JCS of the arguments and of the result
@@ -325,10 +330,10 @@ export function* chainVerifier(
   for (let i = 0; i < blocks.length; i++) {
     if (i > 0 && i % VERIFY_SLICE_BLOCKS === 0) yield;
     const stored = blocks[i] as StoredBreadcrumb;
-    const label = `block ${stored.index}`;
-    const blockIssues: string[] = [];
-    const issue = (text: string) => blockIssues.push(`${label}: ${text}`);
-    const previousLabel = i === 0 ? `the anchor block ${prevIndex}` : `block ${prevIndex}`;
+    // Labels and the issue list are built only for a block that has an issue (most have none).
+    let blockIssues: string[] | null = null;
+    const issue = (text: string) => (blockIssues ??= []).push(`block ${stored.index}: ${text}`);
+    const previousLabel = () => (i === 0 ? `the anchor block ${prevIndex}` : `block ${prevIndex}`);
 
     // (2) block_hash, computed first so that the text and (1) can use what was verified before.
     const hashMatches =
@@ -349,7 +354,13 @@ export function* chainVerifier(
         issue(`identity ${content.identity} is not the chain's agent ${agent}`);
       }
       certHash = content.delegation_cert_hash;
-      options.parsedBlocks?.push({ ...content, signature: stored.signature, block_hash: stored.block_hash });
+      if (options.parsedBlocks !== undefined) {
+        // `content` is this call's own parse: completed in place rather than copied (100,000 blocks a report).
+        const block = content as Breadcrumb;
+        block.signature = stored.signature;
+        block.block_hash = stored.block_hash;
+        options.parsedBlocks.push(block);
+      }
     } else if (stored.agent_pk !== agent) {
       issue(`agent_pk ${stored.agent_pk} is not the chain's agent ${agent}`);
     }
@@ -376,19 +387,19 @@ export function* chainVerifier(
         issue('prev_hash must be "genesis" at index 0');
       }
     } else {
-      if (index !== prevIndex + 1) issue(`index gap: expected index ${prevIndex + 1} after ${previousLabel}`);
+      if (index !== prevIndex + 1) issue(`index gap: expected index ${prevIndex + 1} after ${previousLabel()}`);
       if (content !== null && content.prev_hash !== prevHash) {
-        issue(`prev_hash does not match ${previousLabel}'s block_hash`);
+        issue(`prev_hash does not match ${previousLabel()}'s block_hash`);
       }
     }
     // (5) timestamps never decrease.
     const time = Date.parse(timestamp);
     if (prevTime !== null && !(time >= prevTime)) {
-      issue(`timestamp ${timestamp} is earlier than ${previousLabel}'s ${prevTimestamp}`);
+      issue(`timestamp ${timestamp} is earlier than ${previousLabel()}'s ${prevTimestamp}`);
     }
 
-    if (blockIssues.length > 0) {
-      issues.push(...blockIssues);
+    if (blockIssues !== null) {
+      issues.push(...(blockIssues as string[]));
       if (invalid[invalid.length - 1] !== stored.index) invalid.push(stored.index);
     }
     if (i === 0) firstAt = timestamp;

@@ -30,7 +30,7 @@ import { nextUnrolledIndex, noBlocksToRollMessage, rollAgentEpoch } from '../../
 import { buildComplianceReport, type ComplianceReport } from '../../core/compliance-report.js';
 import { delegationChainRights, type DelegationCertificate } from '../../core/delegation-cert.js';
 import { ServiceError } from '../../core/errors.js';
-import { checkPublicKey, type KeyPair } from '../../core/identity.js';
+import type { KeyPair } from '../../core/identity.js';
 import { isOwnVerifiedMark, signVerifiedMark } from '../../core/verified-mark.js';
 import { requiresHumanApproval } from '../../core/tool-preflight.js';
 import {
@@ -42,7 +42,7 @@ import {
   type TrustScore,
 } from '../../core/trust-score.js';
 import type { AuditStore, VerifiedMark } from '../../store/audit-store.js';
-import { sharedEd25519Pool } from '../../store/ed25519-pool.js';
+import { defaultBlockVerifier, type BlockVerifier } from './block-verifier.js';
 
 /** docs/protocol.md §4.2 default start of a report period. */
 export const DEFAULT_REPORT_FROM = '2020-01-01T00:00:00.000Z';
@@ -111,6 +111,8 @@ export interface ReportServiceDeps {
    * (core/breadcrumb.ts verifyChain). Bounded by the caller.
    */
   signatureCache?: Set<string>;
+  /** Checks the signatures of blocks above the verified-through mark (default: block-verifier.ts). */
+  blockVerifier?: BlockVerifier;
 }
 
 interface Profile {
@@ -142,9 +144,6 @@ interface ChainFacts {
   blocks: Breadcrumb[];
   verification: ChainVerification;
 }
-
-/** Below this many unverified blocks the pool is not worth a round trip: verifyChain checks them inline. */
-const POOL_MIN_BLOCKS = 64;
 
 /**
  * The signature cache of one verification: `base` (the process's) plus what `trust` vouches for here. What
@@ -182,6 +181,7 @@ class LayeredSet extends Set<string> {
 async function judge(
   store: AuditStore,
   verifier: KeyPair,
+  blockVerifier: BlockVerifier,
   agentPk: string,
   stored: readonly StoredBreadcrumb[],
   anchor: StoredBreadcrumb | null,
@@ -208,11 +208,11 @@ async function judge(
       continues = true;
     }
   }
-  const todo = stored.filter((block) => !known.has(block.block_hash));
-  if (todo.length >= POOL_MIN_BLOCKS && checkPublicKey(agentPk).ok) {
-    const ok = await sharedEd25519Pool().verify(todo.map((b) => [b.agent_pk, b.data_to_sign, b.signature] as const));
+  const todo = stored.filter((block) => block.agent_pk === agentPk && !known.has(block.block_hash));
+  if (todo.length > 0) {
+    const ok = await blockVerifier.verify(todo.map((b) => [b.agent_pk, b.data_to_sign, b.signature] as const));
     todo.forEach((block, i) => {
-      if (ok[i] === true && block.agent_pk === agentPk) known.trust(block.block_hash);
+      if (ok[i] === true) known.trust(block.block_hash);
     });
   }
 
@@ -272,6 +272,7 @@ function isEpochRoll(stored: StoredBreadcrumb): boolean {
 
 export function createReportService(deps: ReportServiceDeps): ReportService {
   const { store, clock, agent, signatureCache } = deps;
+  const blockVerifier = deps.blockVerifier ?? defaultBlockVerifier;
   const own: Profile = {
     chain: deps.chain,
     certificate: deps.chain[deps.chain.length - 1] as DelegationCertificate,
@@ -306,7 +307,7 @@ export function createReportService(deps: ReportServiceDeps): ReportService {
     };
     const stored = await store.blocks(agentPk, { fromIndex: t.next });
     if (stored.length > 0) {
-      const facts = await judge(store, agent, agentPk, stored, t.last, signatureCache);
+      const facts = await judge(store, agent, blockVerifier, agentPk, stored, t.last, signatureCache);
       for (const block of facts.blocks) {
         if (!isOperation(block)) continue;
         t.operations++;
@@ -370,7 +371,7 @@ export function createReportService(deps: ReportServiceDeps): ReportService {
         store.violations(agentPk, period.from, period.to),
         store.approvals(agentPk, period.from, period.to),
       ]);
-      const facts = await judge(store, agent, agentPk, stored, anchor, signatureCache);
+      const facts = await judge(store, agent, blockVerifier, agentPk, stored, anchor, signatureCache);
       const fromMs = Date.parse(period.from);
       const toMs = Date.parse(period.to);
       const profile = profiles.get(agentPk);
@@ -416,7 +417,8 @@ export function createReportService(deps: ReportServiceDeps): ReportService {
 
     async verifyChain(agentPk) {
       await ensureKnown(agentPk);
-      return (await judge(store, agent, agentPk, await store.blocks(agentPk), null, signatureCache)).verification;
+      return (await judge(store, agent, blockVerifier, agentPk, await store.blocks(agentPk), null, signatureCache))
+        .verification;
     },
 
     async rollEpoch() {
