@@ -327,13 +327,18 @@ export function* chainVerifier(
   let firstAt: string | null = null;
   let lastAt: string | null = null;
 
-  for (let i = 0; i < blocks.length; i++) {
+  // The block being judged. Labels and its issue list are built only when it has an issue (most have none), and
+  // these helpers are made once, not per block.
+  let i = 0;
+  let stored = blocks[0] as StoredBreadcrumb;
+  let blockIssues: string[] | null = null;
+  const issue = (text: string) => (blockIssues ??= []).push(`block ${stored.index}: ${text}`);
+  const previousLabel = () => (i === 0 ? `the anchor block ${prevIndex}` : `block ${prevIndex}`);
+
+  for (i = 0; i < blocks.length; i++) {
     if (i > 0 && i % VERIFY_SLICE_BLOCKS === 0) yield;
-    const stored = blocks[i] as StoredBreadcrumb;
-    // Labels and the issue list are built only for a block that has an issue (most have none).
-    let blockIssues: string[] | null = null;
-    const issue = (text: string) => (blockIssues ??= []).push(`block ${stored.index}: ${text}`);
-    const previousLabel = () => (i === 0 ? `the anchor block ${prevIndex}` : `block ${prevIndex}`);
+    stored = blocks[i] as StoredBreadcrumb;
+    blockIssues = null;
 
     // (2) block_hash, computed first so that the text and (1) can use what was verified before.
     const hashMatches =

@@ -168,6 +168,9 @@ export function toolMeta(tool: Pick<PerceptionTool, 'meta' | 'coaz'>): Record<st
   return { ...tool.meta, ...(tool.coaz ? { coaz: true, 'x-coaz-mapping': tool.coaz } : {}) };
 }
 
+/** Each tool's strict argument schema, built once (building a zod object costs more than checking with it). */
+const callSchemas = new WeakMap<AnyPerceptionTool, z.ZodObject>();
+
 export function createAuditor(deps: AuditorDeps): Auditor {
   const { store, agent, clock } = deps;
   const agentPk = agent.publicKey;
@@ -573,7 +576,9 @@ export function createAuditor(deps: AuditorDeps): Auditor {
       );
     },
     async call(tool, rawArgs, onBehalf) {
-      const parsed = z.strictObject(tool.inputSchema).safeParse(rawArgs ?? {});
+      let schema = callSchemas.get(tool);
+      if (schema === undefined) callSchemas.set(tool, (schema = z.strictObject(tool.inputSchema)));
+      const parsed = schema.safeParse(rawArgs ?? {});
       if (!parsed.success) {
         const detail = describeZodIssue(parsed.error, 'arguments');
         return {
