@@ -174,7 +174,8 @@ class LayeredSet extends Set<string> {
  * Each signature is verified once (docs/architecture.md "Audit chains"): blocks at or below the agent's
  * verified-through mark skip their Ed25519 check when the block at the mark still has the marked hash (every
  * block commits to its predecessor's hash, and verifyChain still checks every hash and link); the others are
- * verified on the Ed25519 pool, on all cores, before verifyChain runs the remaining checks. A verdict with any
+ * verified by the BlockVerifier (a batch on the Ed25519 pool, all cores) before verifyChain runs the remaining
+ * checks. The service's own writer keeps the mark on its tip (audit.ts), so normally nothing is above it. A verdict with any
  * issue is recomputed with no shortcut, so what it names is exactly what a full verification names. The mark
  * then moves up to the last block of an unbroken verified run that continues it.
  */
