@@ -280,6 +280,13 @@ export interface VerifyChainOptions {
    */
   checkedTexts?: { has(blockHash: string): boolean };
   /**
+   * A stored index at or below which every block passed all checks earlier (a verified-through mark whose
+   * block, with its marked hash, is among `blocks`): such a block whose block_hash still recomputes is treated as
+   * listed in both signatureCache and checkedTexts. Its hash, links, index and timestamp are still checked, so a
+   * block rewritten since breaks a link up to the marked block; the caller must then verify again without it.
+   */
+  trustedThrough?: number;
+  /**
    * When given, every block whose data_to_sign could be read is appended as a Breadcrumb (signature and
    * block_hash as stored), issues or not, so a report needs no second parse; the result says which are bad.
    */
@@ -315,6 +322,7 @@ export function* chainVerifier(
   options: VerifyChainOptions,
 ): Generator<void, ChainVerification, void> {
   const { anchor, signatureCache: cache } = options;
+  const trustedThrough = options.trustedThrough ?? -1;
   const issues: string[] = [];
   const invalid: number[] = [];
   let agent: string | null = options.agentPk ?? anchor?.agent_pk ?? null;
@@ -347,7 +355,7 @@ export function* chainVerifier(
     const parsed =
       typeof stored.data_to_sign !== 'string'
         ? ({ ok: false, reason: 'data_to_sign is missing' } as const)
-        : hashMatches && options.checkedTexts?.has(stored.block_hash) === true
+        : hashMatches && (stored.index <= trustedThrough || options.checkedTexts?.has(stored.block_hash) === true)
           ? parseCheckedText(stored.data_to_sign)
           : parseSignedText(stored.data_to_sign);
     const content = parsed.ok ? parsed.content : null;
@@ -372,7 +380,10 @@ export function* chainVerifier(
 
     // (1) signature. Without readable content, the stored agent_pk is the best claim of who signed.
     const signer = content?.identity ?? stored.agent_pk;
-    const cached = hashMatches && content !== null && cache !== undefined && cache.has(stored.block_hash);
+    const cached =
+      hashMatches &&
+      content !== null &&
+      (stored.index <= trustedThrough || (cache !== undefined && cache.has(stored.block_hash)));
     if (!cached) {
       if (!verifySignature(signer, stored.data_to_sign, stored.signature)) {
         issue(`Ed25519 signature does not verify under identity ${signer}`);

@@ -192,24 +192,22 @@ async function judge(
   // Only a mark this verifier signed itself: whoever writes the store could otherwise vouch for any chain.
   const mark = held !== null && isOwnVerifiedMark(held, agentPk, verifier.publicKey) ? held : null;
   const known = new LayeredSet(signatureCache);
-  // Blocks under the mark passed every check before, their text included (core/breadcrumb.ts checkedTexts).
-  const checkedTexts = new Set<string>();
+  // Blocks under the mark passed every check before, their text included (core/breadcrumb.ts trustedThrough).
+  let trustedThrough = -1;
   // Does this range continue the verified prefix (so the mark may move up over it)?
   let continues = mark === null ? anchor === null && stored[0]?.index === 0 : false;
   if (mark !== null) {
     const at = stored.find((block) => block.index === mark.index);
     if (at !== undefined && at.block_hash === mark.block_hash) {
-      for (const block of stored) {
-        if (block.index > mark.index) continue;
-        known.trust(block.block_hash);
-        checkedTexts.add(block.block_hash);
-      }
+      trustedThrough = mark.index;
       continues = true;
     } else if (anchor !== null && anchor.index === mark.index && anchor.block_hash === mark.block_hash) {
       continues = true;
     }
   }
-  const todo = stored.filter((block) => block.agent_pk === agentPk && !known.has(block.block_hash));
+  const todo = stored.filter(
+    (block) => block.index > trustedThrough && block.agent_pk === agentPk && !known.has(block.block_hash),
+  );
   if (todo.length > 0) {
     const ok = await blockVerifier.verify(todo.map((b) => [b.agent_pk, b.data_to_sign, b.signature] as const));
     todo.forEach((block, i) => {
@@ -222,7 +220,7 @@ async function judge(
     anchor,
     parsedBlocks: parsed,
     signatureCache: known,
-    checkedTexts,
+    trustedThrough,
   });
   if (!verification.is_valid) {
     parsed = [];
