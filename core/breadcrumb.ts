@@ -171,6 +171,44 @@ export function nextBreadcrumb(
 
 type Parsed = { ok: true; content: BreadcrumbContent } | { ok: false; reason: string };
 
+const HEX64 = /^[0-9a-f]{64}$/;
+const TO_ISO_STRING = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+const isHex64 = (value: unknown): boolean => typeof value === 'string' && HEX64.test(value);
+const isPlainRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * breadcrumbContentSchema's verdict on the ordinary block (what signBreadcrumb writes), without zod: true only
+ * where the schema surely accepts `json` and would give back the same content. Anything else goes through the
+ * schema, which is the judge (and names the issue).
+ */
+function plainContent(json: unknown): json is BreadcrumbContent {
+  if (!isPlainRecord(json) || Object.keys(json).length !== 11) return false;
+  const { index, timestamp, context, meta, prev_hash: prev, loc_cell: cell, loc_res: res } = json;
+  if (!isPlainRecord(context) || Object.keys(context).length !== 3) return false;
+  if (!isPlainRecord(meta) || Object.prototype.hasOwnProperty.call(meta, '__proto__')) return false;
+  const ms = typeof timestamp === 'string' && TO_ISO_STRING.test(timestamp) ? Date.parse(timestamp) : NaN;
+  return (
+    Number.isSafeInteger(index) &&
+    (index as number) >= 0 &&
+    isHex64(json.identity) &&
+    Number.isFinite(ms) &&
+    new Date(ms).toISOString() === timestamp &&
+    Number.isInteger(res) &&
+    isCell(cell) &&
+    cellResolution(cell) === res &&
+    isHex64(context.args_hash) &&
+    (context.result_hash === null || isHex64(context.result_hash)) &&
+    (context.outcome === 'ok' || context.outcome === 'error' || context.outcome === 'blocked') &&
+    isHex64(json.delegation_cert_hash) &&
+    typeof json.facet === 'string' &&
+    json.facet.length > 0 &&
+    (index === 0 ? prev === GENESIS_PREV_HASH : isHex64(prev)) &&
+    typeof json.tool_name === 'string' &&
+    json.tool_name.length > 0
+  );
+}
+
 /** The signed content of `data`, which must be valid JSON, the block format, and exactly its own JCS. */
 function parseSignedText(data: string): Parsed {
   let json: unknown;
@@ -179,7 +217,9 @@ function parseSignedText(data: string): Parsed {
   } catch {
     return { ok: false, reason: 'data_to_sign is not valid JSON' };
   }
-  const parsed = breadcrumbContentSchema.safeParse(json);
+  let parsed: { success: true; data: BreadcrumbContent } | ReturnType<typeof breadcrumbContentSchema.safeParse>;
+  if (plainContent(json)) parsed = { success: true, data: json };
+  else parsed = breadcrumbContentSchema.safeParse(json);
   if (!parsed.success) {
     return { ok: false, reason: `data_to_sign is not a breadcrumb: ${describeZodIssue(parsed.error, 'content')}` };
   }
