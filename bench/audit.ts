@@ -3,12 +3,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { z } from 'zod';
 import { breadcrumbContext, nextBreadcrumb, signBreadcrumb, verifyChain } from '../core/breadcrumb.js';
 import type { BreadcrumbContent, StoredBreadcrumb } from '../core/breadcrumb-types.js';
 import { certificateHash, issueCertificate, type DelegationCertificate } from '../core/delegation-cert.js';
 import { generateKeyPair, type KeyPair } from '../core/identity.js';
 import { DEFAULT_ALLOWED_TOOLS, preflightTool } from '../core/tool-preflight.js';
 import { createPerceptionServer } from '../mcp/perception/server.js';
+import type { PerceptionTool } from '../mcp/perception/tool-def.js';
 import { createSqliteAuditStore } from '../store/sqlite/audit-store.js';
 import { openSqlite } from '../store/sqlite/open-database.js';
 
@@ -141,20 +143,41 @@ export function benchAuditOverhead(calls = 20_000): {
   };
 }
 
+/** A perception tool with no work of its own: the bench measures the audit path around it. */
+const benchWeatherTool: PerceptionTool<{ h3_cell: z.ZodString }> = {
+  name: 'perception_weather',
+  title: 'Weather (bench)',
+  description: 'A fixed observation, for benchmarks.',
+  inputSchema: { h3_cell: z.string() },
+  facet: 'perception',
+  cellOf: (args) => args.h3_cell,
+  run: async (args) => ({
+    temperature_c: 18.4,
+    wind_speed_ms: 3.1,
+    precipitation_mm: 0,
+    weather_code: 1,
+    status: 'ok',
+    h3_cell: args.h3_cell,
+  }),
+};
+
 /**
  * The compliance report of a `blocks`-long chain through the service: GET /compliance/:agent_pk on a
  * perception server over a SQLite store file (read the period's blocks, the five checks on each, the report).
- * `coldMs` is the first report ever over the chain (every signature verified, on the Ed25519 pool's workers);
- * `warmMs` the same server again; `restartMs` the first report of a second, freshly started server over the
- * same store (the verified-through mark stands in for the signatures); `newBlockMs` that server after one
- * more block (one signature verified).
+ * The chain is written through the service's own write path (the audited tool call: pre-flight, the tool,
+ * sign, append, one verification and the verified-through mark), `writeMs` in all.
+ * `coldMs` is the first report of a freshly started server over that chain (nothing in memory, the mark
+ * stands in for every signature); `warmMs` the same server again; `newBlockMs` that server after one more
+ * audited call (one signature verified, by the writer). `unverifiedMs` is the first report of another fresh
+ * server once the mark is deleted: a chain nobody has verified, every signature checked on the Ed25519 pool.
  */
 export async function benchReport(blocks = 100_000): Promise<{
   blocks: number;
+  writeMs: number;
   coldMs: number;
   warmMs: number;
-  restartMs: number;
   newBlockMs: number;
+  unverifiedMs: number;
   valid: boolean;
   operations: number;
 }> {
@@ -164,22 +187,28 @@ export async function benchReport(blocks = 100_000): Promise<{
     const store = createSqliteAuditStore(db);
     const agent = generateKeyPair();
     const certificate = benchCertificate(agent);
-    const certHash = certificateHash(certificate);
-    let tip: StoredBreadcrumb | null = null;
-    const append = async (i: number) => {
-      tip = signBreadcrumb(nextBreadcrumb(tip, fields(agent, certHash, i, T0 + i * 100)), agent).stored;
-      await store.appendBlock(tip);
-    };
-    for (let i = 0; i < blocks; i++) await append(i);
+    let nowMs = T0;
     const serve = () =>
       createPerceptionServer({
         store,
         agent,
         chain: [certificate],
         principalLocal: false,
-        tools: [],
-        clock: () => Date.parse('2026-06-01T00:00:00.000Z'),
+        tools: [benchWeatherTool],
+        clock: () => nowMs,
       });
+    const record = async (server: ReturnType<typeof serve>) => {
+      const call = await server.auditor.call(benchWeatherTool, { h3_cell: CELL });
+      if (call.outcome !== 'ok') throw new Error(`the bench call was ${call.outcome}`);
+    };
+    const writer = serve();
+    const writeStart = performance.now();
+    for (let i = 0; i < blocks; i++) {
+      nowMs = T0 + i * 100;
+      await record(writer);
+    }
+    const writeMs = performance.now() - writeStart;
+    nowMs = Date.parse('2026-06-01T00:00:00.000Z');
     const report = async (url: string) => {
       const start = performance.now();
       const res = await fetch(`${url}/compliance/${agent.publicKey}`);
@@ -190,34 +219,34 @@ export async function benchReport(blocks = 100_000): Promise<{
       if (res.status !== 200) throw new Error(`report answered ${res.status}`);
       return { ms: performance.now() - start, body };
     };
-    const first = serve();
-    const { url } = await first.listen(0, '127.0.0.1');
-    let cold;
-    let warm;
-    try {
-      cold = await report(url);
-      warm = await report(url);
-    } finally {
-      await first.close();
-    }
-    const second = serve();
-    const again = await second.listen(0, '127.0.0.1');
-    try {
-      const restart = await report(again.url);
-      await append(blocks);
-      const grown = await report(again.url);
-      return {
-        blocks,
-        coldMs: cold.ms,
-        warmMs: warm.ms,
-        restartMs: restart.ms,
-        newBlockMs: grown.ms,
-        valid: [cold, warm, restart, grown].every((r) => r.body.chain_verification.is_valid),
-        operations: warm.body.total_operations,
-      };
-    } finally {
-      await second.close();
-    }
+    const measure = async <T>(fn: (server: ReturnType<typeof serve>, url: string) => Promise<T>): Promise<T> => {
+      const server = serve();
+      const { url } = await server.listen(0, '127.0.0.1');
+      try {
+        return await fn(server, url);
+      } finally {
+        await server.close();
+      }
+    };
+    const [cold, warm, grown] = await measure(async (server, url) => {
+      const first = await report(url);
+      const again = await report(url);
+      await record(server);
+      return [first, again, await report(url)];
+    });
+    // A chain nobody has verified: the same blocks without their mark (the port never removes one).
+    db.prepare('DELETE FROM audit_verified WHERE agent_pk = ?').run(agent.publicKey);
+    const unverified = await measure((_, url) => report(url));
+    return {
+      blocks,
+      writeMs,
+      coldMs: cold.ms,
+      warmMs: warm.ms,
+      newBlockMs: grown.ms,
+      unverifiedMs: unverified.ms,
+      valid: [cold, warm, grown, unverified].every((r) => r.body.chain_verification.is_valid),
+      operations: warm.body.total_operations,
+    };
   } finally {
     db.close();
     rmSync(dir, { recursive: true, force: true });

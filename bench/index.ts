@@ -191,15 +191,20 @@ if (wanted('audit')) {
   );
   const report = await benchReport(chain.blocks);
   console.log(
-    `audit: compliance report of that chain, GET /compliance/:agent_pk over a SQLite store: first after start ` +
-      `${(report.coldMs / 1000).toFixed(2)} s, again ${(report.warmMs / 1000).toFixed(2)} s; valid ${report.valid}, ` +
+    `audit: compliance report of that chain, GET /compliance/:agent_pk over a SQLite store: chain written through ` +
+      `the service (audited calls, one verify and the mark per block) in ${(report.writeMs / 1000).toFixed(2)} s; ` +
+      `first report of a fresh server ${(report.coldMs / 1000).toFixed(2)} s, again ` +
+      `${(report.warmMs / 1000).toFixed(2)} s, after one more call ${(report.newBlockMs / 1000).toFixed(2)} s; ` +
+      `a chain nobody verified (mark deleted) ${(report.unverifiedMs / 1000).toFixed(2)} s; valid ${report.valid}, ` +
       `${fmt(report.operations)} operations`,
   );
-  add(goal({ name: 'audit.report_cold', value: report.coldMs / 1000, unit: 's' }, '≤ 2 s', report.coldMs <= 2000), {
-    name: 'audit.report_warm',
-    value: report.warmMs / 1000,
-    unit: 's',
-  });
+  add(
+    goal({ name: 'audit.report_cold', value: report.coldMs / 1000, unit: 's' }, '≤ 2 s', report.coldMs <= 2000),
+    { name: 'audit.report_warm', value: report.warmMs / 1000, unit: 's' },
+    { name: 'audit.report_new_block', value: report.newBlockMs / 1000, unit: 's' },
+    { name: 'audit.report_unverified', value: report.unverifiedMs / 1000, unit: 's' },
+    { name: 'audit.chain_write_service', value: report.writeMs / 1000, unit: 's' },
+  );
 }
 
 if (wanted('receipt')) {

@@ -51,14 +51,16 @@ export async function storeFigures(
   out.push(
     { name: 'ed25519.verify_one_core_per_s', value: verify.perSecond, unit: '/s' },
     { name: 'audit.report.blocks', value: report.blocks, unit: 'blocks' },
+    // first_ever: a chain nobody verified (every signature); after_restart: a fresh server over the chain the
+    // service wrote and marked (bench/audit.ts benchReport).
     {
       name: 'audit.report.first_ever_seconds',
-      value: report.coldMs / 1000,
+      value: report.unverifiedMs / 1000,
       unit: 's',
       floor: 'audit.report.blocks / ed25519.verify_one_core_per_s',
     },
     { name: 'audit.report.again_seconds', value: report.warmMs / 1000, unit: 's' },
-    { name: 'audit.report.after_restart_seconds', value: report.restartMs / 1000, unit: 's' },
+    { name: 'audit.report.after_restart_seconds', value: report.coldMs / 1000, unit: 's' },
     { name: 'audit.report.after_new_block_seconds', value: report.newBlockMs / 1000, unit: 's' },
     { name: 'audit.report.valid', value: report.valid ? 1 : 0, unit: 'bool' },
   );

@@ -51,7 +51,9 @@ export interface AuditStore {
   verifiedThrough(agentPk: string): Promise<VerifiedMark | null>;
   /**
    * Moves the mark up to `mark` once the caller has verified the chain through it (a lower or equal index
-   * leaves the stored mark as it is). Written only after verification, never by an append.
+   * leaves the stored mark as it is, so concurrent verifiers never move it down). Only a verifier calls it:
+   * a report over the blocks it checked, or the writer that signed a block, verified its signature and chained
+   * it to the block the mark stood on (docs/architecture.md "Audit chains"). appendBlock never moves it.
    */
   markVerified(agentPk: string, mark: VerifiedMark): Promise<void>;
 

@@ -67,7 +67,9 @@ import { resolveJurisdiction } from '../../core/jurisdiction.js';
 import type { ToolPolicy } from '../../core/gates/tool-policy.js';
 import { preflightTool, requiresHumanApproval, type ChainRights } from '../../core/tool-preflight.js';
 import { describeZodIssue } from '../../core/zod-issue.js';
-import type { AuditStore } from '../../store/audit-store.js';
+import { isOwnVerifiedMark, signVerifiedMark } from '../../core/verified-mark.js';
+import type { AuditStore, VerifiedMark } from '../../store/audit-store.js';
+import { defaultBlockVerifier, type BlockVerifier } from './block-verifier.js';
 import { errorResult, okResult, outputSchemaOf } from '../shared/structured.js';
 import { onBehalfOf, type OnBehalf } from './session-auth.js';
 import { ToolError, type PerceptionTool } from './tool-def.js';
@@ -96,6 +98,8 @@ export interface AuditorDeps {
   logger?: AuditLogger;
   /** Gets the block_hash of every block this process signs, so reports skip re-verifying its signature. */
   signatureCache?: Set<string>;
+  /** Checks each appended block's signature once before the verified-through mark moves over it. */
+  blockVerifier?: BlockVerifier;
   /** Gate 5 (TOOL_POLICY_FILE): pre-flight refuses a tool the policy forbids at the call's cell. */
   toolPolicy?: ToolPolicy;
 }
@@ -164,6 +168,9 @@ export function toolMeta(tool: Pick<PerceptionTool, 'meta' | 'coaz'>): Record<st
   return { ...tool.meta, ...(tool.coaz ? { coaz: true, 'x-coaz-mapping': tool.coaz } : {}) };
 }
 
+/** Each tool's strict argument schema, built once (building a zod object costs more than checking with it). */
+const callSchemas = new WeakMap<AnyPerceptionTool, z.ZodObject>();
+
 export function createAuditor(deps: AuditorDeps): Auditor {
   const { store, agent, clock } = deps;
   const agentPk = agent.publicKey;
@@ -176,6 +183,9 @@ export function createAuditor(deps: AuditorDeps): Auditor {
 
   // The chain tip as this process last wrote or read it; undefined = read it from the store.
   let tip: StoredBreadcrumb | null | undefined;
+  // The verified-through mark as this process last wrote or checked it (its own key); undefined = not read yet.
+  let mark: VerifiedMark | null | undefined;
+  const blockVerifier = deps.blockVerifier ?? defaultBlockVerifier;
   // Instants (ms) of the calls that passed pre-flight within the rate window, oldest first.
   let recentOps: number[] | undefined;
   let loadingOps: Promise<void> | undefined;
@@ -223,6 +233,7 @@ export function createAuditor(deps: AuditorDeps): Auditor {
           await store.appendBlock(stored);
           deps.signatureCache?.add(stored.block_hash);
           tip = stored;
+          await advanceMark(previous, stored);
           return { ok: true, index: content.index };
         } catch (error) {
           tip = undefined; // re-read: another writer may have moved the tip, or the store lost our write
@@ -234,6 +245,42 @@ export function createAuditor(deps: AuditorDeps): Auditor {
       const message = lastError instanceof Error ? lastError.message : String(lastError);
       return { ok: false, detail: message };
     });
+  }
+
+  /**
+   * Verify-then-mark (docs/architecture.md "Audit chains"): when the verified-through mark stands on the block
+   * this one was chained to (or this is block 0), the new block passed every check but its signature by
+   * construction (its text is the JCS of checked content, its index, prev_hash and timestamp continue
+   * `previous`), so one Ed25519 verification lets the mark move up over it. Otherwise the mark stays where it is
+   * and the next report verifies what lies above it. Called under the chain lock; a failure only leaves the mark
+   * lower, never the call unaudited.
+   */
+  async function advanceMark(previous: StoredBreadcrumb | null, block: StoredBreadcrumb): Promise<void> {
+    try {
+      const continues = (m: VerifiedMark | null | undefined): boolean =>
+        previous === null
+          ? block.index === 0
+          : m !== null && m !== undefined && m.index === previous.index && m.block_hash === previous.block_hash;
+      if (!continues(mark)) {
+        // A report (or another writer) may have moved it since: read it again, checking only a new signature.
+        const held = await store.verifiedThrough(agentPk);
+        if (held !== null && held.signature !== mark?.signature) {
+          mark = isOwnVerifiedMark(held, agentPk, agentPk) ? held : null;
+        }
+        if (!continues(mark)) return;
+      }
+      const [verified] = await blockVerifier.verify([[agentPk, block.data_to_sign, block.signature]]);
+      if (verified !== true) {
+        deps.logger?.error({ agent_pk: agentPk, index: block.index }, 'a signed breadcrumb does not verify');
+        return;
+      }
+      const next = signVerifiedMark(agent, agentPk, block.index, block.block_hash);
+      await store.markVerified(agentPk, next);
+      mark = next;
+    } catch (error) {
+      mark = undefined;
+      deps.logger?.error({ err: error, agent_pk: agentPk }, 'moving the verified-through mark failed');
+    }
   }
 
   async function storeViolation(violation: Violation): Promise<void> {
@@ -529,7 +576,9 @@ export function createAuditor(deps: AuditorDeps): Auditor {
       );
     },
     async call(tool, rawArgs, onBehalf) {
-      const parsed = z.strictObject(tool.inputSchema).safeParse(rawArgs ?? {});
+      let schema = callSchemas.get(tool);
+      if (schema === undefined) callSchemas.set(tool, (schema = z.strictObject(tool.inputSchema)));
+      const parsed = schema.safeParse(rawArgs ?? {});
       if (!parsed.success) {
         const detail = describeZodIssue(parsed.error, 'arguments');
         return {

@@ -30,7 +30,7 @@ import { nextUnrolledIndex, noBlocksToRollMessage, rollAgentEpoch } from '../../
 import { buildComplianceReport, type ComplianceReport } from '../../core/compliance-report.js';
 import { delegationChainRights, type DelegationCertificate } from '../../core/delegation-cert.js';
 import { ServiceError } from '../../core/errors.js';
-import { checkPublicKey, type KeyPair } from '../../core/identity.js';
+import type { KeyPair } from '../../core/identity.js';
 import { isOwnVerifiedMark, signVerifiedMark } from '../../core/verified-mark.js';
 import { requiresHumanApproval } from '../../core/tool-preflight.js';
 import {
@@ -42,7 +42,7 @@ import {
   type TrustScore,
 } from '../../core/trust-score.js';
 import type { AuditStore, VerifiedMark } from '../../store/audit-store.js';
-import { sharedEd25519Pool } from '../../store/ed25519-pool.js';
+import { defaultBlockVerifier, type BlockVerifier } from './block-verifier.js';
 
 /** docs/protocol.md §4.2 default start of a report period. */
 export const DEFAULT_REPORT_FROM = '2020-01-01T00:00:00.000Z';
@@ -111,6 +111,8 @@ export interface ReportServiceDeps {
    * (core/breadcrumb.ts verifyChain). Bounded by the caller.
    */
   signatureCache?: Set<string>;
+  /** Checks the signatures of blocks above the verified-through mark (default: block-verifier.ts). */
+  blockVerifier?: BlockVerifier;
 }
 
 interface Profile {
@@ -143,9 +145,6 @@ interface ChainFacts {
   verification: ChainVerification;
 }
 
-/** Below this many unverified blocks the pool is not worth a round trip: verifyChain checks them inline. */
-const POOL_MIN_BLOCKS = 64;
-
 /**
  * The signature cache of one verification: `base` (the process's) plus what `trust` vouches for here. What
  * verifyChain itself verifies goes to `base` too; what is only trusted (the mark, the pool) stays here, so a
@@ -175,13 +174,15 @@ class LayeredSet extends Set<string> {
  * Each signature is verified once (docs/architecture.md "Audit chains"): blocks at or below the agent's
  * verified-through mark skip their Ed25519 check when the block at the mark still has the marked hash (every
  * block commits to its predecessor's hash, and verifyChain still checks every hash and link); the others are
- * verified on the Ed25519 pool, on all cores, before verifyChain runs the remaining checks. A verdict with any
+ * verified by the BlockVerifier (a batch on the Ed25519 pool, all cores) before verifyChain runs the remaining
+ * checks. The service's own writer keeps the mark on its tip (audit.ts), so normally nothing is above it. A verdict with any
  * issue is recomputed with no shortcut, so what it names is exactly what a full verification names. The mark
  * then moves up to the last block of an unbroken verified run that continues it.
  */
 async function judge(
   store: AuditStore,
   verifier: KeyPair,
+  blockVerifier: BlockVerifier,
   agentPk: string,
   stored: readonly StoredBreadcrumb[],
   anchor: StoredBreadcrumb | null,
@@ -191,28 +192,26 @@ async function judge(
   // Only a mark this verifier signed itself: whoever writes the store could otherwise vouch for any chain.
   const mark = held !== null && isOwnVerifiedMark(held, agentPk, verifier.publicKey) ? held : null;
   const known = new LayeredSet(signatureCache);
-  // Blocks under the mark passed every check before, their text included (core/breadcrumb.ts checkedTexts).
-  const checkedTexts = new Set<string>();
+  // Blocks under the mark passed every check before, their text included (core/breadcrumb.ts trustedThrough).
+  let trustedThrough = -1;
   // Does this range continue the verified prefix (so the mark may move up over it)?
   let continues = mark === null ? anchor === null && stored[0]?.index === 0 : false;
   if (mark !== null) {
     const at = stored.find((block) => block.index === mark.index);
     if (at !== undefined && at.block_hash === mark.block_hash) {
-      for (const block of stored) {
-        if (block.index > mark.index) continue;
-        known.trust(block.block_hash);
-        checkedTexts.add(block.block_hash);
-      }
+      trustedThrough = mark.index;
       continues = true;
     } else if (anchor !== null && anchor.index === mark.index && anchor.block_hash === mark.block_hash) {
       continues = true;
     }
   }
-  const todo = stored.filter((block) => !known.has(block.block_hash));
-  if (todo.length >= POOL_MIN_BLOCKS && checkPublicKey(agentPk).ok) {
-    const ok = await sharedEd25519Pool().verify(todo.map((b) => [b.agent_pk, b.data_to_sign, b.signature] as const));
+  const todo = stored.filter(
+    (block) => block.index > trustedThrough && block.agent_pk === agentPk && !known.has(block.block_hash),
+  );
+  if (todo.length > 0) {
+    const ok = await blockVerifier.verify(todo.map((b) => [b.agent_pk, b.data_to_sign, b.signature] as const));
     todo.forEach((block, i) => {
-      if (ok[i] === true && block.agent_pk === agentPk) known.trust(block.block_hash);
+      if (ok[i] === true) known.trust(block.block_hash);
     });
   }
 
@@ -221,7 +220,7 @@ async function judge(
     anchor,
     parsedBlocks: parsed,
     signatureCache: known,
-    checkedTexts,
+    trustedThrough,
   });
   if (!verification.is_valid) {
     parsed = [];
@@ -272,6 +271,7 @@ function isEpochRoll(stored: StoredBreadcrumb): boolean {
 
 export function createReportService(deps: ReportServiceDeps): ReportService {
   const { store, clock, agent, signatureCache } = deps;
+  const blockVerifier = deps.blockVerifier ?? defaultBlockVerifier;
   const own: Profile = {
     chain: deps.chain,
     certificate: deps.chain[deps.chain.length - 1] as DelegationCertificate,
@@ -306,7 +306,7 @@ export function createReportService(deps: ReportServiceDeps): ReportService {
     };
     const stored = await store.blocks(agentPk, { fromIndex: t.next });
     if (stored.length > 0) {
-      const facts = await judge(store, agent, agentPk, stored, t.last, signatureCache);
+      const facts = await judge(store, agent, blockVerifier, agentPk, stored, t.last, signatureCache);
       for (const block of facts.blocks) {
         if (!isOperation(block)) continue;
         t.operations++;
@@ -370,7 +370,7 @@ export function createReportService(deps: ReportServiceDeps): ReportService {
         store.violations(agentPk, period.from, period.to),
         store.approvals(agentPk, period.from, period.to),
       ]);
-      const facts = await judge(store, agent, agentPk, stored, anchor, signatureCache);
+      const facts = await judge(store, agent, blockVerifier, agentPk, stored, anchor, signatureCache);
       const fromMs = Date.parse(period.from);
       const toMs = Date.parse(period.to);
       const profile = profiles.get(agentPk);
@@ -416,7 +416,8 @@ export function createReportService(deps: ReportServiceDeps): ReportService {
 
     async verifyChain(agentPk) {
       await ensureKnown(agentPk);
-      return (await judge(store, agent, agentPk, await store.blocks(agentPk), null, signatureCache)).verification;
+      return (await judge(store, agent, blockVerifier, agentPk, await store.blocks(agentPk), null, signatureCache))
+        .verification;
     },
 
     async rollEpoch() {

@@ -53,6 +53,7 @@ import type { AuditStore } from '../../store/audit-store.js';
 import { BoundedSet } from '../../core/bounded-set.js';
 import { verifyIdnToken } from '../governance/token.js';
 import { createAuditor, type AnyPerceptionTool, type Auditor } from './audit.js';
+import type { BlockVerifier } from './block-verifier.js';
 import { authInfoOf } from './session-auth.js';
 import type { SessionLimits } from '../shared/session-table.js';
 import { createMcpHttpApp, originGate, silentLogger, type McpHttpLogger } from '../shared/mcp-http-app.js';
@@ -113,6 +114,8 @@ export interface PerceptionServerDeps {
   testRoutes?: boolean;
   /** Gate 5 (TOOL_POLICY_FILE): tools the policy forbids at a call's cell are blocked by pre-flight. */
   toolPolicy?: ToolPolicy;
+  /** Where audit block signatures are checked (block-verifier.ts); default the thread pool and Ed25519 pool. */
+  blockVerifier?: BlockVerifier;
 }
 
 export interface PerceptionServer {
@@ -179,6 +182,7 @@ export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionSe
     logger,
     signatureCache,
     ...(deps.toolPolicy ? { toolPolicy: deps.toolPolicy } : {}),
+    ...(deps.blockVerifier ? { blockVerifier: deps.blockVerifier } : {}),
   });
   const reports = createReportService({
     store: deps.store,
@@ -189,6 +193,7 @@ export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionSe
     knownChains: deps.knownChains ?? [],
     withChainLock: auditor.withChainLock,
     signatureCache,
+    ...(deps.blockVerifier ? { blockVerifier: deps.blockVerifier } : {}),
   });
   const tools = [...deps.tools, ...createComplianceTools({ reports })];
   for (const tool of tools) {

@@ -25,6 +25,18 @@ const BLOCK_COLUMNS = 'record_version, agent_pk, idx AS "index", timestamp, data
 
 type BlockParams = [string, number, number, string, number, string, string, string];
 
+const RANGE_COLUMNS = 'record_version, idx, timestamp, data_to_sign, signature, block_hash';
+type RangeRow = [number, number, string, string, string, string];
+const rangeRowFields = (agentPk: string, row: RangeRow): StoredBlockFields => ({
+  record_version: row[0],
+  agent_pk: agentPk,
+  index: row[1],
+  timestamp: row[2],
+  data_to_sign: row[3],
+  signature: row[4],
+  block_hash: row[5],
+});
+
 /**
  * SQLite adapter of {@link AuditStore} (tables `audit_*`, store/sqlite/audit-store-schema.ts, migration 0007).
  * A block is appended in one BEGIN IMMEDIATE transaction that checks the chain and inserts, so across
@@ -45,16 +57,19 @@ export function createSqliteAuditStore(db: SqliteDatabase): AuditStore {
   );
   // Timestamps never go back along a chain, so (ts_ms, idx) order is index order: time-bounded ranges walk the
   // time index, the others the primary key, and neither sorts.
-  const byIndex = db.prepare<[string, number, number, number], StoredBlockFields>(`
-    SELECT ${BLOCK_COLUMNS} FROM audit_blocks
-    WHERE agent_pk = ? AND idx BETWEEN ? AND ?
-    ORDER BY idx LIMIT ?
-  `);
-  const byTime = db.prepare<[string, number, number, number, number, number], StoredBlockFields>(`
-    SELECT ${BLOCK_COLUMNS} FROM audit_blocks
-    WHERE agent_pk = ? AND ts_ms BETWEEN ? AND ? AND idx BETWEEN ? AND ?
-    ORDER BY ts_ms, idx LIMIT ?
-  `);
+  // Range reads return arrays without agent_pk (the query's own): a report reads 100,000 rows, and named
+  // columns and a repeated 64-char key cost more than the checks.
+  const byIndex = db
+    .prepare<[string, number, number, number], RangeRow>(
+      `SELECT ${RANGE_COLUMNS} FROM audit_blocks WHERE agent_pk = ? AND idx BETWEEN ? AND ? ORDER BY idx LIMIT ?`,
+    )
+    .raw(true);
+  const byTime = db
+    .prepare<[string, number, number, number, number, number], RangeRow>(
+      `SELECT ${RANGE_COLUMNS} FROM audit_blocks
+       WHERE agent_pk = ? AND ts_ms BETWEEN ? AND ? AND idx BETWEEN ? AND ? ORDER BY ts_ms, idx LIMIT ?`,
+    )
+    .raw(true);
   const before = db.prepare<[string, number], StoredBlockFields>(`
     SELECT ${BLOCK_COLUMNS} FROM audit_blocks
     WHERE agent_pk = ? AND ts_ms < ?
@@ -128,7 +143,7 @@ export function createSqliteAuditStore(db: SqliteDatabase): AuditStore {
       const rows = q.timed
         ? byTime.all(agentPk, q.fromMs, q.toMs, q.fromIndex, q.toIndex, q.limit)
         : byIndex.all(agentPk, q.fromIndex, q.toIndex, q.limit);
-      return rows.map(parseStoredBlock);
+      return rows.map((row) => parseStoredBlock(rangeRowFields(agentPk, row)));
     },
     async blockBefore(agentPk, time) {
       checkAgentPk(agentPk, 'blockBefore');

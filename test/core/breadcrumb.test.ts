@@ -5,6 +5,7 @@ import { keyPairFromSecret, signMessage, verifySignature } from '../../core/iden
 import {
   GENESIS_PREV_HASH,
   breadcrumbBlockHash,
+  breadcrumbContentSchema,
   breadcrumbContext,
   chainVerifier,
   dataToSign,
@@ -183,6 +184,47 @@ describe('core/breadcrumb', () => {
   });
 
   describe('verifyChain', () => {
+    it('judges each signed text as breadcrumbContentSchema does, ordinary or not', () => {
+      const base = JSON.parse(CHAIN[1]!.data_to_sign) as Record<string, unknown>;
+      const variants: Record<string, unknown>[] = [
+        base,
+        { ...base, timestamp: '2026-02-01T00:00:01.000001Z' },
+        { ...base, timestamp: '2026-02-30T00:00:00.000Z' },
+        { ...base, context: { ...(base.context as object), result_hash: null, outcome: 'blocked' } },
+        { ...base, context: { ...(base.context as object), outcome: 'maybe' } },
+        { ...base, context: { ...(base.context as object), extra: 1 } },
+        { ...base, meta: { '10': 1, '9': { deep: [1, 2] } } },
+        { ...base, meta: JSON.parse('{"__proto__":{"x":1},"a":2}') as unknown },
+        { ...base, meta: [] },
+        { ...base, loc_res: 7 },
+        { ...base, loc_cell: '861e8050fffffff'.toUpperCase() },
+        { ...base, index: 0 },
+        { ...base, prev_hash: GENESIS_PREV_HASH },
+        { ...base, facet: '' },
+        { ...base, tool_name: 7 },
+        { ...base, identity: agent.publicKey.toUpperCase() },
+        { ...base, delegation_cert_hash: 'zz'.repeat(32) },
+        { ...base, extra: true },
+      ];
+      for (const content of variants) {
+        let text: string;
+        try {
+          text = canonicalJson(content);
+        } catch {
+          continue;
+        }
+        const block = signText(CHAIN[1]!, text);
+        const judged = parseStoredBreadcrumb(block);
+        const expected = breadcrumbContentSchema.safeParse(JSON.parse(text));
+        const textOk = expected.success && dataToSign(expected.data) === text;
+        assert.equal(
+          judged.ok || !/not a breadcrumb|canonical/.test(judged.detail),
+          textOk,
+          `${text}: ${judged.ok ? 'ok' : judged.detail}`,
+        );
+      }
+    });
+
     it('accepts an intact chain and reports its span and certificate', () => {
       const result = verifyChain(CHAIN, { anchor: null });
       assert.deepEqual(result, {

@@ -160,6 +160,17 @@ export function describeAuditStoreContract(name: string, factory: AuditStoreFact
       await assert.rejects(store.markVerified(agent, { ...mark(-1) }), RangeError);
     });
 
+    it('never moves the mark on an append: only markVerified does', async () => {
+      const pk = newAgent();
+      const chain = makeChain(pk, 4);
+      await append(chain.slice(0, 2));
+      assert.equal(await store.verifiedThrough(pk), null, 'an append sets no mark');
+      const mark = { index: 1, block_hash: chain[1]!.block_hash, verifier_pk: pk, signature: 'cd'.repeat(64) };
+      await store.markVerified(pk, mark);
+      await append(chain.slice(2));
+      assert.deepEqual(await store.verifiedThrough(pk), mark, 'appends above the mark leave it where it is');
+    });
+
     it('appends a chain and gives it back exactly, ascending, with the last block as tip', async () => {
       const pk = newAgent();
       const chain = makeChain(pk, 5);
