@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import Koa, { type Context } from 'koa';
+import Koa, { type Context, type Middleware } from 'koa';
 import { createProofIngest } from '../activities/proof/proof-ingest.js';
 import { createSyncQuota, createWriterRoles, DEFAULT_SYNC_BOUNDS } from '../activities/proof/sync-writers.js';
 import { jobStellarTx } from '../activities/settlement/settlement-service.js';
@@ -142,21 +142,22 @@ function registerRoute(router: Router, deps: AppDeps, spec: RouteSpec<unknown>, 
   const gates = gateChain(deps, spec, limits);
   const timeoutMs = deps.config.httpLimits?.requestTimeoutMs;
   // The gates in order, then the handler.
-  const run = async (ctx: Context, i: number): Promise<void> => {
+  const run = (ctx: Context, i: number): Promise<void> => {
     const gate = gates[i];
     if (gate === undefined) return spec.handler(ctx, ctx.state.input, ctx.state.gates);
-    await gate(ctx, () => run(ctx, i + 1));
+    return Promise.resolve(gate(ctx, () => run(ctx, i + 1)));
   };
-  // One router layer: each Koa layer is a promise hop on every request. A route without a body reads none.
-  router.register(
-    spec.path,
-    [spec.method],
-    [
-      async (ctx) => {
+  // One router layer: each Koa layer is a promise hop on every request. A route without a body reads none,
+  // and awaits nothing before its gates.
+  const layer: Middleware = spec.jsonBody
+    ? async (ctx) => {
         if (cors) ctx.set(cors);
-        if (spec.jsonBody) ctx.state.body = await readJsonBody(ctx, deps.config.bodyLimitBytes, timeoutMs);
+        ctx.state.body = await readJsonBody(ctx, deps.config.bodyLimitBytes, timeoutMs);
         await run(ctx, 0);
-      },
-    ],
-  );
+      }
+    : (ctx) => {
+        if (cors) ctx.set(cors);
+        return run(ctx, 0);
+      };
+  router.register(spec.path, [spec.method], [layer]);
 }

@@ -55,7 +55,12 @@ export interface ServeReceipt {
   recordId: string;
   epoch: number;
   cost: number;
+  /** The epoch and cost as header text (made once per epoch and outcome, not per serve). */
+  epochText: string;
+  costText: string;
 }
+
+const COST_TEXT = { HIT: String(tileCost(true)), MISS: String(tileCost(false)) } as const;
 
 export function createTileActivities(deps: TileDeps) {
   const source = createTileSource({ config: deps.config, logger: deps.logger });
@@ -80,6 +85,8 @@ export function createTileActivities(deps: TileDeps) {
     });
   }
 
+  let lastEpoch = -1;
+  let lastEpochText = '';
   /**
    * Adds the serve to its tile's open `serves` record (one per cell, tile and flush; see tile-record.ts) and
    * counts it; never blocks, never throws.
@@ -114,7 +121,11 @@ export function createTileActivities(deps: TileDeps) {
     const { id, epoch } = deps.proofs.aggregate(key, open, serve);
     const sent = status === 200 ? found.tile.bytes.length : 0;
     count(epoch, request.style, { kind: 'serve', cache: found.cache, bytes: sent, cost });
-    return { recordId: id, epoch, cost };
+    if (epoch !== lastEpoch) {
+      lastEpoch = epoch;
+      lastEpochText = String(epoch);
+    }
+    return { recordId: id, epoch, cost, epochText: lastEpochText, costText: COST_TEXT[found.cache] };
   }
 
   return {
