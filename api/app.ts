@@ -11,6 +11,7 @@ import { createMetrics } from './metrics.js';
 import { createRequestRateLimits, requestBounds } from './rate-limit.js';
 import { proxyTrustOf, trustedProxy } from './proxy-trust.js';
 import { requestContext } from './request-context.js';
+import { routeDispatch, type RouteMatch } from './route-dispatch.js';
 import type { RouteSpec } from './route-spec.js';
 import { chatRoutes } from './routes/chat.js';
 import { computeRoutes } from './routes/compute.js';
@@ -106,9 +107,10 @@ export function createApp(deps: AppDeps): Koa {
 
   app.use(trustedProxy({ trust: proxyTrustOf(deps.config.httpLimits), publicUrl: deps.config.publicUrl }));
   app.use(requestContext({ logger: deps.logger, metrics, draining: deps.draining }));
-  app.use(errorMiddleware(deps.logger, errorStyleOf(router, routes)));
+  const dispatch = routeDispatch(router);
+  app.use(errorMiddleware(deps.logger, errorStyleOf(dispatch.match, routes)));
   app.use(requestBounds(rates.ip, deps.clock, rates.ipBytes));
-  app.use(router.routes());
+  app.use(dispatch.middleware);
   app.use(jsonAllowedMethods(router));
   return app;
 }
@@ -117,11 +119,14 @@ export function createApp(deps: AppDeps): Koa {
  * The error style of the route whose path a request names, whatever its method, so refusals made before the
  * route runs (a 405, the per-address rate limit) are written as that route's clients expect.
  */
-function errorStyleOf(router: Router, routes: readonly RouteSpec<unknown>[]): (ctx: Context) => ErrorStyle {
+function errorStyleOf(
+  match: (path: string, method: string) => RouteMatch,
+  routes: readonly RouteSpec<unknown>[],
+): (ctx: Context) => ErrorStyle {
   const styles = new Map(routes.filter((r) => r.errorStyle).map((r) => [r.path, r.errorStyle!]));
   return (ctx) => {
     if (styles.size === 0) return 'svc';
-    for (const layer of router.match(ctx.path, ctx.method).path) {
+    for (const layer of match(ctx.path, ctx.method).path) {
       const style = typeof layer.path === 'string' ? styles.get(layer.path) : undefined;
       if (style) return style;
     }
