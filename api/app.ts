@@ -105,7 +105,9 @@ export function createApp(deps: AppDeps): Koa {
   const limits = gateLimits(rates.principal);
   for (const spec of routes) registerRoute(router, deps, spec, limits);
 
-  app.use(trustedProxy({ trust: proxyTrustOf(deps.config.httpLimits), publicUrl: deps.config.publicUrl }));
+  const trust = proxyTrustOf(deps.config.httpLimits);
+  // Without a proxy to trust or a PUBLIC_URL there is nothing to settle up front (serviceOrigin reads the socket).
+  if (trust || deps.config.publicUrl !== undefined) app.use(trustedProxy({ trust, publicUrl: deps.config.publicUrl }));
   app.use(requestContext({ logger: deps.logger, metrics, draining: deps.draining }));
   const dispatch = routeDispatch(router);
   app.use(errorMiddleware(deps.logger, errorStyleOf(dispatch.match, routes)));

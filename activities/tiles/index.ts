@@ -85,6 +85,29 @@ export function createTileActivities(deps: TileDeps) {
     });
   }
 
+  /** The head of a new `serves` record; made once, not per serve (a named closure per serve costs a rename under tsx). */
+  function openServes(request: TileRequest, { tile, upstreamHost }: TileLookup) {
+    const head: TileServesHead = {
+      version: 1,
+      kind: 'serves',
+      style: request.style,
+      zoom: request.zoom,
+      x: tile.x,
+      y: tile.y,
+      format: request.format,
+      bytes: tile.bytes.length,
+      sha256: tile.sha256,
+      worker: TILE_WORKER,
+      upstream_host: upstreamHost,
+    };
+    return {
+      id: `tile:${randomId()}`,
+      h3_cell: request.cell,
+      collection_type: 'tile' as const,
+      payload_type: 'tile/raster' as const,
+      payload: head,
+    };
+  }
   let lastEpoch = -1;
   let lastEpochText = '';
   /**
@@ -94,31 +117,9 @@ export function createTileActivities(deps: TileDeps) {
   function recordServe(request: TileRequest, found: TileLookup, status: 200 | 304, requestId: string): ServeReceipt {
     const cost = tileCost(found.cache === 'HIT');
     const { tile } = found;
-    const open = () => {
-      const head: TileServesHead = {
-        version: 1,
-        kind: 'serves',
-        style: request.style,
-        zoom: request.zoom,
-        x: tile.x,
-        y: tile.y,
-        format: request.format,
-        bytes: tile.bytes.length,
-        sha256: tile.sha256,
-        worker: TILE_WORKER,
-        upstream_host: found.upstreamHost,
-      };
-      return {
-        id: `tile:${randomId()}`,
-        h3_cell: request.cell,
-        collection_type: 'tile' as const,
-        payload_type: 'tile/raster' as const,
-        payload: head,
-      };
-    };
     const serve: TileServe = { request_id: requestId, cache: found.cache, status, cost };
     const key = `${request.cell}/${request.style}/${request.zoom}.${request.format}/${tile.sha256}`;
-    const { id, epoch } = deps.proofs.aggregate(key, open, serve);
+    const { id, epoch } = deps.proofs.aggregate(key, () => openServes(request, found), serve);
     const sent = status === 200 ? found.tile.bytes.length : 0;
     count(epoch, request.style, { kind: 'serve', cache: found.cache, bytes: sent, cost });
     if (epoch !== lastEpoch) {
