@@ -64,7 +64,8 @@ export function requestContext(deps: RequestContextDeps): Middleware {
   const { logger, metrics } = deps;
   // One listener for every response (a response closes once): the request is found on the response itself.
   function onClose(this: TrackedResponse): void {
-    const ctx = this[CONTEXT]!;
+    const ctx = this[CONTEXT];
+    if (ctx === undefined) return;
     this[CONTEXT] = undefined;
     metrics.inFlight(-1);
     finish(ctx, deps, ctx.state.requestId as string, performance.now() - this[STARTED]!);
