@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import Koa, { type Context } from 'koa';
+import Koa, { type Context, type Middleware } from 'koa';
 import { createProofIngest } from '../activities/proof/proof-ingest.js';
 import { createSyncQuota, createWriterRoles, DEFAULT_SYNC_BOUNDS } from '../activities/proof/sync-writers.js';
 import { jobStellarTx } from '../activities/settlement/settlement-service.js';
@@ -11,6 +11,7 @@ import { createMetrics } from './metrics.js';
 import { createRequestRateLimits, requestBounds } from './rate-limit.js';
 import { proxyTrustOf, trustedProxy } from './proxy-trust.js';
 import { requestContext } from './request-context.js';
+import { routeDispatch, type RouteMatch } from './route-dispatch.js';
 import type { RouteSpec } from './route-spec.js';
 import { chatRoutes } from './routes/chat.js';
 import { computeRoutes } from './routes/compute.js';
@@ -30,8 +31,9 @@ import { tileRoutes } from './routes/tiles.js';
 import { toolRoutes } from './routes/tools.js';
 
 /**
- * The gateway as a Koa app: client address and origin (api/proxy-trust.ts) → request context (id, log line, metrics, drain) → errors → (per route) body
- * → gate 1 → gate 2 → gate 3 → gate 4 → handler. It never listens; `bin/` and tests do.
+ * The gateway as a Koa app: client address and origin (api/proxy-trust.ts) → request context (id, log line, metrics, drain) → errors
+ * → per-address rate and query size → routing (api/route-dispatch.ts) → (per route) body → gate 1 → gate 2 → gate 3
+ * → gate 4 → handler. It never listens; `bin/` and tests do.
  */
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa();
@@ -104,11 +106,14 @@ export function createApp(deps: AppDeps): Koa {
   const limits = gateLimits(rates.principal);
   for (const spec of routes) registerRoute(router, deps, spec, limits);
 
-  app.use(trustedProxy({ trust: proxyTrustOf(deps.config.httpLimits), publicUrl: deps.config.publicUrl }));
+  const trust = proxyTrustOf(deps.config.httpLimits);
+  // Without a proxy to trust or a PUBLIC_URL there is nothing to settle up front (serviceOrigin reads the socket).
+  if (trust || deps.config.publicUrl !== undefined) app.use(trustedProxy({ trust, publicUrl: deps.config.publicUrl }));
   app.use(requestContext({ logger: deps.logger, metrics, draining: deps.draining }));
-  app.use(errorMiddleware(deps.logger, errorStyleOf(router, routes)));
+  const dispatch = routeDispatch(router);
+  app.use(errorMiddleware(deps.logger, errorStyleOf(dispatch.match, routes)));
   app.use(requestBounds(rates.ip, deps.clock, rates.ipBytes));
-  app.use(router.routes());
+  app.use(dispatch.middleware);
   app.use(jsonAllowedMethods(router));
   return app;
 }
@@ -117,11 +122,14 @@ export function createApp(deps: AppDeps): Koa {
  * The error style of the route whose path a request names, whatever its method, so refusals made before the
  * route runs (a 405, the per-address rate limit) are written as that route's clients expect.
  */
-function errorStyleOf(router: Router, routes: readonly RouteSpec<unknown>[]): (ctx: Context) => ErrorStyle {
+function errorStyleOf(
+  match: (path: string, method: string) => RouteMatch,
+  routes: readonly RouteSpec<unknown>[],
+): (ctx: Context) => ErrorStyle {
   const styles = new Map(routes.filter((r) => r.errorStyle).map((r) => [r.path, r.errorStyle!]));
   return (ctx) => {
     if (styles.size === 0) return 'svc';
-    for (const layer of router.match(ctx.path, ctx.method).path) {
+    for (const layer of match(ctx.path, ctx.method).path) {
       const style = typeof layer.path === 'string' ? styles.get(layer.path) : undefined;
       if (style) return style;
     }
@@ -142,21 +150,22 @@ function registerRoute(router: Router, deps: AppDeps, spec: RouteSpec<unknown>, 
   const gates = gateChain(deps, spec, limits);
   const timeoutMs = deps.config.httpLimits?.requestTimeoutMs;
   // The gates in order, then the handler.
-  const run = async (ctx: Context, i: number): Promise<void> => {
+  const run = (ctx: Context, i: number): Promise<void> => {
     const gate = gates[i];
     if (gate === undefined) return spec.handler(ctx, ctx.state.input, ctx.state.gates);
-    await gate(ctx, () => run(ctx, i + 1));
+    return Promise.resolve(gate(ctx, () => run(ctx, i + 1)));
   };
-  // One router layer: each Koa layer is a promise hop on every request. A route without a body reads none.
-  router.register(
-    spec.path,
-    [spec.method],
-    [
-      async (ctx) => {
+  // One router layer: each Koa layer is a promise hop on every request. A route without a body reads none,
+  // and awaits nothing before its gates.
+  const layer: Middleware = spec.jsonBody
+    ? async (ctx) => {
         if (cors) ctx.set(cors);
-        if (spec.jsonBody) ctx.state.body = await readJsonBody(ctx, deps.config.bodyLimitBytes, timeoutMs);
+        ctx.state.body = await readJsonBody(ctx, deps.config.bodyLimitBytes, timeoutMs);
         await run(ctx, 0);
-      },
-    ],
-  );
+      }
+    : (ctx) => {
+        if (cors) ctx.set(cors);
+        return run(ctx, 0);
+      };
+  router.register(spec.path, [spec.method], [layer]);
 }

@@ -27,6 +27,12 @@ const SEAL_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
+interface HttpLabels {
+  method: string;
+  route: string;
+  status: string;
+}
+
 /** What finishJob reports: the job's final status and the time from its acceptance to its final record. */
 export interface JobOutcome {
   status: string;
@@ -83,10 +89,15 @@ export function createMetrics(options: MetricsOptions = {}): GatewayMetrics {
     buckets: HTTP_BUCKETS,
     registers,
   });
-  const httpInFlight = new Gauge({
+  // A plain number read at scrape time: the gauge's own inc() hashes its (empty) label set on every request.
+  let inFlight = 0;
+  new Gauge({
     name: 'http_requests_in_flight',
     help: 'HTTP requests being handled now',
     registers,
+    collect() {
+      this.set(inFlight);
+    },
   });
   const gateRejections = new Counter({
     name: 'gate_rejections_total',
@@ -176,17 +187,34 @@ export function createMetrics(options: MetricsOptions = {}): GatewayMetrics {
     labelNames: ['result'] as const,
     registers,
   });
+  // One label object per (route, method, status), all bounded (see above): none is built per request.
+  const labelSets = new Map<string, Map<string, Map<number, HttpLabels>>>();
+  const requestLabels = (rawMethod: string, route: string, status: number): HttpLabels => {
+    const method = METHODS.has(rawMethod) ? rawMethod : 'other';
+    let byMethod = labelSets.get(route);
+    if (byMethod === undefined) labelSets.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (byStatus === undefined) byMethod.set(method, (byStatus = new Map()));
+    let labels = byStatus.get(status);
+    if (labels === undefined) {
+      labels = { method, route, status: String(status) };
+      byStatus.set(status, labels);
+    }
+    return labels;
+  };
   /** When sync is tracked: the end of the last successful round, else when tracking started. */
   let syncedAt: number | undefined;
 
   return {
     registry,
     request(method, route, status, seconds) {
-      const labels = { method: METHODS.has(method) ? method : 'other', route, status: String(status) };
+      const labels = requestLabels(method, route, status);
       httpRequests.inc(labels);
       httpDuration.observe(labels, seconds);
     },
-    inFlight: (delta) => httpInFlight.inc(delta),
+    inFlight: (delta) => {
+      inFlight += delta;
+    },
     gateRejected: (gate, code) => gateRejections.inc({ gate, code }),
     jobFinished: ({ status, durationMs }) => {
       jobs.inc({ status });

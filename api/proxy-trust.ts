@@ -17,24 +17,29 @@ export function proxyTrustOf(limits: HttpLimits | undefined): ProxyTrust | undef
  */
 export function trustedProxy(options: { trust: ProxyTrust | undefined; publicUrl?: string | undefined }): Middleware {
   const { trust, publicUrl } = options;
+  if (!trust) {
+    // The socket's scheme and Host: serviceOrigin works them out when asked, not on every request.
+    if (publicUrl === undefined) return (_ctx, next) => next();
+    return (ctx, next) => {
+      ctx.state.serviceOrigin = publicUrl;
+      return next();
+    };
+  }
   return (ctx, next) => {
     let proto = ctx.protocol;
     let host = ctx.host;
-    if (trust) {
-      const header = (name: string) => ctx.get(name) || undefined;
-      const seen = forwardedClient(
-        {
-          forwarded: header('forwarded'),
-          xForwardedFor: header('x-forwarded-for'),
-          xForwardedHost: header('x-forwarded-host'),
-          xForwardedProto: header('x-forwarded-proto'),
-        },
-        trust,
-      );
-      if (seen.address !== undefined) ctx.request.ip = seen.address;
-      if (seen.host !== undefined) host = seen.host;
-      if (seen.proto !== undefined) proto = seen.proto;
-    }
+    const seen = forwardedClient(
+      {
+        forwarded: ctx.get('forwarded') || undefined,
+        xForwardedFor: ctx.get('x-forwarded-for') || undefined,
+        xForwardedHost: ctx.get('x-forwarded-host') || undefined,
+        xForwardedProto: ctx.get('x-forwarded-proto') || undefined,
+      },
+      trust,
+    );
+    if (seen.address !== undefined) ctx.request.ip = seen.address;
+    if (seen.host !== undefined) host = seen.host;
+    if (seen.proto !== undefined) proto = seen.proto;
     ctx.state.serviceOrigin = publicUrl ?? (isSaneHost(host) ? `${proto}://${host}` : '');
     return next();
   };

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
@@ -30,16 +31,30 @@ export interface RequestContextDeps {
  * UUID: it lands in logs and headers, so nothing else (spaces, quotes, control characters) is taken as given.
  */
 export function requestIdOf(given: string | undefined): string {
-  return given !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(given) ? given : randomUUID();
+  return given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
 }
-
-/** The request's pino child logger (bound to its `request_id`); `fallback` outside a request context. */
-export function requestLog(ctx: Context, fallback: Logger): Logger {
-  return (ctx.state.log as Logger | undefined) ?? fallback;
-}
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
- * Outermost middleware: gives every request an id (echoed in X-Request-Id) and a child logger (`ctx.state.log`,
+ * The request's pino child logger (bound to its `request_id`, made on first use and kept in `ctx.state.log`);
+ * `fallback` outside a request context.
+ */
+export function requestLog(ctx: Context, fallback: Logger): Logger {
+  const state = ctx.state as { log?: Logger; requestId?: string; [LOGGER]?: Logger };
+  if (state.log !== undefined) return state.log;
+  const base = state[LOGGER];
+  if (base === undefined || state.requestId === undefined) return fallback;
+  return (state.log = base.child({ request_id: state.requestId }));
+}
+const LOGGER = Symbol('request logger');
+
+/** What the response's `close` listener needs, kept on the response: no closure per request. */
+const CONTEXT = Symbol('request context');
+const STARTED = Symbol('request started');
+type TrackedResponse = ServerResponse & { [CONTEXT]?: Context; [STARTED]?: number };
+
+/**
+ * Outermost middleware: gives every request an id (echoed in X-Request-Id) and a child logger (requestLog,
  * made on first use), and when its response closes (sent, or the connection gone) counts it by route pattern
  * and status, counts a gate's refusal, and logs one line: method, route, path, status, duration_ms,
  * request_id, and the error code (plus the gate) of a refusal. During shutdown it refuses new requests and
@@ -47,22 +62,24 @@ export function requestLog(ctx: Context, fallback: Logger): Logger {
  */
 export function requestContext(deps: RequestContextDeps): Middleware {
   const { logger, metrics } = deps;
+  // One listener for every response (a response closes once): the request is found on the response itself.
+  function onClose(this: TrackedResponse): void {
+    const ctx = this[CONTEXT];
+    if (ctx === undefined) return;
+    this[CONTEXT] = undefined;
+    metrics.inFlight(-1);
+    finish(ctx, deps, ctx.state.requestId as string, performance.now() - this[STARTED]!);
+  }
   return async (ctx, next) => {
-    const started = performance.now();
+    const res = ctx.res as TrackedResponse;
+    res[STARTED] = performance.now();
     const id = requestIdOf(ctx.get('x-request-id') || undefined);
     ctx.state.requestId = id;
-    let log: Logger | undefined;
-    Object.defineProperty(ctx.state, 'log', {
-      get: () => (log ??= logger.child({ request_id: id })),
-      configurable: true,
-      enumerable: false,
-    });
-    ctx.set('x-request-id', id);
+    (ctx.state as { [LOGGER]?: Logger })[LOGGER] = logger;
+    res.setHeader('x-request-id', id);
     metrics.inFlight(1);
-    ctx.res.once('close', () => {
-      metrics.inFlight(-1);
-      finish(ctx, deps, id, performance.now() - started);
-    });
+    res[CONTEXT] = ctx;
+    res.on('close', onClose);
     if (deps.draining?.()) {
       // Only a kept-alive connection gets here once the listener closed: send the client to a new one.
       const refusal = new ServiceError('shutting_down', 'the server is shutting down; retry on a new connection');

@@ -109,12 +109,17 @@ if (wanted('proofs')) {
   );
 }
 
+const unrecorded = (t: { servesRecorded: number; tileAnswers: number; inFlightBound: number }) =>
+  t.servesRecorded < t.tileAnswers || t.servesRecorded > t.tileAnswers + t.inFlightBound;
+
 if (wanted('tiles')) {
   const tiles = await benchTileHits();
   console.log(
     `tiles: cache hits with proof records ${fmt(tiles.tilePerSecond)} /s (p99 ${tiles.tileP99Ms} ms) vs bare Koa route ` +
       `${fmt(tiles.barePerSecond)} /s (p99 ${tiles.bareP99Ms} ms): ratio ${tiles.ratio.toFixed(2)} (goal ≥ 0.8); ` +
-      `statuses ${JSON.stringify(tiles.statuses)}`,
+      `statuses ${JSON.stringify(tiles.statuses)}; serves listed in proof records ${fmt(tiles.servesRecorded)}, ` +
+      `tile answers counted ${fmt(tiles.tileAnswers)} (+ at most ${tiles.inFlightBound} in flight when runs stop): ` +
+      (unrecorded(tiles) ? 'SERVES MISSING FROM THE RECORDS' : 'every serve recorded'),
   );
   const bare: Figure = { name: 'tiles.bare_koa', value: tiles.barePerSecond, unit: '/s' };
   const hits = against({ name: 'tiles.cache_hits', value: tiles.tilePerSecond, unit: '/s' }, bare);

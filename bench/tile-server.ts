@@ -1,7 +1,8 @@
 // The tile bench's server process: a local XYZ upstream, the gateway proxying it (proof records on, SQLite WAL
 // file store as `npm start` uses), and a bare Koa app answering the same response: the same bytes under the same
 // docs/protocol.md §2.4 headers (fixed values), so the load generator parses the same answer from both and the difference
-// is the gateway's work (gates, cache lookup, proof records). Prints the two ports.
+// is the gateway's work (request context, routing, gates, cache lookup, proof records). Prints the two ports, and
+// on SIGTERM the number of serves its tile records list.
 import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { once } from 'node:events';
@@ -60,10 +61,19 @@ const bareServer = bare.listen(0, '127.0.0.1');
 await once(bareServer, 'listening');
 
 process.stdout.write(`${new URL(gateway.url).port} ${(bareServer.address() as AddressInfo).port}\n`);
+// On SIGTERM: close (the proof writer flushes), then print how many serves the tile records list, so the bench
+// can check every answered hit was recorded.
 process.on('SIGTERM', () => {
   void gateway.close().then(async () => {
-    const records = (await createSqliteProofStore(db).queryRecords({ collection: 'tile', limit: 1 })).records.length;
-    process.stderr.write(records === 0 ? 'no tile records were written\n' : '');
-    process.exit(0);
+    const store = createSqliteProofStore(db);
+    let serves = 0;
+    let cursor: string | undefined;
+    do {
+      const page = await store.queryRecords({ collection: 'tile', limit: 1000, ...(cursor ? { cursor } : {}) });
+      for (const record of page.records) serves += (record.payload as { serve_count?: number }).serve_count ?? 0;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    process.stderr.write(serves === 0 ? 'no tile records were written\n' : '');
+    process.stdout.write(`serves ${serves}\n`, () => process.exit(0));
   });
 });

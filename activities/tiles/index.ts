@@ -55,7 +55,12 @@ export interface ServeReceipt {
   recordId: string;
   epoch: number;
   cost: number;
+  /** The epoch and cost as header text (made once per epoch and outcome, not per serve). */
+  epochText: string;
+  costText: string;
 }
+
+const COST_TEXT = { HIT: String(tileCost(true)), MISS: String(tileCost(false)) } as const;
 
 export function createTileActivities(deps: TileDeps) {
   const source = createTileSource({ config: deps.config, logger: deps.logger });
@@ -80,6 +85,31 @@ export function createTileActivities(deps: TileDeps) {
     });
   }
 
+  /** The head of a new `serves` record; made once, not per serve (a named closure per serve costs a rename under tsx). */
+  function openServes(request: TileRequest, { tile, upstreamHost }: TileLookup) {
+    const head: TileServesHead = {
+      version: 1,
+      kind: 'serves',
+      style: request.style,
+      zoom: request.zoom,
+      x: tile.x,
+      y: tile.y,
+      format: request.format,
+      bytes: tile.bytes.length,
+      sha256: tile.sha256,
+      worker: TILE_WORKER,
+      upstream_host: upstreamHost,
+    };
+    return {
+      id: `tile:${randomId()}`,
+      h3_cell: request.cell,
+      collection_type: 'tile' as const,
+      payload_type: 'tile/raster' as const,
+      payload: head,
+    };
+  }
+  let lastEpoch = -1;
+  let lastEpochText = '';
   /**
    * Adds the serve to its tile's open `serves` record (one per cell, tile and flush; see tile-record.ts) and
    * counts it; never blocks, never throws.
@@ -87,34 +117,16 @@ export function createTileActivities(deps: TileDeps) {
   function recordServe(request: TileRequest, found: TileLookup, status: 200 | 304, requestId: string): ServeReceipt {
     const cost = tileCost(found.cache === 'HIT');
     const { tile } = found;
-    const open = () => {
-      const head: TileServesHead = {
-        version: 1,
-        kind: 'serves',
-        style: request.style,
-        zoom: request.zoom,
-        x: tile.x,
-        y: tile.y,
-        format: request.format,
-        bytes: tile.bytes.length,
-        sha256: tile.sha256,
-        worker: TILE_WORKER,
-        upstream_host: found.upstreamHost,
-      };
-      return {
-        id: `tile:${randomId()}`,
-        h3_cell: request.cell,
-        collection_type: 'tile' as const,
-        payload_type: 'tile/raster' as const,
-        payload: head,
-      };
-    };
     const serve: TileServe = { request_id: requestId, cache: found.cache, status, cost };
     const key = `${request.cell}/${request.style}/${request.zoom}.${request.format}/${tile.sha256}`;
-    const { id, epoch } = deps.proofs.aggregate(key, open, serve);
+    const { id, epoch } = deps.proofs.aggregate(key, () => openServes(request, found), serve);
     const sent = status === 200 ? found.tile.bytes.length : 0;
     count(epoch, request.style, { kind: 'serve', cache: found.cache, bytes: sent, cost });
-    return { recordId: id, epoch, cost };
+    if (epoch !== lastEpoch) {
+      lastEpoch = epoch;
+      lastEpochText = String(epoch);
+    }
+    return { recordId: id, epoch, cost, epochText: lastEpochText, costText: COST_TEXT[found.cache] };
   }
 
   return {
