@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
-import type { Check } from '../core/check.js';
+import type { Check, Failure } from '../core/check.js';
 import { ServiceError } from '../core/errors.js';
 import { checkDelegation, checkRateLimit, rateWindow } from '../core/gates/delegation.js';
 import { checkJurisdiction } from '../core/gates/jurisdiction.js';
@@ -86,9 +86,23 @@ export interface GateRejection {
 type Gate = (ctx: Context) => void | Promise<void>;
 
 const unwrap = <T>(check: Check<T>, headers: Record<string, string> = {}): T => {
-  if (!check.ok) throw new ServiceError(check.error, check.detail, headers, check.param);
+  if (!check.ok) throw refusal(check, headers);
   return check.value;
 };
+
+/**
+ * A gate's refusal as the JSON error, built without a stack trace: a refusal is an answer, not a fault (it is
+ * never logged with a stack), and capturing the stack of the async middleware chain cost more than most gates.
+ */
+function refusal(check: Failure, headers: Record<string, string>): ServiceError {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new ServiceError(check.error, check.detail, headers, check.param);
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
 
 function parts(ctx: Context): RequestParts {
   return {
