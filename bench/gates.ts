@@ -9,19 +9,24 @@ import { keepAliveLoad, type LoadRequest } from './keepalive-load.js';
 
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5);
 
-/** Bare Ed25519 verification with a cached key: the ceiling for gate 1. */
-export function benchVerify(): { perSecond: number } {
+/**
+ * Bare Ed25519 verification with a cached key: the ceiling for gate 1. `cpuUs` is the CPU time of one verify, which
+ * (unlike the rate) holds on a machine other work competes for.
+ */
+export function benchVerify(): { perSecond: number; cpuUs: number } {
   const key = generateKeyPair();
   const message = JSON.stringify({ steps: [{ id: 'a', type: 'inference' }], requester_pk: key.publicKey });
   const signature = signMessage(key.secretKey, message);
   const seconds = Math.min(DURATION_S, 3);
   let n = 0;
+  const cpu = process.cpuUsage();
   const end = performance.now() + seconds * 1000;
   while (performance.now() < end) {
     for (let i = 0; i < 200; i++) if (!verifySignature(key.publicKey, message, signature)) throw new Error('verify');
     n += 200;
   }
-  return { perSecond: n / seconds };
+  const used = process.cpuUsage(cpu);
+  return { perSecond: n / seconds, cpuUs: (used.user + used.system) / n };
 }
 
 /**
@@ -119,6 +124,8 @@ export async function benchGateRejects(processes = 1, client: LoadClient = 'auto
     process.execPath,
     [
       ...(process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []),
+      // BENCH_PERF=FILE: `perf record` of the gateway's CPU time (not wall time) during the timed run.
+      ...(process.env.BENCH_PERF ? ['--perf-basic-prof'] : []),
       // BENCH_GATE_SERVER: another server script (an older checkout's bench/gate-server.ts, to compare with).
       '--import',
       'tsx',
@@ -151,7 +158,30 @@ export async function benchGateRejects(processes = 1, client: LoadClient = 'auto
     const serverBefore = processTreeCpu(server.pid!);
     const machineBefore = machineCpu();
     const clientBefore = process.cpuUsage();
+    const perf = process.env.BENCH_PERF
+      ? spawn(
+          'perf',
+          [
+            'record',
+            '-q',
+            '-e',
+            'cpu-clock',
+            '-F',
+            '1999',
+            '-g',
+            '-p',
+            String(server.pid),
+            '-o',
+            process.env.BENCH_PERF,
+          ],
+          { stdio: 'ignore' },
+        )
+      : undefined;
     const result = await run(DURATION_S);
+    if (perf) {
+      perf.kill('SIGINT');
+      await once(perf, 'exit');
+    }
     const clientCpu = process.cpuUsage(clientBefore);
     const serverAfter = processTreeCpu(server.pid!);
     const machineAfter = machineCpu();
@@ -202,9 +232,20 @@ function signedCycleRequests(): LoadRequest[] {
 export function describeRequestCpu(cpu: RequestCpu | null): string {
   if (cpu === null) return 'CPU per request: n/a (no /proc)';
   const f = (us: number) => us.toFixed(0);
-  const total = cpu.gatewayMainUs + cpu.gatewayOtherUs + cpu.clientUs;
   return (
     `CPU per request: gateway JS thread(s) ${f(cpu.gatewayMainUs)} µs + gateway other threads (verify, GC) ` +
-    `${f(cpu.gatewayOtherUs)} µs + client ${f(cpu.clientUs)} µs = ${f(total)} µs; cores busy ${(cpu.machineBusy * 100).toFixed(0)}%`
+    `${f(cpu.gatewayOtherUs)} µs + client ${f(cpu.clientUs)} µs = ${f(requestCpuUs(cpu))} µs; cores busy ${(cpu.machineBusy * 100).toFixed(0)}%`
   );
+}
+
+const requestCpuUs = (cpu: RequestCpu) => cpu.gatewayMainUs + cpu.gatewayOtherUs + cpu.clientUs;
+
+/**
+ * The rate the same CPU costs allow on `cores` cores nobody else uses, over one core's verify rate: the cores'
+ * time over a request's CPU (gateway and client), capped by the JavaScript thread(s) of `processes` gateway
+ * processes. It is what the measured ratio tends to on an idle machine, and holds when other work shares it.
+ */
+export function cpuBoundRatio(cpu: RequestCpu, verifyCpuUs: number, cores: number, processes: number): number {
+  const perSecond = Math.min(cores / requestCpuUs(cpu), processes / cpu.gatewayMainUs);
+  return perSecond * verifyCpuUs;
 }

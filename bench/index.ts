@@ -6,7 +6,7 @@
 import { cpus, loadavg } from 'node:os';
 import { benchAuditOverhead, benchReport, benchVerifyChain } from './audit.js';
 import { benchChat, describeChatBench } from './chat.js';
-import { benchGateRejects, benchRateLimiter, benchVerify, describeRequestCpu } from './gates.js';
+import { benchGateRejects, benchRateLimiter, benchVerify, cpuBoundRatio, describeRequestCpu } from './gates.js';
 import { benchAppend, benchInsert, benchSeal } from './proof-store.js';
 import { benchEmbeddedJobs, benchScheduler } from './jobs.js';
 import { benchNdvi } from './ndvi.js';
@@ -27,9 +27,11 @@ console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${p
 
 if (wanted('gates')) {
   const verify = benchVerify();
-  console.log(`ed25519 verify (node:crypto, cached key, one core): ${fmt(verify.perSecond)} /s`);
+  console.log(
+    `ed25519 verify (node:crypto, cached key, one core): ${fmt(verify.perSecond)} /s, ${verify.cpuUs.toFixed(0)} µs CPU each`,
+  );
   const verifyFigure: Figure = { name: 'gates.ed25519_verify_one_core', value: verify.perSecond, unit: '/s' };
-  add(verifyFigure);
+  add(verifyFigure, { name: 'gates.ed25519_verify_cpu', value: verify.cpuUs, unit: 'µs' });
   const limiter = benchRateLimiter();
   console.log(
     `rate limit check (IPv6 /64 key + GCRA bucket, 100,000 clients): ${limiter.nsPerCheck.toFixed(0)} ns; ` +
@@ -56,7 +58,11 @@ if (wanted('gates')) {
         `${label}, signed requests rejected after gate 4, load from ${client === 'raw' ? 'the light keep-alive client' : 'autocannon'} ` +
           `(32 keep-alive connections): ${fmt(run.perSecond)} /s over ${fmt(run.requests)} requests, p99 ${run.p99Ms} ms; ` +
           `statuses ${JSON.stringify(run.statusCounts)}; ratio to one-core verify ${ratio.toFixed(2)} (goal ≥ ${target})\n  ` +
-          describeRequestCpu(run.cpu),
+          describeRequestCpu(run.cpu) +
+          (run.cpu
+            ? `\n  the same CPU costs on ${cpus().length} idle cores: ratio ` +
+              cpuBoundRatio(run.cpu, verify.cpuUs, cpus().length, processes).toFixed(2)
+            : ''),
       );
       const name = `gates.signed_rejects${suffix}${client === 'raw' ? '' : '_autocannon'}`;
       const figure = against({ name, value: run.perSecond, unit: '/s' }, verifyFigure);
@@ -70,6 +76,11 @@ if (wanted('gates')) {
           { name: `${name}_cpu_gateway_js`, value: run.cpu.gatewayMainUs, unit: 'µs' },
           { name: `${name}_cpu_gateway_other`, value: run.cpu.gatewayOtherUs, unit: 'µs' },
           { name: `${name}_cpu_client`, value: run.cpu.clientUs, unit: 'µs' },
+          {
+            name: `${name}_cpu_bound_ratio`,
+            value: cpuBoundRatio(run.cpu, verify.cpuUs, cpus().length, processes),
+            unit: 'ratio',
+          },
         );
       }
     }
