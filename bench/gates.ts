@@ -50,6 +50,8 @@ export function benchRateLimiter(): { nsPerCheck: number; keysAfterFlood: number
 interface ProcessCpu {
   mainUs: number;
   otherUs: number;
+  /** Context switches of every thread, voluntary (waits) and not (preempted). */
+  switches: number;
 }
 
 const TICK_US = 10_000; // USER_HZ = 100 on Linux
@@ -63,13 +65,18 @@ function statCpuUs(stat: string): number {
 /** The process and its children (node:cluster workers), per thread; null where /proc is not available. */
 function processTreeCpu(pid: number): ProcessCpu | null {
   try {
-    const total: ProcessCpu = { mainUs: 0, otherUs: 0 };
+    const total: ProcessCpu = { mainUs: 0, otherUs: 0, switches: 0 };
     const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
     for (const id of [pid, ...(children === '' ? [] : children.split(' ').map(Number))]) {
       for (const tid of readdirSync(`/proc/${id}/task`)) {
         const us = statCpuUs(readFileSync(`/proc/${id}/task/${tid}/stat`, 'utf8'));
         if (Number(tid) === id) total.mainUs += us;
         else total.otherUs += us;
+        for (const [, count] of readFileSync(`/proc/${id}/task/${tid}/status`, 'utf8').matchAll(
+          /ctxt_switches:\s+(\d+)/g,
+        )) {
+          total.switches += Number(count);
+        }
       }
     }
     return total;
@@ -98,6 +105,8 @@ export interface RequestCpu {
   gatewayOtherUs: number;
   /** The load generator (this process, whole). */
   clientUs: number;
+  /** Context switches of the gateway's threads. */
+  gatewaySwitches: number;
   /** Share of the machine's cores busy during the run (every process, other users' included). */
   machineBusy: number;
 }
@@ -125,7 +134,7 @@ export async function benchGateRejects(processes = 1, client: LoadClient = 'auto
     [
       ...(process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []),
       // BENCH_PERF=FILE: `perf record` of the gateway's CPU time (not wall time) during the timed run.
-      ...(process.env.BENCH_PERF ? ['--perf-basic-prof'] : []),
+      ...(process.env.BENCH_PERF ? ['--perf-basic-prof', '--no-logfile-per-isolate', '--logfile=/dev/null'] : []),
       // BENCH_GATE_SERVER: another server script (an older checkout's bench/gate-server.ts, to compare with).
       '--import',
       'tsx',
@@ -154,7 +163,8 @@ export async function benchGateRejects(processes = 1, client: LoadClient = 'auto
         p99Ms: result.latency.p99,
       };
     };
-    await run(1); // warm-up: JIT and key caches
+    // Warm-up: key caches, and JIT tiers (each of several processes sees only its share of the requests).
+    await run(2);
     const serverBefore = processTreeCpu(server.pid!);
     const machineBefore = machineCpu();
     const clientBefore = process.cpuUsage();
@@ -192,6 +202,7 @@ export async function benchGateRejects(processes = 1, client: LoadClient = 'auto
             gatewayMainUs: (serverAfter.mainUs - serverBefore.mainUs) / n,
             gatewayOtherUs: (serverAfter.otherUs - serverBefore.otherUs) / n,
             clientUs: (clientCpu.user + clientCpu.system) / n,
+            gatewaySwitches: (serverAfter.switches - serverBefore.switches) / n,
             machineBusy: (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total),
           }
         : null;
@@ -234,7 +245,8 @@ export function describeRequestCpu(cpu: RequestCpu | null): string {
   const f = (us: number) => us.toFixed(0);
   return (
     `CPU per request: gateway JS thread(s) ${f(cpu.gatewayMainUs)} µs + gateway other threads (verify, GC) ` +
-    `${f(cpu.gatewayOtherUs)} µs + client ${f(cpu.clientUs)} µs = ${f(requestCpuUs(cpu))} µs; cores busy ${(cpu.machineBusy * 100).toFixed(0)}%`
+    `${f(cpu.gatewayOtherUs)} µs + client ${f(cpu.clientUs)} µs = ${f(requestCpuUs(cpu))} µs; gateway context switches ` +
+    `${cpu.gatewaySwitches.toFixed(1)}; cores busy ${(cpu.machineBusy * 100).toFixed(0)}%`
   );
 }
 
