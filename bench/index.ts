@@ -44,6 +44,14 @@ if (wanted('gates')) {
       { name: 'bound', value: 100_000, unit: 'count' },
     ),
   );
+  // On a machine others load too, every rate (the verify floor's included) moves with their load, so a rate ratio
+  // can pass or fail by chance; the CPU-bound ratio (CPU time per request, which moves far less) is the one to read.
+  if (loadavg()[0]! > cpus().length) {
+    console.log(
+      `  note: load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores: the rate ratios below say more ` +
+        `about the other load than about the gateway; read the CPU-bound ratios`,
+    );
+  }
   // The gateway with one process and with two (node:cluster, as WEB_CONCURRENCY=2), each loaded by autocannon and
   // by bench/keepalive-load.ts (same requests, same 32 keep-alive connections, a fraction of autocannon's CPU: the
   // client shares the cores with the gateway). The goals are judged on the light client's runs.
