@@ -134,7 +134,7 @@ export async function benchGateRejects(processes = 1, client: LoadClient = 'auto
     [
       ...(process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []),
       // BENCH_PERF=FILE: `perf record` of the gateway's CPU time (not wall time) during the timed run.
-      ...(process.env.BENCH_PERF ? ['--perf-basic-prof', '--no-logfile-per-isolate', '--logfile=/dev/null'] : []),
+      ...(process.env.BENCH_PERF ? ['--perf-basic-prof'] : []), // also leaves V8's isolate-*.log here
       // BENCH_GATE_SERVER: another server script (an older checkout's bench/gate-server.ts, to compare with).
       '--import',
       'tsx',
