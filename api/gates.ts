@@ -104,14 +104,23 @@ function refusal(check: Failure, headers: Record<string, string>): ServiceError 
   }
 }
 
-function parts(ctx: Context): RequestParts {
-  return {
-    body: ctx.state.body as unknown,
-    params: (ctx.params ?? {}) as Record<string, string | undefined>,
-    query: ctx.query,
-    header: (name) => ctx.get(name) || undefined,
-  };
+/** The request's parts as the pure checks read them; `header` a method, not a closure made per request. */
+class ContextParts implements RequestParts {
+  readonly body: unknown;
+  readonly params: Record<string, string | undefined>;
+  readonly query: Record<string, string | string[] | undefined>;
+  constructor(private readonly ctx: Context) {
+    this.body = ctx.state.body as unknown;
+    this.params = (ctx.params ?? {}) as Record<string, string | undefined>;
+    this.query = ctx.query;
+  }
+
+  header(name: string): string | undefined {
+    return this.ctx.get(name) || undefined;
+  }
 }
+
+const parts = (ctx: Context): RequestParts => new ContextParts(ctx);
 
 const gates = (ctx: Context): GateState => ctx.state.gates as GateState;
 
@@ -125,14 +134,10 @@ function authGate(deps: AppDeps, spec: RouteSpec<unknown>, principalRate: RateLi
     ctx.state.gates = state;
     if (spec.auth === 'signed') {
       const now = deps.clock();
-      const admit = (checked: Check<Requester>) => {
-        state.requester = unwrap(checked);
-        enforcePrincipalRate(ctx, principalRate, `pk:${state.requester.pk}`, now);
-      };
       // The Ed25519 check runs on the libuv pool: the event loop serves other requests meanwhile.
       const checked = checkRequestSignatureAsync(ctx.state.body, ctx.get('x-idn-signature') || undefined, now);
-      if ('then' in checked) return checked.then(admit);
-      admit(checked);
+      if ('then' in checked) return checked.then((done) => admitSigned(ctx, state, done, principalRate, now));
+      admitSigned(ctx, state, checked, principalRate, now);
     } else if (spec.auth === 'api_key') {
       return checkApiKey(ctx.get('authorization'), deps).then((key) => {
         state.apiKey = key;
@@ -140,6 +145,18 @@ function authGate(deps: AppDeps, spec: RouteSpec<unknown>, principalRate: RateLi
       });
     }
   };
+}
+
+/** Gate 1's outcome: the verified requester, then its request rate (a function, not a closure per request). */
+function admitSigned(
+  ctx: Context,
+  state: GateState,
+  checked: Check<Requester>,
+  principalRate: RateLimiter | undefined,
+  now: number,
+): void {
+  state.requester = unwrap(checked);
+  enforcePrincipalRate(ctx, principalRate, `pk:${state.requester.pk}`, now);
 }
 
 /** Configured keys (API_KEYS) predate the store: operator keys, so unlimited (`pro`), named by position. */
