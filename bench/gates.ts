@@ -253,9 +253,10 @@ export function describeRequestCpu(cpu: RequestCpu | null): string {
 const requestCpuUs = (cpu: RequestCpu) => cpu.gatewayMainUs + cpu.gatewayOtherUs + cpu.clientUs;
 
 /**
- * The rate the same CPU costs allow on `cores` cores nobody else uses, over one core's verify rate: the cores'
- * time over a request's CPU (gateway and client), capped by the JavaScript thread(s) of `processes` gateway
- * processes. It is what the measured ratio tends to on an idle machine, and holds when other work shares it.
+ * The most the same CPU costs allow on `cores` cores nobody else uses, over one core's verify rate: the cores' time
+ * over a request's CPU (gateway and client), capped by the JavaScript thread(s) of `processes` gateway processes.
+ * An upper bound (it assumes every core kept busy, which one process does not manage: see "cores busy"); unlike
+ * the rate ratio it holds when other work shares the machine.
  */
 export function cpuBoundRatio(cpu: RequestCpu, verifyCpuUs: number, cores: number, processes: number): number {
   const perSecond = Math.min(cores / requestCpuUs(cpu), processes / cpu.gatewayMainUs);

@@ -68,7 +68,7 @@ if (wanted('gates')) {
           `statuses ${JSON.stringify(run.statusCounts)}; ratio to one-core verify ${ratio.toFixed(2)} (goal ≥ ${target})\n  ` +
           describeRequestCpu(run.cpu) +
           (run.cpu
-            ? `\n  the same CPU costs on ${cpus().length} idle cores: ratio ` +
+            ? `\n  the most these CPU costs allow on ${cpus().length} idle cores (all kept busy): ratio ` +
               cpuBoundRatio(run.cpu, verify.cpuUs, cpus().length, processes).toFixed(2)
             : ''),
       );
