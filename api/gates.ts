@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
-import type { Check } from '../core/check.js';
+import type { Check, Failure } from '../core/check.js';
 import { ServiceError } from '../core/errors.js';
 import { checkDelegation, checkRateLimit, rateWindow } from '../core/gates/delegation.js';
 import { checkJurisdiction } from '../core/gates/jurisdiction.js';
@@ -86,18 +86,41 @@ export interface GateRejection {
 type Gate = (ctx: Context) => void | Promise<void>;
 
 const unwrap = <T>(check: Check<T>, headers: Record<string, string> = {}): T => {
-  if (!check.ok) throw new ServiceError(check.error, check.detail, headers, check.param);
+  if (!check.ok) throw refusal(check, headers);
   return check.value;
 };
 
-function parts(ctx: Context): RequestParts {
-  return {
-    body: ctx.state.body as unknown,
-    params: (ctx.params ?? {}) as Record<string, string | undefined>,
-    query: ctx.query,
-    header: (name) => ctx.get(name) || undefined,
-  };
+/**
+ * A gate's refusal as the JSON error, built without a stack trace: a refusal is an answer, not a fault (it is
+ * never logged with a stack), and capturing the stack of the async middleware chain cost more than most gates.
+ */
+function refusal(check: Failure, headers: Record<string, string>): ServiceError {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new ServiceError(check.error, check.detail, headers, check.param);
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
 }
+
+/** The request's parts as the pure checks read them; `header` a method, not a closure made per request. */
+class ContextParts implements RequestParts {
+  readonly body: unknown;
+  readonly params: Record<string, string | undefined>;
+  readonly query: Record<string, string | string[] | undefined>;
+  constructor(private readonly ctx: Context) {
+    this.body = ctx.state.body as unknown;
+    this.params = (ctx.params ?? {}) as Record<string, string | undefined>;
+    this.query = ctx.query;
+  }
+
+  header(name: string): string | undefined {
+    return this.ctx.get(name) || undefined;
+  }
+}
+
+const parts = (ctx: Context): RequestParts => new ContextParts(ctx);
 
 const gates = (ctx: Context): GateState => ctx.state.gates as GateState;
 
@@ -111,14 +134,10 @@ function authGate(deps: AppDeps, spec: RouteSpec<unknown>, principalRate: RateLi
     ctx.state.gates = state;
     if (spec.auth === 'signed') {
       const now = deps.clock();
-      const admit = (checked: Check<Requester>) => {
-        state.requester = unwrap(checked);
-        enforcePrincipalRate(ctx, principalRate, `pk:${state.requester.pk}`, now);
-      };
       // The Ed25519 check runs on the libuv pool: the event loop serves other requests meanwhile.
       const checked = checkRequestSignatureAsync(ctx.state.body, ctx.get('x-idn-signature') || undefined, now);
-      if ('then' in checked) return checked.then(admit);
-      admit(checked);
+      if ('then' in checked) return checked.then((done) => admitSigned(ctx, state, done, principalRate, now));
+      admitSigned(ctx, state, checked, principalRate, now);
     } else if (spec.auth === 'api_key') {
       return checkApiKey(ctx.get('authorization'), deps).then((key) => {
         state.apiKey = key;
@@ -126,6 +145,18 @@ function authGate(deps: AppDeps, spec: RouteSpec<unknown>, principalRate: RateLi
       });
     }
   };
+}
+
+/** Gate 1's outcome: the verified requester, then its request rate (a function, not a closure per request). */
+function admitSigned(
+  ctx: Context,
+  state: GateState,
+  checked: Check<Requester>,
+  principalRate: RateLimiter | undefined,
+  now: number,
+): void {
+  state.requester = unwrap(checked);
+  enforcePrincipalRate(ctx, principalRate, `pk:${state.requester.pk}`, now);
 }
 
 /** Configured keys (API_KEYS) predate the store: operator keys, so unlimited (`pro`), named by position. */

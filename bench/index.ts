@@ -6,7 +6,7 @@
 import { cpus, loadavg } from 'node:os';
 import { benchAuditOverhead, benchReport, benchVerifyChain } from './audit.js';
 import { benchChat, describeChatBench } from './chat.js';
-import { benchGateRejects, benchRateLimiter, benchVerify } from './gates.js';
+import { benchGateRejects, benchRateLimiter, benchVerify, cpuBoundRatio, describeRequestCpu } from './gates.js';
 import { benchAppend, benchInsert, benchSeal } from './proof-store.js';
 import { benchEmbeddedJobs, benchScheduler } from './jobs.js';
 import { benchNdvi } from './ndvi.js';
@@ -27,9 +27,11 @@ console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${p
 
 if (wanted('gates')) {
   const verify = benchVerify();
-  console.log(`ed25519 verify (node:crypto, cached key, one core): ${fmt(verify.perSecond)} /s`);
+  console.log(
+    `ed25519 verify (node:crypto, cached key, one core): ${fmt(verify.perSecond)} /s, ${verify.cpuUs.toFixed(0)} µs CPU each`,
+  );
   const verifyFigure: Figure = { name: 'gates.ed25519_verify_one_core', value: verify.perSecond, unit: '/s' };
-  add(verifyFigure);
+  add(verifyFigure, { name: 'gates.ed25519_verify_cpu', value: verify.cpuUs, unit: 'µs' });
   const limiter = benchRateLimiter();
   console.log(
     `rate limit check (IPv6 /64 key + GCRA bucket, 100,000 clients): ${limiter.nsPerCheck.toFixed(0)} ns; ` +
@@ -42,29 +44,55 @@ if (wanted('gates')) {
       { name: 'bound', value: 100_000, unit: 'count' },
     ),
   );
-  const gates = await benchGateRejects();
-  console.log(
-    `gateway: signed requests rejected after gate 4 (HTTP keep-alive, 32 connections, server in its own process): ` +
-      `${fmt(gates.perSecond)} /s over ${fmt(gates.requests)} requests, p99 ${gates.p99Ms} ms; statuses ${JSON.stringify(gates.statusCounts)}; ` +
-      `ratio to one-core verify ${(gates.perSecond / verify.perSecond).toFixed(2)} (goal ≥ 0.75)`,
-  );
-  const rejects = against({ name: 'gates.signed_rejects', value: gates.perSecond, unit: '/s' }, verifyFigure);
-  add(goal(rejects, 'ratio ≥ 0.75', rejects.ratio! >= 0.75), {
-    name: 'gates.signed_rejects_p99',
-    value: gates.p99Ms,
-    unit: 'ms',
-  });
-  // Both cores: the same gateway as two node:cluster workers (WEB_CONCURRENCY=2), against one core's verify rate.
-  const both = await benchGateRejects(2);
-  console.log(
-    `gateway, 2 processes (node:cluster, as WEB_CONCURRENCY=2): ${fmt(both.perSecond)} /s, p99 ${both.p99Ms} ms; ` +
-      `statuses ${JSON.stringify(both.statusCounts)}; ratio to one-core verify ${(both.perSecond / verify.perSecond).toFixed(2)} (goal ≥ 1.3)`,
-  );
-  const bothFigure = against(
-    { name: 'gates.signed_rejects_2_processes', value: both.perSecond, unit: '/s' },
-    verifyFigure,
-  );
-  add(goal(bothFigure, 'ratio ≥ 1.3', bothFigure.ratio! >= 1.3));
+  // On a machine others load too, every rate (the verify floor's included) moves with their load, so a rate ratio
+  // can pass or fail by chance; the CPU-bound ratio (CPU time per request, which moves far less) is the one to read.
+  if (loadavg()[0]! > cpus().length) {
+    console.log(
+      `  note: load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores: the rate ratios below say more ` +
+        `about the other load than about the gateway; read the CPU-bound ratios`,
+    );
+  }
+  // The gateway with one process and with two (node:cluster, as WEB_CONCURRENCY=2), each loaded by autocannon and
+  // by bench/keepalive-load.ts (same requests, same 32 keep-alive connections, a fraction of autocannon's CPU: the
+  // client shares the cores with the gateway). The goals are judged on the light client's runs.
+  for (const processes of [1, 2]) {
+    const label = processes === 1 ? 'gateway, 1 process' : 'gateway, 2 processes (node:cluster, as WEB_CONCURRENCY=2)';
+    const target = processes === 1 ? 0.75 : 1.3;
+    const suffix = processes === 1 ? '' : '_2_processes';
+    for (const client of ['autocannon', 'raw'] as const) {
+      const run = await benchGateRejects(processes, client);
+      const ratio = run.perSecond / verify.perSecond;
+      console.log(
+        `${label}, signed requests rejected after gate 4, load from ${client === 'raw' ? 'the light keep-alive client' : 'autocannon'} ` +
+          `(32 keep-alive connections): ${fmt(run.perSecond)} /s over ${fmt(run.requests)} requests, p99 ${run.p99Ms} ms; ` +
+          `statuses ${JSON.stringify(run.statusCounts)}; ratio to one-core verify ${ratio.toFixed(2)} (goal ≥ ${target})\n  ` +
+          describeRequestCpu(run.cpu) +
+          (run.cpu
+            ? `\n  the most these CPU costs allow on ${cpus().length} idle cores (all kept busy): ratio ` +
+              cpuBoundRatio(run.cpu, verify.cpuUs, cpus().length, processes).toFixed(2)
+            : ''),
+      );
+      const name = `gates.signed_rejects${suffix}${client === 'raw' ? '' : '_autocannon'}`;
+      const figure = against({ name, value: run.perSecond, unit: '/s' }, verifyFigure);
+      add(client === 'raw' ? goal(figure, `ratio ≥ ${target}`, ratio >= target) : figure, {
+        name: `${name}_p99`,
+        value: run.p99Ms,
+        unit: 'ms',
+      });
+      if (run.cpu) {
+        add(
+          { name: `${name}_cpu_gateway_js`, value: run.cpu.gatewayMainUs, unit: 'µs' },
+          { name: `${name}_cpu_gateway_other`, value: run.cpu.gatewayOtherUs, unit: 'µs' },
+          { name: `${name}_cpu_client`, value: run.cpu.clientUs, unit: 'µs' },
+          {
+            name: `${name}_cpu_bound_ratio`,
+            value: cpuBoundRatio(run.cpu, verify.cpuUs, cpus().length, processes),
+            unit: 'ratio',
+          },
+        );
+      }
+    }
+  }
 }
 
 if (wanted('proofs')) {

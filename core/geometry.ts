@@ -89,23 +89,49 @@ export function checkPayloadGeometry(payload: unknown): Check<number> {
 }
 
 function walkPayload(payload: unknown): { found: Array<{ path: string; value: object }>; tooDeep: string | null } {
-  const found: Array<{ path: string; value: object }> = [];
-  let tooDeep: string | null = null;
-  const visit = (value: unknown, path: string, depth: number): void => {
-    if (tooDeep !== null || typeof value !== 'object' || value === null) return;
-    if (isGeoJsonLike(value)) {
-      found.push({ path, value });
-      return;
+  const walk: Walk = { found: [], tooDeep: null, trail: [] };
+  visitPayload(payload, 0, walk);
+  return { found: walk.found, tooDeep: walk.tooDeep };
+}
+
+/** The walk keeps the keys leading to the current value, and writes a path only for what it reports. */
+interface Walk {
+  found: Array<{ path: string; value: object }>;
+  tooDeep: string | null;
+  trail: Array<string | number>;
+}
+
+function visitPayload(value: unknown, depth: number, walk: Walk): void {
+  if (walk.tooDeep !== null || typeof value !== 'object' || value === null) return;
+  if (isGeoJsonLike(value)) {
+    walk.found.push({ path: trailPath(walk.trail), value });
+    return;
+  }
+  if (depth >= MAX_PAYLOAD_DEPTH) {
+    walk.tooDeep = trailPath(walk.trail);
+    return;
+  }
+  const { trail } = walk;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      if (!(i in value)) continue; // a hole, as forEach skips it
+      trail.push(i);
+      visitPayload(value[i], depth + 1, walk);
+      trail.pop();
     }
-    if (depth >= MAX_PAYLOAD_DEPTH) {
-      tooDeep = path;
-      return;
+  } else {
+    for (const key of Object.keys(value)) {
+      trail.push(key);
+      visitPayload((value as Json)[key], depth + 1, walk);
+      trail.pop();
     }
-    if (Array.isArray(value)) value.forEach((item, i) => visit(item, `${path}[${i}]`, depth + 1));
-    else for (const [key, item] of Object.entries(value)) visit(item, childPath(path, key), depth + 1);
-  };
-  visit(payload, '$', 0);
-  return { found, tooDeep };
+  }
+}
+
+function trailPath(trail: ReadonlyArray<string | number>): string {
+  let path = '$';
+  for (const key of trail) path = typeof key === 'number' ? `${path}[${key}]` : childPath(path, key);
+  return path;
 }
 
 function checkObject(value: unknown, path: string, budget: Budget, nesting: number): Problem {

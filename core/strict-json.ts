@@ -52,199 +52,226 @@ const ESCAPES: Record<number, string> = {
 };
 
 export function parseStrictJson(text: string, maxDepth: number = MAX_JSON_DEPTH): unknown {
-  let i = 0;
-  const n = text.length;
+  const parser = new Parser(text, maxDepth);
+  const value = parser.parseValue(0);
+  parser.skipSpace();
+  if (parser.i < parser.n) parser.unexpected();
+  return value;
+}
 
-  const error = (message: string): never => {
-    throw new StrictJsonError(`${message} at position ${i}`);
-  };
-  const skipSpace = (): void => {
-    for (; i < n; i++) {
+/**
+ * The parser's state and steps as methods, not closures made per call: a body is parsed on every request, and
+ * each closure (named at run time under tsx) cost more than the parse of a small body.
+ */
+class Parser {
+  i = 0;
+  readonly n: number;
+
+  constructor(
+    readonly text: string,
+    readonly maxDepth: number,
+  ) {
+    this.n = text.length;
+  }
+
+  error(message: string): never {
+    throw new StrictJsonError(`${message} at position ${this.i}`);
+  }
+
+  skipSpace(): void {
+    const text = this.text;
+    let i = this.i;
+    for (; i < this.n; i++) {
       const c = text.charCodeAt(i);
-      if (c !== Space && c !== Lf && c !== Cr && c !== Tab) return;
+      if (c !== Space && c !== Lf && c !== Cr && c !== Tab) break;
     }
-  };
-  const unexpected = (): never =>
-    i >= n ? error('unexpected end of JSON') : error(`unexpected character ${JSON.stringify(text[i])}`);
+    this.i = i;
+  }
 
-  const parseString = (): string => {
-    i++; // opening quote
-    const start = i;
+  unexpected(): never {
+    return this.i >= this.n
+      ? this.error('unexpected end of JSON')
+      : this.error(`unexpected character ${JSON.stringify(this.text[this.i])}`);
+  }
+
+  parseString(): string {
+    const text = this.text;
+    const n = this.n;
+    this.i++; // opening quote
+    const start = this.i;
     // Most strings have no escape or control character: found by the engine's native search, then one slice.
-    const close = text.indexOf('"', i);
+    const close = text.indexOf('"', this.i);
     if (close >= 0) {
       const plain = text.slice(start, close);
       if (!SPECIAL.test(plain)) {
-        i = close + 1;
+        this.i = close + 1;
         return plain;
       }
     }
-    for (; i < n; i++) {
-      const c = text.charCodeAt(i);
-      if (c === Quote) return text.slice(start, i++);
+    for (; this.i < n; this.i++) {
+      const c = text.charCodeAt(this.i);
+      if (c === Quote) return text.slice(start, this.i++);
       if (c === Backslash) break;
-      if (c < 0x20) error('unescaped control character in string');
+      if (c < 0x20) this.error('unescaped control character in string');
     }
-    let out = text.slice(start, i);
-    let run = i;
-    while (i < n) {
-      const c = text.charCodeAt(i);
+    let out = text.slice(start, this.i);
+    let run = this.i;
+    while (this.i < n) {
+      const c = text.charCodeAt(this.i);
       if (c === Quote) {
-        out += text.slice(run, i++);
+        out += text.slice(run, this.i++);
         return out;
       }
-      if (c < 0x20) error('unescaped control character in string');
+      if (c < 0x20) this.error('unescaped control character in string');
       if (c !== Backslash) {
-        i++;
+        this.i++;
         continue;
       }
-      out += text.slice(run, i);
-      const e = text.charCodeAt(i + 1);
+      out += text.slice(run, this.i);
+      const e = text.charCodeAt(this.i + 1);
       if (e === 117 /* u */) {
-        const hex = text.slice(i + 2, i + 6);
-        if (!/^[0-9a-fA-F]{4}$/.test(hex)) error('bad \\u escape');
+        const hex = text.slice(this.i + 2, this.i + 6);
+        if (!/^[0-9a-fA-F]{4}$/.test(hex)) this.error('bad \\u escape');
         out += String.fromCharCode(parseInt(hex, 16));
-        i += 6;
+        this.i += 6;
       } else {
         const plain = ESCAPES[e];
-        if (plain === undefined) error('bad escape');
+        if (plain === undefined) this.error('bad escape');
         out += plain;
-        i += 2;
+        this.i += 2;
       }
-      run = i;
+      run = this.i;
     }
-    return error('unterminated string');
-  };
+    return this.error('unterminated string');
+  }
 
-  const digits = (): boolean => {
-    const start = i;
-    while (i < n) {
-      const c = text.charCodeAt(i);
+  digits(): boolean {
+    const start = this.i;
+    while (this.i < this.n) {
+      const c = this.text.charCodeAt(this.i);
       if (c < Zero || c > Nine) break;
-      i++;
+      this.i++;
     }
-    return i > start;
-  };
-  const parseNumber = (): number => {
-    const start = i;
-    const negative = text.charCodeAt(i) === Minus;
-    if (negative) i++;
+    return this.i > start;
+  }
+
+  parseNumber(): number {
+    const text = this.text;
+    const start = this.i;
+    const negative = text.charCodeAt(this.i) === Minus;
+    if (negative) this.i++;
     // The digits accumulate into an exact integer; with at most 15 of them and at most 22 after the point, the
     // integer and 10^k are exact doubles and one division rounds correctly: the double Number() gives, without
     // slicing. Anything else (exponents, long mantissas) goes through Number().
     let mantissa = 0;
     let count = 0;
     let scale = 0;
-    let c = text.charCodeAt(i);
-    if (c === Zero) c = text.charCodeAt(++i);
+    let c = text.charCodeAt(this.i);
+    if (c === Zero) c = text.charCodeAt(++this.i);
     else if (c > Zero && c <= Nine) {
       do {
         mantissa = mantissa * 10 + (c - Zero);
         count++;
-        c = text.charCodeAt(++i);
+        c = text.charCodeAt(++this.i);
       } while (c >= Zero && c <= Nine);
-    } else error('bad number');
+    } else this.error('bad number');
     if (c === Dot) {
-      c = text.charCodeAt(++i);
-      if (c < Zero || c > Nine || Number.isNaN(c)) error('bad number');
+      c = text.charCodeAt(++this.i);
+      if (c < Zero || c > Nine || Number.isNaN(c)) this.error('bad number');
       do {
         mantissa = mantissa * 10 + (c - Zero);
         count++;
         scale++;
-        c = text.charCodeAt(++i);
+        c = text.charCodeAt(++this.i);
       } while (c >= Zero && c <= Nine);
     }
     if (c === LowerE || c === UpperE) {
-      i++;
-      const sign = text.charCodeAt(i);
-      if (sign === Plus || sign === Minus) i++;
-      if (!digits()) error('bad number');
-      return Number(text.slice(start, i));
+      this.i++;
+      const sign = text.charCodeAt(this.i);
+      if (sign === Plus || sign === Minus) this.i++;
+      if (!this.digits()) this.error('bad number');
+      return Number(text.slice(start, this.i));
     }
-    if (count > 15 || scale > 22) return Number(text.slice(start, i));
+    if (count > 15 || scale > 22) return Number(text.slice(start, this.i));
     const value = scale === 0 ? mantissa : mantissa / (POWERS_OF_TEN[scale] as number);
     return negative ? -value : value;
-  };
-  const literal = (word: string, value: unknown): unknown => {
-    if (!text.startsWith(word, i)) unexpected();
-    i += word.length;
+  }
+
+  literal(word: string, value: unknown): unknown {
+    if (!this.text.startsWith(word, this.i)) this.unexpected();
+    this.i += word.length;
     return value;
-  };
+  }
 
-  const parseValue = (depth: number): unknown => {
-    skipSpace();
-    const c = text.charCodeAt(i);
-    if (c === Quote) return parseString();
+  parseValue(depth: number): unknown {
+    this.skipSpace();
+    const c = this.text.charCodeAt(this.i);
+    if (c === Quote) return this.parseString();
     if (c === OpenCurly || c === OpenSquare) {
-      if (depth >= maxDepth) error(`JSON nests deeper than ${maxDepth} levels`);
-      return c === OpenCurly ? parseObject(depth + 1) : parseArray(depth + 1);
+      if (depth >= this.maxDepth) this.error(`JSON nests deeper than ${this.maxDepth} levels`);
+      return c === OpenCurly ? this.parseObject(depth + 1) : this.parseArray(depth + 1);
     }
-    if (c === Minus || (c >= Zero && c <= Nine)) return parseNumber();
-    if (c === 116) return literal('true', true);
-    if (c === 102) return literal('false', false);
-    if (c === 110) return literal('null', null);
-    return unexpected();
-  };
+    if (c === Minus || (c >= Zero && c <= Nine)) return this.parseNumber();
+    if (c === 116) return this.literal('true', true);
+    if (c === 102) return this.literal('false', false);
+    if (c === 110) return this.literal('null', null);
+    return this.unexpected();
+  }
 
-  const parseArray = (depth: number): unknown[] => {
-    i++;
+  parseArray(depth: number): unknown[] {
+    this.i++;
     const out: unknown[] = [];
-    skipSpace();
-    if (text.charCodeAt(i) === CloseSquare) {
-      i++;
+    this.skipSpace();
+    if (this.text.charCodeAt(this.i) === CloseSquare) {
+      this.i++;
       return out;
     }
     for (;;) {
-      out.push(parseValue(depth));
-      skipSpace();
-      const c = text.charCodeAt(i);
-      if (c === Comma) i++;
+      out.push(this.parseValue(depth));
+      this.skipSpace();
+      const c = this.text.charCodeAt(this.i);
+      if (c === Comma) this.i++;
       else if (c === CloseSquare) {
-        i++;
+        this.i++;
         return out;
-      } else unexpected();
+      } else this.unexpected();
     }
-  };
+  }
 
-  const parseObject = (depth: number): Record<string, unknown> => {
-    i++;
+  parseObject(depth: number): Record<string, unknown> {
+    this.i++;
     const out: Record<string, unknown> = {};
-    skipSpace();
-    if (text.charCodeAt(i) === CloseCurly) {
-      i++;
+    this.skipSpace();
+    if (this.text.charCodeAt(this.i) === CloseCurly) {
+      this.i++;
       return out;
     }
     for (;;) {
-      skipSpace();
-      if (text.charCodeAt(i) !== Quote) unexpected();
-      const keyAt = i;
-      const key = parseString();
-      skipSpace();
-      if (text.charCodeAt(i) !== Colon) unexpected();
-      i++;
-      const value = parseValue(depth);
+      this.skipSpace();
+      if (this.text.charCodeAt(this.i) !== Quote) this.unexpected();
+      const keyAt = this.i;
+      const key = this.parseString();
+      this.skipSpace();
+      if (this.text.charCodeAt(this.i) !== Colon) this.unexpected();
+      this.i++;
+      const value = this.parseValue(depth);
       if (Object.prototype.hasOwnProperty.call(out, key)) {
-        i = keyAt;
-        error(`duplicate key ${JSON.stringify(key)}`);
+        this.i = keyAt;
+        this.error(`duplicate key ${JSON.stringify(key)}`);
       }
       // An own "__proto__" data property, as JSON.parse makes, never the prototype.
       if (key === '__proto__') {
         Object.defineProperty(out, key, { value, writable: true, enumerable: true, configurable: true });
       } else out[key] = value;
-      skipSpace();
-      const c = text.charCodeAt(i);
-      if (c === Comma) i++;
+      this.skipSpace();
+      const c = this.text.charCodeAt(this.i);
+      if (c === Comma) this.i++;
       else if (c === CloseCurly) {
-        i++;
+        this.i++;
         return out;
-      } else unexpected();
+      } else this.unexpected();
     }
-  };
-
-  const value = parseValue(0);
-  skipSpace();
-  if (i < n) unexpected();
-  return value;
+  }
 }
 
 /**

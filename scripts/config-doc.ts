@@ -38,6 +38,14 @@ export const DEV_ENV: Record<string, { where: string; description: string }> = {
     where: '`npm run bench`',
     description: 'set by the gate bench on its server: how many `node:cluster` workers serve (1, then 2)',
   },
+  BENCH_PERF: {
+    where: '`npm run bench`',
+    description: 'file for a `perf record` of the gate bench server (CPU time, JavaScript frames named)',
+  },
+  BENCH_GATE_SERVER: {
+    where: '`npm run bench`',
+    description: 'another server script for the gate bench (an older checkout, to compare with)',
+  },
   BENCH_JSON: {
     where: '`npm run bench`',
     description: 'file to write every figure to as JSON, with its unit and floor (same as `--json FILE`)',
