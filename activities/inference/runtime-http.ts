@@ -9,7 +9,8 @@
  * activities/safe-fetch.ts's rules (same origin only, at most DEFAULT_MAX_REDIRECTS, 303 and a POST's 301/302
  * continue as a GET without the body).
  */
-import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http';
+import { urlToHttpOptions } from 'node:url';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { VERSION } from 'openai/version';
@@ -31,7 +32,8 @@ export interface JsonPoster {
 
 interface Answer {
   status: number;
-  headers: IncomingHttpHeaders;
+  /** As received (res.rawHeaders): node builds `res.headers` on first use, a cost on every call. */
+  rawHeaders: string[];
   text: string;
 }
 
@@ -39,14 +41,38 @@ export function createJsonPoster(baseURL: string, apiKey: string): JsonPoster {
   const origin = originOf(baseURL);
   const agentOptions = { keepAlive: true, timeout: IDLE_SOCKET_MS };
   const agents = { 'http:': new HttpAgent(agentOptions), 'https:': new HttpsAgent(agentOptions) };
-  const headers = {
-    accept: 'application/json',
-    'content-type': 'application/json',
-    'user-agent': `OpenAI/JS ${VERSION}`,
-    authorization: `Bearer ${apiKey}`,
+  const accept = [
+    'accept',
+    'application/json',
+    'user-agent',
+    `OpenAI/JS ${VERSION}`,
+    'authorization',
+    `Bearer ${apiKey}`,
+  ];
+  const targetOf = (url: URL): RequestOptions => ({ ...urlToHttpOptions(url), agent: agents[url.protocol as 'http:'] });
+  // By path (the one or two this poster is given), built once: node:http's URL handling is a measurable share.
+  const firstHops = new Map<string, { url: URL; target: RequestOptions }>();
+  const firstHopOf = (path: string) => {
+    let hop = firstHops.get(path);
+    if (!hop) {
+      const url = new URL(baseURL + (baseURL.endsWith('/') && path.startsWith('/') ? path.slice(1) : path));
+      hop = { url, target: targetOf(url) };
+      firstHops.set(path, hop);
+    }
+    return hop;
   };
+  // Raw header arrays skip node:http's per-header bookkeeping; with one, Host is ours to send.
+  const requestHeaders = (url: URL, body: Buffer | null): string[] =>
+    body === null
+      ? ['host', url.host, ...accept]
+      : ['host', url.host, ...accept, 'content-type', 'application/json', 'content-length', String(body.length)];
 
-  function send(first: URL, payload: Buffer, timeoutMs: number, signal: AbortSignal | undefined): Promise<Answer> {
+  function send(
+    first: { url: URL; target: RequestOptions },
+    payload: Buffer,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<Answer> {
     return new Promise<Answer>((resolve, reject) => {
       let current: ReturnType<typeof httpRequest> | undefined;
       let settled = false;
@@ -66,18 +92,15 @@ export function createJsonPoster(baseURL: string, apiKey: string): JsonPoster {
       const timer = setTimeout(() => stop(new APIConnectionTimeoutError()), timeoutMs);
       signal?.addEventListener('abort', onAbort, { once: true });
 
-      const hop = (url: URL, method: string, body: Buffer | null, hops: number) => {
+      const hop = (url: URL, target: RequestOptions, method: string, body: Buffer | null, hops: number) => {
         // The client saw a refused fetch as a connection error with its default message.
         if (originOf(url) !== origin)
           return settle(new APIConnectionError({ cause: new UpstreamRefused('origin', url.href) }));
         const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
-        const hopHeaders =
-          body === null
-            ? { accept: headers.accept, 'user-agent': headers['user-agent'], authorization: headers.authorization }
-            : { ...headers, 'content-length': String(body.length) };
-        const req = request(url, { method, agent: agents[url.protocol as 'http:'], headers: hopHeaders }, (res) => {
+        const options = { ...target, method, headers: requestHeaders(url, body) };
+        const req = request(options, (res) => {
           const status = res.statusCode ?? 0;
-          const location = res.headers.location;
+          const location = header(res.rawHeaders, 'location');
           if (REDIRECTS.has(status) && location !== undefined) {
             res.resume(); // drained, so the connection is reused
             if (hops >= DEFAULT_MAX_REDIRECTS) {
@@ -90,31 +113,32 @@ export function createJsonPoster(baseURL: string, apiKey: string): JsonPoster {
               return settle(new APIConnectionError({ cause: new UpstreamRefused('origin', location.slice(0, 200)) }));
             }
             const asGet = status === 303 || ((status === 301 || status === 302) && method === 'POST');
-            return hop(next, asGet ? 'GET' : method, asGet ? null : body, hops + 1);
+            return hop(next, targetOf(next), asGet ? 'GET' : method, asGet ? null : body, hops + 1);
           }
-          readAll(res, (error, text) => (error ? settle(error) : settle(null, { status, headers: res.headers, text })));
+          readAll(res, (error, text) =>
+            error ? settle(error) : settle(null, { status, rawHeaders: res.rawHeaders, text }),
+          );
         });
         current = req;
         req.on('error', (error) => settle(connectionError(error)));
         req.end(body ?? undefined);
       };
-      hop(first, 'POST', payload, 0);
+      hop(first.url, first.target, 'POST', payload, 0);
     });
   }
 
   return {
     async post(path, body, timeoutMs, signal) {
       if (signal?.aborted) throw new APIUserAbortError();
-      const url = new URL(baseURL + (baseURL.endsWith('/') && path.startsWith('/') ? path.slice(1) : path));
-      const answer = await send(url, Buffer.from(JSON.stringify(body)), timeoutMs, signal);
+      const answer = await send(firstHopOf(path), Buffer.from(JSON.stringify(body)), timeoutMs, signal);
       if (answer.status < 200 || answer.status > 299) {
         const json = safeJson(answer.text) as object | undefined;
         throw APIError.generate(answer.status, json, json ? undefined : answer.text, headersOf(answer));
       }
       if (answer.status === 204) return null;
-      const mediaType = answer.headers['content-type']?.split(';')[0]?.trim();
+      const mediaType = header(answer.rawHeaders, 'content-type')?.split(';')[0]?.trim();
       if (mediaType?.includes('application/json') || mediaType?.endsWith('+json')) {
-        if (answer.headers['content-length'] === '0') return undefined;
+        if (header(answer.rawHeaders, 'content-length') === '0') return undefined;
         return JSON.parse(answer.text);
       }
       return answer.text;
@@ -153,8 +177,16 @@ function safeJson(text: string): unknown {
 
 function headersOf(answer: Answer): Headers {
   const headers = new Headers();
-  for (const [name, value] of Object.entries(answer.headers)) {
-    for (const v of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, v);
-  }
+  for (let i = 0; i + 1 < answer.rawHeaders.length; i += 2)
+    headers.append(answer.rawHeaders[i]!, answer.rawHeaders[i + 1]!);
   return headers;
+}
+
+/** The first value of header `name` (lower case) in raw name/value pairs, as `res.headers` would give it. */
+function header(raw: string[], name: string): string | undefined {
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const key = raw[i]!;
+    if (key.length === name.length && key.toLowerCase() === name) return raw[i + 1];
+  }
+  return undefined;
 }
