@@ -15,6 +15,12 @@ export interface ChatBench {
   /** The same request straight to the runtime: what the gateway adds is the difference. */
   runtimeP50Ms: number;
   runtimeP99Ms: number;
+  /**
+   * CPU time of the server process per completion through the gateway, less the runtime's own share (the same
+   * requests sent straight to it), in µs: what the gateway costs, and unlike latency hardly moved by the other
+   * work on a shared machine. Deferred work (the outcome write, the proof batch) is included.
+   */
+  gatewayCpuMicros: number;
   requests: number;
   statuses: Record<string, number>;
 }
@@ -64,8 +70,18 @@ export async function benchChat(): Promise<ChatBench> {
   const profileDir = process.env.BENCH_PROFILE === '1' ? '/tmp/prof' : process.env.BENCH_PROFILE;
   const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   const server = spawn(process.execPath, [...profile, '--import', 'tsx', 'bench/chat-server.ts'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   });
+  const cpu = async () => {
+    server.send('cpu');
+    return ((await once(server, 'message')) as [number])[0];
+  };
+  /** Server CPU µs per request of `count` sequential POSTs to `url`. */
+  const cpuPerRequest = async (url: string, count: number) => {
+    const before = await cpu();
+    await sequential([url], count);
+    return ((await cpu()) - before) / count;
+  };
   try {
     const [chunk] = (await once(server.stdout, 'data')) as [Buffer];
     const [port, runtimeUrl] = chunk.toString().trim().split(' ');
@@ -73,6 +89,8 @@ export async function benchChat(): Promise<ChatBench> {
     const urls = [gatewayUrl, `${runtimeUrl}/chat/completions`];
     await sequential(urls, 200); // warm-up: JIT, connections
     const [viaGateway, direct] = (await sequential(urls, SEQUENTIAL)) as [number[], number[]];
+    const gatewayCpu = await cpuPerRequest(gatewayUrl, SEQUENTIAL);
+    const runtimeCpu = await cpuPerRequest(urls[1]!, SEQUENTIAL);
     const load = await autocannon({
       url: gatewayUrl,
       connections: 32,
@@ -87,6 +105,7 @@ export async function benchChat(): Promise<ChatBench> {
       p99Ms: pct(viaGateway, 0.99),
       runtimeP50Ms: pct(direct, 0.5),
       runtimeP99Ms: pct(direct, 0.99),
+      gatewayCpuMicros: Math.round(gatewayCpu - runtimeCpu),
       requests: load.requests.total,
       statuses: Object.fromEntries(Object.entries(load.statusCodeStats ?? {}).map(([c, s]) => [c, s.count ?? 0])),
     };
@@ -98,4 +117,5 @@ export async function benchChat(): Promise<ChatBench> {
 
 export const describeChatBench = (r: ChatBench) =>
   `chat: ${Math.round(r.perSecond)} completions/s (32 connections, ${r.requests} requests, statuses ${JSON.stringify(r.statuses)}); ` +
-  `one at a time p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms through the gateway vs p50 ${r.runtimeP50Ms} ms, p99 ${r.runtimeP99Ms} ms straight to the runtime`;
+  `one at a time p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms through the gateway vs p50 ${r.runtimeP50Ms} ms, p99 ${r.runtimeP99Ms} ms straight to the runtime; ` +
+  `gateway CPU ${r.gatewayCpuMicros} µs per completion`;
