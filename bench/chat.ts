@@ -83,6 +83,7 @@ export async function benchChat(): Promise<ChatBench> {
     return ((await cpu()) - before) / count;
   };
   try {
+    if (!server.stdout) throw new Error('the chat server has no stdout');
     const [chunk] = (await once(server.stdout, 'data')) as [Buffer];
     const [port, runtimeUrl] = chunk.toString().trim().split(' ');
     const gatewayUrl = `http://127.0.0.1:${port}/v1/chat/completions`;
