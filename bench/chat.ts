@@ -15,6 +15,12 @@ export interface ChatBench {
   /** The same request straight to the runtime: what the gateway adds is the difference. */
   runtimeP50Ms: number;
   runtimeP99Ms: number;
+  /**
+   * CPU time of the server process per completion through the gateway, less the runtime's own share (the same
+   * requests sent straight to it), in µs: what the gateway costs, and unlike latency hardly moved by the other
+   * work on a shared machine. Deferred work (the outcome write, the proof batch) is included.
+   */
+  gatewayCpuMicros: number;
   requests: number;
   statuses: Record<string, number>;
 }
@@ -22,24 +28,34 @@ export interface ChatBench {
 const body = JSON.stringify({ model: 'tinyllama', messages: [{ role: 'user', content: 'one park in Rome' }] });
 const headers = { authorization: 'Bearer sk-bench', 'content-type': 'application/json' };
 
-/** Sequential POSTs over one keep-alive connection; latencies in ms, sorted. */
-async function sequential(url: string, count: number): Promise<number[]> {
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const out: number[] = [];
-  for (let i = 0; i < count; i++) {
-    const started = performance.now();
-    await new Promise<void>((resolve, reject) => {
-      const req = request(url, { method: 'POST', agent, headers }, (res) => {
-        res.resume();
-        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))));
-      });
-      req.on('error', reject);
-      req.end(body);
+/** One POST over `agent`; resolves with its latency in ms. */
+function post(url: string, agent: Agent): Promise<number> {
+  const started = performance.now();
+  return new Promise<number>((resolve, reject) => {
+    const req = request(url, { method: 'POST', agent, headers }, (res) => {
+      res.resume();
+      res.on('end', () =>
+        res.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`HTTP ${res.statusCode}`)),
+      );
     });
-    out.push(performance.now() - started);
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * `count` POSTs to each URL, one at a time over one keep-alive connection each, alternating between them: on a
+ * shared machine both series then see the same load, so their difference is what the gateway adds. Latencies
+ * in ms, sorted, per URL.
+ */
+async function sequential(urls: string[], count: number): Promise<number[][]> {
+  const agents = urls.map(() => new Agent({ keepAlive: true, maxSockets: 1 }));
+  const out = urls.map((): number[] => []);
+  for (let i = 0; i < count; i++) {
+    for (let u = 0; u < urls.length; u++) out[u]!.push(await post(urls[u]!, agents[u]!));
   }
-  agent.destroy();
-  return out.sort((a, b) => a - b);
+  for (const agent of agents) agent.destroy();
+  return out.map((series) => series.sort((a, b) => a - b));
 }
 
 const pct = (sorted: number[], p: number) => Number(sorted[Math.ceil(p * sorted.length) - 1]!.toFixed(2));
@@ -50,17 +66,32 @@ const pct = (sorted: number[], p: number) => Number(sorted[Math.ceil(p * sorted.
  * answers at once. Server in its own process; load from this one.
  */
 export async function benchChat(): Promise<ChatBench> {
-  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : [];
+  // BENCH_PROFILE=DIR writes the server's CPU profile there (`1` keeps the old /tmp/prof).
+  const profileDir = process.env.BENCH_PROFILE === '1' ? '/tmp/prof' : process.env.BENCH_PROFILE;
+  const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   const server = spawn(process.execPath, [...profile, '--import', 'tsx', 'bench/chat-server.ts'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   });
+  const cpu = async () => {
+    server.send('cpu');
+    return ((await once(server, 'message')) as [number])[0];
+  };
+  /** Server CPU µs per request of `count` sequential POSTs to `url`. */
+  const cpuPerRequest = async (url: string, count: number) => {
+    const before = await cpu();
+    await sequential([url], count);
+    return ((await cpu()) - before) / count;
+  };
   try {
+    if (!server.stdout) throw new Error('the chat server has no stdout');
     const [chunk] = (await once(server.stdout, 'data')) as [Buffer];
     const [port, runtimeUrl] = chunk.toString().trim().split(' ');
     const gatewayUrl = `http://127.0.0.1:${port}/v1/chat/completions`;
-    await sequential(gatewayUrl, 200); // warm-up: JIT, connections
-    const viaGateway = await sequential(gatewayUrl, SEQUENTIAL);
-    const direct = await sequential(`${runtimeUrl}/chat/completions`, SEQUENTIAL);
+    const urls = [gatewayUrl, `${runtimeUrl}/chat/completions`];
+    await sequential(urls, 200); // warm-up: JIT, connections
+    const [viaGateway, direct] = (await sequential(urls, SEQUENTIAL)) as [number[], number[]];
+    const gatewayCpu = await cpuPerRequest(gatewayUrl, SEQUENTIAL);
+    const runtimeCpu = await cpuPerRequest(urls[1]!, SEQUENTIAL);
     const load = await autocannon({
       url: gatewayUrl,
       connections: 32,
@@ -75,6 +106,7 @@ export async function benchChat(): Promise<ChatBench> {
       p99Ms: pct(viaGateway, 0.99),
       runtimeP50Ms: pct(direct, 0.5),
       runtimeP99Ms: pct(direct, 0.99),
+      gatewayCpuMicros: Math.round(gatewayCpu - runtimeCpu),
       requests: load.requests.total,
       statuses: Object.fromEntries(Object.entries(load.statusCodeStats ?? {}).map(([c, s]) => [c, s.count ?? 0])),
     };
@@ -86,4 +118,5 @@ export async function benchChat(): Promise<ChatBench> {
 
 export const describeChatBench = (r: ChatBench) =>
   `chat: ${Math.round(r.perSecond)} completions/s (32 connections, ${r.requests} requests, statuses ${JSON.stringify(r.statuses)}); ` +
-  `one at a time p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms through the gateway vs p50 ${r.runtimeP50Ms} ms, p99 ${r.runtimeP99Ms} ms straight to the runtime`;
+  `one at a time p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms through the gateway vs p50 ${r.runtimeP50Ms} ms, p99 ${r.runtimeP99Ms} ms straight to the runtime; ` +
+  `gateway CPU ${r.gatewayCpuMicros} µs per completion`;

@@ -67,10 +67,14 @@ export function createDispatcher(deps: DispatcherDeps) {
       minHardwareTier: need.model.min_hardware_tier ?? 1,
       cell: need.cell,
     };
-    const eligible = eligibleWorkers(await deps.workers.list(), workerNeed, deps.clock());
+    // This node serves whenever it is eligible, wherever it ranks: its own record decides, one row read instead
+    // of the whole registry (and no cell distances: a single candidate has nothing to be ordered against).
     const local = deps.local;
-    const reachable = local ? eligible.find((w) => w.pk === local.pk) : undefined;
-    if (reachable && local) return { provider: 'worker', worker: reachable, client: local.client };
+    const own = local ? await deps.workers.get(local.pk) : null;
+    if (local && own && eligibleWorkers([own], { ...workerNeed, cell: undefined }, deps.clock()).length > 0) {
+      return { provider: 'worker', worker: own, client: local.client };
+    }
+    const eligible = eligibleWorkers(await deps.workers.list(), workerNeed, deps.clock());
 
     const remoteOnly =
       eligible.length > 0

@@ -176,7 +176,12 @@ export function createInferenceEngine(deps: EngineDeps) {
     }
     if (p.target.provider === 'worker') {
       deps.local?.markWarm(job.model.id);
-      await deps.workers.recordOutcome(p.workerPk, 'completed', recordIdOf(job)).catch(() => undefined);
+      const count = () => deps.workers.recordOutcome(p.workerPk, 'completed', recordIdOf(job)).catch(() => undefined);
+      // A step awaits its outcome, as it awaits its record. A chat completion counts it once its answer is written:
+      // setImmediate runs after this turn's promise chain, which ends in the response write, and before the next
+      // request is read, so every later request sees the count; only a crash within that turn loses it.
+      if (durable) await count();
+      else setImmediate(() => void count());
     } else deps.onBackbone(true);
     const now = deps.clock();
     deps.stats.add(recentEntry(recorded, entry.id, new Date(now).toISOString()), now);
