@@ -23,6 +23,7 @@ import { modelRoutes } from './routes/models.js';
 import { openApiRoutes } from './routes/openapi.js';
 import { receiptRoutes } from './routes/receipt.js';
 import { storeRoutes } from './routes/store.js';
+import { blobRoutes } from './routes/store-blobs.js';
 import { svcRoutes } from './routes/svc.js';
 import { workerRoutes } from './routes/svc-workers.js';
 import { telemetryRoutes } from './routes/telemetry.js';
@@ -71,6 +72,7 @@ export function createApp(deps: AppDeps): Koa {
       rateLimits: deps.rateLimits,
       limits: deps.config.registrationLimits,
     }),
+    ...blobRoutes({ blobs: deps.blobs, workers: deps.workers, clock: deps.clock, limits: deps.config.blobUploads }),
     ...ledgerRoutes({ ledger: deps.ledger, clock: deps.clock }),
     ...toolRoutes(),
     ...chatRoutes(deps.swarm),
@@ -141,6 +143,7 @@ function registerRoute(router: Router, deps: AppDeps, spec: RouteSpec<unknown>, 
         };
   const gates = gateChain(deps, spec, limits);
   const timeoutMs = deps.config.httpLimits?.requestTimeoutMs;
+  const bodyLimit = spec.bodyLimitBytes ?? deps.config.bodyLimitBytes;
   // The gates in order, then the handler.
   const run = async (ctx: Context, i: number): Promise<void> => {
     const gate = gates[i];
@@ -154,7 +157,7 @@ function registerRoute(router: Router, deps: AppDeps, spec: RouteSpec<unknown>, 
     [
       async (ctx) => {
         if (cors) ctx.set(cors);
-        if (spec.jsonBody) ctx.state.body = await readJsonBody(ctx, deps.config.bodyLimitBytes, timeoutMs);
+        if (spec.jsonBody) ctx.state.body = await readJsonBody(ctx, bodyLimit, timeoutMs);
         await run(ctx, 0);
       },
     ],

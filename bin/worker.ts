@@ -37,6 +37,7 @@ import {
   type GatewayClient,
   type WorkerDeclaration,
 } from '../activities/swarm-client/gateway-client.js';
+import { createGatewayBlobStore } from '../activities/swarm-client/gateway-blob-store.js';
 import { createTileActivities } from '../activities/tiles/index.js';
 import { createToolExecutor } from '../activities/tools/execute-tool.js';
 import { createWebSearch } from '../activities/tools/web-search.js';
@@ -277,6 +278,8 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
           epochMs: EPOCH_MS,
         },
         nodePk: pk,
+        // Large output fields go to the gateway, so this worker's step results stay far below Temporal's limit.
+        blobs: createGatewayBlobStore(gateway),
       });
       const activities = withHeartbeats(
         guardSteps(steps, self, { models: swarm.models, toolPolicy: config.toolPolicy }),

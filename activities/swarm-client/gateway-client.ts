@@ -1,7 +1,8 @@
 /**
  * A swarm worker's client of its gateway's worker registry (the server is
- * api/routes/svc-workers.ts): `POST /svc/workers/register` and `POST /svc/workers/heartbeat`, both signed by
- * the worker key (gate 1: Ed25519 over JCS of the body, the signature also in `X-Idn-Signature`).
+ * api/routes/svc-workers.ts): `POST /svc/workers/register` and `POST /svc/workers/heartbeat`, and of its blob
+ * store (`PUT /store/blobs/{sha256}`, api/routes/store-blobs.ts), all signed by the worker key (gate 1:
+ * Ed25519 over JCS of the body, the signature also in `X-Idn-Signature`).
  *
  * Heartbeat sequence numbers must strictly increase for a worker key, across restarts too (the server
  * refuses a replay with 401 `stale_request`). The client continues from the `heartbeat_seq` the server
@@ -78,12 +79,17 @@ export function createGatewayClient(options: GatewayClientOptions) {
   const clock = options.clock ?? Date.now;
   let lastSeq = 0;
 
-  async function post<T>(path: string, unsigned: Record<string, unknown>, timeoutMs = options.timeoutMs): Promise<T> {
+  async function post<T>(
+    path: string,
+    unsigned: Record<string, unknown>,
+    timeoutMs = options.timeoutMs,
+    method: 'POST' | 'PUT' = 'POST',
+  ): Promise<T> {
     const { body, signature } = signRequestBody(options.signer.secretKey, unsigned);
     let res: Response;
     try {
       res = await doFetch(new URL(path, options.gatewayUrl), {
-        method: 'POST',
+        method,
         headers: { 'content-type': 'application/json', 'x-idn-signature': signature },
         body: JSON.stringify(body),
         signal: AbortSignal.timeout(timeoutMs),
@@ -149,6 +155,12 @@ export function createGatewayClient(options: GatewayClientOptions) {
       lastSeq = Math.max(lastSeq, seq);
       return answer;
     },
+    /**
+     * Uploads one large step output field (`PUT /store/blobs/{sha256}`, api/routes/store-blobs.ts): `text` is its
+     * canonical JSON, `id` the SHA-256 of it. Idempotent; resolves once the gateway holds it.
+     */
+    putBlob: (id: string, text: string, timeoutMs = options.timeoutMs): Promise<{ sha256: string; bytes: number }> =>
+      post(`/store/blobs/${id}`, { text, created_at: createdAt() }, timeoutMs, 'PUT'),
     /** The highest seq the gateway is known to have accepted. */
     lastSeq: (): number => lastSeq,
   };

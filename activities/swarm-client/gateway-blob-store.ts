@@ -1,0 +1,49 @@
+/**
+ * A swarm worker's blob store (store/blob-store.ts `put`): the gateway's, over HTTP (`PUT /store/blobs/{sha256}`,
+ * api/routes/store-blobs.ts). bin/worker.ts hands it to its step activities, so a step's large output fields
+ * reach the gateway (where finishJob resolves them) and its activity result carries only their references
+ * (core/output-blobs.ts, docs/architecture.md payload discipline).
+ *
+ * `put` resolves only once the gateway answered that it holds every blob: a step never returns a reference to a
+ * blob the gateway lacks. A failed upload fails the step attempt: retryably (the gateway unreachable or busy,
+ * the worker not registered yet), or for good when the same bytes would be refused again (413 too large, 400).
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import type { BlobStore } from '../../store/blob-store.js';
+import { GatewayError, type GatewayClient } from './gateway-client.js';
+
+/** Per blob: a few MB over a slow uplink. */
+export const BLOB_UPLOAD_TIMEOUT_MS = 60_000;
+
+export function createGatewayBlobStore(
+  gateway: Pick<GatewayClient, 'putBlob'>,
+  options: { timeoutMs?: number } = {},
+): Pick<BlobStore, 'put'> {
+  const timeoutMs = options.timeoutMs ?? BLOB_UPLOAD_TIMEOUT_MS;
+  return {
+    async put(blobs) {
+      // One at a time: each is megabytes, and the step waits for all of them anyway.
+      for (const [id, text] of blobs) {
+        let stored: { sha256?: unknown };
+        try {
+          stored = await gateway.putBlob(id, text, timeoutMs);
+        } catch (error) {
+          throw uploadFailure(id, error);
+        }
+        if (stored.sha256 !== id) {
+          throw ApplicationFailure.retryable(`blob ${id}: the gateway answered for another blob`, 'invalid_response');
+        }
+      }
+    },
+  };
+}
+
+/** Refusals the same bytes would meet again are final; anything else may pass on a later attempt. */
+function uploadFailure(id: string, error: unknown): ApplicationFailure {
+  const message = `uploading blob ${id} to the gateway failed: ${(error as Error).message}`;
+  if (error instanceof GatewayError) {
+    const final = error.status === 413 || error.status === 400;
+    return ApplicationFailure.create({ message, type: error.code, nonRetryable: final, cause: error });
+  }
+  return ApplicationFailure.create({ message, type: 'blob_upload_failed', nonRetryable: false });
+}
