@@ -4,7 +4,8 @@
  * (core/task-queues.ts `workerQueue`) with the step activities, writes the proof records of the steps it runs
  * to its own local SQLite store (never MONGODB_URI: the central store is the gateway's), seals its own epochs,
  * and pushes records and seals to the central store every SYNC_INTERVAL_SECONDS (CENTRAL_STORE_URL, default
- * the gateway). Its state lives in `DATA_DIR/worker/` (node key, `worker.db`), so a worker sharing a DATA_DIR
+ * the gateway). A step's output fields over 16 KiB go to the gateway first (`PUT /store/blobs/{sha256}`), so its
+ * activity result carries references and stays far below Temporal's payload limit. Its state lives in `DATA_DIR/worker/` (node key, `worker.db`), so a worker sharing a DATA_DIR
  * with a gateway still has a key of its own.
  *
  * Inference runs only on this worker's own runtime (WORKER_RUNTIME_URL): its swarm has no backbone and a

@@ -14,32 +14,47 @@ import { GatewayError, type GatewayClient } from './gateway-client.js';
 
 /** Per blob: a few MB over a slow uplink. */
 export const BLOB_UPLOAD_TIMEOUT_MS = 60_000;
+/** How long one upload waits out the gateway's `retry-after` (429) in all before the attempt fails. */
+export const BLOB_RATE_WAIT_MS = 30_000;
 
 export function createGatewayBlobStore(
   gateway: Pick<GatewayClient, 'putBlob'>,
-  options: { timeoutMs?: number } = {},
+  options: { timeoutMs?: number; rateWaitMs?: number } = {},
 ): Pick<BlobStore, 'put'> {
   const timeoutMs = options.timeoutMs ?? BLOB_UPLOAD_TIMEOUT_MS;
-  return {
-    async put(blobs) {
-      // One at a time: each is megabytes, and the step waits for all of them anyway.
-      for (const [id, text] of blobs) {
-        let stored: { sha256?: unknown };
-        try {
-          stored = await gateway.putBlob(id, text, timeoutMs);
-        } catch (error) {
-          throw uploadFailure(id, error);
-        }
+  const rateWaitMs = options.rateWaitMs ?? BLOB_RATE_WAIT_MS;
+
+  async function upload(id: string, text: string): Promise<void> {
+    let waited = 0;
+    for (;;) {
+      try {
+        const stored = await gateway.putBlob(id, text, timeoutMs);
         if (stored.sha256 !== id) {
           throw ApplicationFailure.retryable(`blob ${id}: the gateway answered for another blob`, 'invalid_response');
         }
+        return;
+      } catch (error) {
+        // The per-address body budget (a few MB take a whole bucket) refills within seconds: wait, not fail.
+        const wait = error instanceof GatewayError && error.status === 429 ? (error.retryAfterMs ?? 1000) : undefined;
+        if (wait === undefined || waited + wait > rateWaitMs) throw uploadFailure(id, error);
+        waited += wait;
+        await new Promise((resolve) => setTimeout(resolve, wait));
       }
+    }
+  }
+
+  return {
+    async put(blobs) {
+      // One at a time: each is megabytes, and the step waits for all of them anyway. Each is sent on every
+      // attempt (no memory of earlier ones): only the gateway's answer says it holds a blob.
+      for (const [id, text] of blobs) await upload(id, text);
     },
   };
 }
 
 /** Refusals the same bytes would meet again are final; anything else may pass on a later attempt. */
 function uploadFailure(id: string, error: unknown): ApplicationFailure {
+  if (error instanceof ApplicationFailure) return error;
   const message = `uploading blob ${id} to the gateway failed: ${(error as Error).message}`;
   if (error instanceof GatewayError) {
     const final = error.status === 413 || error.status === 400;

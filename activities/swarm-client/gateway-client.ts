@@ -69,6 +69,8 @@ export class GatewayError extends Error {
     readonly status: number,
     readonly code: string,
     readonly detail: string | undefined,
+    /** The answer's `retry-after`, in milliseconds, when it had one (429, 503). */
+    readonly retryAfterMs?: number,
   ) {
     super(`${path}: ${status === 0 ? 'no answer' : `HTTP ${status}`} ${code}${detail ? `: ${detail}` : ''}`);
   }
@@ -109,11 +111,13 @@ export function createGatewayClient(options: GatewayClientOptions) {
     }
     if (!res.ok) {
       const err = (parsed ?? {}) as { error?: unknown; detail?: unknown };
+      const retryAfterS = Number(res.headers.get('retry-after') ?? NaN);
       throw new GatewayError(
         path,
         res.status,
         typeof err.error === 'string' ? err.error : 'invalid_response',
         typeof err.detail === 'string' ? err.detail : text.slice(0, 200) || undefined,
+        Number.isFinite(retryAfterS) && retryAfterS >= 0 ? retryAfterS * 1000 : undefined,
       );
     }
     if (typeof parsed !== 'object' || parsed === null) {

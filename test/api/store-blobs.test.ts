@@ -3,7 +3,11 @@ import { createHash } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { createStepActivities, type StepActivities } from '../../activities/compute/step-activities.js';
 import { createGatewayBlobStore } from '../../activities/swarm-client/gateway-blob-store.js';
-import { createGatewayClient, type WorkerDeclaration } from '../../activities/swarm-client/gateway-client.js';
+import {
+  createGatewayClient,
+  type GatewayError,
+  type WorkerDeclaration,
+} from '../../activities/swarm-client/gateway-client.js';
 import { createEmbeddedJobRunner } from '../../api/job-runner.js';
 import { canonicalJson } from '../../core/canonical-json.js';
 import { generateKeyPair, type KeyPair } from '../../core/identity.js';
@@ -291,6 +295,45 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
   });
 
   describe('createGatewayBlobStore.put', () => {
+    it("waits out the per-address body budget (429 rate_limit's retry-after) instead of failing the step", async () => {
+      // 600 KiB a minute: a bucket of 20 KiB, so a second 30 KiB blob right after the first waits ~2 s.
+      const gw = await gateway({
+        config: {
+          httpLimits: {
+            ipPerMinute: 0,
+            principalPerMinute: 0,
+            ipBodyBytesPerMinute: 600 * 1024,
+            burstSeconds: 5,
+            trustProxy: false,
+            requestTimeoutMs: 30_000,
+            headersTimeoutMs: 20_000,
+          },
+        },
+      });
+      await register(gw, worker);
+      const texts = ['a', 'b'].map((c) => canonicalJson(c.repeat(30 * 1024)));
+      const client = clientOf(gw, worker);
+      const refusals: string[] = [];
+      const store = createGatewayBlobStore({
+        putBlob: async (...args) => {
+          try {
+            return await client.putBlob(...args);
+          } catch (error) {
+            refusals.push((error as GatewayError).code);
+            throw error;
+          }
+        },
+      });
+      await store.put(new Map(texts.map((t) => [sha256(t), t])));
+      assert.ok(refusals.length >= 1, 'the budget was spent at least once');
+      assert.ok(
+        refusals.every((code) => code === 'rate_limit'),
+        refusals.join(),
+      );
+      const held = await gw.blobs.get(texts.map(sha256));
+      assert.deepEqual([...held.values()].sort(), [...texts].sort());
+    });
+
     it('fails retryably when the gateway is unreachable, and for good when the blob is too large', async () => {
       const gw = await gateway({
         config: { blobUploads: { maxBytes: 1024, itemsPerHour: 100, bytesPerHour: 1024 * 1024 } },
