@@ -5,9 +5,11 @@ import type { Swarm } from '../activities/inference/index.js';
 import type { TileActivities } from '../activities/tiles/index.js';
 import type { TelemetryActivities } from '../activities/telemetry/index.js';
 import type { ApiKeyStore } from '../store/api-key-store.js';
+import type { BlobStore } from '../store/blob-store.js';
 import type { JobStore } from '../store/job-store.js';
 import type { LedgerStore } from '../store/ledger-store.js';
 import type { HttpLimits } from './http-limits.js';
+import type { BlobUploadLimits } from './routes/store-blobs.js';
 import type { RegistrationLimits } from './routes/svc-workers.js';
 import type { JobRunner } from './job-runner.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -47,6 +49,8 @@ export interface GatewayConfig {
   perceptionUrl?: string | undefined;
   /** Who may push to `/store/sync` and `/store/epochs` beyond this node and registered workers, and how much. */
   proofSync?: ProofSyncConfig | undefined;
+  /** Workers' blob uploads (`PUT /store/blobs/{sha256}`): size and hourly bounds; default DEFAULT_BLOB_UPLOAD_LIMITS. */
+  blobUploads?: BlobUploadLimits | undefined;
 }
 
 export interface ProofSyncConfig {
@@ -73,6 +77,8 @@ export interface AppDeps {
   apiKeyStore: ApiKeyStore;
   swarm: Swarm;
   jobs: JobStore;
+  /** Large step outputs (core/output-blobs.ts): where finishJob resolves them, and where workers upload theirs. */
+  blobs: BlobStore;
   jobRunner: JobRunner;
   /** The credit ledger: earnings, job settlements, epoch anchors, proof purchases. */
   ledger: LedgerStore;

@@ -24,6 +24,7 @@ import { modelRoutes } from './routes/models.js';
 import { openApiRoutes } from './routes/openapi.js';
 import { receiptRoutes } from './routes/receipt.js';
 import { storeRoutes } from './routes/store.js';
+import { blobRoutes } from './routes/store-blobs.js';
 import { svcRoutes } from './routes/svc.js';
 import { workerRoutes } from './routes/svc-workers.js';
 import { telemetryRoutes } from './routes/telemetry.js';
@@ -73,6 +74,7 @@ export function createApp(deps: AppDeps): Koa {
       rateLimits: deps.rateLimits,
       limits: deps.config.registrationLimits,
     }),
+    ...blobRoutes({ blobs: deps.blobs, workers: deps.workers, clock: deps.clock, limits: deps.config.blobUploads }),
     ...ledgerRoutes({ ledger: deps.ledger, clock: deps.clock }),
     ...toolRoutes(),
     ...chatRoutes(deps.swarm),
@@ -149,6 +151,7 @@ function registerRoute(router: Router, deps: AppDeps, spec: RouteSpec<unknown>, 
         };
   const gates = gateChain(deps, spec, limits);
   const timeoutMs = deps.config.httpLimits?.requestTimeoutMs;
+  const bodyLimit = spec.bodyLimitBytes ?? deps.config.bodyLimitBytes;
   // The gates in order, then the handler.
   const run = (ctx: Context, i: number): Promise<void> => {
     const gate = gates[i];
@@ -160,7 +163,7 @@ function registerRoute(router: Router, deps: AppDeps, spec: RouteSpec<unknown>, 
   const layer: Middleware = spec.jsonBody
     ? async (ctx) => {
         if (cors) ctx.set(cors);
-        ctx.state.body = await readJsonBody(ctx, deps.config.bodyLimitBytes, timeoutMs);
+        ctx.state.body = await readJsonBody(ctx, bodyLimit, timeoutMs);
         await run(ctx, 0);
       }
     : (ctx) => {

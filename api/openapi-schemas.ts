@@ -7,6 +7,7 @@ import type { ZodType } from 'zod';
 import { proofRecordSchema } from '../core/proof-record.js';
 import { sealSchema } from '../core/seal.js';
 import { proofPurchaseSchema } from './routes/store.js';
+import { blobStoredSchema, blobUploadRequestSchema } from './schemas/blob-requests.js';
 import { chatRequestSchema } from './schemas/chat-request.js';
 import { computeRequestSchema, stepSchema } from './schemas/compute-request.js';
 import {
@@ -103,4 +104,6 @@ export const NAMED_SCHEMAS: ReadonlyArray<readonly [ZodType, string]> = [
   [epochsRequestSchema, 'StoreEpochsRequest'],
   [batchVerdictSchema, 'BatchVerdict'],
   [batchRejectionSchema, 'BatchRejection'],
+  [blobUploadRequestSchema, 'BlobUpload'],
+  [blobStoredSchema, 'BlobStored'],
 ];

@@ -75,6 +75,8 @@ export interface RouteSpec<Input> {
   cors?: { expose: readonly string[] };
   /** Read a JSON body before the gates run. */
   jsonBody?: boolean;
+  /** This route's JSON body bound instead of the gateway's (BODY_LIMIT_BYTES): blob uploads carry a few MB. */
+  bodyLimitBytes?: number;
   /**
    * How errors on this path are written, the gates' included (api/http-errors.ts): `openai` for the
    * OpenAI-compatible routes, whose clients read OpenAI's error shape. Default `svc`.

@@ -200,6 +200,7 @@ export async function startGateway(config: Config): Promise<void> {
     apiKeyStore: stores.apiKeys,
     swarm,
     jobs: stores.jobs,
+    blobs: stores.blobs,
     jobRunner: orchestration.runner,
     ledger: stores.ledger,
     nodePk: node.key.publicKey,

@@ -4,7 +4,8 @@
  * (core/task-queues.ts `workerQueue`) with the step activities, writes the proof records of the steps it runs
  * to its own local SQLite store (never MONGODB_URI: the central store is the gateway's), seals its own epochs,
  * and pushes records and seals to the central store every SYNC_INTERVAL_SECONDS (CENTRAL_STORE_URL, default
- * the gateway). Its state lives in `DATA_DIR/worker/` (node key, `worker.db`), so a worker sharing a DATA_DIR
+ * the gateway). A step's output fields over 16 KiB go to the gateway first (`PUT /store/blobs/{sha256}`), so its
+ * activity result carries references and stays far below Temporal's payload limit. Its state lives in `DATA_DIR/worker/` (node key, `worker.db`), so a worker sharing a DATA_DIR
  * with a gateway still has a key of its own.
  *
  * Inference runs only on this worker's own runtime (WORKER_RUNTIME_URL): its swarm has no backbone and a
@@ -37,6 +38,7 @@ import {
   type GatewayClient,
   type WorkerDeclaration,
 } from '../activities/swarm-client/gateway-client.js';
+import { createGatewayBlobStore } from '../activities/swarm-client/gateway-blob-store.js';
 import { createTileActivities } from '../activities/tiles/index.js';
 import { createToolExecutor } from '../activities/tools/execute-tool.js';
 import { createWebSearch } from '../activities/tools/web-search.js';
@@ -277,6 +279,8 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
           epochMs: EPOCH_MS,
         },
         nodePk: pk,
+        // Large output fields go to the gateway, so this worker's step results stay far below Temporal's limit.
+        blobs: createGatewayBlobStore(gateway),
       });
       const activities = withHeartbeats(
         guardSteps(steps, self, { models: swarm.models, toolPolicy: config.toolPolicy }),

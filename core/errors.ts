@@ -47,7 +47,8 @@ export const ERROR_STATUS = {
   epoch_open: 409,
   // A record older than the sync window pushed without its writer's seal of its epoch (docs/security.md).
   seal_required: 409,
-  // A push to the proof store by a key that may not write there, or of records it may not write.
+  // A push to the proof store by a key that may not write there, or of records it may not write; a blob upload
+  // (PUT /store/blobs) by a key that is not a registered worker.
   writer_not_allowed: 403,
   // Tiles and imagery
   invalid_zoom: 400,

@@ -1,7 +1,8 @@
 /**
  * A swarm worker's client of its gateway's worker registry (the server is
- * api/routes/svc-workers.ts): `POST /svc/workers/register` and `POST /svc/workers/heartbeat`, both signed by
- * the worker key (gate 1: Ed25519 over JCS of the body, the signature also in `X-Idn-Signature`).
+ * api/routes/svc-workers.ts): `POST /svc/workers/register` and `POST /svc/workers/heartbeat`, and of its blob
+ * store (`PUT /store/blobs/{sha256}`, api/routes/store-blobs.ts), all signed by the worker key (gate 1:
+ * Ed25519 over JCS of the body, the signature also in `X-Idn-Signature`).
  *
  * Heartbeat sequence numbers must strictly increase for a worker key, across restarts too (the server
  * refuses a replay with 401 `stale_request`). The client continues from the `heartbeat_seq` the server
@@ -68,6 +69,8 @@ export class GatewayError extends Error {
     readonly status: number,
     readonly code: string,
     readonly detail: string | undefined,
+    /** The answer's `retry-after`, in milliseconds, when it had one (429, 503). */
+    readonly retryAfterMs?: number,
   ) {
     super(`${path}: ${status === 0 ? 'no answer' : `HTTP ${status}`} ${code}${detail ? `: ${detail}` : ''}`);
   }
@@ -78,12 +81,17 @@ export function createGatewayClient(options: GatewayClientOptions) {
   const clock = options.clock ?? Date.now;
   let lastSeq = 0;
 
-  async function post<T>(path: string, unsigned: Record<string, unknown>, timeoutMs = options.timeoutMs): Promise<T> {
+  async function post<T>(
+    path: string,
+    unsigned: Record<string, unknown>,
+    timeoutMs = options.timeoutMs,
+    method: 'POST' | 'PUT' = 'POST',
+  ): Promise<T> {
     const { body, signature } = signRequestBody(options.signer.secretKey, unsigned);
     let res: Response;
     try {
       res = await doFetch(new URL(path, options.gatewayUrl), {
-        method: 'POST',
+        method,
         headers: { 'content-type': 'application/json', 'x-idn-signature': signature },
         body: JSON.stringify(body),
         signal: AbortSignal.timeout(timeoutMs),
@@ -103,11 +111,13 @@ export function createGatewayClient(options: GatewayClientOptions) {
     }
     if (!res.ok) {
       const err = (parsed ?? {}) as { error?: unknown; detail?: unknown };
+      const retryAfterS = Number(res.headers.get('retry-after') ?? NaN);
       throw new GatewayError(
         path,
         res.status,
         typeof err.error === 'string' ? err.error : 'invalid_response',
         typeof err.detail === 'string' ? err.detail : text.slice(0, 200) || undefined,
+        Number.isFinite(retryAfterS) && retryAfterS >= 0 ? retryAfterS * 1000 : undefined,
       );
     }
     if (typeof parsed !== 'object' || parsed === null) {
@@ -149,6 +159,12 @@ export function createGatewayClient(options: GatewayClientOptions) {
       lastSeq = Math.max(lastSeq, seq);
       return answer;
     },
+    /**
+     * Uploads one large step output field (`PUT /store/blobs/{sha256}`, api/routes/store-blobs.ts): `text` is its
+     * canonical JSON, `id` the SHA-256 of it. Idempotent; resolves once the gateway holds it.
+     */
+    putBlob: (id: string, text: string, timeoutMs = options.timeoutMs): Promise<{ sha256: string; bytes: number }> =>
+      post(`/store/blobs/${id}`, { text, created_at: createdAt() }, timeoutMs, 'PUT'),
     /** The highest seq the gateway is known to have accepted. */
     lastSeq: (): number => lastSeq,
   };

@@ -17,6 +17,7 @@
  * The governance server's POST /token (signed by the agent) gets the same treatment.
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { issueCertificate, type DelegationCertificate } from '../../core/delegation-cert.js';
 import { ERROR_STATUS, type ErrorCode } from '../../core/errors.js';
 import { requestSigningMessage, signRequestBody } from '../../core/gates/signature.js';
@@ -122,6 +123,8 @@ function forgeries(route: SignedRoute): Forgery[] {
 
 interface SignedRoute {
   name: string;
+  /** Default POST. */
+  method?: 'PUT';
   /** The path of a request with this body (the proof purchase names its record in the path too). */
   path(body: Body): string;
   /** Preconditions on the fresh gateway (a registered worker, pushed records …). */
@@ -179,9 +182,10 @@ describe('signed requests: tampering, key swaps and replays', function () {
   });
   afterEach(() => gw.close());
 
-  const send = (path: string, body: Body, header: string) => gw.post(path, body, { 'x-idn-signature': header });
+  const send = (path: string, body: Body, header: string, method: 'POST' | 'PUT' = 'POST') =>
+    gw.request(method, path, { body, headers: { 'x-idn-signature': header } });
   const sendSigned = (route: SignedRoute, signed: Signed) =>
-    send(route.path(signed.body), signed.body, signed.signature);
+    send(route.path(signed.body), signed.body, signed.signature, route.method);
   const get = async (path: string) => {
     const res = await gw.get(path, { authorization: 'Bearer op' });
     assert.equal(res.status, 200, `${path}: ${res.text}`);
@@ -354,7 +358,27 @@ describe('signed requests: tampering, key swaps and replays', function () {
     accepted: 200,
   };
 
-  const routes = [compute, register, heartbeat, leave, sync, epochs, purchase, telemetry];
+  // A blob's id is the SHA-256 of its text: the path follows the body, so only the signature can tell.
+  const blobId = (body: Body) => createHash('sha256').update(String(body.text), 'utf8').digest('hex');
+  const blobTexts = ['"blob zero"', '"blob one"'];
+  const blob: SignedRoute = {
+    name: 'PUT /store/blobs/:sha256',
+    method: 'PUT',
+    path: (body) => `/store/blobs/${blobId(body)}`,
+    setup: async () => {
+      const signed = sign(alice, registration(0));
+      assert.equal((await sendSigned(register, signed)).status, 201);
+    },
+    body: (variant) => ({ text: blobTexts[variant], created_at: iso(now) }),
+    topLevel: (body) => {
+      body.text = '"another blob"';
+    },
+    // No public GET lists blobs (a job's answer resolves them): the store port shows what is held.
+    observe: async () => [...(await gw.blobs.get([...blobTexts, '"another blob"'].map((text) => blobId({ text }))))],
+    accepted: 200,
+  };
+
+  const routes = [compute, register, heartbeat, leave, sync, epochs, purchase, telemetry, blob];
 
   it('covers every signed route of the gateway (read from /openapi.json)', async () => {
     const doc = (await gw.get('/openapi.json')).body as {
@@ -380,7 +404,7 @@ describe('signed requests: tampering, key swaps and replays', function () {
           const other = sign(alice, route.body(1));
           const { body, header } = forgery.build(valid, other, mallory);
           const before = await route.observe();
-          const res = await send(route.path(body), body, header);
+          const res = await send(route.path(body), body, header, route.method);
           assertRefused(res, 'invalid_signature');
           assert.deepEqual(await route.observe(), before, 'the refused request left a trace');
           // The untampered request is accepted and shows: the observation above can see an effect.
@@ -402,6 +426,21 @@ describe('signed requests: tampering, key swaps and replays', function () {
   }
 
   describe('(e) exact replays', () => {
+    it('PUT /store/blobs/:sha256: the same blob, stored once (content addressed); stale after 5 minutes', async () => {
+      await blob.setup();
+      const signed = sign(alice, blob.body(0));
+      const first = await sendSigned(blob, signed);
+      assert.equal(first.status, 200, first.text);
+      const after = await blob.observe();
+      now += 4 * MINUTE;
+      const replay = await sendSigned(blob, signed);
+      assert.equal(replay.status, 200, replay.text);
+      assert.deepEqual(replay.body, first.body);
+      assert.deepEqual(await blob.observe(), after);
+      now += 2 * MINUTE;
+      assertRefused(await sendSigned(blob, signed), 'stale_request');
+    });
+
     it('POST /v1/telemetry: the same readings, stored once (ids from device, quantity and instant)', async () => {
       const signed = sign(alice, telemetry.body(0));
       const first = await sendSigned(telemetry, signed);

@@ -235,6 +235,7 @@ export async function startGateway(
     apiKeyStore,
     swarm,
     jobs,
+    blobs,
     jobRunner,
     ledger,
     nodePk: node.publicKey,

@@ -1,0 +1,64 @@
+/**
+ * A swarm worker's blob store (store/blob-store.ts `put`): the gateway's, over HTTP (`PUT /store/blobs/{sha256}`,
+ * api/routes/store-blobs.ts). bin/worker.ts hands it to its step activities, so a step's large output fields
+ * reach the gateway (where finishJob resolves them) and its activity result carries only their references
+ * (core/output-blobs.ts, docs/architecture.md payload discipline).
+ *
+ * `put` resolves only once the gateway answered that it holds every blob: a step never returns a reference to a
+ * blob the gateway lacks. A failed upload fails the step attempt: retryably (the gateway unreachable or busy,
+ * the worker not registered yet), or for good when the same bytes would be refused again (413 too large, 400).
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import type { BlobStore } from '../../store/blob-store.js';
+import { GatewayError, type GatewayClient } from './gateway-client.js';
+
+/** Per blob: a few MB over a slow uplink. */
+export const BLOB_UPLOAD_TIMEOUT_MS = 60_000;
+/** How long one upload waits out the gateway's `retry-after` (429) in all before the attempt fails. */
+export const BLOB_RATE_WAIT_MS = 30_000;
+
+export function createGatewayBlobStore(
+  gateway: Pick<GatewayClient, 'putBlob'>,
+  options: { timeoutMs?: number; rateWaitMs?: number } = {},
+): Pick<BlobStore, 'put'> {
+  const timeoutMs = options.timeoutMs ?? BLOB_UPLOAD_TIMEOUT_MS;
+  const rateWaitMs = options.rateWaitMs ?? BLOB_RATE_WAIT_MS;
+
+  async function upload(id: string, text: string): Promise<void> {
+    let waited = 0;
+    for (;;) {
+      try {
+        const stored = await gateway.putBlob(id, text, timeoutMs);
+        if (stored.sha256 !== id) {
+          throw ApplicationFailure.retryable(`blob ${id}: the gateway answered for another blob`, 'invalid_response');
+        }
+        return;
+      } catch (error) {
+        // The per-address body budget (a few MB take a whole bucket) refills within seconds: wait, not fail.
+        const wait = error instanceof GatewayError && error.status === 429 ? (error.retryAfterMs ?? 1000) : undefined;
+        if (wait === undefined || waited + wait > rateWaitMs) throw uploadFailure(id, error);
+        waited += wait;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+  }
+
+  return {
+    async put(blobs) {
+      // One at a time: each is megabytes, and the step waits for all of them anyway. Each is sent on every
+      // attempt (no memory of earlier ones): only the gateway's answer says it holds a blob.
+      for (const [id, text] of blobs) await upload(id, text);
+    },
+  };
+}
+
+/** Refusals the same bytes would meet again are final; anything else may pass on a later attempt. */
+function uploadFailure(id: string, error: unknown): ApplicationFailure {
+  if (error instanceof ApplicationFailure) return error;
+  const message = `uploading blob ${id} to the gateway failed: ${(error as Error).message}`;
+  if (error instanceof GatewayError) {
+    const final = error.status === 413 || error.status === 400;
+    return ApplicationFailure.create({ message, type: error.code, nonRetryable: final, cause: error });
+  }
+  return ApplicationFailure.create({ message, type: 'blob_upload_failed', nonRetryable: false });
+}
