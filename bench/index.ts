@@ -178,6 +178,7 @@ if (wanted('chat')) {
     direct,
     goal({ name: 'chat.overhead_p50', value: overhead, unit: 'ms' }, '≤ 0.5 ms', overhead <= 0.5),
     { name: 'chat.gateway_p99', value: chat.p99Ms, unit: 'ms' },
+    { name: 'chat.gateway_cpu', value: chat.gatewayCpuMicros, unit: 'µs' },
   );
 }
 
