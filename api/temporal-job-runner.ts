@@ -20,6 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ServiceError } from '../core/errors.js';
 import type { ComputeResponse } from '../core/job-record.js';
 import type { ComputeJobInput } from '../core/job-steps.js';
+import type { StepRoute } from '../activities/compute/job-activities.js';
 import { backboneQueue, gatewayQueue, jobQueue, type QueueNaming } from '../core/task-queues.js';
 import {
   jobResultUpdate,
@@ -47,6 +48,11 @@ export interface TemporalRunnerDeps {
   answers?: JobAnswers;
   /** How long an eagerly started run's request waits for the in-process answer before reading the close event. */
   fallbackMs?: number;
+  /**
+   * Routes a job's steps before its run starts (the job activities' routeJob), so an eagerly started run need
+   * not schedule routing as a local activity first. A routing failure is left to the run, which records it.
+   */
+  route?: (job: ComputeJobInput) => Promise<Record<string, StepRoute>>;
 }
 
 export const workflowIdOf = (jobId: string): string => `job-${jobId}`;
@@ -103,11 +109,14 @@ export function createTemporalJobRunner(deps: TemporalRunnerDeps): JobRunner {
    * answered from its close event instead: at once when not started here, else after `fallbackMs`.
    */
   async function startEagerly(job: ComputeJobInput, answers: JobAnswers): Promise<ComputeResponse> {
+    const routes = deps.route ? await deps.route(job).catch(() => undefined) : undefined;
     const waiting = answers.wait(job.job_id); // before the start: the answer may come before it returns
     const fallback = new AbortController();
     try {
+      const start = options(job);
+      if (routes) start.args[0].routes = routes;
       const handle = await deps.client.workflow.start<typeof computeJob>('computeJob', {
-        ...options(job),
+        ...start,
         requestEagerStart: true,
       });
       const closed = (

@@ -516,6 +516,7 @@ async function startOrchestration(
     waitMs: config.jobWaitMs,
     runTimeoutMs: config.jobRunTimeoutMs,
     answers,
+    route: compute.jobs.routeJob,
   });
   const gateways = temporalGatewayPollers(client, config.temporal.namespace, Date.now);
   return {

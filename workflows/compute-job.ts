@@ -59,6 +59,11 @@ export interface ComputeJobArgs {
   /** The backbone queue (core/task-queues.ts backboneQueue): like the gateway queue, served by the gateway. */
   backboneQueue?: string;
   timeouts?: Partial<ComputeJobTimeouts>;
+  /**
+   * The steps' routes, when the gateway that starts the run has already routed them (api/temporal-job-runner.ts):
+   * the run then skips its routeJob local activity. Part of the run's input, so a replay sees the same.
+   */
+  routes?: Record<string, StepRoute>;
 }
 
 /**
@@ -101,7 +106,7 @@ export async function computeJob(args: ComputeJobArgs): Promise<ComputeResponse>
   let result: ScheduleResult;
   let routes: Record<string, StepRoute> | undefined;
   try {
-    routes = await gateway.routeJob(job);
+    routes = args.routes ?? (await gateway.routeJob(job));
   } catch (error) {
     result = notStarted(job.steps.map(toScheduledStep), { step_id: failedStepOf(error), ...describeStepError(error) });
   }

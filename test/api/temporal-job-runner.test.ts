@@ -22,8 +22,12 @@ function fakeClient(run: { eagerlyStarted: boolean; onStart?: () => void; result
 } {
   const calls: string[] = [];
   const workflow = {
-    async start(type: string, options: { workflowId: string; requestEagerStart?: boolean }) {
+    async start(
+      type: string,
+      options: { workflowId: string; requestEagerStart?: boolean; args: [{ routes?: unknown }] },
+    ) {
       calls.push(`start ${type} ${options.workflowId} eager=${options.requestEagerStart}`);
+      if (options.args[0].routes) calls.push(`routes ${JSON.stringify(options.args[0].routes)}`);
       run.onStart?.();
       return {
         eagerlyStarted: run.eagerlyStarted,
@@ -99,6 +103,31 @@ describe('Temporal runner: eager start, answers in-process', () => {
       runnerOf(client, createJobAnswers()).run(job as unknown as ComputeJobInput),
       (error: unknown) => error instanceof ServiceError && error.code === 'job_timeout',
     );
+  });
+
+  it('routes the steps before the start, and leaves a routing failure to the run', async () => {
+    const route = { queue: 'geofabric/backbone', fallback_reason: 'no worker' };
+    for (const [routing, expected] of [
+      [async () => ({ ask: route }), `routes ${JSON.stringify({ ask: route })}`],
+      [() => Promise.reject(new Error('registry down')), undefined],
+    ] as const) {
+      const answers = createJobAnswers();
+      const { client, calls } = fakeClient({
+        eagerlyStarted: true,
+        onStart: () => answers.deliver(answer('complete')),
+        result: () => new Promise(() => {}),
+      });
+      const runner = createTemporalJobRunner({
+        client,
+        naming: DEFAULT_QUEUE_NAMING,
+        waitMs: 5_000,
+        runTimeoutMs: 60_000,
+        answers,
+        route: routing,
+      });
+      assert.deepEqual(await runner.run(job as unknown as ComputeJobInput), answer('complete'));
+      assert.deepEqual(calls.slice(1), expected ? [expected] : []);
+    }
   });
 
   it('hands one answer to every request waiting for the job, and none to another job', async () => {

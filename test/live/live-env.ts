@@ -77,13 +77,13 @@ export async function startTemporalGateway(options: {
     naming,
     answers,
     pollers: temporalQueuePollers(client, namespace, Date.now),
-    jobRunner: () =>
+    jobRunner: (compute) =>
       createTemporalJobRunner({
         client,
         naming,
         waitMs: 60_000,
         runTimeoutMs: 120_000,
-        ...(options.eager === false ? {} : { answers }),
+        ...(options.eager === false ? {} : { answers, route: compute.jobs.routeJob }),
         ...options.runner,
       }),
   });

@@ -97,7 +97,15 @@ describe('Two gateways and two workers on one Temporal and one MongoDB store (li
         pollers: temporalQueuePollers(client, namespace, Date.now),
         jobWaitMs: 60_000,
         answers,
-        jobRunner: () => createTemporalJobRunner({ client, naming, waitMs: 60_000, runTimeoutMs: 120_000, answers }),
+        jobRunner: (compute) =>
+          createTemporalJobRunner({
+            client,
+            naming,
+            waitMs: 60_000,
+            runTimeoutMs: 120_000,
+            answers,
+            route: compute.jobs.routeJob,
+          }),
       });
       const gatewaysOnline = temporalGatewayPollers(client, namespace, Date.now);
       const seals = createSealActivities({

@@ -32,6 +32,8 @@ const FIXTURE = fileURLToPath(new URL('../fixtures/compute-job-history.json', im
 const FIXTURE_V1 = fileURLToPath(new URL('../fixtures/compute-job-history-v1.json', import.meta.url));
 // A run started before LOCAL_STEPS_PATCH (the backbone step as an activity task on the backbone queue).
 const FIXTURE_V2 = fileURLToPath(new URL('../fixtures/compute-job-history-v2.json', import.meta.url));
+// A run the workflow routed itself (routeJob as a local activity), as runs started without routes in their input.
+const FIXTURE_V3 = fileURLToPath(new URL('../fixtures/compute-job-history-v3.json', import.meta.url));
 const DRIFTED = fileURLToPath(new URL('./fixtures/compute-job-drifted.ts', import.meta.url));
 
 describe('computeJob workflow without a server', function () {
@@ -64,6 +66,13 @@ describe('computeJob workflow without a server', function () {
     const history = historyFromJSON(JSON.parse(readFileSync(FIXTURE_V2, 'utf8')));
     const scheduled = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes);
     assert.equal(scheduled.length, 1, 'the old history ran its step as an activity task');
+    await Worker.runReplayHistory({ workflowBundle: bundle }, history);
+  });
+
+  it('replays a history whose run routed its steps itself (no routes in its input)', async () => {
+    const history = historyFromJSON(JSON.parse(readFileSync(FIXTURE_V3, 'utf8')));
+    const markers = (history.events ?? []).filter((e) => e.markerRecordedEventAttributes);
+    assert.equal(markers.length, 6, 'three patches, routeJob, the step, finishJob');
     await Worker.runReplayHistory({ workflowBundle: bundle }, history);
   });
 
