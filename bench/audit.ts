@@ -1,14 +1,15 @@
 // Perception audit figures: building and verifying a long breadcrumb chain and the per-call audit overhead
 // (pure core work, no store), and the compliance report over a SQLite store. Prints nothing itself.
+import { allToolsCertificate } from '../test/helpers/perception-certificate.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { breadcrumbContext, nextBreadcrumb, signBreadcrumb, verifyChain } from '../core/breadcrumb.js';
 import type { BreadcrumbContent, StoredBreadcrumb } from '../core/breadcrumb-types.js';
-import { certificateHash, issueCertificate, type DelegationCertificate } from '../core/delegation-cert.js';
+import { certificateHash } from '../core/delegation-cert.js';
 import { generateKeyPair, type KeyPair } from '../core/identity.js';
-import { DEFAULT_ALLOWED_TOOLS, preflightTool } from '../core/tool-preflight.js';
+import { preflightTool } from '../core/tool-preflight.js';
 import { createPerceptionServer } from '../mcp/perception/server.js';
 import type { PerceptionTool } from '../mcp/perception/tool-def.js';
 import { createSqliteAuditStore } from '../store/sqlite/audit-store.js';
@@ -81,18 +82,6 @@ export function benchVerifyChain(blocks = 100_000): {
   };
 }
 
-/** A certificate from a fresh principal for the bench cell: every tool of docs/protocol.md §4.3, no effective rate limit. */
-const benchCertificate = (agent: KeyPair): DelegationCertificate =>
-  issueCertificate(generateKeyPair().secretKey, {
-    agent_pk: agent.publicKey,
-    h3_cells: [CELL],
-    facets: ['perception'],
-    not_before: '2025-01-01T00:00:00.000Z',
-    not_after: '2026-12-31T00:00:00.000Z',
-    max_depth: 0,
-    constraints: { allowed_tools: [...DEFAULT_ALLOWED_TOOLS], max_ops_per_hour: 1_000_000 },
-  });
-
 const percentile = (sorted: readonly number[], p: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
@@ -107,7 +96,7 @@ export function benchAuditOverhead(calls = 20_000): {
   preflightP50Micros: number;
 } {
   const agent = generateKeyPair();
-  const certificate = benchCertificate(agent);
+  const certificate = allToolsCertificate(agent.publicKey, CELL);
   const certHash = certificateHash(certificate);
   const warmup = Math.min(1000, calls);
   const total: number[] = [];
@@ -186,7 +175,7 @@ export async function benchReport(blocks = 100_000): Promise<{
   try {
     const store = createSqliteAuditStore(db);
     const agent = generateKeyPair();
-    const certificate = benchCertificate(agent);
+    const certificate = allToolsCertificate(agent.publicKey, CELL);
     let nowMs = T0;
     const serve = () =>
       createPerceptionServer({

@@ -14,7 +14,7 @@ import { describeZodIssue } from './zod-issue.js';
 import { fail, pass, type Check } from './check.js';
 import { bytesToHex, isHex } from './hex.js';
 import { checkPublicKey, keyPairFromSecret, signMessage, verifySignature } from './identity.js';
-import { EMPTY_ROOT, HASH_BYTES, merkleLevels, merkleLevelsOfPacked, merkleRoot } from './merkle/tree.js';
+import { EMPTY_ROOT, merkleLevels, merkleRoot } from './merkle/tree.js';
 import { checkRecord, recordLeaf } from './proof-record.js';
 import { GENESIS_PREV_HASH, type ProofRecord, type Seal, type UnsignedSeal } from './proof-types.js';
 
@@ -154,29 +154,6 @@ export interface PackedEpochLeaves {
   leaves: Uint8Array;
 }
 
-/**
- * createSealWithLevels over leaves a store packed itself (ProofStore.epochLeafHashes): the same seal and
- * levels, without an object per record, so sealing memory is the tree's own 64 bytes per record.
- */
-export function createSealOverPackedLeaves(
-  secretKey: string,
-  input: Omit<SealInput, 'records'> & { leaves: PackedEpochLeaves },
-): { seal: Seal; levels: Uint8Array[] } {
-  const { publicKey } = keyPairFromSecret(secretKey);
-  const levels = merkleLevelsOfPacked(input.leaves.leaves);
-  const count = input.leaves.leaves.length / HASH_BYTES;
-  const seal = signSeal(secretKey, publicKey, {
-    epoch: input.epoch,
-    count,
-    firstSeq: input.leaves.firstSeq,
-    root: levels[levels.length - 1] as Uint8Array,
-    prevSealHash: input.prevSealHash,
-    sealedAt: input.sealedAt,
-    writerPk: input.writerPk,
-  });
-  return { seal, levels };
-}
-
 /** What a store hands a sealer once it has built an epoch's tree (ProofStore.sealEpoch): enough to sign. */
 export interface EpochTree {
   /** Records in the epoch; seqs firstSeq..firstSeq + count - 1 without a gap. */
@@ -189,7 +166,7 @@ export interface EpochTree {
 
 /**
  * The seal of a tree a store built itself, streaming the leaves (ProofStore.sealEpoch): byte for byte the
- * seal createSealOverPackedLeaves makes over the same leaves, with nothing per record in memory.
+ * seal createSealWithLevels makes over the epoch's records, with nothing per record in memory.
  */
 export function createSealOverTree(secretKey: string, input: Omit<SealInput, 'records'> & { tree: EpochTree }): Seal {
   const { publicKey } = keyPairFromSecret(secretKey);

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { allToolsCertificate } from '../helpers/perception-certificate.js';
 import {
   breadcrumbBlockHash,
   nextBreadcrumb,
@@ -8,9 +9,8 @@ import {
 } from '../../core/breadcrumb.js';
 import type { StoredBreadcrumb } from '../../core/breadcrumb-types.js';
 import { canonicalJson } from '../../core/canonical-json.js';
-import { certificateHash, issueCertificate } from '../../core/delegation-cert.js';
+import { certificateHash, type DelegationCertificate } from '../../core/delegation-cert.js';
 import { generateKeyPair, type KeyPair } from '../../core/identity.js';
-import { DEFAULT_ALLOWED_TOOLS } from '../../core/tool-preflight.js';
 import { isOwnVerifiedMark, signVerifiedMark } from '../../core/verified-mark.js';
 import { createPerceptionServer } from '../../mcp/perception/server.js';
 import type { AuditStore } from '../../store/audit-store.js';
@@ -25,22 +25,14 @@ describe('audit chain: verified-through mark', () => {
   let db: SqliteDatabase;
   let store: AuditStore;
   let agent: KeyPair;
-  let certificate: ReturnType<typeof issueCertificate>;
+  let certificate: DelegationCertificate;
   let tip: StoredBreadcrumb | null;
 
   beforeEach(() => {
     db = openSqlite(':memory:');
     store = createSqliteAuditStore(db);
     agent = generateKeyPair();
-    certificate = issueCertificate(generateKeyPair().secretKey, {
-      agent_pk: agent.publicKey,
-      h3_cells: [CELL],
-      facets: ['perception'],
-      not_before: '2025-01-01T00:00:00.000Z',
-      not_after: '2026-12-31T00:00:00.000Z',
-      max_depth: 0,
-      constraints: { allowed_tools: [...DEFAULT_ALLOWED_TOOLS], max_ops_per_hour: 1_000_000 },
-    });
+    certificate = allToolsCertificate(agent.publicKey, CELL);
     tip = null;
   });
   afterEach(() => db.close());

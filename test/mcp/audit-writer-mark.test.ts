@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
+import { allToolsCertificate } from '../helpers/perception-certificate.js';
 import { z } from 'zod';
 import { breadcrumbBlockHash, verifyChain, type ChainVerification } from '../../core/breadcrumb.js';
 import type { StoredBreadcrumb } from '../../core/breadcrumb-types.js';
 import { canonicalJson } from '../../core/canonical-json.js';
-import { issueCertificate } from '../../core/delegation-cert.js';
+import type { DelegationCertificate } from '../../core/delegation-cert.js';
 import { generateKeyPair, type KeyPair } from '../../core/identity.js';
-import { DEFAULT_ALLOWED_TOOLS } from '../../core/tool-preflight.js';
 import { isOwnVerifiedMark } from '../../core/verified-mark.js';
 import { defaultBlockVerifier, type BlockVerifier } from '../../mcp/perception/block-verifier.js';
 import { createPerceptionServer, type PerceptionServer } from '../../mcp/perception/server.js';
@@ -46,7 +46,7 @@ describe('audit chain: the writer verifies each block once and moves the mark', 
   let db: SqliteDatabase;
   let store: AuditStore;
   let agent: KeyPair;
-  let certificate: ReturnType<typeof issueCertificate>;
+  let certificate: DelegationCertificate;
   let now: number;
   let writer: PerceptionServer;
   let writes: ReturnType<typeof countingVerifier>;
@@ -66,15 +66,7 @@ describe('audit chain: the writer verifies each block once and moves the mark', 
     db = openSqlite(':memory:');
     store = createSqliteAuditStore(db);
     agent = generateKeyPair();
-    certificate = issueCertificate(generateKeyPair().secretKey, {
-      agent_pk: agent.publicKey,
-      h3_cells: [CELL],
-      facets: ['perception'],
-      not_before: '2025-01-01T00:00:00.000Z',
-      not_after: '2026-12-31T00:00:00.000Z',
-      max_depth: 0,
-      constraints: { allowed_tools: [...DEFAULT_ALLOWED_TOOLS], max_ops_per_hour: 1_000_000 },
-    });
+    certificate = allToolsCertificate(agent.publicKey, CELL);
     now = T0;
     writes = countingVerifier();
     writer = serve(writes);

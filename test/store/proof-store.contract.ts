@@ -4,15 +4,10 @@ import { ServiceError } from '../../core/errors.js';
 import { cellContains } from '../../core/h3-cell.js';
 import { generateKeyPair, type KeyPair } from '../../core/identity.js';
 import { verifyInclusion } from '../../core/merkle/inclusion.js';
-import { merkleLevels } from '../../core/merkle/tree.js';
+import { merkleLevels, merkleLevelsOfPacked } from '../../core/merkle/tree.js';
 import { recordLeaf, signRecord } from '../../core/proof-record.js';
 import { GENESIS_PREV_HASH, type CollectionType, type ProofRecord, type Seal } from '../../core/proof-types.js';
-import {
-  createSealOverPackedLeaves,
-  createSealOverTree,
-  createSealWithLevels,
-  type EpochTree,
-} from '../../core/seal.js';
+import { createSealOverTree, createSealWithLevels, type EpochTree } from '../../core/seal.js';
 import { hexToBytes } from '../../core/hex.js';
 import type { NewRecord, ProofStore } from '../../store/proof-store.js';
 
@@ -412,8 +407,10 @@ export function describeProofStoreContract(name: string, factory: ProofStoreFact
         assert.equal(packed.firstSeq, 2);
         assert.deepEqual(packed.leaves, merkleLevels(epoch5.map(recordLeaf))[0]);
         const input = { epoch: 5, prevSealHash: GENESIS_PREV_HASH, sealedAt: '2026-01-01T10:01:00.000Z' };
+        const levels = merkleLevelsOfPacked(packed.leaves);
+        const tree = { count: 3, firstSeq: packed.firstSeq, root: levels[levels.length - 1]! };
         assert.deepEqual(
-          createSealOverPackedLeaves(alice.secretKey, { ...input, leaves: packed }),
+          { seal: createSealOverTree(alice.secretKey, { ...input, tree }), levels },
           createSealWithLevels(alice.secretKey, { ...input, records: epoch5 }),
         );
         assert.deepEqual(await store.epochLeafHashes(alice.publicKey, 7), {
