@@ -16,6 +16,19 @@ import type { QueueNaming } from '../../core/task-queues.js';
 import { startGateway } from '../helpers/gateway.js';
 import { bundleWorkflows } from '../workflows/workflow-bundle.js';
 
+/**
+ * Waits until Temporal reports `workerPk` polling `queue`: routing counts a registered worker only once Temporal
+ * has seen it poll (core/worker-identity.ts), and the gateway routes a job before starting its run.
+ */
+export async function untilPolling(client: Client, namespace: string, queue: string, workerPk: string): Promise<void> {
+  const pollers = temporalQueuePollers(client, namespace, Date.now);
+  for (let i = 0; i < 150; i++) {
+    if ((await pollers(queue)).has(workerPk)) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`Temporal never saw ${workerPk.slice(0, 12)}… poll ${queue}`);
+}
+
 /** Live suites run only against real engines: a missing variable is a setup error, never a skip. */
 export function requireEnv(name: string): string {
   const value = process.env[name];

@@ -28,7 +28,7 @@ import { startXyzServer, type XyzServer } from '../helpers/xyz-server.js';
 import { inferenceJob, signJob } from '../helpers/jobs.js';
 import { registration } from '../store/worker-registry.contract.js';
 import { installTestRuntime } from '../workflows/temporal-runtime.js';
-import { requireEnv, startTemporalGateway } from './live-env.js';
+import { requireEnv, startTemporalGateway, untilPolling } from './live-env.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/compute-job-history.json', import.meta.url));
 const HANGING_WORKER = fileURLToPath(new URL('./fixtures/hanging-worker.ts', import.meta.url));
@@ -148,6 +148,7 @@ describe('Compound jobs on the Temporal dev server (live)', function () {
     let rescuer: TemporalWorkers | undefined;
     try {
       await waitForLine(doomed, 'ready');
+      await untilPolling(client, namespace, queue, a.publicKey);
       const submitted = submit(inferenceJob('survive a crash', { nonce: randomUUID() }));
       await waitForLine(doomed, 'taken');
       doomed.kill('SIGKILL');

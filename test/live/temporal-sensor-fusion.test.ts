@@ -6,7 +6,6 @@ import { pino } from 'pino';
 import { withHeartbeats } from '../../activities/compute/heartbeat.js';
 import { httpTelemetrySource } from '../../activities/telemetry/http-source.js';
 import { runSensorFusion } from '../../activities/telemetry/fusion-step.js';
-import { temporalQueuePollers } from '../../api/temporal-queue-pollers.js';
 import { startTemporalWorkers } from '../../bin/temporal-workers.js';
 import { DEFAULT_EPOCH_GENESIS_MS, EPOCH_MS, epochAt, epochWindow } from '../../core/epoch.js';
 import { signRequestBody } from '../../core/gates/signature.js';
@@ -20,7 +19,7 @@ import type { startGateway } from '../helpers/gateway.js';
 import { signJob } from '../helpers/jobs.js';
 import { registration } from '../store/worker-registry.contract.js';
 import { installTestRuntime } from '../workflows/temporal-runtime.js';
-import { requireEnv, startTemporalGateway } from './live-env.js';
+import { requireEnv, startTemporalGateway, untilPolling } from './live-env.js';
 
 const ROME = '861e8050fffffff';
 type Gateway = Awaited<ReturnType<typeof startGateway>>;
@@ -144,12 +143,7 @@ describe('Sensor fusion jobs on the Temporal dev server (live)', function () {
       ],
     });
     try {
-      // Routing counts the worker only once Temporal has seen it poll.
-      const queue = stepQueue(ROME, [], naming);
-      const pollers = temporalQueuePollers(client, namespace, Date.now);
-      for (let i = 0; i < 100 && !(await pollers(queue)).has(worker.publicKey); i++) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      await untilPolling(client, namespace, stepQueue(ROME, [], naming), worker.publicKey);
       const { body, headers } = signJob(generateKeyPair(), fusionJob());
       const res = await gw.post('/v1/compute', body, headers);
       assert.equal(res.status, 200, res.text);
