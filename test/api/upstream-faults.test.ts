@@ -100,7 +100,9 @@ describe('faults: a slow or garbage-answering upstream', function () {
   const SLACK_MS = 10_000;
 
   describe('the tile upstream', () => {
-    const TIMEOUT_MS = 300;
+    // Long enough to stream 9 MiB over loopback on a loaded 2-core machine (the oversize case must be refused
+    // for its size, not time out first); the stall case waits it out twice.
+    const TIMEOUT_MS = 1500;
     const ROME = '871e8050cffffff'; // any valid cell: the upstream answers every path alike
     const PATH = `/v1/tiles/${ROME}/12/osm-bright.png`;
     let tilePng: Buffer;
@@ -280,7 +282,8 @@ describe('faults: a slow or garbage-answering upstream', function () {
   });
 
   describe('the STAC API', () => {
-    const TIMEOUT_MS = 400;
+    // As the tile upstream's: streaming 16 MiB must be refused for its size before the timeout, under load too.
+    const TIMEOUT_MS = 1500;
     const LIMIT_BYTES = 16 * 1024 * 1024;
     const ASSET_LIMIT_BYTES = 64 * 1024 * 1024;
     let stac: FaultyServer;
