@@ -1,10 +1,11 @@
+import { ServerResponse, type IncomingMessage } from 'node:http';
 import Router from '@koa/router';
 import Koa, { type Context, type Middleware } from 'koa';
 import { createProofIngest } from '../activities/proof/proof-ingest.js';
 import { createSyncQuota, createWriterRoles, DEFAULT_SYNC_BOUNDS } from '../activities/proof/sync-writers.js';
 import { jobStellarTx } from '../activities/settlement/settlement-service.js';
 import type { AppDeps } from './app-deps.js';
-import { gateChain, gateLimits, type GateLimits } from './gates.js';
+import { gateChain, gateLimits, routeGates, type GateLimits } from './gates.js';
 import { errorMiddleware, jsonAllowedMethods, type ErrorStyle } from './http-errors.js';
 import { readJsonBody } from './json-body.js';
 import { createMetrics } from './metrics.js';
@@ -12,6 +13,7 @@ import { createRequestRateLimits, requestBounds } from './rate-limit.js';
 import { proxyTrustOf, trustedProxy } from './proxy-trust.js';
 import { requestContext } from './request-context.js';
 import { routeDispatch, type RouteMatch } from './route-dispatch.js';
+import { TILE_ROUTE, tileHits } from './tile-hits.js';
 import type { RouteSpec } from './route-spec.js';
 import { chatRoutes } from './routes/chat.js';
 import { computeRoutes } from './routes/compute.js';
@@ -37,7 +39,7 @@ import { toolRoutes } from './routes/tools.js';
  * → gate 4 → handler. It never listens; `bin/` and tests do.
  */
 export function createApp(deps: AppDeps): Koa {
-  const app = new Koa();
+  const app = new GatewayApp();
   // Koa's own proxy support takes the client-written leftmost X-Forwarded-For entry: trustedProxy decides instead.
   app.proxy = false;
   const rates = createRequestRateLimits(deps.config.httpLimits);
@@ -107,6 +109,7 @@ export function createApp(deps: AppDeps): Koa {
   routes.push(...openApiRoutes({ routes: () => routes, publicUrl: deps.config.publicUrl }));
   const limits = gateLimits(rates.principal);
   for (const spec of routes) registerRoute(router, deps, spec, limits);
+  const tileRoute = routes.find((spec) => spec.path === TILE_ROUTE && spec.method === 'GET')!;
 
   const trust = proxyTrustOf(deps.config.httpLimits);
   // Without a proxy to trust or a PUBLIC_URL there is nothing to settle up front (serviceOrigin reads the socket).
@@ -117,6 +120,17 @@ export function createApp(deps: AppDeps): Koa {
   app.use(requestBounds(rates.ip, deps.clock, rates.ipBytes));
   app.use(dispatch.middleware);
   app.use(jsonAllowedMethods(router));
+  app.lane = tileHits({
+    logger: deps.logger,
+    metrics,
+    draining: deps.draining,
+    tiles: deps.tiles,
+    gates: routeGates(deps, tileRoute, limits),
+    cors: corsHeaders(tileRoute),
+    addressRate: rates.ip,
+    trust,
+    clock: deps.clock,
+  });
   return app;
 }
 
@@ -142,13 +156,7 @@ function errorStyleOf(
 /** The one way to add a route: it always gets body parsing (if declared) and all four gates. */
 function registerRoute(router: Router, deps: AppDeps, spec: RouteSpec<unknown>, limits: GateLimits): void {
   // Built once per route, not per request: the CORS headers and the gates' chain.
-  const cors =
-    spec.cors === undefined
-      ? undefined
-      : {
-          'access-control-allow-origin': '*',
-          ...(spec.cors.expose.length > 0 ? { 'access-control-expose-headers': spec.cors.expose.join(', ') } : {}),
-        };
+  const cors = corsHeaders(spec);
   const gates = gateChain(deps, spec, limits);
   const timeoutMs = deps.config.httpLimits?.requestTimeoutMs;
   const bodyLimit = spec.bodyLimitBytes ?? deps.config.bodyLimitBytes;
@@ -172,3 +180,29 @@ function registerRoute(router: Router, deps: AppDeps, spec: RouteSpec<unknown>, 
       };
   router.register(spec.path, [spec.method], [layer]);
 }
+
+/** A route's CORS headers (docs/protocol.md §2.4), or undefined for a route browsers do not call cross-origin. */
+function corsHeaders(spec: RouteSpec<unknown>): Record<string, string> | undefined {
+  if (spec.cors === undefined) return undefined;
+  return {
+    'access-control-allow-origin': '*',
+    ...(spec.cors.expose.length > 0 ? { 'access-control-expose-headers': spec.cors.expose.join(', ') } : {}),
+  };
+}
+
+/**
+ * Koa, with tile cache hits answered before it makes a context (api/tile-hits.ts): every server made from
+ * `callback()` (bin/start.ts, the tests) gets them.
+ */
+class GatewayApp extends Koa {
+  lane: ((req: IncomingMessage, res: ServerResponse) => boolean) | undefined;
+
+  override callback(): ReturnType<Koa['callback']> {
+    const koa = super.callback();
+    const lane = this.lane;
+    if (lane === undefined) return koa;
+    // HTTP/1 only: an HTTP/2 compatibility response goes to Koa.
+    return (req, res) => (res instanceof ServerResponse && lane(req as IncomingMessage, res) ? DONE : koa(req, res));
+  }
+}
+const DONE = Promise.resolve();

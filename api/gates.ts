@@ -11,7 +11,7 @@ import { BoundedSet } from '../core/bounded-set.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
 import type { ApiKeyRecord } from '../store/api-key-store.js';
 import type { AppDeps } from './app-deps.js';
-import { enforcePrincipalRate } from './rate-limit.js';
+import { enforcePrincipalRate, type RateHeaderTarget } from './rate-limit.js';
 import { toolPolicyGate } from './tool-policy-gate.js';
 import type { GateState, RouteSpec } from './route-spec.js';
 
@@ -21,14 +21,7 @@ import type { GateState, RouteSpec } from './route-spec.js';
  * only adapts them to Koa and throws the failure as the JSON error.
  */
 export function gateChain(deps: AppDeps, spec: RouteSpec<unknown>, limits: GateLimits = gateLimits()): Middleware[] {
-  const chain: [GateName, Gate][] = [
-    [spec.auth === 'api_key' ? 'api_key' : 'signature', authGate(deps, spec, limits.principal)],
-    ['jurisdiction', jurisdictionGate(spec)],
-    ['delegation', delegationGate(deps, spec, limits.countedOps)],
-    ['geometry', geometryGate],
-    ['preflight', preflightGate(spec)],
-    ['tool_policy', toolPolicyGate(deps.config.toolPolicy)],
-  ];
+  const chain = routeGates(deps, spec, limits);
   // One middleware, not four: each Koa layer costs a promise hop on every request, and the gates await only
   // when they must (a stored API key, a rate-limit count).
   return [
@@ -49,6 +42,44 @@ export function gateChain(deps: AppDeps, spec: RouteSpec<unknown>, limits: GateL
       await next();
     },
   ];
+}
+
+/** The gates of one route, in order, each named for the refusals it makes. */
+export function routeGates(deps: AppDeps, spec: RouteSpec<unknown>, limits: GateLimits): [GateName, Gate][] {
+  return [
+    [spec.auth === 'api_key' ? 'api_key' : 'signature', authGate(deps, spec, limits.principal)],
+    ['jurisdiction', jurisdictionGate(spec)],
+    ['delegation', delegationGate(deps, spec, limits.countedOps)],
+    ['geometry', geometryGate],
+    ['preflight', preflightGate(spec)],
+    ['tool_policy', toolPolicyGate(deps.config.toolPolicy)],
+  ];
+}
+
+/**
+ * Runs a public route's gates on a request without a body, when they can all answer at once: true when every
+ * gate passed (the request's state then holds `gates` and `input`), false when one refused or would wait. Gates
+ * of a public route write nothing shared for an anonymous request, so a request they did not pass here can go
+ * through Koa's chain afresh, which then refuses it with its error (the tile-hit path, api/tile-hits.ts).
+ */
+export function passGatesAtOnce(chain: readonly [GateName, Gate][], ctx: GateContext): boolean {
+  try {
+    for (const [, gate] of chain) if (gate(ctx) !== undefined) return false;
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * What the gates read and write of a request: Koa's Context has all of it, and so does the tile-hit path's
+ * light request (api/tile-hits.ts). Only a signed or API-key route's gate sets headers (its rate limit).
+ */
+export interface GateContext extends RateHeaderTarget {
+  state: Record<string, unknown>;
+  params?: Record<string, string>;
+  query: Record<string, string | string[] | undefined>;
+  get(field: string): string;
 }
 
 /** What the gates count across requests; one per app. */
@@ -83,7 +114,7 @@ export interface GateRejection {
 }
 
 /** One gate: throws its refusal as a ServiceError; a promise only when it has I/O to wait for. */
-type Gate = (ctx: Context) => void | Promise<void>;
+export type Gate = (ctx: GateContext) => void | Promise<void>;
 
 const unwrap = <T>(check: Check<T>, headers: Record<string, string> = {}): T => {
   if (!check.ok) throw refusal(check, headers);
@@ -109,8 +140,8 @@ class ContextParts implements RequestParts {
   readonly body: unknown;
   readonly params: Record<string, string | undefined>;
   readonly query: Record<string, string | string[] | undefined>;
-  constructor(private readonly ctx: Context) {
-    this.body = ctx.state.body as unknown;
+  constructor(private readonly ctx: GateContext) {
+    this.body = ctx.state.body;
     this.params = (ctx.params ?? {}) as Record<string, string | undefined>;
     this.query = ctx.query;
   }
@@ -120,9 +151,9 @@ class ContextParts implements RequestParts {
   }
 }
 
-const parts = (ctx: Context): RequestParts => new ContextParts(ctx);
+const parts = (ctx: GateContext): RequestParts => new ContextParts(ctx);
 
-const gates = (ctx: Context): GateState => ctx.state.gates as GateState;
+const gates = (ctx: GateContext): GateState => ctx.state.gates as GateState;
 
 /**
  * Gate 1 (or the route's other auth policy), then the principal's request rate: counted only once the
@@ -149,7 +180,7 @@ function authGate(deps: AppDeps, spec: RouteSpec<unknown>, principalRate: RateLi
 
 /** Gate 1's outcome: the verified requester, then its request rate (a function, not a closure per request). */
 function admitSigned(
-  ctx: Context,
+  ctx: GateContext,
   state: GateState,
   checked: Check<Requester>,
   principalRate: RateLimiter | undefined,

@@ -1,5 +1,6 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Context, Middleware } from 'koa';
-import { forwardedClient, isSaneHost, type ProxyTrust } from '../core/forwarded.js';
+import { forwardedClient, isSaneHost, type ForwardingHeaders, type ProxyTrust } from '../core/forwarded.js';
 import type { HttpLimits } from './http-limits.js';
 
 /** The proxy trust of a server's limits (TRUST_PROXY, TRUST_PROXY_HOPS, TRUST_PROXY_HEADER); undefined: none. */
@@ -28,15 +29,7 @@ export function trustedProxy(options: { trust: ProxyTrust | undefined; publicUrl
   return (ctx, next) => {
     let proto = ctx.protocol;
     let host = ctx.host;
-    const seen = forwardedClient(
-      {
-        forwarded: ctx.get('forwarded') || undefined,
-        xForwardedFor: ctx.get('x-forwarded-for') || undefined,
-        xForwardedHost: ctx.get('x-forwarded-host') || undefined,
-        xForwardedProto: ctx.get('x-forwarded-proto') || undefined,
-      },
-      trust,
-    );
+    const seen = forwardedClient(forwardingHeaders(ctx.req.headers), trust);
     if (seen.address !== undefined) ctx.request.ip = seen.address;
     if (seen.host !== undefined) host = seen.host;
     if (seen.proto !== undefined) proto = seen.proto;
@@ -44,6 +37,28 @@ export function trustedProxy(options: { trust: ProxyTrust | undefined; publicUrl
     return next();
   };
 }
+
+/**
+ * The client's address as trustedProxy settles `ctx.ip` for a request with these headers from `peer` (the
+ * socket's remote address), for a path that answers without Koa (api/tile-hits.ts).
+ */
+export function clientAddressOf(
+  trust: ProxyTrust | undefined,
+  headers: IncomingHttpHeaders,
+  peer: string | undefined,
+): string {
+  return (trust && forwardedClient(forwardingHeaders(headers), trust).address) ?? peer ?? '';
+}
+
+const forwardingHeaders = (headers: IncomingHttpHeaders): ForwardingHeaders => ({
+  forwarded: single(headers.forwarded),
+  xForwardedFor: single(headers['x-forwarded-for']),
+  xForwardedHost: single(headers['x-forwarded-host']),
+  xForwardedProto: single(headers['x-forwarded-proto']),
+});
+
+const single = (value: string | string[] | undefined): string | undefined =>
+  typeof value === 'string' && value !== '' ? value : undefined;
 
 /**
  * This service's origin as the client reached it (see trustedProxy); '' without a usable Host, so URLs stay

@@ -44,7 +44,7 @@ export function requestBounds(
   bodyBytes?: RateLimiter | undefined,
 ): Middleware {
   return (ctx, next) => {
-    if (limiter) enforce(ctx, limiter, addressKey(ctx.ip), clock(), 'this address');
+    if (limiter) enforceAddressRate(ctx, limiter, ctx.ip, clock());
     if (bodyBytes) enforceBodyBytes(ctx, bodyBytes, addressKey(ctx.ip), clock());
     if (ctx.querystring.length > MAX_QUERY_BYTES) {
       throw new ServiceError('query_too_large', `the query string exceeds ${MAX_QUERY_BYTES} bytes`);
@@ -78,8 +78,19 @@ function enforceBodyBytes(ctx: Context, limiter: RateLimiter, key: string, nowMs
  * Counts a request against its principal once it is authenticated (a verified signature, a valid key): a
  * forged request cannot spend somebody else's budget. `principal` is a stable id such as `pk:<hex>`.
  */
+/** Counts a request against its client address; refused: throws 429 `rate_limit` (a refusal takes nothing). */
+export function enforceAddressRate(ctx: RateHeaderTarget, limiter: RateLimiter, address: string, nowMs: number): void {
+  enforce(ctx, limiter, addressKey(address), nowMs, 'this address');
+}
+
+/** Where a rate limit's headers go: a Koa context, or the tile-hit path's light request (api/tile-hits.ts). */
+export interface RateHeaderTarget {
+  set(headers: Record<string, string>): void;
+  response: { get(field: string): unknown };
+}
+
 export function enforcePrincipalRate(
-  ctx: Context,
+  ctx: RateHeaderTarget,
   limiter: RateLimiter | undefined,
   principal: string,
   nowMs: number,
@@ -87,7 +98,7 @@ export function enforcePrincipalRate(
   if (limiter) enforce(ctx, limiter, principal, nowMs, 'this principal');
 }
 
-function enforce(ctx: Context, limiter: RateLimiter, key: string, nowMs: number, who: string): void {
+function enforce(ctx: RateHeaderTarget, limiter: RateLimiter, key: string, nowMs: number, who: string): void {
   const decision = limiter.take(key, nowMs);
   const seconds = (ms: number) => String(Math.max(decision.allowed ? 0 : 1, Math.ceil(ms / 1000)));
   // The tighter of the two limits is the one a client should see.

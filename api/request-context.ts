@@ -97,24 +97,50 @@ export function requestContext(deps: RequestContextDeps): Middleware {
 
 function finish(ctx: Context, deps: RequestContextDeps, id: string, ms: number): void {
   const res = ctx.res;
-  // A response that did not finish was abandoned (client gone, or drain timeout): nginx's 499.
-  const status = res.writableFinished ? res.statusCode : 499;
-  const route = routePattern(ctx);
-  deps.metrics.request(ctx.method, route, status, ms / 1000);
-  const rejection = ctx.state.gateRejection as GateRejection | undefined;
+  settleRequest(deps, {
+    method: ctx.method,
+    route: routePattern(ctx),
+    path: ctx.path,
+    // A response that did not finish was abandoned (client gone, or drain timeout): nginx's 499.
+    status: res.writableFinished ? res.statusCode : 499,
+    ms,
+    requestId: id,
+    errorCode: ctx.state.errorCode as string | undefined,
+    rejection: ctx.state.gateRejection as GateRejection | undefined,
+  });
+}
+
+/** One answered request as its metrics and log line see it. */
+export interface SettledRequest {
+  method: string;
+  route: string;
+  path: string;
+  status: number;
+  ms: number;
+  requestId: string;
+  errorCode?: string | undefined;
+  rejection?: GateRejection | undefined;
+}
+
+/**
+ * Counts an answered request by route pattern and status (and a gate's refusal), and logs its one line. Koa's
+ * requests settle here when their response closes; tile hits answered before Koa (api/tile-hits.ts) at once.
+ */
+export function settleRequest(deps: RequestContextDeps, done: SettledRequest): void {
+  const { route, status, rejection, errorCode } = done;
+  deps.metrics.request(done.method, route, status, done.ms / 1000);
   if (rejection) deps.metrics.gateRejected(rejection.gate, rejection.code);
 
   const level = status >= 500 ? 'warn' : status < 400 && QUIET_ROUTES.has(route) ? 'debug' : 'info';
   if (!deps.logger.isLevelEnabled(level)) return;
-  const errorCode = ctx.state.errorCode as string | undefined;
   deps.logger[level](
     {
-      request_id: id,
-      method: ctx.method,
+      request_id: done.requestId,
+      method: done.method,
       route,
-      path: ctx.path.length > MAX_LOGGED_PATH ? `${ctx.path.slice(0, MAX_LOGGED_PATH)}…` : ctx.path,
+      path: done.path.length > MAX_LOGGED_PATH ? `${done.path.slice(0, MAX_LOGGED_PATH)}…` : done.path,
       status,
-      duration_ms: Math.round(ms * 10) / 10,
+      duration_ms: Math.round(done.ms * 10) / 10,
       ...(errorCode === undefined ? {} : { error: errorCode }),
       ...(rejection ? { gate: rejection.gate } : {}),
     },

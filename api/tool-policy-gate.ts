@@ -1,8 +1,8 @@
-import type { Context } from 'koa';
 import { ServiceError } from '../core/errors.js';
 import type { JurisdictionContext } from '../core/gates/jurisdiction.js';
 import type { RequestScope } from '../core/gates/request-scope.js';
 import { firstToolPolicyRefusal, type ToolPolicy } from '../core/gates/tool-policy.js';
+import type { GateContext } from './gates.js';
 
 /**
  * Gate 5 at request entry (docs/security.md): every tool the request's steps require, at every place it names
@@ -11,7 +11,7 @@ import { firstToolPolicyRefusal, type ToolPolicy } from '../core/gates/tool-poli
  * `min_worker_tier` rule is left to the worker, which checks it at take-up (activities/compute/worker-guard.ts).
  * Runs after gate 4, so nothing of a refused request was dispatched.
  */
-export function toolPolicyGate(policy: ToolPolicy | undefined): (ctx: Context) => void {
+export function toolPolicyGate(policy: ToolPolicy | undefined): (ctx: GateContext) => void {
   return (ctx) => {
     if (policy === undefined || policy.rules.length === 0) return;
     const scope = ctx.state.scope as RequestScope | undefined;

@@ -85,6 +85,9 @@ export function createTileActivities(deps: TileDeps) {
     });
   }
 
+  /** A cached tile answered at once, or undefined: nothing fetched, nothing counted (api/tile-hits.ts). */
+  const peekTile = (request: TileRequest): TileLookup | undefined => source.peek(request, deps.proofs.epochNow());
+
   /** The head of a new `serves` record; made once, not per serve (a named closure per serve costs a rename under tsx). */
   function openServes(request: TileRequest, { tile, upstreamHost }: TileLookup) {
     const head: TileServesHead = {
@@ -131,6 +134,7 @@ export function createTileActivities(deps: TileDeps) {
 
   return {
     lookupTile,
+    peekTile,
     recordServe,
     /** The `tile_render` activity (docs/protocol.md §2.2 rule 2). */
     renderTile: createTileRenderer({ source, proofs: deps.proofs, count }),

@@ -56,6 +56,8 @@ interface Loaded {
 
 export interface TileSource {
   lookup(request: TileRequest, epoch: number): TileLookup | Promise<TileLookup>;
+  /** A hit `lookup` would answer at once; undefined where it would fetch, revalidate or convert. */
+  peek(request: TileRequest, epoch: number): TileLookup | undefined;
   size(): { entries: number; bytes: number };
 }
 
@@ -86,13 +88,21 @@ export function createTileSource(deps: { config: TileConfig; logger?: Logger | u
     return xy;
   }
 
+  /** The cached tile in the format asked for, valid this epoch; undefined where `lookup` would have to wait. */
+  function peek(request: TileRequest, epoch: number): TileLookup | undefined {
+    const { x, y } = tileOf(request.cell, request.zoom);
+    const entry = cache.get(`${request.style}|${request.zoom}|${x}|${y}`);
+    const served = entry && entry.validatedEpoch >= epoch ? entry.variants[request.format] : undefined;
+    return served && answer(request, served, 'HIT');
+  }
+
   function lookup(request: TileRequest, epoch: number): TileLookup | Promise<TileLookup> {
+    const hit = peek(request, epoch);
+    if (hit) return hit;
     const { x, y } = tileOf(request.cell, request.zoom);
     const key = `${request.style}|${request.zoom}|${x}|${y}`;
     const entry = cache.get(key);
     if (entry && entry.validatedEpoch >= epoch) {
-      const served = entry.variants[request.format];
-      if (served) return answer(request, served, 'HIT');
       return variant(key, entry, request.format).then((tile) => answer(request, tile, 'HIT'));
     }
     const { promise, joined } = cache.coalesce(key, () => load(key, request, x, y, epoch, entry));
@@ -187,5 +197,5 @@ export function createTileSource(deps: { config: TileConfig; logger?: Logger | u
     return { entry, fetched: true };
   }
 
-  return { lookup, size: () => cache.size() };
+  return { lookup, peek, size: () => cache.size() };
 }

@@ -153,34 +153,61 @@ export const tileRoutes = (tiles: TileActivities) => [
   }),
 ];
 
+/** A served tile: its status, its headers as [name, value, …] and, for a 200, the bytes. */
+export interface TileAnswer {
+  status: 200 | 304;
+  headers: string[];
+  bytes: Buffer | undefined;
+}
+
 /**
- * 200 with the bytes, or 304 when the client's If-None-Match already names them; both are serves. Every
- * header value is text made once (the tile's ETag and hash with the cache entry, the cost per outcome, the
- * epoch once an hour), set straight on the response: headers are not sent yet in a synchronous handler.
+ * 200 with the bytes, or 304 when the client's If-None-Match already names them; both are serves, listed in the
+ * tile's proof record. Every header value is text made once (the tile's ETag and hash with the cache entry, the
+ * cost per outcome, the epoch once an hour). Koa's route and the tile-hit path (api/tile-hits.ts) send the same.
  */
-function sendTile(ctx: Context, request: TileRequest, found: TileLookup, tiles: TileActivities): void {
+export function tileAnswer(
+  request: TileRequest,
+  found: TileLookup,
+  tiles: TileActivities,
+  ifNoneMatch: string | undefined,
+  requestId: string,
+): TileAnswer {
   const { tile } = found;
-  const ifNoneMatch = ctx.req.headers['if-none-match'];
   const notModified = ifNoneMatch !== undefined && noneMatchFails(ifNoneMatch, tile.etag);
-  const receipt = tiles.recordServe(request, found, notModified ? 304 : 200, ctx.state.requestId as string);
-  const res = ctx.res;
-  res.setHeader('cache-control', 'public, max-age=3600');
-  res.setHeader('etag', tile.etag);
-  res.setHeader('x-svc-worker', TILE_WORKER);
-  res.setHeader('x-svc-cell', request.cell);
-  res.setHeader('x-svc-epoch', receipt.epochText);
-  res.setHeader('x-svc-proof', tile.sha256);
-  res.setHeader('x-svc-cache', found.cache);
-  res.setHeader('x-svc-cost', receipt.costText);
-  res.setHeader('x-svc-record', receipt.recordId);
-  if (notModified) {
-    ctx.status = 304;
-    return;
-  }
-  // The full media type before the body, so Koa neither guesses one from the mime table nor looks it up.
-  res.setHeader('content-type', tile.contentType);
-  res.setHeader('x-content-type-options', 'nosniff');
-  ctx.body = tile.bytes;
+  const receipt = tiles.recordServe(request, found, notModified ? 304 : 200, requestId);
+  const headers = [
+    'cache-control',
+    'public, max-age=3600',
+    'etag',
+    tile.etag,
+    'x-svc-worker',
+    TILE_WORKER,
+    'x-svc-cell',
+    request.cell,
+    'x-svc-epoch',
+    receipt.epochText,
+    'x-svc-proof',
+    tile.sha256,
+    'x-svc-cache',
+    found.cache,
+    'x-svc-cost',
+    receipt.costText,
+    'x-svc-record',
+    receipt.recordId,
+  ];
+  if (notModified) return { status: 304, headers, bytes: undefined };
+  // The full media type with the body, so Koa neither guesses one from the mime table nor looks it up.
+  headers.push('content-type', tile.contentType, 'x-content-type-options', 'nosniff');
+  return { status: 200, headers, bytes: tile.bytes };
+}
+
+/** The answer through Koa: headers set straight on the response (not sent yet in a synchronous handler). */
+function sendTile(ctx: Context, request: TileRequest, found: TileLookup, tiles: TileActivities): void {
+  const answer = tileAnswer(request, found, tiles, ctx.req.headers['if-none-match'], ctx.state.requestId as string);
+  const { headers } = answer;
+  for (let i = 0; i < headers.length; i += 2) ctx.res.setHeader(headers[i]!, headers[i + 1]!);
+  ctx.status = answer.status;
+  if (answer.bytes) ctx.body = answer.bytes;
 }
 
 /** Runs every check and returns the first failure in field order, else all values. */
