@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { Context, Middleware } from 'koa';
+import type { Middleware } from 'koa';
 import type { Check, Failure } from '../core/check.js';
 import { ServiceError } from '../core/errors.js';
 import { checkDelegation, checkRateLimit, rateWindow } from '../core/gates/delegation.js';
