@@ -38,6 +38,7 @@ export interface TileHitDeps extends RequestContextDeps {
  */
 export function tileHits(deps: TileHitDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
   const { tiles, gates } = deps;
+  const cors = deps.cors ? Object.entries(deps.cors).flat() : [];
   return (req, res) => {
     const method = req.method;
     const url = req.url;
@@ -57,7 +58,7 @@ export function tileHits(deps: TileHitDeps): (req: IncomingMessage, res: ServerR
       }
       const requestId = requestIdOf(header(req, 'x-request-id'));
       const answer = tileAnswer(request, found, tiles, header(req, 'if-none-match'), requestId);
-      const headers = ['x-request-id', requestId, ...gated.headers(deps.cors), ...answer.headers];
+      const headers = gated.headers(requestId, cors, answer.headers);
       if (answer.bytes) headers.push('content-length', String(answer.bytes.length));
       res.writeHead(answer.status, headers);
       res.end(method === 'GET' ? answer.bytes : undefined);
@@ -117,8 +118,9 @@ const NO_QUERY: Record<string, string | string[] | undefined> = Object.freeze({}
 class HitRequest implements GateContext {
   readonly state: Record<string, unknown> = {};
   readonly query = NO_QUERY;
-  readonly response = { get: (field: string): unknown => this.set_.get(field.toLowerCase()) };
-  private readonly set_ = new Map<string, string>();
+  readonly response = { get: (field: string): unknown => this.set_?.get(field.toLowerCase()) };
+  /** Made only when a gate or the rate limit sets a header. */
+  private set_: Map<string, string> | undefined;
 
   constructor(
     private readonly req: IncomingMessage,
@@ -131,14 +133,19 @@ class HitRequest implements GateContext {
   }
 
   set(headers: Record<string, string>): void {
+    this.set_ ??= new Map();
     for (const [name, value] of Object.entries(headers)) this.set_.set(name.toLowerCase(), value);
   }
 
-  /** What the gates and the rate limit set, then the route's CORS headers, as [name, value, …]. */
-  headers(cors: Record<string, string> | undefined): string[] {
-    const out: string[] = [];
-    for (const [name, value] of this.set_) out.push(name, value);
-    if (cors) for (const [name, value] of Object.entries(cors)) out.push(name, value);
+  /**
+   * The answer's headers as [name, value, …] in the order the Koa path sets them: the request id, what the
+   * rate limit set, the route's CORS headers, the tile's.
+   */
+  headers(requestId: string, cors: readonly string[], tile: readonly string[]): string[] {
+    const out = ['x-request-id', requestId];
+    if (this.set_) for (const [name, value] of this.set_) out.push(name, value);
+    for (const value of cors) out.push(value);
+    for (const value of tile) out.push(value);
     return out;
   }
 }
