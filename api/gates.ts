@@ -12,6 +12,7 @@ import type { RateLimiter } from '../core/rate-limiter.js';
 import type { ApiKeyRecord } from '../store/api-key-store.js';
 import type { AppDeps } from './app-deps.js';
 import { enforcePrincipalRate, type RateHeaderTarget } from './rate-limit.js';
+import { sharedRequestVerifier } from './request-verifier.js';
 import { toolPolicyGate } from './tool-policy-gate.js';
 import type { GateState, RouteSpec } from './route-spec.js';
 
@@ -165,8 +166,13 @@ function authGate(deps: AppDeps, spec: RouteSpec<unknown>, principalRate: RateLi
     ctx.state.gates = state;
     if (spec.auth === 'signed') {
       const now = deps.clock();
-      // The Ed25519 check runs on the libuv pool: the event loop serves other requests meanwhile.
-      const checked = checkRequestSignatureAsync(ctx.state.body, ctx.get('x-idn-signature') || undefined, now);
+      // The Ed25519 check runs on a worker thread: the event loop serves other requests meanwhile.
+      const checked = checkRequestSignatureAsync(
+        ctx.state.body,
+        ctx.get('x-idn-signature') || undefined,
+        now,
+        sharedRequestVerifier(),
+      );
       if ('then' in checked) return checked.then((done) => admitSigned(ctx, state, done, principalRate, now));
       admitSigned(ctx, state, checked, principalRate, now);
     } else if (spec.auth === 'api_key') {

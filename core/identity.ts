@@ -187,6 +187,16 @@ function verifyInputs(
   return { data: toBytes(message), key: publicKeyObject(pk), sig };
 }
 
+/**
+ * The checks of the policy above that come before the curve check (128-hex signature with S < L, a 64-hex
+ * key that is canonical and not of small order), for a caller that has the curve check made elsewhere (an
+ * Ed25519 worker thread, store/ed25519-pool.ts).
+ */
+export function passesSignaturePolicy(pk: string, signature: string): boolean {
+  if (!isHex(signature, 64) || !checkPublicKey(pk).ok) return false;
+  return isCanonicalScalar(hexToBytes(signature.slice(64)));
+}
+
 /** True only for a valid signature under the policy above; never throws. */
 export function verifySignature(pk: string, message: string | Uint8Array, signature: string): boolean {
   try {

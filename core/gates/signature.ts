@@ -35,19 +35,24 @@ export function checkRequestSignature(body: unknown, header: string | undefined,
 }
 
 /**
- * checkRequestSignature with the Ed25519 check on the libuv pool (core/identity.ts verifySignatureAsync), so
- * the event loop serves other requests meanwhile: the same checks, in the same order, with the same answers.
+ * checkRequestSignature with the Ed25519 check off the event loop (by default on the libuv pool, core/identity.ts
+ * verifySignatureAsync), so it serves other requests meanwhile: the same checks, in the same order, with the
+ * same answers.
  */
 export function checkRequestSignatureAsync(
   body: unknown,
   header: string | undefined,
   nowMs: number,
+  verify: AsyncVerifier = verifySignatureAsync,
 ): Check<Requester> | Promise<Check<Requester>> {
   const inputs = signatureInputs(body, header);
   if (!inputs.ok) return inputs;
   const { pk, message, signature } = inputs.value;
-  return verifySignatureAsync(pk, message, signature).then((ok) => signatureOutcome(inputs.value, ok, nowMs));
+  return verify(pk, message, signature).then((ok) => signatureOutcome(inputs.value, ok, nowMs));
 }
+
+/** An Ed25519 check under core/identity.ts's policy, made off the caller's thread; never rejects. */
+export type AsyncVerifier = (pk: string, message: string, signature: string) => Promise<boolean>;
 
 function signatureInputs(body: unknown, header: string | undefined): Check<SignatureCheckInputs> {
   if (header === undefined || header === '') {
