@@ -71,6 +71,45 @@ describe('gate 1 verifier on its own worker threads (api/request-verifier.ts)', 
     assert.equal(await verify(generateKeyPair().publicKey, 'm', 'A'.repeat(128)), false);
   });
 
+  it('keeps at most two batches per thread at the workers; what comes meanwhile goes in one batch when one returns', async () => {
+    const held: { items: readonly (readonly [string, string, string])[]; answer: () => void }[] = [];
+    const holding: Ed25519Pool = {
+      size: 1,
+      sign: () => Promise.reject(new Error('unused')),
+      verify: (items) =>
+        new Promise((resolve) =>
+          held.push({ items, answer: () => resolve(items.map(([pk, m, s]) => verifySignature(pk, m, s))) }),
+        ),
+      close: async () => undefined,
+    };
+    const verify = createRequestVerifier(holding);
+    const checks = mixedChecks();
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    const answers: Promise<boolean>[] = [];
+    for (const part of [checks.slice(0, 5), checks.slice(5, 10), checks.slice(10, 20), checks.slice(20)]) {
+      answers.push(...part.map(([pk, message, signature]) => verify(pk, message, signature)));
+      await turn();
+    }
+    assert.deepEqual(
+      held.map((batch) => batch.items.length),
+      [4, 4],
+      'two batches out (S ≥ L is refused before any batch), the rest waiting',
+    );
+    held[0]!.answer();
+    await turn();
+    await turn();
+    assert.deepEqual(
+      held.map((batch) => batch.items.length),
+      [4, 4, 22],
+    );
+    held[1]!.answer();
+    held[2]!.answer();
+    assert.deepEqual(
+      await Promise.all(answers),
+      checks.map(([, , , expected]) => expected),
+    );
+  });
+
   it('gives the same answers on the libuv pool when its worker fails', async () => {
     const broken: Ed25519Pool = {
       size: 1,
