@@ -51,6 +51,8 @@ export interface GatewayConfig {
   proofSync?: ProofSyncConfig | undefined;
   /** Workers' blob uploads (`PUT /store/blobs/{sha256}`): size and hourly bounds; default DEFAULT_BLOB_UPLOAD_LIMITS. */
   blobUploads?: BlobUploadLimits | undefined;
+  /** Gate 1's verify threads (VERIFY_THREADS); default: the cores less one (api/request-verifier.ts). */
+  verifyThreads?: number | undefined;
 }
 
 export interface ProofSyncConfig {

@@ -161,18 +161,14 @@ const gates = (ctx: GateContext): GateState => ctx.state.gates as GateState;
  * signature or key checked out, so nobody can spend another's budget with forged requests.
  */
 function authGate(deps: AppDeps, spec: RouteSpec<unknown>, principalRate: RateLimiter | undefined): Gate {
+  const verify = sharedRequestVerifier(deps.config.verifyThreads);
   return (ctx) => {
     const state: GateState = { requester: undefined, place: null, authority: { kind: 'anonymous' } };
     ctx.state.gates = state;
     if (spec.auth === 'signed') {
       const now = deps.clock();
       // The Ed25519 check runs on a worker thread: the event loop serves other requests meanwhile.
-      const checked = checkRequestSignatureAsync(
-        ctx.state.body,
-        ctx.get('x-idn-signature') || undefined,
-        now,
-        sharedRequestVerifier(),
-      );
+      const checked = checkRequestSignatureAsync(ctx.state.body, ctx.get('x-idn-signature') || undefined, now, verify);
       if ('then' in checked) return checked.then((done) => admitSigned(ctx, state, done, principalRate, now));
       admitSigned(ctx, state, checked, principalRate, now);
     } else if (spec.auth === 'api_key') {

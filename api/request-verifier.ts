@@ -4,16 +4,14 @@ import type { AsyncVerifier } from '../core/gates/signature.js';
 import { createEd25519Pool, type Ed25519Pool } from '../store/ed25519-pool.js';
 
 /**
- * Gate 1's Ed25519 checks on worker threads of their own (store/ed25519-pool.ts), one fewer than the cores: the
- * event loop's thread keeps a core to itself. On the libuv pool (4 threads by default) verifications outnumbered
+ * Gate 1's Ed25519 checks on worker threads of their own (store/ed25519-pool.ts), by default one fewer than the
+ * cores (VERIFY_THREADS): the event loop's thread keeps a core to itself. On the libuv pool (4 threads by default) verifications outnumbered
  * the cores under load, and the kernel's fair share left the JavaScript thread about a third of one; a smaller
  * libuv pool would also starve file and DNS work, which the pool serves too. The checks of one turn of the event
  * loop go as one message (a check costs the loop a few µs), at most MAX_IN_FLIGHT batches per thread; the rest
  * wait for a batch to come back. If a worker fails, its checks fall back to the libuv pool: the same answers.
  */
-export function createRequestVerifier(
-  pool: Ed25519Pool = createEd25519Pool(Math.max(1, availableParallelism() - 1)),
-): AsyncVerifier {
+export function createRequestVerifier(pool: Ed25519Pool): AsyncVerifier {
   let items: Check[] = [];
   let done: ((ok: boolean) => void)[] = [];
   let scheduled = false;
@@ -65,10 +63,14 @@ type Check = [pk: string, message: string, signature: string];
 /** Batches per worker thread sent and not answered: one being verified, one waiting, so the thread never idles. */
 const MAX_IN_FLIGHT = 2;
 
-let shared: AsyncVerifier | undefined;
+const shared = new Map<number, AsyncVerifier>();
 
-/** The process's request verifier, made on first use: one set of threads however many apps a process runs. */
-export function sharedRequestVerifier(): AsyncVerifier {
-  shared ??= createRequestVerifier();
-  return shared;
+/**
+ * The process's request verifier with `threads` worker threads (default: the cores less one), made on first use:
+ * one set of threads however many apps a process runs.
+ */
+export function sharedRequestVerifier(threads = Math.max(1, availableParallelism() - 1)): AsyncVerifier {
+  let verifier = shared.get(threads);
+  if (verifier === undefined) shared.set(threads, (verifier = createRequestVerifier(createEd25519Pool(threads))));
+  return verifier;
 }

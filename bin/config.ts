@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { ImageryConfig } from '../activities/imagery/index.js';
@@ -201,6 +202,9 @@ export const envSchema = z.object({
   SHUTDOWN_DRAIN_SECONDS: z.coerce.number().int().min(0).max(3600).default(25),
   // `geofabric start` on this many processes (node:cluster; bin/cluster.ts), one per core: docs/operations.md.
   WEB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
+  // Gate 1's Ed25519 verify threads per gateway process (api/request-verifier.ts); 0: the cores each process
+  // has (cores / WEB_CONCURRENCY) less the one its event loop uses, at least 1.
+  VERIFY_THREADS: z.coerce.number().int().min(0).max(256).default(0),
   GATEWAY_URL: z.url().default('http://127.0.0.1:8080'),
   WORKER_RELAY: boolean.default(false),
   // On SIGTERM/SIGINT a worker leaves the registry, then lets running steps finish for at most this long; with
@@ -599,6 +603,11 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
     description:
       'gateway processes on this machine (node:cluster; set it to the cores); worker 0 alone seals, syncs and runs the MCP servers. Not with `LEDGER=stellar`',
   },
+  VERIFY_THREADS: {
+    section: 'Operations',
+    description:
+      "worker threads per gateway process that verify signed requests' Ed25519 signatures; 0 (default): the process's share of the cores (cores ÷ `WEB_CONCURRENCY`) less one for its event loop, at least 1",
+  },
   GATEWAY_URL: {
     section: 'Worker (`geofabric worker`)',
     description: 'the gateway the worker registers with (and syncs to, unless `CENTRAL_STORE_URL`)',
@@ -904,6 +913,8 @@ export interface Config {
   shutdownDrainMs: number;
   /** WEB_CONCURRENCY: gateway processes (node:cluster, bin/cluster.ts); 1: this process serves. */
   webConcurrency: number;
+  /** Gate 1's verify threads per gateway process (VERIFY_THREADS, else this process's share of the cores less one). */
+  verifyThreads: number;
   /** `geofabric worker`: the gateway it registers with and syncs to. */
   gatewayUrl: string;
   /** `geofabric worker`: a mobile relay (docs/protocol.md §1.4). */
@@ -1185,6 +1196,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     shutdownDrainMs: e.SHUTDOWN_DRAIN_SECONDS * 1000,
     webConcurrency: e.WEB_CONCURRENCY,
+    verifyThreads:
+      e.VERIFY_THREADS > 0 ? e.VERIFY_THREADS : Math.max(1, Math.floor(availableParallelism() / e.WEB_CONCURRENCY) - 1),
     gatewayUrl: e.GATEWAY_URL.replace(/\/+$/, ''),
     workerRelay: e.WORKER_RELAY,
     workerDrainMs: e.WORKER_DRAIN_SECONDS * 1000,

@@ -186,6 +186,7 @@ export async function startGateway(config: Config): Promise<void> {
       // The dashboard's compliance view reads reports from the perception service (COMPLIANCE_URL).
       perceptionUrl: config.governance.complianceUrl,
       proofSync: config.proofSync,
+      verifyThreads: config.verifyThreads,
     },
     clock: Date.now,
     logger,

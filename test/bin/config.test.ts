@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, DEFAULT_STAC_URL, DEFAULT_TILE_TEMPLATES, loadConfig } from '../../bin/config.js';
 import { generateKeyPair } from '../../core/identity.js';
@@ -58,6 +58,15 @@ describe('configuration (bin/config.ts)', () => {
     assert.throws(() => loadConfig({ REQUEST_TIMEOUT_SECONDS: '0' }), /REQUEST_TIMEOUT_SECONDS/);
     assert.throws(() => loadConfig({ TRUST_PROXY_HOPS: '0' }), /TRUST_PROXY_HOPS/);
     assert.throws(() => loadConfig({ TRUST_PROXY_HEADER: 'x-real-ip' }), /TRUST_PROXY_HEADER/);
+  });
+
+  it("gives gate 1 the process's share of the cores less its event loop's, at least one thread, unless VERIFY_THREADS says", () => {
+    const cores = availableParallelism();
+    assert.equal(loadConfig({}).verifyThreads, Math.max(1, cores - 1));
+    assert.equal(loadConfig({ WEB_CONCURRENCY: '64' }).verifyThreads, 1);
+    assert.equal(loadConfig({ WEB_CONCURRENCY: '2' }).verifyThreads, Math.max(1, Math.floor(cores / 2) - 1));
+    assert.equal(loadConfig({ VERIFY_THREADS: '3', WEB_CONCURRENCY: '64' }).verifyThreads, 3);
+    assert.throws(() => loadConfig({ VERIFY_THREADS: '-1' }), ConfigError);
   });
 
   it('reads TOOL_POLICY_FILE (default: no rules) and stops on a missing or malformed policy', () => {
