@@ -19,7 +19,7 @@ import { sha256Hex } from '../../core/hash.js';
 import type { WorkerTier } from '../../core/tiers.js';
 import type { WorkerRegistry } from '../../store/worker-registry.js';
 import type { ProofWriter } from '../proof/record-batcher.js';
-import { jobHash, promptHash, upstreamParams, type ChatJob } from './chat-job.js';
+import { requestHashes, upstreamParams, type ChatJob } from './chat-job.js';
 import type { Dispatch, Target } from './dispatcher.js';
 import { BACKBONE_WORKER, inferencePayloadSchema, jcsSha256, type InferencePayload } from './inference-record.js';
 import { recentEntry, type InferenceStats } from './inference-stats.js';
@@ -288,19 +288,33 @@ const recordEntry = (id: string, payload: InferencePayload) => ({
 });
 
 /** The `hive/inference` payload: the account with the prompt, answer and job hashes, in the record's key order. */
-function payloadWithHashes(account: InferenceAccount, job: ChatJob, answer: ChatCompletionMessage): InferencePayload {
-  const { cost, epoch, h3_cell, api_key_id, locations, ...head } = account;
-  return {
-    ...head,
-    prompt_sha256: promptHash(job),
+function payloadWithHashes(a: InferenceAccount, job: ChatJob, answer: ChatCompletionMessage): InferencePayload {
+  const hashes = requestHashes(job);
+  const payload: InferencePayload = {
+    version: a.version,
+    job_id: a.job_id,
+    step_id: a.step_id,
+    provider: a.provider,
+    model: a.model,
+    requested_model: a.requested_model,
+    worker_pk: a.worker_pk,
+    tokens_in: a.tokens_in,
+    tokens_out: a.tokens_out,
+    usage_estimated: a.usage_estimated,
+    latency_ms: a.latency_ms,
+    cold_start: a.cold_start,
+    fallback_reason: a.fallback_reason,
+    tool_calls: a.tool_calls,
+    prompt_sha256: hashes.prompt,
     answer_sha256: answer.tool_calls?.length ? jcsSha256(answer.tool_calls) : sha256Hex(answer.content ?? ''),
-    job_hash: jobHash(job),
-    cost,
-    epoch,
-    h3_cell,
-    api_key_id,
-    ...(locations !== undefined ? { locations } : {}),
+    job_hash: hashes.job,
+    cost: a.cost,
+    epoch: a.epoch,
+    h3_cell: a.h3_cell,
+    api_key_id: a.api_key_id,
   };
+  if (a.locations !== undefined) payload.locations = a.locations;
+  return payload;
 }
 
 const textOf = (content: unknown): string =>

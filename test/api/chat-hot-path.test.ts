@@ -143,4 +143,52 @@ describe('chat completions: the hot path (connection reuse, outcome order)', () 
     assert.deepEqual(res.body, JSON.parse(res.text));
     assert.equal((res.body as { object: string }).object, 'chat.completion');
   });
+  it('hashes the normalized request into job_hash, and the conversation as sent into prompt_sha256', async () => {
+    const res = await gw.post(
+      '/v1/chat/completions',
+      {
+        model: 'tinyllama',
+        messages: [
+          { role: 'system', content: 'be brief' },
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'one park' },
+              { type: 'text', text: 'in Rome "é"' },
+            ],
+          },
+        ],
+        temperature: 0.5,
+        max_tokens: 40,
+        seed: 7,
+        response_format: { type: 'json_object' },
+        tools: [
+          { type: 'function', function: { name: 'zeta', parameters: { type: 'object' } } },
+          { type: 'function', function: { name: 'alpha' } },
+        ],
+      },
+      { authorization: 'Bearer sk-hot' },
+    );
+    assert.equal(res.status, 200);
+    const svc = (res.body as { svc: { job_id: string; proof_record_id: string; h3_cell: string } }).svc;
+    await gw.writer.flush();
+    const payload = (await gw.proofs.getRecord(svc.proof_record_id))?.payload as Record<string, unknown>;
+    const messages = [
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content: 'one park\nin Rome "é"' },
+    ];
+    assert.equal(payload.prompt_sha256, sha256Hex(canonicalJson(messages)));
+    const request = {
+      job_id: svc.job_id,
+      step_id: null,
+      model: 'tinyllama',
+      messages,
+      sampling: { max_tokens: 40, temperature: 0.5, seed: 7 },
+      tools: ['alpha', 'zeta'],
+      response_format: { type: 'json_object' },
+      want_locations: false,
+      h3_cell: svc.h3_cell,
+    };
+    assert.equal(payload.job_hash, sha256Hex(canonicalJson(request)));
+  });
 });
