@@ -10,7 +10,8 @@ import type {
 } from 'openai/resources/chat/completions';
 import type { ModelInfo } from '../../core/model-registry.js';
 import type { WorkerTier } from '../../core/tiers.js';
-import { jcsSha256 } from './inference-record.js';
+import { canonicalJson } from '../../core/canonical-json.js';
+import { sha256Hex } from '../../core/hash.js';
 import { withLocationsInstruction } from './locations.js';
 import type { CompletionParams } from './runtime-client.js';
 
@@ -69,20 +70,20 @@ export function upstreamParams(job: ChatJob, wireModel: string): CompletionParam
 const forRuntimes = (messages: ChatCompletionMessageParam[]): ChatCompletionMessageParam[] =>
   messages.map((m) => (m.role === 'developer' ? { role: 'system', content: m.content } : m));
 
-/** SHA-256 of JCS of the conversation as the client sent it. */
-export const promptHash = (job: ChatJob): string => jcsSha256(job.messages);
-
-/** SHA-256 of JCS of the normalized request: what was asked, independent of who answered. */
-export function jobHash(job: ChatJob): string {
-  return jcsSha256({
-    job_id: job.jobId,
-    step_id: job.stepId,
-    model: job.model.id,
-    messages: job.messages,
-    sampling: job.sampling,
-    tools: [...job.clientTools, ...job.serverTools].map((t) => t.function.name).sort(),
-    response_format: job.responseFormat ?? null,
-    want_locations: job.wantLocations,
-    h3_cell: job.cell,
-  });
+/**
+ * The record's two request hashes: `prompt`, SHA-256 of JCS of the conversation as the client sent it; `job`,
+ * SHA-256 of JCS of the normalized request (what was asked, independent of who answered):
+ * `{job_id, step_id, model, messages, sampling, tools (names, sorted), response_format, want_locations, h3_cell}`.
+ * The conversation, most of both texts, is canonicalised once: the request's JCS is written out with its keys
+ * in JCS order (UTF-16 code units) and the conversation's text in place.
+ */
+export function requestHashes(job: ChatJob): { prompt: string; job: string } {
+  const messages = canonicalJson(job.messages);
+  const tools = [...job.clientTools, ...job.serverTools].map((t) => t.function.name).sort();
+  const request =
+    `{"h3_cell":${canonicalJson(job.cell)},"job_id":${canonicalJson(job.jobId)},"messages":${messages}` +
+    `,"model":${canonicalJson(job.model.id)},"response_format":${canonicalJson(job.responseFormat ?? null)}` +
+    `,"sampling":${canonicalJson(job.sampling)},"step_id":${canonicalJson(job.stepId)}` +
+    `,"tools":${canonicalJson(tools)},"want_locations":${canonicalJson(job.wantLocations)}}`;
+  return { prompt: sha256Hex(messages), job: sha256Hex(request) };
 }

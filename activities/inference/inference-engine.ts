@@ -19,7 +19,7 @@ import { sha256Hex } from '../../core/hash.js';
 import type { WorkerTier } from '../../core/tiers.js';
 import type { WorkerRegistry } from '../../store/worker-registry.js';
 import type { ProofWriter } from '../proof/record-batcher.js';
-import { jobHash, promptHash, upstreamParams, type ChatJob } from './chat-job.js';
+import { requestHashes, upstreamParams, type ChatJob } from './chat-job.js';
 import type { Dispatch, Target } from './dispatcher.js';
 import { BACKBONE_WORKER, inferencePayloadSchema, jcsSha256, type InferencePayload } from './inference-record.js';
 import { recentEntry, type InferenceStats } from './inference-stats.js';
@@ -28,8 +28,11 @@ import { parseLocatedAnswer, type Location } from './locations.js';
 import { InferenceAborted } from './runtime-client.js';
 import { runToolLoop, type ToolRunner, type Usage } from './tool-loop.js';
 
+/** The record's payload less its hashes, which only the record carries: what an answer reports. */
+export type InferenceAccount = Omit<InferencePayload, 'prompt_sha256' | 'answer_sha256' | 'job_hash'>;
+
 export interface InferenceResult {
-  payload: InferencePayload;
+  payload: InferenceAccount;
   recordId: string;
   /** The answer: text (locations stripped when asked for) or the client's tool calls. */
   message: ChatCompletionMessage;
@@ -135,8 +138,10 @@ export function createInferenceEngine(deps: EngineDeps) {
     const tokensIn = usage?.prompt_tokens ?? estimateTokens(job.messages.map((m) => ({ content: textOf(m.content) })));
     const tokensOut = usage?.completion_tokens ?? Math.ceil((answer.content ?? '').length / 4);
     const served = deps.registry.get(p.servedModel) ?? job.model;
-    const epoch = deps.proofs.epochNow();
-    const payload: InferencePayload = {
+    const worker = p.target.provider === 'worker';
+    const recordId = recordIdOf(job);
+    // In the record's key order; the hashes go between tool_calls and cost (payloadWithHashes).
+    const account: InferenceAccount = {
       version: 1,
       job_id: job.jobId,
       step_id: job.stepId,
@@ -151,41 +156,43 @@ export function createInferenceEngine(deps: EngineDeps) {
       cold_start: p.coldStart,
       fallback_reason: p.target.provider === 'backbone' ? p.target.fallbackReason : null,
       tool_calls: toolCalls,
-      prompt_sha256: promptHash(job),
-      answer_sha256: answer.tool_calls?.length ? jcsSha256(answer.tool_calls) : sha256Hex(answer.content ?? ''),
-      job_hash: jobHash(job),
-      cost: p.target.provider === 'backbone' ? 0 : modelCost(served, tokensIn + tokensOut),
-      epoch,
+      cost: worker ? modelCost(served, tokensIn + tokensOut) : 0,
+      epoch: deps.proofs.epochNow(),
       h3_cell: job.cell,
       api_key_id: job.apiKeyId,
       ...(job.stepId !== null ? { locations: locations ?? [] } : {}),
     };
-    const entry = {
-      id: recordIdOf(job),
-      h3_cell: job.cell,
-      collection_type: 'inference' as const,
-      payload_type: 'hive/inference' as const,
-      payload,
-    };
-    let recorded = payload;
     if (durable) {
+      // A step awaits its record and its outcome: an activity must not report success before they are durable.
+      const entry = recordEntry(recordId, payloadWithHashes(account, job, answer));
       const stored = inferencePayloadSchema.safeParse((await deps.proofs.write(entry)).payload);
-      if (stored.success) recorded = stored.data; // a retried step reports what was first accounted
-    } else {
-      deps.proofs.record(entry);
+      const recorded = stored.success ? stored.data : entry.payload; // a retried step reports what was first accounted
+      if (worker) {
+        deps.local?.markWarm(job.model.id);
+        await deps.workers.recordOutcome(p.workerPk, 'completed', recordId).catch(() => undefined);
+      } else deps.onBackbone(true);
+      const now = deps.clock();
+      deps.stats.add(recentEntry(recorded, recordId, new Date(now).toISOString()), now);
+      return { payload: recorded, recordId, message: answer, finishReason, locations };
     }
-    if (p.target.provider === 'worker') {
-      deps.local?.markWarm(job.model.id);
-      const count = () => deps.workers.recordOutcome(p.workerPk, 'completed', recordIdOf(job)).catch(() => undefined);
-      // A step awaits its outcome, as it awaits its record. A chat completion counts it once its answer is written:
-      // setImmediate runs after this turn's promise chain, which ends in the response write, and before the next
-      // request is read, so every later request sees the count; only a crash within that turn loses it.
-      if (durable) await count();
-      else setImmediate(() => void count());
-    } else deps.onBackbone(true);
+    if (worker) deps.local?.markWarm(job.model.id);
+    else deps.onBackbone(true);
     const now = deps.clock();
-    deps.stats.add(recentEntry(recorded, entry.id, new Date(now).toISOString()), now);
-    return { payload: recorded, recordId: entry.id, message: answer, finishReason, locations };
+    // A chat completion's answer needs none of the rest: its record (hashes, signing queue), the recent-inference
+    // entry and the worker's outcome are made once the answer is written. setImmediate runs after this turn's
+    // promise chain, which ends in the response write, and before the next request is read, so every later
+    // request sees them; only a crash within that turn loses them (a queued record waits up to a second anyway).
+    setImmediate(() => {
+      try {
+        const entry = recordEntry(recordId, payloadWithHashes(account, job, answer));
+        deps.proofs.record(entry);
+        deps.stats.add(recentEntry(entry.payload, recordId, new Date(now).toISOString()), now);
+      } catch (error) {
+        deps.logger?.error({ err: error, job_id: job.jobId }, 'inference: the proof record could not be queued');
+      }
+      if (worker) void deps.workers.recordOutcome(p.workerPk, 'completed', recordId).catch(() => undefined);
+    });
+    return { payload: account, recordId, message: answer, finishReason, locations };
   }
 
   /** The whole answer at once (tool rounds included). */
@@ -271,6 +278,44 @@ export function createInferenceEngine(deps: EngineDeps) {
   return { complete, stream };
 }
 export type InferenceEngine = ReturnType<typeof createInferenceEngine>;
+
+const recordEntry = (id: string, payload: InferencePayload) => ({
+  id,
+  h3_cell: payload.h3_cell,
+  collection_type: 'inference' as const,
+  payload_type: 'hive/inference' as const,
+  payload,
+});
+
+/** The `hive/inference` payload: the account with the prompt, answer and job hashes, in the record's key order. */
+function payloadWithHashes(a: InferenceAccount, job: ChatJob, answer: ChatCompletionMessage): InferencePayload {
+  const hashes = requestHashes(job);
+  const payload: InferencePayload = {
+    version: a.version,
+    job_id: a.job_id,
+    step_id: a.step_id,
+    provider: a.provider,
+    model: a.model,
+    requested_model: a.requested_model,
+    worker_pk: a.worker_pk,
+    tokens_in: a.tokens_in,
+    tokens_out: a.tokens_out,
+    usage_estimated: a.usage_estimated,
+    latency_ms: a.latency_ms,
+    cold_start: a.cold_start,
+    fallback_reason: a.fallback_reason,
+    tool_calls: a.tool_calls,
+    prompt_sha256: hashes.prompt,
+    answer_sha256: answer.tool_calls?.length ? jcsSha256(answer.tool_calls) : sha256Hex(answer.content ?? ''),
+    job_hash: hashes.job,
+    cost: a.cost,
+    epoch: a.epoch,
+    h3_cell: a.h3_cell,
+    api_key_id: a.api_key_id,
+  };
+  if (a.locations !== undefined) payload.locations = a.locations;
+  return payload;
+}
 
 const textOf = (content: unknown): string =>
   typeof content === 'string' ? content : content == null ? '' : JSON.stringify(content);

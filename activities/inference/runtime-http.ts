@@ -9,7 +9,13 @@
  * activities/safe-fetch.ts's rules (same origin only, at most DEFAULT_MAX_REDIRECTS, 303 and a POST's 301/302
  * continue as a GET without the body).
  */
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http';
+import {
+  Agent as HttpAgent,
+  request as httpRequest,
+  type ClientRequest,
+  type IncomingMessage,
+  type RequestOptions,
+} from 'node:http';
 import { urlToHttpOptions } from 'node:url';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
@@ -37,100 +43,48 @@ interface Answer {
   text: string;
 }
 
+/** Where a POST goes first: built once per path (node:http's URL handling is a measurable share). */
+interface Hop {
+  url: URL;
+  target: RequestOptions;
+  /** The base URL's own origin, decided once. */
+  sameOrigin: boolean;
+}
+
+/** What every call of one poster shares. */
+interface Poster {
+  origin: string | null;
+  agents: { 'http:': HttpAgent; 'https:': HttpsAgent };
+  accept: string[];
+}
+
 export function createJsonPoster(baseURL: string, apiKey: string): JsonPoster {
   const origin = originOf(baseURL);
   const agentOptions = { keepAlive: true, timeout: IDLE_SOCKET_MS };
-  const agents = { 'http:': new HttpAgent(agentOptions), 'https:': new HttpsAgent(agentOptions) };
-  const accept = [
-    'accept',
-    'application/json',
-    'user-agent',
-    `OpenAI/JS ${VERSION}`,
-    'authorization',
-    `Bearer ${apiKey}`,
-  ];
-  const targetOf = (url: URL): RequestOptions => ({ ...urlToHttpOptions(url), agent: agents[url.protocol as 'http:'] });
-  // By path (the one or two this poster is given), built once: node:http's URL handling is a measurable share.
-  const firstHops = new Map<string, { url: URL; target: RequestOptions }>();
+  const poster: Poster = {
+    origin,
+    agents: { 'http:': new HttpAgent(agentOptions), 'https:': new HttpsAgent(agentOptions) },
+    accept: ['accept', 'application/json', 'user-agent', `OpenAI/JS ${VERSION}`, 'authorization', `Bearer ${apiKey}`],
+  };
+  const firstHops = new Map<string, Hop>();
   const firstHopOf = (path: string) => {
     let hop = firstHops.get(path);
     if (!hop) {
       const url = new URL(baseURL + (baseURL.endsWith('/') && path.startsWith('/') ? path.slice(1) : path));
-      hop = { url, target: targetOf(url) };
+      hop = { url, target: targetOf(poster, url), sameOrigin: originOf(url) === origin };
       firstHops.set(path, hop);
     }
     return hop;
   };
-  // Raw header arrays skip node:http's per-header bookkeeping; with one, Host is ours to send.
-  const requestHeaders = (url: URL, body: Buffer | null): string[] =>
-    body === null
-      ? ['host', url.host, ...accept]
-      : ['host', url.host, ...accept, 'content-type', 'application/json', 'content-length', String(body.length)];
-
-  function send(
-    first: { url: URL; target: RequestOptions },
-    payload: Buffer,
-    timeoutMs: number,
-    signal: AbortSignal | undefined,
-  ): Promise<Answer> {
-    return new Promise<Answer>((resolve, reject) => {
-      let current: ReturnType<typeof httpRequest> | undefined;
-      let settled = false;
-      const settle = (error: unknown, answer?: Answer) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        if (answer) resolve(answer);
-        else reject(error instanceof Error ? error : new Error(String(error)));
-      };
-      const stop = (error: Error) => {
-        settle(error);
-        current?.destroy();
-      };
-      const onAbort = () => stop(new APIUserAbortError());
-      const timer = setTimeout(() => stop(new APIConnectionTimeoutError()), timeoutMs);
-      signal?.addEventListener('abort', onAbort, { once: true });
-
-      const hop = (url: URL, target: RequestOptions, method: string, body: Buffer | null, hops: number) => {
-        // The client saw a refused fetch as a connection error with its default message.
-        if (originOf(url) !== origin)
-          return settle(new APIConnectionError({ cause: new UpstreamRefused('origin', url.href) }));
-        const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
-        const options = { ...target, method, headers: requestHeaders(url, body) };
-        const req = request(options, (res) => {
-          const status = res.statusCode ?? 0;
-          const location = header(res.rawHeaders, 'location');
-          if (REDIRECTS.has(status) && location !== undefined) {
-            res.resume(); // drained, so the connection is reused
-            if (hops >= DEFAULT_MAX_REDIRECTS) {
-              return settle(new APIConnectionError({ cause: new UpstreamRefused('redirects', url.href) }));
-            }
-            let next: URL;
-            try {
-              next = new URL(location, url);
-            } catch {
-              return settle(new APIConnectionError({ cause: new UpstreamRefused('origin', location.slice(0, 200)) }));
-            }
-            const asGet = status === 303 || ((status === 301 || status === 302) && method === 'POST');
-            return hop(next, targetOf(next), asGet ? 'GET' : method, asGet ? null : body, hops + 1);
-          }
-          readAll(res, (error, text) =>
-            error ? settle(error) : settle(null, { status, rawHeaders: res.rawHeaders, text }),
-          );
-        });
-        current = req;
-        req.on('error', (error) => settle(connectionError(error)));
-        req.end(body ?? undefined);
-      };
-      hop(first.url, first.target, 'POST', payload, 0);
-    });
-  }
 
   return {
     async post(path, body, timeoutMs, signal) {
       if (signal?.aborted) throw new APIUserAbortError();
-      const answer = await send(firstHopOf(path), Buffer.from(JSON.stringify(body)), timeoutMs, signal);
+      const answer = await new Promise<Answer>((resolve, reject) => {
+        const call = new Call(poster, resolve, reject, timeoutMs, signal);
+        const first = firstHopOf(path);
+        call.hop(first.url, first.target, first.sameOrigin, 'POST', Buffer.from(JSON.stringify(body)), 0);
+      });
       if (answer.status < 200 || answer.status > 299) {
         const json = safeJson(answer.text) as object | undefined;
         throw APIError.generate(answer.status, json, json ? undefined : answer.text, headersOf(answer));
@@ -146,19 +100,156 @@ export function createJsonPoster(baseURL: string, apiKey: string): JsonPoster {
   };
 }
 
-/** The body as text (UTF-8, a BOM dropped as fetch does); a connection cut mid-body is fetch's `terminated`. */
-function readAll(res: IncomingMessage, done: (error: Error | null, text: string) => void): void {
-  const chunks: Buffer[] = [];
-  res.on('data', (chunk: Buffer) => chunks.push(chunk));
-  res.on('end', () => {
-    const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8');
-    done(null, text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
-  });
-  res.on('close', () => {
-    if (!res.complete) done(new TypeError('terminated'), '');
-  });
-  res.on('error', () => undefined); // reported by `close`
+/**
+ * Only what node:http reads of a URL's options, and the agent: fewer fields for ClientRequest and the agent to
+ * copy on every request.
+ */
+function targetOf(poster: Poster, url: URL): RequestOptions {
+  const { protocol, hostname, port, path, auth } = urlToHttpOptions(url);
+  const agent = poster.agents[url.protocol as 'http:'];
+  return auth === undefined
+    ? { protocol, hostname, port, path, agent }
+    : { protocol, hostname, port, path, auth, agent };
 }
+
+// Raw header arrays skip node:http's per-header bookkeeping; with one, Host is ours to send.
+const requestHeaders = (poster: Poster, url: URL, body: Buffer | null): string[] =>
+  body === null
+    ? ['host', url.host, ...poster.accept]
+    : ['host', url.host, ...poster.accept, 'content-type', 'application/json', 'content-length', String(body.length)];
+
+/** The call a request, its response and its abort signal belong to (their listeners are shared functions). */
+const CALL = Symbol('runtime-http call');
+type Tagged<T> = T & { [CALL]?: Call };
+
+/**
+ * One POST and its redirects until it settles once: answered, failed, timed out or aborted. Its state lives
+ * here and its listeners are module functions, so a call makes no closures: this runs on every completion.
+ */
+class Call {
+  private current: ClientRequest | undefined;
+  private settled = false;
+  private readonly timer: NodeJS.Timeout;
+  /** The final response's body so far. */
+  chunks: Buffer[] = [];
+  /** Of the request being answered: a redirect's target keeps what the first hop sent. */
+  private url!: URL;
+  private method = 'POST';
+  private body: Buffer | null = null;
+  private hops = 0;
+
+  constructor(
+    private readonly poster: Poster,
+    private readonly resolve: (answer: Answer) => void,
+    private readonly reject: (error: Error) => void,
+    timeoutMs: number,
+    private readonly signal: AbortSignal | undefined,
+  ) {
+    this.timer = setTimeout(onTimeout, timeoutMs, this);
+    signal?.addEventListener('abort', this, { once: true });
+  }
+
+  settle(error: unknown, answer?: Answer): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.timer);
+    this.signal?.removeEventListener('abort', this);
+    if (answer) this.resolve(answer);
+    else this.reject(error instanceof Error ? error : new Error(String(error)));
+  }
+
+  stop(error: Error): void {
+    this.settle(error);
+    this.current?.destroy();
+  }
+
+  /** The abort signal's listener (an EventListener object). */
+  handleEvent(): void {
+    this.stop(new APIUserAbortError());
+  }
+
+  hop(url: URL, target: RequestOptions, sameOrigin: boolean, method: string, body: Buffer | null, hops: number): void {
+    // The client saw a refused fetch as a connection error with its default message.
+    if (!sameOrigin) return this.settle(new APIConnectionError({ cause: new UpstreamRefused('origin', url.href) }));
+    this.url = url;
+    this.method = method;
+    this.body = body;
+    this.hops = hops;
+    const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const req: Tagged<ClientRequest> = request({ ...target, method, headers: requestHeaders(this.poster, url, body) });
+    req[CALL] = this;
+    this.current = req;
+    req.on('response', onResponse);
+    req.on('error', onRequestError);
+    req.end(body ?? undefined);
+  }
+
+  respond(res: Tagged<IncomingMessage>): void {
+    const status = res.statusCode ?? 0;
+    const location = header(res.rawHeaders, 'location');
+    if (REDIRECTS.has(status) && location !== undefined) {
+      res.resume(); // drained, so the connection is reused
+      const { url, method, body, hops } = this;
+      if (hops >= DEFAULT_MAX_REDIRECTS) {
+        return this.settle(new APIConnectionError({ cause: new UpstreamRefused('redirects', url.href) }));
+      }
+      let next: URL;
+      try {
+        next = new URL(location, url);
+      } catch {
+        return this.settle(new APIConnectionError({ cause: new UpstreamRefused('origin', location.slice(0, 200)) }));
+      }
+      const asGet = status === 303 || ((status === 301 || status === 302) && method === 'POST');
+      const sameOrigin = originOf(next) === this.poster.origin;
+      return this.hop(
+        next,
+        targetOf(this.poster, next),
+        sameOrigin,
+        asGet ? 'GET' : method,
+        asGet ? null : body,
+        hops + 1,
+      );
+    }
+    // The body as text (UTF-8, a BOM dropped as fetch does); a connection cut mid-body is fetch's `terminated`.
+    res[CALL] = this;
+    res.on('data', onData);
+    res.on('end', onEnd);
+    res.on('close', onClose);
+    res.on('error', ignore); // reported by `close`
+  }
+}
+
+function onTimeout(call: Call): void {
+  call.stop(new APIConnectionTimeoutError());
+}
+
+function onResponse(this: Tagged<ClientRequest>, res: IncomingMessage): void {
+  this[CALL]!.respond(res);
+}
+
+function onRequestError(this: Tagged<ClientRequest>, error: Error): void {
+  this[CALL]!.settle(connectionError(error));
+}
+
+function onData(this: Tagged<IncomingMessage>, chunk: Buffer): void {
+  this[CALL]!.chunks.push(chunk);
+}
+
+function onEnd(this: Tagged<IncomingMessage>): void {
+  const { chunks } = this[CALL]!;
+  const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8');
+  this[CALL]!.settle(null, {
+    status: this.statusCode ?? 0,
+    rawHeaders: this.rawHeaders,
+    text: text.charCodeAt(0) === 0xfeff ? text.slice(1) : text,
+  });
+}
+
+function onClose(this: Tagged<IncomingMessage>): void {
+  if (!this.complete) this[CALL]!.settle(new TypeError('terminated'));
+}
+
+function ignore(): void {}
 
 /** As the `openai` client classifies a failed fetch. */
 function connectionError(error: Error): Error {

@@ -62,7 +62,9 @@ export const chatRoutes = (swarm: Swarm) => [
           return;
         }
         const result = await swarm.chat(job, aborted.signal);
-        ctx.body = completionBody(result, Math.floor(swarm.now() / 1000), withLocations);
+        // Serialised here, its type set as Koa would set it: Koa would look the type up again on every answer.
+        ctx.set('content-type', JSON_TYPE);
+        ctx.body = JSON.stringify(completionBody(result, Math.floor(swarm.now() / 1000), withLocations));
       } catch (error) {
         // Not answered: the message is not counted against the free tier.
         await refund(charge);
@@ -99,6 +101,9 @@ export const chatRoutes = (swarm: Swarm) => [
     },
   }),
 ];
+
+/** What Koa answers a JSON body with. */
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** A refund that fails (store out of reach) costs the caller one message; it must not hide the request's own error. */
 const refund = (charge: ChatCharge | undefined) => charge?.refund().catch(() => undefined);

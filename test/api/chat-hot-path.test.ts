@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { canonicalJson } from '../../core/canonical-json.js';
+import { sha256Hex } from '../../core/hash.js';
 import { startGateway } from '../helpers/gateway.js';
 
 type Gateway = Awaited<ReturnType<typeof startGateway>>;
@@ -9,7 +11,8 @@ type Gateway = Awaited<ReturnType<typeof startGateway>>;
 /**
  * What the chat hot path keeps while getting cheaper (docs/benchmarks.md, chat): one kept-alive connection to
  * the runtime for consecutive completions, and the worker's outcome counted before any later request is read,
- * although it is now written after the answer.
+ * although it is now written after the answer; likewise the completion's proof record and its recent-inference
+ * entry, made once the answer is written.
  */
 describe('chat completions: the hot path (connection reuse, outcome order)', () => {
   let runtime: Server;
@@ -40,7 +43,7 @@ describe('chat completions: the hot path (connection reuse, outcome order)', () 
     runtime.listen(0, '127.0.0.1');
     await once(runtime, 'listening');
     gw = await startGateway({
-      config: { apiKeys: ['sk-hot'] },
+      config: { apiKeys: ['sk-hot'], operatorToken: 'op-hot' },
       swarm: {
         workerRuntimeUrl: `http://127.0.0.1:${(runtime.address() as AddressInfo).port}/v1`,
         workerModels: ['tinyllama'],
@@ -82,5 +85,110 @@ describe('chat completions: the hot path (connection reuse, outcome order)', () 
       assert.equal((await complete()).status, 200);
       assert.equal(await completed(), first! + i);
     }
+  });
+  it("queues a completion's proof record and lists it in the recent inferences before the next request is answered", async () => {
+    const messages = [{ role: 'user', content: 'one park in Rome' }];
+    for (let i = 0; i < 3; i++) {
+      const res = await complete();
+      assert.equal(res.status, 200);
+      const svc = (res.body as { svc: { job_id: string; proof_record_id: string; epoch: number; cost: number } }).svc;
+      const recent = await gw.get('/svc/inference/recent?limit=1', { authorization: 'Bearer op-hot' });
+      const [entry] = (recent.body as { entries: Record<string, unknown>[] }).entries;
+      assert.equal(entry?.record_id, svc.proof_record_id);
+      assert.equal(entry?.job_id, svc.job_id);
+      assert.equal(entry?.epoch, svc.epoch);
+      assert.equal(entry?.cost, svc.cost);
+      await gw.writer.flush(); // writes what is queued: the record must be queued by now
+      const record = await gw.proofs.getRecord(svc.proof_record_id);
+      assert.ok(record, 'the record was queued with the answer');
+      assert.equal(record.address.epoch, svc.epoch);
+      const payload = record.payload as Record<string, unknown>;
+      assert.equal(payload.job_id, svc.job_id);
+      assert.equal(payload.cost, svc.cost);
+      assert.equal(payload.prompt_sha256, sha256Hex(canonicalJson(messages)));
+      assert.equal(payload.answer_sha256, sha256Hex('A park.'));
+      assert.equal(payload.job_hash, entry?.job_hash);
+      // The payload's fields in the order records always had (the hashes between tool_calls and cost).
+      assert.deepEqual(Object.keys(payload), [
+        'version',
+        'job_id',
+        'step_id',
+        'provider',
+        'model',
+        'requested_model',
+        'worker_pk',
+        'tokens_in',
+        'tokens_out',
+        'usage_estimated',
+        'latency_ms',
+        'cold_start',
+        'fallback_reason',
+        'tool_calls',
+        'prompt_sha256',
+        'answer_sha256',
+        'job_hash',
+        'cost',
+        'epoch',
+        'h3_cell',
+        'api_key_id',
+      ]);
+    }
+  });
+
+  it('answers JSON with its type and exact length, as Koa did', async () => {
+    const res = await complete();
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
+    assert.equal(res.headers.get('content-length'), String(Buffer.byteLength(res.text)));
+    assert.deepEqual(res.body, JSON.parse(res.text));
+    assert.equal((res.body as { object: string }).object, 'chat.completion');
+  });
+  it('hashes the normalized request into job_hash, and the conversation as sent into prompt_sha256', async () => {
+    const res = await gw.post(
+      '/v1/chat/completions',
+      {
+        model: 'tinyllama',
+        messages: [
+          { role: 'system', content: 'be brief' },
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'one park' },
+              { type: 'text', text: 'in Rome "é"' },
+            ],
+          },
+        ],
+        temperature: 0.5,
+        max_tokens: 40,
+        seed: 7,
+        response_format: { type: 'json_object' },
+        tools: [
+          { type: 'function', function: { name: 'zeta', parameters: { type: 'object' } } },
+          { type: 'function', function: { name: 'alpha' } },
+        ],
+      },
+      { authorization: 'Bearer sk-hot' },
+    );
+    assert.equal(res.status, 200);
+    const svc = (res.body as { svc: { job_id: string; proof_record_id: string; h3_cell: string } }).svc;
+    await gw.writer.flush();
+    const payload = (await gw.proofs.getRecord(svc.proof_record_id))?.payload as Record<string, unknown>;
+    const messages = [
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content: 'one park\nin Rome "é"' },
+    ];
+    assert.equal(payload.prompt_sha256, sha256Hex(canonicalJson(messages)));
+    const request = {
+      job_id: svc.job_id,
+      step_id: null,
+      model: 'tinyllama',
+      messages,
+      sampling: { max_tokens: 40, temperature: 0.5, seed: 7 },
+      tools: ['alpha', 'zeta'],
+      response_format: { type: 'json_object' },
+      want_locations: false,
+      h3_cell: svc.h3_cell,
+    };
+    assert.equal(payload.job_hash, sha256Hex(canonicalJson(request)));
   });
 });
