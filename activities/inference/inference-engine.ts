@@ -139,6 +139,8 @@ export function createInferenceEngine(deps: EngineDeps) {
     const tokensOut = usage?.completion_tokens ?? Math.ceil((answer.content ?? '').length / 4);
     const served = deps.registry.get(p.servedModel) ?? job.model;
     const worker = p.target.provider === 'worker';
+    // The answer reports this epoch; a record queued after the answer is dated here too (same epoch).
+    const stamp = deps.proofs.stamp();
     const recordId = recordIdOf(job);
     // In the record's key order; the hashes go between tool_calls and cost (payloadWithHashes).
     const account: InferenceAccount = {
@@ -157,7 +159,7 @@ export function createInferenceEngine(deps: EngineDeps) {
       fallback_reason: p.target.provider === 'backbone' ? p.target.fallbackReason : null,
       tool_calls: toolCalls,
       cost: worker ? modelCost(served, tokensIn + tokensOut) : 0,
-      epoch: deps.proofs.epochNow(),
+      epoch: stamp.epoch,
       h3_cell: job.cell,
       api_key_id: job.apiKeyId,
       ...(job.stepId !== null ? { locations: locations ?? [] } : {}),
@@ -185,7 +187,7 @@ export function createInferenceEngine(deps: EngineDeps) {
     setImmediate(() => {
       try {
         const entry = recordEntry(recordId, payloadWithHashes(account, job, answer));
-        deps.proofs.record(entry);
+        deps.proofs.record(entry, stamp);
         deps.stats.add(recentEntry(entry.payload, recordId, new Date(now).toISOString()), now);
       } catch (error) {
         deps.logger?.error({ err: error, job_id: job.jobId }, 'inference: the proof record could not be queued');

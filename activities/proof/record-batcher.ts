@@ -22,9 +22,20 @@ import { isStorageFull } from '../../store/store-errors.js';
 /** What a serving path records; the writer adds the epoch and time. */
 export type RecordEntry = Omit<NewRecord, 'epoch' | 'written_at'>;
 
+/** When a record was made: its `written_at` and its epoch. */
+export interface RecordStamp {
+  atMs: number;
+  epoch: number;
+}
+
 export interface ProofWriter {
-  /** Queues the record; returns its id and epoch at once. */
-  record(entry: RecordEntry): { id: string; epoch: number };
+  /**
+   * Queues the record; returns its id and epoch at once. `at` (from `stamp()`) dates a record queued after the
+   * answer it accounts for, so it lands in the epoch that answer reported.
+   */
+  record(entry: RecordEntry, at?: RecordStamp): { id: string; epoch: number };
+  /** The time and epoch of a record made now. */
+  stamp(): RecordStamp;
   /**
    * Adds one serve to the open aggregate record of `key` in the current epoch, opening it with `open()` on
    * first use; the aggregate is queued at the next flush with `serves` (the items, in order), `serve_count`,
@@ -95,13 +106,13 @@ export function createRecordBatcher(deps: RecordBatcherDeps): ProofWriter & { dr
 
   const epochNow = () => epochAt(deps.clock(), deps.genesisMs, deps.epochMs);
 
-  function enqueue(entry: RecordEntry, settle?: Pending['settle']): { id: string; epoch: number } {
-    const now = deps.clock();
-    const full: NewRecord = {
-      ...entry,
-      epoch: epochAt(now, deps.genesisMs, deps.epochMs),
-      written_at: new Date(now).toISOString(),
-    };
+  const stamp = (): RecordStamp => {
+    const atMs = deps.clock();
+    return { atMs, epoch: epochAt(atMs, deps.genesisMs, deps.epochMs) };
+  };
+
+  function enqueue(entry: RecordEntry, settle?: Pending['settle'], at = stamp()): { id: string; epoch: number } {
+    const full: NewRecord = { ...entry, epoch: at.epoch, written_at: new Date(at.atMs).toISOString() };
     if (closed || queue.length >= maxQueued) {
       dropped++;
       const error = new Error(closed ? 'proof writer is closed' : 'proof writer queue is full');
@@ -235,7 +246,8 @@ export function createRecordBatcher(deps: RecordBatcherDeps): ProofWriter & { dr
   }
 
   return {
-    record: (entry) => enqueue(entry),
+    record: (entry, at) => enqueue(entry, undefined, at),
+    stamp,
     aggregate,
     write: (entry) =>
       new Promise<ProofRecord>((resolve, reject) => {

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { canonicalJson } from '../../core/canonical-json.js';
+import { DEFAULT_EPOCH_GENESIS_MS, EPOCH_MS } from '../../core/epoch.js';
 import { sha256Hex } from '../../core/hash.js';
 import { startGateway } from '../helpers/gateway.js';
 
@@ -45,7 +46,7 @@ describe('chat completions: the hot path (connection reuse, outcome order)', () 
     gw = await startGateway({
       config: { apiKeys: ['sk-hot'], operatorToken: 'op-hot' },
       swarm: {
-        workerRuntimeUrl: `http://127.0.0.1:${(runtime.address() as AddressInfo).port}/v1`,
+        workerRuntimeUrl: runtimeUrl(),
         workerModels: ['tinyllama'],
         prewarmModels: ['tinyllama'],
       },
@@ -58,6 +59,10 @@ describe('chat completions: the hot path (connection reuse, outcome order)', () 
     runtime.close();
     await once(runtime, 'close');
   });
+
+  function runtimeUrl(): string {
+    return `http://127.0.0.1:${(runtime.address() as AddressInfo).port}/v1`;
+  }
 
   const complete = () =>
     gw.post(
@@ -132,6 +137,33 @@ describe('chat completions: the hot path (connection reuse, outcome order)', () 
         'h3_cell',
         'api_key_id',
       ]);
+    }
+  });
+
+  it('files a completion whose record is queued after an hour boundary in the epoch its answer reported', async () => {
+    // The clock moves one epoch as each answer leaves: after the answer, before its deferred record is queued.
+    let now = DEFAULT_EPOCH_GENESIS_MS + 4000 * EPOCH_MS + 30 * 60_000;
+    const edge = await startGateway({
+      clock: () => now,
+      config: { apiKeys: ['sk-edge'] },
+      swarm: { workerRuntimeUrl: runtimeUrl(), workerModels: ['tinyllama'] },
+    });
+    edge.server.on('request', (_req, res: ServerResponse) => res.on('finish', () => (now += EPOCH_MS)));
+    try {
+      const res = await edge.post(
+        '/v1/chat/completions',
+        { model: 'tinyllama', messages: [{ role: 'user', content: 'one park in Rome' }] },
+        { authorization: 'Bearer sk-edge' },
+      );
+      assert.equal(res.status, 200, res.text);
+      const svc = (res.body as { svc: { proof_record_id: string; epoch: number } }).svc;
+      assert.equal(svc.epoch, 4000);
+      await edge.writer.flush();
+      const record = await edge.proofs.getRecord(svc.proof_record_id);
+      assert.equal(record?.address.epoch, 4000);
+      assert.equal((record?.payload as { epoch: number }).epoch, 4000);
+    } finally {
+      await edge.close();
     }
   });
 

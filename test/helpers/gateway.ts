@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import type { Server } from 'node:http';
 import type { JobAnswers } from '../../api/job-answers.js';
 import type Koa from 'koa';
 import { pino, type Logger } from 'pino';
@@ -42,6 +43,8 @@ export interface TestResponse {
 
 export interface TestGateway {
   url: string;
+  /** The listening server, for a test that watches its requests (`request` events). */
+  server: Server;
   request(
     method: string,
     path: string,
@@ -265,6 +268,7 @@ export async function startGateway(
 
   return {
     url,
+    server,
     proofs,
     writer,
     node,
