@@ -5,63 +5,53 @@ import { createEd25519Pool, type Ed25519Pool } from '../store/ed25519-pool.js';
 
 /**
  * Gate 1's Ed25519 checks on worker threads of their own (store/ed25519-pool.ts), by default one fewer than the
- * cores (VERIFY_THREADS): the event loop's thread keeps a core to itself. On the libuv pool (4 threads by default) verifications outnumbered
- * the cores under load, and the kernel's fair share left the JavaScript thread about a third of one; a smaller
- * libuv pool would also starve file and DNS work, which the pool serves too. The checks of one turn of the event
- * loop go as one message (a check costs the loop a few µs), at most MAX_IN_FLIGHT batches per thread; the rest
- * wait for a batch to come back. If a worker fails, its checks fall back to the libuv pool: the same answers.
+ * cores (VERIFY_THREADS): the event loop's thread keeps a core to itself. On the libuv pool (4 threads by default)
+ * verifications outnumbered the cores under load, and the kernel's fair share left the JavaScript thread about a
+ * third of one; a smaller libuv pool would also starve file and DNS work, which the pool serves too.
+ *
+ * The checks of one turn of the event loop are sent at its end in messages of at most MESSAGE_CHECKS: few enough
+ * that answers stream back while the event loop parses the next requests (one message per turn left the verify
+ * thread and the event loop waiting on each other in turns), enough that a check costs the loop a few µs. If a
+ * worker fails, its checks fall back to the libuv pool: the same answers.
  */
 export function createRequestVerifier(pool: Ed25519Pool): AsyncVerifier {
   let items: Check[] = [];
   let done: ((ok: boolean) => void)[] = [];
-  let scheduled = false;
-  let inFlight = 0;
 
-  /** Sends what the turn collected, unless the workers hold enough: then it goes when a batch comes back. */
   function flush(): void {
-    scheduled = false;
-    if (items.length === 0 || inFlight >= MAX_IN_FLIGHT * pool.size) return;
-    const sent = items;
-    const waiting = done;
+    for (let from = 0; from < items.length; from += MESSAGE_CHECKS) {
+      send(items.slice(from, from + MESSAGE_CHECKS), done.slice(from, from + MESSAGE_CHECKS));
+    }
     items = [];
     done = [];
-    inFlight++;
-    pool.verify(sent).then(
-      (out) => settle(() => out.forEach((ok, i) => waiting[i]!(ok))),
+  }
+
+  function send(checks: Check[], answers: ((ok: boolean) => void)[]): void {
+    pool.verify(checks).then(
+      (out) => out.forEach((ok, i) => answers[i]!(ok)),
       () =>
-        settle(() =>
-          sent.forEach(
-            ([pk, message, signature], i) => void verifySignatureAsync(pk, message, signature).then(waiting[i]),
-          ),
+        checks.forEach(
+          ([pk, message, signature], i) => void verifySignatureAsync(pk, message, signature).then(answers[i]),
         ),
     );
   }
 
-  function settle(answer: () => void): void {
-    inFlight--;
-    answer();
-    schedule();
-  }
-
-  function schedule(): void {
-    if (scheduled || items.length === 0) return;
-    scheduled = true;
-    setImmediate(flush);
-  }
-
   return (pk, message, signature) => {
     if (!passesSignaturePolicy(pk, signature)) return Promise.resolve(false);
+    if (items.length === 0) setImmediate(flush);
     items.push([pk, message, signature]);
-    const answer = new Promise<boolean>((resolve) => done.push(resolve));
-    schedule();
-    return answer;
+    return new Promise<boolean>((resolve) => done.push(resolve));
   };
 }
 
 type Check = [pk: string, message: string, signature: string];
 
-/** Batches per worker thread sent and not answered: one being verified, one waiting, so the thread never idles. */
-const MAX_IN_FLIGHT = 2;
+/**
+ * Checks per message to a verify thread: about 0.75 ms of its work. Measured on 2 cores with 32 connections
+ * (docs/benchmarks.md): 8–12 kept both cores busy; 16 and one message per turn left them idle in turns, 4 and
+ * fewer cost the event loop more in messages than they saved.
+ */
+const MESSAGE_CHECKS = 8;
 
 const shared = new Map<number, AsyncVerifier>();
 

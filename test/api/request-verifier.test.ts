@@ -71,39 +71,33 @@ describe('gate 1 verifier on its own worker threads (api/request-verifier.ts)', 
     assert.equal(await verify(generateKeyPair().publicKey, 'm', 'A'.repeat(128)), false);
   });
 
-  it('keeps at most two batches per thread at the workers; what comes meanwhile goes in one batch when one returns', async () => {
-    const held: { items: readonly (readonly [string, string, string])[]; answer: () => void }[] = [];
-    const holding: Ed25519Pool = {
+  it("sends a turn's checks at its end in messages of at most eight, and answers each from its own", async () => {
+    const sent: (readonly (readonly [string, string, string])[])[] = [];
+    const recording: Ed25519Pool = {
       size: 1,
       sign: () => Promise.reject(new Error('unused')),
-      verify: (items) =>
-        new Promise((resolve) =>
-          held.push({ items, answer: () => resolve(items.map(([pk, m, s]) => verifySignature(pk, m, s))) }),
-        ),
+      verify: (items) => {
+        sent.push(items);
+        return pool.verify(items);
+      },
       close: async () => undefined,
     };
-    const verify = createRequestVerifier(holding);
+    const verify = createRequestVerifier(recording);
     const checks = mixedChecks();
     const turn = () => new Promise((resolve) => setImmediate(resolve));
     const answers: Promise<boolean>[] = [];
-    for (const part of [checks.slice(0, 5), checks.slice(5, 10), checks.slice(10, 20), checks.slice(20)]) {
-      answers.push(...part.map(([pk, message, signature]) => verify(pk, message, signature)));
-      await turn();
-    }
-    assert.deepEqual(
-      held.map((batch) => batch.items.length),
-      [4, 4],
-      'two batches out (S ≥ L is refused before any batch), the rest waiting',
-    );
-    held[0]!.answer();
+    const ask = (part: typeof checks) => answers.push(...part.map(([pk, m, sig]) => verify(pk, m, sig)));
+    ask(checks.slice(0, 5));
+    assert.equal(sent.length, 0, 'nothing is sent before the turn ends');
     await turn();
+    ask(checks.slice(5));
+    assert.equal(sent.length, 1);
     await turn();
+    // S ≥ L (every fourth check) is refused before any message: 4 of the first turn's 5, 26 of the second's 35.
     assert.deepEqual(
-      held.map((batch) => batch.items.length),
-      [4, 4, 22],
+      sent.map((items) => items.length),
+      [4, 8, 8, 8, 2],
     );
-    held[1]!.answer();
-    held[2]!.answer();
     assert.deepEqual(
       await Promise.all(answers),
       checks.map(([, , , expected]) => expected),
