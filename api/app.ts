@@ -13,7 +13,7 @@ import { createRequestRateLimits, requestBounds } from './rate-limit.js';
 import { proxyTrustOf, trustedProxy } from './proxy-trust.js';
 import { requestContext } from './request-context.js';
 import { routeDispatch, type RouteMatch } from './route-dispatch.js';
-import { TILE_ROUTE, tileHits } from './tile-hits.js';
+import { tileHits } from './tile-hits.js';
 import type { RouteSpec } from './route-spec.js';
 import { chatRoutes } from './routes/chat.js';
 import { computeRoutes } from './routes/compute.js';
@@ -30,7 +30,7 @@ import { blobRoutes } from './routes/store-blobs.js';
 import { svcRoutes } from './routes/svc.js';
 import { workerRoutes } from './routes/svc-workers.js';
 import { telemetryRoutes } from './routes/telemetry.js';
-import { tileRoutes } from './routes/tiles.js';
+import { TILE_ROUTE, tileRoutes } from './routes/tiles.js';
 import { toolRoutes } from './routes/tools.js';
 
 /**

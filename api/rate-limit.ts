@@ -74,10 +74,6 @@ function enforceBodyBytes(ctx: Context, limiter: RateLimiter, key: string, nowMs
   );
 }
 
-/**
- * Counts a request against its principal once it is authenticated (a verified signature, a valid key): a
- * forged request cannot spend somebody else's budget. `principal` is a stable id such as `pk:<hex>`.
- */
 /** Counts a request against its client address; refused: throws 429 `rate_limit` (a refusal takes nothing). */
 export function enforceAddressRate(ctx: RateHeaderTarget, limiter: RateLimiter, address: string, nowMs: number): void {
   enforce(ctx, limiter, addressKey(address), nowMs, 'this address');
@@ -89,6 +85,10 @@ export interface RateHeaderTarget {
   response: { get(field: string): unknown };
 }
 
+/**
+ * Counts a request against its principal once it is authenticated (a verified signature, a valid key): a
+ * forged request cannot spend somebody else's budget. `principal` is a stable id such as `pk:<hex>`.
+ */
 export function enforcePrincipalRate(
   ctx: RateHeaderTarget,
   limiter: RateLimiter | undefined,

@@ -7,10 +7,8 @@ import { passGatesAtOnce, type Gate, type GateContext, type GateName } from './g
 import { clientAddressOf } from './proxy-trust.js';
 import { enforceAddressRate } from './rate-limit.js';
 import { requestIdOf, settleRequest, type RequestContextDeps } from './request-context.js';
-import { tileAnswer } from './routes/tiles.js';
+import { TILE_ROUTE, tileAnswer } from './routes/tiles.js';
 
-/** The tile route's pattern: the route label of the requests answered here. */
-export const TILE_ROUTE = '/v1/tiles/:h3_cell/:zoom/:file';
 const PREFIX = '/v1/tiles/';
 
 export interface TileHitDeps extends RequestContextDeps {

@@ -45,6 +45,9 @@ const TILE_RESPONSE_HEADERS = {
 };
 const facets = ['tile_render'];
 
+/** The tile route's pattern (its metrics label); its cache hits are answered before Koa (api/tile-hits.ts). */
+export const TILE_ROUTE = '/v1/tiles/:h3_cell/:zoom/:file';
+
 interface GridInput {
   cell: string;
   zoom: number;
@@ -102,7 +105,7 @@ export const tileRoutes = (tiles: TileActivities) => [
   }),
   route<TileRequest>({
     method: 'GET',
-    path: '/v1/tiles/:h3_cell/:zoom/:file',
+    path: TILE_ROUTE,
     auth: 'public',
     cors,
     facets,
