@@ -36,7 +36,8 @@ import { toolRoutes } from './routes/tools.js';
 /**
  * The gateway as a Koa app: client address and origin (api/proxy-trust.ts) → request context (id, log line, metrics, drain) → errors
  * → per-address rate and query size → routing (api/route-dispatch.ts) → (per route) body → gate 1 → gate 2 → gate 3
- * → gate 4 → handler. It never listens; `bin/` and tests do.
+ * → gate 4 → handler. Tile cache hits are answered before all of it, with the same steps (api/tile-hits.ts). It
+ * never listens; `bin/` and tests do.
  */
 export function createApp(deps: AppDeps): Koa {
   const app = new GatewayApp();
