@@ -186,10 +186,13 @@ export function createTelemetryActivities(deps: TelemetryDeps) {
 
     /** GET /v1/telemetry: readings of `cell` (H3 containment), optionally one quantity, phenomenon time in [from, to). */
     async list(query: TelemetryQuery): Promise<{ readings: StoredReading[]; nextCursor: string | null }> {
+      // No reading is older than the epoch genesis (ingest refuses them): a window ending before it holds none.
+      if (query.toMs !== undefined && query.toMs <= deps.genesisMs) return { readings: [], nextCursor: null };
+      const fromMs = query.fromMs === undefined ? undefined : Math.max(query.fromMs, deps.genesisMs);
       const page = await deps.store.queryRecords({
         cell: query.cell,
         collection: 'telemetry',
-        ...(query.fromMs === undefined ? {} : { epochStart: epochAt(query.fromMs, deps.genesisMs, deps.epochMs) }),
+        ...(fromMs === undefined ? {} : { epochStart: epochAt(fromMs, deps.genesisMs, deps.epochMs) }),
         ...(query.toMs === undefined ? {} : { epochEnd: epochAt(query.toMs - 1, deps.genesisMs, deps.epochMs) }),
         limit: query.limit,
         ...(query.cursor === undefined ? {} : { cursor: query.cursor }),

@@ -253,6 +253,11 @@ describe('IoT telemetry and sensor fusion (POST/GET /v1/telemetry, sensor_fusion
     assert.deepEqual(await err('/v1/telemetry'), [400, 'cell_required']);
     assert.deepEqual(await err(`/v1/telemetry?cell=${JOB_CELL}&quantity=ozone`), [400, 'unknown_quantity']);
     assert.deepEqual(await err(`/v1/telemetry?cell=${JOB_CELL}&from=soon`), [400, 'invalid_date']);
+    // Before the epoch genesis there are no readings: a window there is empty, one starting there runs from it.
+    const count = async (query: string) => (await gw.get(`/v1/telemetry?cell=${JOB_CELL}&${query}`)).body as typeof fc;
+    assert.equal((await count('to=1970-01-01T00:00:00.000Z')).features.length, 0);
+    assert.equal((await count('from=1970-01-01&to=1999-12-31')).features.length, 0);
+    assert.equal((await count('from=1970-01-01')).features.length, 3);
   });
 
   describe('sensor_fusion steps (embedded runner)', () => {
