@@ -14,27 +14,13 @@ import { startGateway } from '../helpers/gateway.js';
 import { inferenceJob, signJob } from '../helpers/jobs.js';
 import { inferenceEntry } from '../helpers/proofs.js';
 import { startXyzServer, type XyzServer } from '../helpers/xyz-server.js';
+import { sample } from '../helpers/metrics-sample.js';
 
 type Gateway = Awaited<ReturnType<typeof startGateway>>;
 type LogLine = Record<string, unknown> & { level: number; msg: string };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const TILE = `/v1/tiles/${DEFAULT_JOB_CELL}/12/osm-bright.png`;
-
-/** The value of one sample of the exposition, labels compared as a set; undefined when absent. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  const wanted = Object.entries(labels)
-    .map(([k, v]) => `${k}="${v}"`)
-    .sort()
-    .join(',');
-  for (const line of text.split('\n')) {
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const got = (match[2] ?? '').match(/[a-zA-Z_]+="(?:[^"\\]|\\.)*"/g) ?? [];
-    if ([...got].sort().join(',') === wanted) return Number(match[3]);
-  }
-  return undefined;
-}
 
 /** A pino logger whose lines land in `lines`, parsed. */
 function capturingLogger(level = 'debug') {

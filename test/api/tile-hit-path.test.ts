@@ -11,25 +11,11 @@ import { cellTile } from '../../core/tile-coords.js';
 import { TILE_STYLES } from '../../core/tile-styles.js';
 import { startGateway } from '../helpers/gateway.js';
 import { startXyzServer, type XyzServer } from '../helpers/xyz-server.js';
+import { sample } from '../helpers/metrics-sample.js';
 
 type LogLine = Record<string, unknown> & { msg: string };
 const EPOCH = 5000;
 const ROUTE = '/v1/tiles/:h3_cell/:zoom/:file';
-
-/** The value of one sample of the exposition (labels as written, in any order); undefined when absent. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  const wanted = Object.entries(labels)
-    .map(([k, v]) => `${k}="${v}"`)
-    .sort()
-    .join(',');
-  for (const line of text.split('\n')) {
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const got = (match[2] ?? '').match(/[a-zA-Z_]+="(?:[^"\\]|\\.)*"/g) ?? [];
-    if ([...got].sort().join(',') === wanted) return Number(match[3]);
-  }
-  return undefined;
-}
 
 interface Serve {
   request_id: string;
