@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { rewriteAuditBlock } from '../helpers/audit-tamper.js';
 import { allToolsCertificate } from '../helpers/perception-certificate.js';
 import {
   breadcrumbBlockHash,
@@ -81,14 +82,8 @@ describe('audit chain: verified-through mark', () => {
   /** What a full verification of the stored chain says, no shortcut taken. */
   const fullVerdict = async () => verifyChain(await store.blocks(agent.publicKey), { anchor: null });
 
-  const rewrite = (index: number, fields: Partial<StoredBreadcrumb>) => {
-    const sets = Object.keys(fields).map((k) => `${k} = @${k}`);
-    db.prepare(`UPDATE audit_blocks SET ${sets.join(', ')} WHERE agent_pk = @pk AND idx = @index`).run({
-      ...fields,
-      pk: agent.publicKey,
-      index,
-    });
-  };
+  const rewrite = (index: number, fields: Partial<StoredBreadcrumb>) =>
+    rewriteAuditBlock(db, agent.publicKey, index, fields);
 
   it('marks the chain verified through its tip, and a new block moves the mark up', async () => {
     await append(150);

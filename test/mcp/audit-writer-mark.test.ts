@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { rewriteAuditBlock } from '../helpers/audit-tamper.js';
 import { allToolsCertificate } from '../helpers/perception-certificate.js';
 import { z } from 'zod';
 import { breadcrumbBlockHash, verifyChain, type ChainVerification } from '../../core/breadcrumb.js';
@@ -100,14 +101,8 @@ describe('audit chain: the writer verifies each block once and moves the mark', 
   const tip = async () => (await store.tip(agent.publicKey))!;
   const markIndex = async () => (await store.verifiedThrough(agent.publicKey))?.index;
   const fullVerdict = async () => verifyChain(await store.blocks(agent.publicKey), { anchor: null });
-  const rewrite = (index: number, fields: Partial<StoredBreadcrumb>) => {
-    const sets = Object.keys(fields).map((k) => `${k} = @${k}`);
-    db.prepare(`UPDATE audit_blocks SET ${sets.join(', ')} WHERE agent_pk = @pk AND idx = @index`).run({
-      ...fields,
-      pk: agent.publicKey,
-      index,
-    });
-  };
+  const rewrite = (index: number, fields: Partial<StoredBreadcrumb>) =>
+    rewriteAuditBlock(db, agent.publicKey, index, fields);
 
   it('costs one verification per new block, and a report over the written chain verifies none', async () => {
     await record(5);
