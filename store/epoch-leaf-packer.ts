@@ -14,12 +14,18 @@ export interface LeafPacker {
   finish(): PackedEpochLeaves;
 }
 
-/** Refuses `seq` unless it follows `lastSeq` (null: the first leaf, any seq). */
-function checkNextSeq(lastSeq: number | null, seq: number): void {
-  if (lastSeq !== null && seq !== lastSeq + 1) {
-    throw new TypeError(
-      seq === lastSeq ? `two records share seq ${seq}` : `seqs ${lastSeq + 1}..${seq - 1} are missing`,
-    );
+/** An epoch's seqs as they are read: each must follow the one before (any seq may come first). */
+class SeqRun {
+  firstSeq: number | null = null;
+  private lastSeq: number | null = null;
+
+  next(seq: number): void {
+    const last = this.lastSeq;
+    if (last !== null && seq !== last + 1) {
+      throw new TypeError(seq === last ? `two records share seq ${seq}` : `seqs ${last + 1}..${seq - 1} are missing`);
+    }
+    this.firstSeq ??= seq;
+    this.lastSeq = seq;
   }
 }
 
@@ -27,13 +33,10 @@ function checkNextSeq(lastSeq: number | null, seq: number): void {
 export function createLeafPacker(expected = 0): LeafPacker {
   let buffer = new Uint8Array(Math.max(expected, 16) * HASH_BYTES);
   let count = 0;
-  let firstSeq: number | null = null;
-  let lastSeq: number | null = null;
+  const seqs = new SeqRun();
   return {
     add(seq, recordHashHex) {
-      checkNextSeq(lastSeq, seq);
-      firstSeq ??= seq;
-      lastSeq = seq;
+      seqs.next(seq);
       if ((count + 1) * HASH_BYTES > buffer.length) {
         const grown = new Uint8Array(buffer.length * 2);
         grown.set(buffer);
@@ -44,7 +47,7 @@ export function createLeafPacker(expected = 0): LeafPacker {
     },
     finish() {
       const leaves = count * HASH_BYTES === buffer.length ? buffer : buffer.slice(0, count * HASH_BYTES);
-      return { firstSeq, leaves };
+      return { firstSeq: seqs.firstSeq, leaves };
     },
   };
 }
@@ -60,18 +63,15 @@ export interface LeafStreamer {
  * a tree builder that hands out its pages as they fill, so nothing here grows with the epoch.
  */
 export function createLeafStreamer(builder: MerkleTreeBuilder): LeafStreamer {
-  let firstSeq: number | null = null;
-  let lastSeq: number | null = null;
+  const seqs = new SeqRun();
   return {
     add(seq, recordHashHex) {
-      checkNextSeq(lastSeq, seq);
-      firstSeq ??= seq;
-      lastSeq = seq;
+      seqs.next(seq);
       builder.addRecordHashHex(recordHashHex);
     },
     finish() {
       const count = builder.count;
-      return { count, firstSeq, root: builder.finish() };
+      return { count, firstSeq: seqs.firstSeq, root: builder.finish() };
     },
   };
 }
