@@ -14,7 +14,8 @@ import {
 import { createJobAnswers } from '../../api/job-answers.js';
 import type { QueueNaming } from '../../core/task-queues.js';
 import { startGateway } from '../helpers/gateway.js';
-import { bundleWorkflows } from '../workflows/workflow-bundle.js';
+import { sharedWorkflowBundle } from '../workflows/workflow-bundle.js';
+import { gatewayIdentity } from '../../core/worker-identity.js';
 
 /**
  * Waits until Temporal reports `workerPk` polling `queue`: routing counts a registered worker only once Temporal
@@ -72,6 +73,8 @@ export async function startTemporalGateway(options: {
   runner?: Partial<Omit<TemporalRunnerDeps, 'client' | 'naming' | 'answers'>>;
   /** false: the runner starts runs by update-with-start instead of eagerly with answers in-process. */
   eager?: boolean;
+  /** The gateway's seal activities, served on its seal queue (as bin/start.ts wires a sealing gateway). */
+  seals?: (gw: Gateway, client: Client) => object;
 }): Promise<{
   gw: Gateway;
   connection: NativeConnection;
@@ -105,9 +108,13 @@ export async function startTemporalGateway(options: {
     namespace,
     connection,
     logger,
-    workflowBundle: await bundleWorkflows(),
+    workflowBundle: await sharedWorkflowBundle(),
     gracefulShutdownMs: 1_000,
-    queues: gatewayQueueSpecs(naming, gw.compute),
+    identity: gatewayIdentity(gw.node.publicKey),
+    queues: gatewayQueueSpecs(naming, {
+      ...gw.compute,
+      ...(options.seals ? { seals: options.seals(gw, client), sealer: gw.node.publicKey } : {}),
+    }),
   });
   const close = async () => {
     await workers.shutdown();

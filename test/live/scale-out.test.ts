@@ -8,28 +8,21 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, ScheduleNotFoundError, type ScheduleHandle } from '@temporalio/client';
+import { ScheduleNotFoundError, type Client, type ScheduleHandle } from '@temporalio/client';
 import type { Db } from 'mongodb';
 import { pino } from 'pino';
 import { withHeartbeats } from '../../activities/compute/heartbeat.js';
 import { createSealActivities } from '../../activities/proof/seal-activities.js';
 import { ensureSealSchedule } from '../../activities/proof/seal-schedule.js';
-import { createTemporalJobRunner, workflowIdOf } from '../../api/temporal-job-runner.js';
-import { temporalGatewayPollers, temporalQueuePollers } from '../../api/temporal-queue-pollers.js';
-import {
-  connectTemporal,
-  gatewayQueueSpecs,
-  startTemporalWorkers,
-  type TemporalWorkers,
-} from '../../bin/temporal-workers.js';
-import { createJobAnswers } from '../../api/job-answers.js';
-import type { NativeConnection } from '@temporalio/worker';
+import { workflowIdOf } from '../../api/temporal-job-runner.js';
+import { temporalGatewayPollers } from '../../api/temporal-queue-pollers.js';
+import { startTemporalWorkers, type TemporalWorkers } from '../../bin/temporal-workers.js';
 import { DEFAULT_EPOCH_GENESIS_MS, epochAt } from '../../core/epoch.js';
 import { generateKeyPair } from '../../core/identity.js';
 import type { ComputeResponse } from '../../core/job-record.js';
 import type { InferenceStepInput } from '../../core/job-steps.js';
 import { jobQueue, sealQueue, stepQueue, type QueueNaming } from '../../core/task-queues.js';
-import { gatewayIdentity, workerIdentity } from '../../core/worker-identity.js';
+import { workerIdentity } from '../../core/worker-identity.js';
 import { createMongoApiKeyStore } from '../../store/mongo/api-key-store.js';
 import { createMongoBlobStore } from '../../store/mongo/blob-store.js';
 import { createMongoJobStore } from '../../store/mongo/job-store.js';
@@ -41,9 +34,8 @@ import type { sealEpoch } from '../../workflows/seal-epoch.js';
 import { startGateway } from '../helpers/gateway.js';
 import { certFor, certHeader, inferenceJob, signJob } from '../helpers/jobs.js';
 import { registration } from '../store/worker-registry.contract.js';
-import { bundleWorkflows } from '../workflows/workflow-bundle.js';
 import { installTestRuntime } from '../workflows/temporal-runtime.js';
-import { requireEnv, useLiveMongo } from './live-env.js';
+import { requireEnv, startTemporalGateway, useLiveMongo } from './live-env.js';
 
 const ROME = '861e8050fffffff';
 const MODEL = 'lfm2.5-1.2b-instruct';
@@ -69,64 +61,44 @@ describe('Two gateways and two workers on one Temporal and one MongoDB store (li
   const workerKeys = [generateKeyPair(), generateKeyPair()];
   /** Runs of each (job, step) on the two workers, to show every step runs exactly once. */
   const executions = new Map<string, string[]>();
-  const gateways: { gw: Gateway; client: Client; connection: NativeConnection; workers: TemporalWorkers }[] = [];
+  const gateways: Awaited<ReturnType<typeof startTemporalGateway>>[] = [];
   const swarmWorkers: TemporalWorkers[] = [];
 
   before(async () => {
     installTestRuntime();
     db = mongo.freshDb();
-    const bundle = await bundleWorkflows();
     for (let i = 0; i < 2; i++) {
-      // As bin/start.ts: Workers and Client on one connection, runs started eagerly, answers in-process.
-      const connection = await connectTemporal(address, pino({ level: 'silent' }));
-      const client = new Client({ connection, namespace });
-      const answers = createJobAnswers();
       const node = generateKeyPair();
-      const gw = await startGateway({
-        node,
-        clock,
-        naming,
-        // Each gateway opens its own clients on the shared database, as two processes do.
-        proofs: await createMongoProofStore(db),
-        jobs: await createMongoJobStore(db),
-        ledger: await createMongoLedgerStore(db),
-        rateLimits: await createMongoRateLimitStore(db),
-        workers: await createMongoWorkerRegistry(db),
-        apiKeyStore: await createMongoApiKeyStore(db),
-        blobs: await createMongoBlobStore(db),
-        pollers: temporalQueuePollers(client, namespace, Date.now),
-        jobWaitMs: 60_000,
-        answers,
-        jobRunner: (compute) =>
-          createTemporalJobRunner({
-            client,
-            naming,
-            waitMs: 60_000,
-            runTimeoutMs: 120_000,
-            answers,
-            route: compute.jobs.routeJob,
-          }),
-      });
-      const gatewaysOnline = temporalGatewayPollers(client, namespace, Date.now);
-      const seals = createSealActivities({
-        store: gw.proofs,
-        signer: node,
-        clock: Date.now,
-        genesisMs: DEFAULT_EPOCH_GENESIS_MS,
-        sealers: async () => [...(await gatewaysOnline(jobQueue(naming)))].map((pk) => sealQueue(naming, pk)),
-      });
-      // As bin/start.ts's startOrchestration wires a gateway.
-      const workers = await startTemporalWorkers({
-        address,
-        namespace,
-        connection,
-        logger: pino({ level: 'silent' }),
-        workflowBundle: bundle,
-        gracefulShutdownMs: 1_000,
-        identity: gatewayIdentity(node.publicKey),
-        queues: gatewayQueueSpecs(naming, { ...gw.compute, seals, sealer: node.publicKey }),
-      });
-      gateways.push({ gw, client, connection, workers });
+      gateways.push(
+        await startTemporalGateway({
+          address,
+          namespace,
+          naming,
+          gateway: {
+            node,
+            clock,
+            // Each gateway opens its own clients on the shared database, as two processes do.
+            proofs: await createMongoProofStore(db),
+            jobs: await createMongoJobStore(db),
+            ledger: await createMongoLedgerStore(db),
+            rateLimits: await createMongoRateLimitStore(db),
+            workers: await createMongoWorkerRegistry(db),
+            apiKeyStore: await createMongoApiKeyStore(db),
+            blobs: await createMongoBlobStore(db),
+            jobWaitMs: 60_000,
+          },
+          seals: (gw, client) => {
+            const gatewaysOnline = temporalGatewayPollers(client, namespace, Date.now);
+            return createSealActivities({
+              store: gw.proofs,
+              signer: node,
+              clock: Date.now,
+              genesisMs: DEFAULT_EPOCH_GENESIS_MS,
+              sealers: async () => [...(await gatewaysOnline(jobQueue(naming)))].map((pk) => sealQueue(naming, pk)),
+            });
+          },
+        }),
+      );
     }
     for (const [i, key] of workerKeys.entries()) {
       await gateways[i]!.gw.workers.register(
@@ -170,17 +142,13 @@ describe('Two gateways and two workers on one Temporal and one MongoDB store (li
 
   after(async () => {
     for (const w of swarmWorkers) await w.shutdown();
-    for (const { gw, workers } of gateways) {
-      await workers.shutdown();
-      await gw.close();
-    }
     await gateways[0]?.client.schedule
       .getHandle(scheduleId)
       .delete()
       .catch((error: unknown) => {
         if (!(error instanceof ScheduleNotFoundError)) throw error;
       });
-    for (const { connection } of gateways) await connection.close();
+    for (const { close } of gateways) await close();
   });
 
   const gw = (i: number) => gateways[i]!.gw;
