@@ -9,9 +9,21 @@ import { verifyInclusion } from '../../core/merkle/inclusion.js';
 import { checkRecord, recordLeaf, signRecord } from '../../core/proof-record.js';
 import { GENESIS_PREV_HASH } from '../../core/proof-types.js';
 import { createSealOverTree } from '../../core/seal.js';
+import type { NewRecord } from '../../store/proof-store.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
 import { describeProofStoreContract } from './proof-store.contract.js';
+
+/** A tile record of epoch 1; `payload` defaults to `{ i }`. */
+const tileRecord = (id: string, i: number, payload: Record<string, unknown> = { i }): NewRecord => ({
+  id,
+  h3_cell: '861e8050fffffff',
+  epoch: 1,
+  collection_type: 'tile',
+  payload_type: 'tile/raster',
+  payload,
+  written_at: '2026-01-01T01:00:00.000Z',
+});
 
 describeProofStoreContract('SQLite (in memory)', async () => {
   const db = openSqlite(':memory:');
@@ -45,17 +57,7 @@ describe('SQLite proof store on a shared file', () => {
       const signer = generateKeyPair();
       const seqs: number[] = [];
       for (let i = 0; i < 6; i++) {
-        const [record] = await (i % 2 ? storeB : storeA).appendRecords(signer, [
-          {
-            id: `r${i}`,
-            h3_cell: '861e8050fffffff',
-            epoch: 1,
-            collection_type: 'tile',
-            payload_type: 'tile/raster',
-            payload: { i },
-            written_at: '2026-01-01T01:00:00.000Z',
-          },
-        ]);
+        const [record] = await (i % 2 ? storeB : storeA).appendRecords(signer, [tileRecord(`r${i}`, i)]);
         seqs.push(record?.seq ?? 0);
       }
       assert.deepEqual(seqs, [1, 2, 3, 4, 5, 6]);
@@ -72,16 +74,7 @@ describe('SQLite proof store on a shared file', () => {
     try {
       const [storeA, storeB] = [createSqliteProofStore(a), createSqliteProofStore(b)];
       const signer = generateKeyPair();
-      const batch = (tag: string) =>
-        Array.from({ length: 300 }, (_, i) => ({
-          id: `${tag}-${i}`,
-          h3_cell: '861e8050fffffff',
-          epoch: 1,
-          collection_type: 'tile' as const,
-          payload_type: 'tile/raster' as const,
-          payload: { i },
-          written_at: '2026-01-01T01:00:00.000Z',
-        }));
+      const batch = (tag: string) => Array.from({ length: 300 }, (_, i) => tileRecord(`${tag}-${i}`, i));
       // The event loop keeps turning while a batch is signed (it used to be held for the whole batch).
       let ticks = 0;
       const ticker = setInterval(() => ticks++, 0);
@@ -116,15 +109,9 @@ describe('SQLite proof store on a shared file', () => {
       // Over the pool threshold, so rows are prepared while the workers sign; payloads with escapes.
       const written = await store.appendRecords(
         signer,
-        Array.from({ length: 300 }, (_, i) => ({
-          id: `big-${i}`,
-          h3_cell: '861e8050fffffff',
-          epoch: 1,
-          collection_type: 'tile' as const,
-          payload_type: 'tile/raster' as const,
-          payload: { i, text: 'quote " backslash \\ é \u2028', list: [i, null] },
-          written_at: '2026-01-01T01:00:00.000Z',
-        })),
+        Array.from({ length: 300 }, (_, i) =>
+          tileRecord(`big-${i}`, i, { i, text: 'quote " backslash \\ é \u2028', list: [i, null] }),
+        ),
       );
       const stored = db
         .prepare<[], { id: string; json: string }>('SELECT id, json FROM proof_records ORDER BY seq')
@@ -145,15 +132,7 @@ describe('SQLite proof store on a shared file', () => {
     try {
       const [sealer, writer] = [createSqliteProofStore(a), createSqliteProofStore(b)];
       const signer = generateKeyPair();
-      const record = (i: number) => ({
-        id: `s${i}`,
-        h3_cell: '861e8050fffffff',
-        epoch: 1,
-        collection_type: 'tile' as const,
-        payload_type: 'tile/raster' as const,
-        payload: { i },
-        written_at: '2026-01-01T01:00:00.000Z',
-      });
+      const record = (i: number) => tileRecord(`s${i}`, i);
       await writer.appendRecords(
         signer,
         Array.from({ length: 600 }, (_, i) => record(i)),
