@@ -248,6 +248,27 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
     });
   });
 
+  /** Refuses a seal whose records (`count`, first..last seq) are not exactly what the store holds of its epoch. */
+  const checkEpochHolds = (seal: Seal, count: number): void => {
+    const held = epochCount.get(seal.epoch, seal.sealer_pk) ?? { n: 0, first: null, last: null };
+    if (held.n !== count || held.first !== seal.first_seq || held.last !== seal.last_seq) {
+      throw new ServiceError(
+        'seal_mismatch',
+        `epoch ${seal.epoch}: the store holds ${held.n} records (seqs ${held.first ?? '-'}..${held.last ?? '-'}), ` +
+          `the seal covers ${seal.record_count} (${seal.first_seq ?? '-'}..${seal.last_seq ?? '-'})`,
+      );
+    }
+  };
+
+  /** An epoch's leaves of one writer in seq order, a page of rows at a time (called inside a read transaction). */
+  const forEachLeaf = (pk: string, epoch: number, to: { add(seq: number, recordHashHex: string): void }): void => {
+    for (let after = 0, rows = epochLeafRows.all(epoch, pk, after); rows.length > 0;) {
+      for (const [seq, hash] of rows) to.add(seq, hash);
+      after = (rows[rows.length - 1] as [number, string])[0];
+      rows = epochLeafRows.all(epoch, pk, after);
+    }
+  };
+
   const storeSeal = db.transaction((seal: Seal, levels: readonly Uint8Array[]): 'inserted' | 'duplicate' => {
     const existing = parse<Seal>(sealOf.get(seal.sealer_pk, seal.epoch));
     if (existing !== null) {
@@ -255,14 +276,7 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
       throw new ServiceError('seal_mismatch', `a different seal of epoch ${seal.epoch} is already stored`);
     }
     // In the same transaction as the insert: no record can slip into the epoch between check and seal.
-    const held = epochCount.get(seal.epoch, seal.sealer_pk) ?? { n: 0, first: null, last: null };
-    if (held.n !== seal.record_count || held.first !== seal.first_seq || held.last !== seal.last_seq) {
-      throw new ServiceError(
-        'seal_mismatch',
-        `epoch ${seal.epoch}: the store holds ${held.n} records (seqs ${held.first ?? '-'}..${held.last ?? '-'}), ` +
-          `the seal covers ${seal.record_count} (${seal.first_seq ?? '-'}..${seal.last_seq ?? '-'})`,
-      );
-    }
+    checkEpochHolds(seal, seal.record_count);
     insertSeal.run(seal.sealer_pk, seal.epoch, seal.seal_hash, JSON.stringify(seal));
     for (const { level, page, nodes } of sealTreePages(levels)) {
       insertNodes.run(
@@ -285,11 +299,7 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
   // One read transaction: the count that sizes the buffer and the rows come from the same snapshot.
   const packLeaves = db.transaction((pk: string, epoch: number) => {
     const packer = createLeafPacker(epochCount.get(epoch, pk)?.n ?? 0);
-    for (let after = 0, rows = epochLeafRows.all(epoch, pk, after); rows.length > 0;) {
-      for (const [seq, hash] of rows) packer.add(seq, hash);
-      after = (rows[rows.length - 1] as [number, string])[0];
-      rows = epochLeafRows.all(epoch, pk, after);
-    }
+    forEachLeaf(pk, epoch, packer);
     return packer.finish();
   });
 
@@ -320,11 +330,7 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
         stagePage.run(level, page, Buffer.from(nodes.buffer, nodes.byteOffset, nodes.byteLength));
       }),
     );
-    for (let after = 0, rows = epochLeafRows.all(epoch, pk, after); rows.length > 0;) {
-      for (const [seq, hash] of rows) leaves.add(seq, hash);
-      after = (rows[rows.length - 1] as [number, string])[0];
-      rows = epochLeafRows.all(epoch, pk, after);
-    }
+    forEachLeaf(pk, epoch, leaves);
     return leaves.finish();
   });
 
@@ -332,14 +338,7 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
     (seal: Seal, tree: EpochTree): { seal: Seal; status: 'inserted' | 'exists' } => {
       const stored = parse<Seal>(sealOf.get(seal.sealer_pk, seal.epoch));
       if (stored !== null) return { seal: stored, status: 'exists' };
-      const held = epochCount.get(seal.epoch, seal.sealer_pk) ?? { n: 0, first: null, last: null };
-      if (held.n !== tree.count || held.first !== seal.first_seq || held.last !== seal.last_seq) {
-        throw new ServiceError(
-          'seal_mismatch',
-          `epoch ${seal.epoch}: the store holds ${held.n} records (seqs ${held.first ?? '-'}..${held.last ?? '-'}), ` +
-            `the seal covers ${seal.record_count} (${seal.first_seq ?? '-'}..${seal.last_seq ?? '-'})`,
-        );
-      }
+      checkEpochHolds(seal, tree.count);
       insertSeal.run(seal.sealer_pk, seal.epoch, seal.seal_hash, JSON.stringify(seal));
       moveStaged.run(seal.sealer_pk, seal.epoch);
       clearStaged.run();
