@@ -15,6 +15,8 @@ export interface ChatBench {
   /** The same request straight to the runtime: what the gateway adds is the difference. */
   runtimeP50Ms: number;
   runtimeP99Ms: number;
+  /** The same request through a bare Koa proxy to the runtime (bench/chat-server.ts): the floor of a Node proxy. */
+  bareProxyP50Ms: number;
   /**
    * CPU time of the server process per completion through the gateway, less the runtime's own share (the same
    * requests sent straight to it), in µs: what the gateway costs, and unlike latency hardly moved by the other
@@ -43,16 +45,23 @@ function post(url: string, agent: Agent): Promise<number> {
   });
 }
 
+/** Consecutive POSTs to one URL before the series switch to the next (see sequential). */
+const BLOCK = 50;
+
 /**
- * `count` POSTs to each URL, one at a time over one keep-alive connection each, alternating between them: on a
- * shared machine both series then see the same load, so their difference is what the gateway adds. Latencies
- * in ms, sorted, per URL.
+ * `count` POSTs to each URL, one at a time over one keep-alive connection each, the URLs taking turns in blocks
+ * of BLOCK: on a shared machine the series then see the same load, so their difference is what the gateway
+ * adds. Blocks, not single requests: the gateway does its deferred work (proof record, worker outcome) after
+ * each answer, and a runtime request sent at once would wait for it, counting the gateway's work as the
+ * runtime's. Latencies in ms, sorted, per URL.
  */
 async function sequential(urls: string[], count: number): Promise<number[][]> {
   const agents = urls.map(() => new Agent({ keepAlive: true, maxSockets: 1 }));
   const out = urls.map((): number[] => []);
-  for (let i = 0; i < count; i++) {
-    for (let u = 0; u < urls.length; u++) out[u]!.push(await post(urls[u]!, agents[u]!));
+  for (let done = 0; done < count; done += BLOCK) {
+    for (let u = 0; u < urls.length; u++) {
+      for (let i = done; i < Math.min(count, done + BLOCK); i++) out[u]!.push(await post(urls[u]!, agents[u]!));
+    }
   }
   for (const agent of agents) agent.destroy();
   return out.map((series) => series.sort((a, b) => a - b));
@@ -85,11 +94,11 @@ export async function benchChat(): Promise<ChatBench> {
   try {
     if (!server.stdout) throw new Error('the chat server has no stdout');
     const [chunk] = (await once(server.stdout, 'data')) as [Buffer];
-    const [port, runtimeUrl] = chunk.toString().trim().split(' ');
+    const [port, runtimeUrl, barePort] = chunk.toString().trim().split(' ');
     const gatewayUrl = `http://127.0.0.1:${port}/v1/chat/completions`;
-    const urls = [gatewayUrl, `${runtimeUrl}/chat/completions`];
+    const urls = [gatewayUrl, `${runtimeUrl}/chat/completions`, `http://127.0.0.1:${barePort}/v1/chat/completions`];
     await sequential(urls, 200); // warm-up: JIT, connections
-    const [viaGateway, direct] = (await sequential(urls, SEQUENTIAL)) as [number[], number[]];
+    const [viaGateway, direct, viaBare] = (await sequential(urls, SEQUENTIAL)) as [number[], number[], number[]];
     const gatewayCpu = await cpuPerRequest(gatewayUrl, SEQUENTIAL);
     const runtimeCpu = await cpuPerRequest(urls[1]!, SEQUENTIAL);
     const load = await autocannon({
@@ -106,6 +115,7 @@ export async function benchChat(): Promise<ChatBench> {
       p99Ms: pct(viaGateway, 0.99),
       runtimeP50Ms: pct(direct, 0.5),
       runtimeP99Ms: pct(direct, 0.99),
+      bareProxyP50Ms: pct(viaBare, 0.5),
       gatewayCpuMicros: Math.round(gatewayCpu - runtimeCpu),
       requests: load.requests.total,
       statuses: Object.fromEntries(Object.entries(load.statusCodeStats ?? {}).map(([c, s]) => [c, s.count ?? 0])),
@@ -118,5 +128,5 @@ export async function benchChat(): Promise<ChatBench> {
 
 export const describeChatBench = (r: ChatBench) =>
   `chat: ${Math.round(r.perSecond)} completions/s (32 connections, ${r.requests} requests, statuses ${JSON.stringify(r.statuses)}); ` +
-  `one at a time p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms through the gateway vs p50 ${r.runtimeP50Ms} ms, p99 ${r.runtimeP99Ms} ms straight to the runtime; ` +
+  `one at a time p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms through the gateway vs p50 ${r.runtimeP50Ms} ms, p99 ${r.runtimeP99Ms} ms straight to the runtime, p50 ${r.bareProxyP50Ms} ms through a bare Koa proxy; ` +
   `gateway CPU ${r.gatewayCpuMicros} µs per completion`;
