@@ -4,7 +4,7 @@
 // a keep-alive connection and answers its parsed JSON (no gates, dispatch or records). Prints the gateway's port,
 // the runtime's base URL and the bare proxy's port.
 import { once } from 'node:events';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -19,7 +19,8 @@ const runtime = await startFakeRuntime('bench', () => ({
   content: 'Villa Borghese is a park.',
   usage: { prompt_tokens: 12, completion_tokens: 6 },
 }));
-const db = openSqlite(join(mkdtempSync(join(tmpdir(), 'geofabric-bench-chat-')), 'proofs.db'));
+const dataDir = mkdtempSync(join(tmpdir(), 'geofabric-bench-chat-'));
+const db = openSqlite(join(dataDir, 'proofs.db'));
 const gateway = await startGateway({
   proofs: createSqliteProofStore(db),
   config: { apiKeys: ['sk-bench'] },
@@ -34,7 +35,11 @@ bare.use(async (ctx) => {
   const answer = await new Promise<Buffer>((resolve, reject) => {
     const req = request(
       `${runtime.url}/chat/completions`,
-      { method: 'POST', agent: upstream, headers: { 'content-type': 'application/json', authorization: 'Bearer none' } },
+      {
+        method: 'POST',
+        agent: upstream,
+        headers: { 'content-type': 'application/json', authorization: 'Bearer none' },
+      },
       (res) => void readAll(res).then(resolve, reject),
     );
     req.on('error', reject);
@@ -66,6 +71,8 @@ process.on('SIGTERM', () => {
     const records = (await createSqliteProofStore(db).queryRecords({ collection: 'inference', limit: 1 })).records;
     process.stderr.write(records.length === 0 ? 'no inference records were written\n' : '');
     await runtime.close();
+    db.close();
+    rmSync(dataDir, { recursive: true, force: true });
     process.exit(0);
   });
 });

@@ -3,7 +3,7 @@
 // docs/protocol.md §2.4 headers (fixed values), so the load generator parses the same answer from both and the difference
 // is the gateway's work (request context, routing, gates, cache lookup, proof records). Prints the two ports, and
 // on SIGTERM the number of serves its tile records list.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
@@ -27,7 +27,8 @@ const upstream = createServer((_req, res) => {
 await once(upstream, 'listening');
 const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
 
-const db = openSqlite(join(mkdtempSync(join(tmpdir(), 'geofabric-bench-tiles-')), 'proofs.db'));
+const dataDir = mkdtempSync(join(tmpdir(), 'geofabric-bench-tiles-'));
+const db = openSqlite(join(dataDir, 'proofs.db'));
 const gateway = await startGateway({
   proofs: createSqliteProofStore(db),
   tiles: {
@@ -74,6 +75,8 @@ process.on('SIGTERM', () => {
       cursor = page.nextCursor ?? undefined;
     } while (cursor);
     process.stderr.write(serves === 0 ? 'no tile records were written\n' : '');
+    db.close();
+    rmSync(dataDir, { recursive: true, force: true });
     process.stdout.write(`serves ${serves}\n`, () => process.exit(0));
   });
 });
