@@ -179,12 +179,9 @@ function verifyInputs(
   message: string | Uint8Array,
   signature: string,
 ): { data: Uint8Array; key: KeyObject; sig: Uint8Array } | undefined {
-  if (!isHex(signature, 64)) return undefined;
   if (typeof message !== 'string' && !(message instanceof Uint8Array)) return undefined;
-  if (!checkPublicKey(pk).ok) return undefined;
-  const sig = hexToBytes(signature);
-  if (!isCanonicalScalar(sig.subarray(32))) return undefined;
-  return { data: toBytes(message), key: publicKeyObject(pk), sig };
+  if (!passesSignaturePolicy(pk, signature)) return undefined;
+  return { data: toBytes(message), key: publicKeyObject(pk), sig: hexToBytes(signature) };
 }
 
 /**

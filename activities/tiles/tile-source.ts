@@ -88,24 +88,29 @@ export function createTileSource(deps: { config: TileConfig; logger?: Logger | u
     return xy;
   }
 
-  /** The cached tile in the format asked for, valid this epoch; undefined where `lookup` would have to wait. */
-  function peek(request: TileRequest, epoch: number): TileLookup | undefined {
-    const { x, y } = tileOf(request.cell, request.zoom);
-    const entry = cache.get(`${request.style}|${request.zoom}|${x}|${y}`);
+  const keyOf = (request: TileRequest, { x, y }: TileXY) => `${request.style}|${request.zoom}|${x}|${y}`;
+
+  /** The hit `entry` answers at once: valid this epoch and already in the format asked for; else undefined. */
+  function hitIn(entry: UpstreamTile | undefined, request: TileRequest, epoch: number): TileLookup | undefined {
     const served = entry && entry.validatedEpoch >= epoch ? entry.variants[request.format] : undefined;
     return served && answer(request, served, 'HIT');
   }
 
+  /** The cached tile in the format asked for, valid this epoch; undefined where `lookup` would have to wait. */
+  function peek(request: TileRequest, epoch: number): TileLookup | undefined {
+    return hitIn(cache.get(keyOf(request, tileOf(request.cell, request.zoom))), request, epoch);
+  }
+
   function lookup(request: TileRequest, epoch: number): TileLookup | Promise<TileLookup> {
-    const hit = peek(request, epoch);
-    if (hit) return hit;
-    const { x, y } = tileOf(request.cell, request.zoom);
-    const key = `${request.style}|${request.zoom}|${x}|${y}`;
+    const xy = tileOf(request.cell, request.zoom);
+    const key = keyOf(request, xy);
     const entry = cache.get(key);
+    const hit = hitIn(entry, request, epoch);
+    if (hit) return hit;
     if (entry && entry.validatedEpoch >= epoch) {
       return variant(key, entry, request.format).then((tile) => answer(request, tile, 'HIT'));
     }
-    const { promise, joined } = cache.coalesce(key, () => load(key, request, x, y, epoch, entry));
+    const { promise, joined } = cache.coalesce(key, () => load(key, request, xy.x, xy.y, epoch, entry));
     return promise.then(async ({ entry: loaded, fetched }) =>
       answer(request, await variant(key, loaded, request.format), fetched && !joined ? 'MISS' : 'HIT'),
     );
