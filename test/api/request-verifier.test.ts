@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createRequestVerifier } from '../../api/request-verifier.js';
+import type { AsyncVerifier } from '../../core/gates/signature.js';
 import { generateKeyPair, signMessage, verifySignature } from '../../core/identity.js';
 import { createEd25519Pool, type Ed25519Pool } from '../../store/ed25519-pool.js';
 
@@ -27,6 +28,23 @@ function mixedChecks(): [string, string, string, boolean][] {
   });
 }
 
+type Checks = ReturnType<typeof mixedChecks>;
+
+/** What each check should answer. */
+const expected = (checks: Checks) => checks.map(([, , , ok]) => ok);
+
+/** Every check asked of `verify` at once (one turn), answered in order. */
+const answersOf = (verify: AsyncVerifier, checks: Checks) =>
+  Promise.all(checks.map(([pk, message, signature]) => verify(pk, message, signature)));
+
+/** A pool that verifies with `verify` and never signs. */
+const poolVerifying = (verify: Ed25519Pool['verify']): Ed25519Pool => ({
+  size: 1,
+  sign: () => Promise.reject(new Error('unused')),
+  verify,
+  close: async () => undefined,
+});
+
 const L = 2n ** 252n + 27742317777372353535851937790883648493n;
 function withSPlusL(signature: string): string {
   const s = BigInt(`0x${Buffer.from(signature.slice(64), 'hex').reverse().toString('hex')}`) + L;
@@ -43,13 +61,9 @@ describe('gate 1 verifier on its own worker threads (api/request-verifier.ts)', 
   });
 
   it('answers every check of one turn, in order, as verifySignature does on the calling thread', async () => {
-    const verify = createRequestVerifier(pool);
     const checks = mixedChecks();
-    const answers = await Promise.all(checks.map(([pk, message, signature]) => verify(pk, message, signature)));
-    assert.deepEqual(
-      answers,
-      checks.map(([, , , expected]) => expected),
-    );
+    const answers = await answersOf(createRequestVerifier(pool), checks);
+    assert.deepEqual(answers, expected(checks));
     assert.deepEqual(
       answers,
       checks.map(([pk, message, signature]) => verifySignature(pk, message, signature)),
@@ -73,16 +87,12 @@ describe('gate 1 verifier on its own worker threads (api/request-verifier.ts)', 
 
   it("sends a turn's checks at its end in messages of at most eight, and answers each from its own", async () => {
     const sent: (readonly (readonly [string, string, string])[])[] = [];
-    const recording: Ed25519Pool = {
-      size: 1,
-      sign: () => Promise.reject(new Error('unused')),
-      verify: (items) => {
+    const verify = createRequestVerifier(
+      poolVerifying((items) => {
         sent.push(items);
         return pool.verify(items);
-      },
-      close: async () => undefined,
-    };
-    const verify = createRequestVerifier(recording);
+      }),
+    );
     const checks = mixedChecks();
     const turn = () => new Promise((resolve) => setImmediate(resolve));
     const answers: Promise<boolean>[] = [];
@@ -98,25 +108,12 @@ describe('gate 1 verifier on its own worker threads (api/request-verifier.ts)', 
       sent.map((items) => items.length),
       [4, 8, 8, 8, 2],
     );
-    assert.deepEqual(
-      await Promise.all(answers),
-      checks.map(([, , , expected]) => expected),
-    );
+    assert.deepEqual(await Promise.all(answers), expected(checks));
   });
 
   it('gives the same answers on the libuv pool when its worker fails', async () => {
-    const broken: Ed25519Pool = {
-      size: 1,
-      sign: () => Promise.reject(new Error('unused')),
-      verify: () => Promise.reject(new Error('ed25519 worker exited with code 1')),
-      close: async () => undefined,
-    };
-    const verify = createRequestVerifier(broken);
+    const broken = poolVerifying(() => Promise.reject(new Error('ed25519 worker exited with code 1')));
     const checks = mixedChecks();
-    const answers = await Promise.all(checks.map(([pk, message, signature]) => verify(pk, message, signature)));
-    assert.deepEqual(
-      answers,
-      checks.map(([, , , expected]) => expected),
-    );
+    assert.deepEqual(await answersOf(createRequestVerifier(broken), checks), expected(checks));
   });
 });

@@ -67,6 +67,9 @@ describe('tile cache hits answered before Koa', () => {
       assert.deepEqual(get.body, await xyz.bytesAt('/png/10/547/380'));
       assert.equal(get.headers['content-length'], String(get.body.length));
       assert.equal((await send(gw.url + TILE, 'GET', { 'if-none-match': get.headers.etag as string })).status, 304);
+      // Koa saw the miss and the `?through=koa` requests only: every other hit was answered before it.
+      const throughKoa = `${TILE}?through=koa`;
+      assert.deepEqual(gw.koaRequests, [TILE, throughKoa, throughKoa, throughKoa]);
     } finally {
       await gw.close();
     }

@@ -45,6 +45,8 @@ export interface TestGateway {
   url: string;
   /** The listening server, for a test that watches its requests (`request` events). */
   server: Server;
+  /** The URLs of the requests Koa's middleware saw, in order: the rest were answered before it (api/tile-hits.ts). */
+  koaRequests: string[];
   request(
     method: string,
     path: string,
@@ -246,6 +248,12 @@ export async function startGateway(
     metrics: options.metrics,
     draining: options.draining,
   });
+  const koaRequests: string[] = [];
+  // First in Koa's chain (its middleware list is read when callback() composes it).
+  app.middleware.unshift((ctx, next) => {
+    koaRequests.push(ctx.url);
+    return next();
+  });
   const { server, port } = await listenHttp(app.callback(), 0, '127.0.0.1', config.httpLimits);
   const url = `http://127.0.0.1:${port}`;
 
@@ -269,6 +277,7 @@ export async function startGateway(
   return {
     url,
     server,
+    koaRequests,
     proofs,
     writer,
     node,
