@@ -19,7 +19,7 @@ import { checkSeal, checkSealChain } from './seal.js';
 import { sha256Hex } from './hash.js';
 import { cellCover } from './h3-cell.js';
 import { fuseReadings, type FusionReading } from './sensor-fusion.js';
-import { telemetryPayloadOf } from './telemetry.js';
+import { provenReadingOf } from './telemetry.js';
 
 export const RECEIPT_VERSION = 1;
 
@@ -152,7 +152,7 @@ export function verifyReceipt(value: unknown, options: VerifyReceiptOptions = {}
   add('job_hash', () => jobHashCheck(receipt, body, payload));
   add('step_outputs', () => stepOutputs(receipt, body, payload));
   add('step_records', () => stepRecords(receipt, payload, allowPending));
-  add('fusion_inputs', () => fusionInputs(receipt, allowPending));
+  add('fusion_inputs', () => fusionInputs(receipt, jobEntry, allowPending));
   add('inclusion', () => inclusion(receipt, jobEntry, options.sealerPk));
   add('seal_chain', () => sealChains(receipt));
   add('anchor', () => anchors(receipt));
@@ -368,21 +368,25 @@ function stepRecords(receipt: JobReceipt, payload: Obj | null, allowPending: boo
 
 /**
  * Each complete `sensor_fusion` step's inputs (docs/protocol.md §2.10): the receipt holds every record its output
- * names, in order; each is a signed `iot/telemetry` reading of the step's quantity, in its cells and window; and
- * the fusion recomputed from them gives the output's numbers and Merkle root. (Inclusion in sealed epochs is the
- * `inclusion` check's, as for every record.) It cannot prove that no other reading existed.
+ * names, in order, each once; each is a reading that counts as evidence (core/telemetry.ts provenReadingOf: signed
+ * by its device, written by the node that wrote the job's `compute/job` record, plausible) of the step's quantity,
+ * in its cells and window, no two of one device, quantity and instant; and the fusion recomputed from them gives
+ * the output's numbers and Merkle root. (Inclusion in sealed epochs is the `inclusion` check's, as for every
+ * record.) It cannot prove that no other reading existed.
  */
-function fusionInputs(receipt: JobReceipt, allowPending: boolean): Outcome {
+function fusionInputs(receipt: JobReceipt, jobEntry: ReceiptRecord | undefined, allowPending: boolean): Outcome {
   const fusions = (receipt.job?.steps ?? []).filter((s) => s.type === 'sensor_fusion' && s.status === 'complete');
   const named = new Set(fusions.map((s) => s.id));
   const stray = receipt.records.find((r) => r.role === 'input' && !named.has(r.step_id ?? ''));
   if (stray) return bad(`input ${stray.record_id} belongs to no complete sensor_fusion step`);
+  const writer = isObj(jobEntry?.record?.address) ? jobEntry.record.address.pk : undefined;
   let verified = 0;
   let missing = 0;
   for (const step of fusions) {
     const out = step.output as Obj;
     const ids = out.record_ids;
     if (!Array.isArray(ids) || !ids.every((id) => typeof id === 'string')) return bad(`step ${step.id}: no record_ids`);
+    if (new Set(ids).size !== ids.length) return bad(`step ${step.id}: an input is named twice`);
     const entries = receipt.records.filter((r) => r.role === 'input' && r.step_id === step.id);
     if (canonicalJson(entries.map((e) => e.record_id)) !== canonicalJson(ids)) {
       return bad(`step ${step.id}: the receipt's inputs are not the ${ids.length} records the output names`);
@@ -392,6 +396,7 @@ function fusionInputs(receipt: JobReceipt, allowPending: boolean): Outcome {
     const to = Date.parse(String(window?.to));
     const inCells = cellCover(Array.isArray(out.cells) ? (out.cells as string[]) : []);
     const readings: FusionReading[] = [];
+    const instants = new Set<string>();
     for (const entry of entries) {
       if (entry.record === null) {
         missing++;
@@ -399,16 +404,24 @@ function fusionInputs(receipt: JobReceipt, allowPending: boolean): Outcome {
       }
       const checked = checkRecord(entry.record);
       if (!checked.ok) return bad(`input ${entry.record_id}: ${checked.detail}`);
-      const reading = telemetryPayloadOf(checked.value.payload);
-      if (checked.value.payload_type !== 'iot/telemetry' || reading === null) {
-        return bad(`input ${entry.record_id} is not a telemetry reading`);
+      // Pending until the job record is there: only the node that wrote it may have written the readings.
+      if (typeof writer !== 'string') {
+        missing++;
+        continue;
       }
+      const proven = provenReadingOf(checked.value, writer);
+      if (!proven.ok) return bad(`input ${proven.detail}`);
+      const reading = proven.value;
       const at = Date.parse(reading.observed_at);
       if (reading.quantity !== out.quantity || !(at >= from && at < to) || !inCells(checked.value.address.h3_cell)) {
         return bad(`input ${entry.record_id} is not a ${String(out.quantity)} reading of the step's cells and window`);
       }
+      const instant = canonicalJson([reading.device_pk, reading.quantity, reading.observed_at]);
+      if (instants.has(instant)) return bad(`input ${entry.record_id}: a second reading of its device and instant`);
+      instants.add(instant);
       readings.push({
         device_pk: reading.device_pk,
+        principal_pk: reading.principal_pk,
         value: reading.value,
         record_id: entry.record_id,
         record_hash: checked.value.record_hash,
@@ -416,7 +429,7 @@ function fusionInputs(receipt: JobReceipt, allowPending: boolean): Outcome {
     }
     if (readings.length < entries.length) continue;
     const fused = fuseReadings(readings);
-    for (const key of ['value', 'mean', 'stderr', 'device_count', 'reading_count', 'merkle_root'] as const) {
+    for (const key of FUSION_RECOMPUTED) {
       if (fused[key] !== out[key]) return bad(`step ${step.id}: ${key} recomputed from the inputs is ${fused[key]}`);
     }
     verified++;
@@ -429,6 +442,17 @@ function fusionInputs(receipt: JobReceipt, allowPending: boolean): Outcome {
     `${verified} fusion step(s) recomputed from their signed inputs${missing > 0 ? `, ${missing} pending` : ''}`,
   );
 }
+
+/** The output fields a verifier recomputes from a fusion's inputs and compares. */
+export const FUSION_RECOMPUTED = [
+  'value',
+  'mean',
+  'stderr',
+  'voter_count',
+  'device_count',
+  'reading_count',
+  'merkle_root',
+] as const;
 
 /**
  * Why a custodial seal's custodian is not trusted (docs/protocol.md §12.3): only the node may seal a gone worker's

@@ -3,13 +3,16 @@
  * same signed readings recomputes the same numbers.
  *
  * 1. Each device contributes one value: the median of its readings in the window (a chatty device counts once).
- * 2. The fused `value` is the median of the device values.
- * 3. MAD = median of |device value − value|; a device farther than 3 × 1.4826 × MAD from `value` is rejected
- *    (1.4826 × MAD estimates the standard deviation of normal data; a MAD of 0 rejects every device that
+ * 2. Each voter, a principal (the human or key a device acts for, core/telemetry.ts `principal_pk`), contributes
+ *    one value: the median of its devices' values (one owner's many device keys count once).
+ * 3. The fused `value` is the median of the voter values.
+ * 4. MAD = median of |voter value − value|; a voter farther than 3 × 1.4826 × MAD from `value` is rejected
+ *    (1.4826 × MAD estimates the standard deviation of normal data; a MAD of 0 rejects every voter that
  *    differs from the median).
- * 4. `mean` and `stderr` (sample standard deviation / √n; null for one device) of the kept device values.
+ * 5. `mean` and `stderr` (sample standard deviation / √n; null for one voter) of the kept voter values.
  * The inputs are named by record id (ascending) and bound by the RFC 6962 Merkle root over their record hashes
- * in that order.
+ * in that order. The median resists fewer than half of the voters being wrong, so its robustness is only as good
+ * as the cost of a principal (docs/security.md).
  */
 import { gridDisk } from 'h3-js';
 import { fail, pass, type Check } from './check.js';
@@ -22,10 +25,13 @@ export const MAD_CUTOFF = 3;
 export const MAX_FUSION_RINGS = 2;
 /** Longest window a step may fuse: a week of hourly epochs. */
 export const MAX_FUSION_EPOCHS = 168;
-export const FUSION_METHOD = 'median-of-device-medians, MAD outlier rejection (3 × 1.4826 × MAD)';
+export const FUSION_METHOD =
+  'median of principal medians of device medians, MAD outlier rejection of principals (3 × 1.4826 × MAD)';
 
 export interface FusionReading {
   device_pk: string;
+  /** The voter the device acts for. */
+  principal_pk: string;
   value: number;
   record_id: string;
   record_hash: string;
@@ -33,7 +39,15 @@ export interface FusionReading {
 
 export interface DeviceValue {
   device_pk: string;
+  principal_pk: string;
   value: number;
+  reading_count: number;
+}
+
+export interface VoterValue {
+  principal_pk: string;
+  value: number;
+  device_count: number;
   reading_count: number;
 }
 
@@ -41,12 +55,15 @@ export interface FusionResult {
   value: number;
   mean: number;
   stderr: number | null;
+  voter_count: number;
   device_count: number;
   reading_count: number;
   mad: number;
   threshold: number;
+  voters: VoterValue[];
   devices: DeviceValue[];
-  rejected: (DeviceValue & { deviation: number })[];
+  rejected: (VoterValue & { deviation: number })[];
+  input_voter_count: number;
   input_device_count: number;
   input_reading_count: number;
   record_ids: string[];
@@ -61,39 +78,63 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-/** Fuses readings of one quantity (see the file comment); RangeError when there are none. */
+const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Groups values by key; the groups in ascending key order. */
+function groups<T>(items: readonly T[], key: (item: T) => string): [string, T[]][] {
+  const by = new Map<string, T[]>();
+  for (const item of items) {
+    const list = by.get(key(item));
+    if (list) list.push(item);
+    else by.set(key(item), [item]);
+  }
+  return [...by.entries()].sort(([a], [b]) => byCodeUnits(a, b));
+}
+
+/**
+ * Fuses readings of one quantity (see the file comment); RangeError when there are none. A device is the voter of
+ * the principal of its first reading in record-id order (a device delegated by two principals over the window
+ * still votes once).
+ */
 export function fuseReadings(readings: readonly FusionReading[]): FusionResult {
   if (readings.length === 0) throw new RangeError('no readings to fuse');
-  const byDevice = new Map<string, number[]>();
-  for (const r of readings) {
-    const list = byDevice.get(r.device_pk);
-    if (list) list.push(r.value);
-    else byDevice.set(r.device_pk, [r.value]);
-  }
-  const devices: DeviceValue[] = [...byDevice.keys()]
-    .sort()
-    .map((pk) => ({ device_pk: pk, value: median(byDevice.get(pk)!), reading_count: byDevice.get(pk)!.length }));
-  const value = median(devices.map((d) => d.value));
-  const mad = median(devices.map((d) => Math.abs(d.value - value)));
+  const sorted = [...readings].sort((a, b) => byCodeUnits(a.record_id, b.record_id));
+  const devices: DeviceValue[] = groups(sorted, (r) => r.device_pk).map(([pk, list]) => ({
+    device_pk: pk,
+    principal_pk: list[0]!.principal_pk,
+    value: median(list.map((r) => r.value)),
+    reading_count: list.length,
+  }));
+  const voters: VoterValue[] = groups(devices, (d) => d.principal_pk).map(([pk, list]) => ({
+    principal_pk: pk,
+    value: median(list.map((d) => d.value)),
+    device_count: list.length,
+    reading_count: list.reduce((sum, d) => sum + d.reading_count, 0),
+  }));
+  const value = median(voters.map((v) => v.value));
+  const mad = median(voters.map((v) => Math.abs(v.value - value)));
   const threshold = MAD_CUTOFF * MAD_SCALE * mad;
-  const kept = devices.filter((d) => Math.abs(d.value - value) <= threshold);
-  const rejected = devices
-    .filter((d) => Math.abs(d.value - value) > threshold)
-    .map((d) => ({ ...d, deviation: Math.abs(d.value - value) }));
+  const kept = voters.filter((v) => Math.abs(v.value - value) <= threshold);
+  const rejected = voters
+    .filter((v) => Math.abs(v.value - value) > threshold)
+    .map((v) => ({ ...v, deviation: Math.abs(v.value - value) }));
+  const keptPrincipals = new Set(kept.map((v) => v.principal_pk));
   const n = kept.length;
-  const mean = kept.reduce((sum, d) => sum + d.value, 0) / n;
-  const variance = n > 1 ? kept.reduce((sum, d) => sum + (d.value - mean) ** 2, 0) / (n - 1) : null;
-  const sorted = [...readings].sort((a, b) => (a.record_id < b.record_id ? -1 : a.record_id > b.record_id ? 1 : 0));
+  const mean = kept.reduce((sum, v) => sum + v.value, 0) / n;
+  const variance = n > 1 ? kept.reduce((sum, v) => sum + (v.value - mean) ** 2, 0) / (n - 1) : null;
   return {
     value,
     mean,
     stderr: variance === null ? null : Math.sqrt(variance / n),
-    device_count: n,
-    reading_count: kept.reduce((sum, d) => sum + d.reading_count, 0),
+    voter_count: n,
+    device_count: kept.reduce((sum, v) => sum + v.device_count, 0),
+    reading_count: kept.reduce((sum, v) => sum + v.reading_count, 0),
     mad,
     threshold,
-    devices: kept,
+    voters: kept,
+    devices: devices.filter((d) => keptPrincipals.has(d.principal_pk)),
     rejected,
+    input_voter_count: voters.length,
     input_device_count: devices.length,
     input_reading_count: readings.length,
     record_ids: sorted.map((r) => r.record_id),

@@ -7,9 +7,13 @@
  * `unit` the unitOfMeasurement (a UCUM code), `observed_at` the phenomenonTime and `value` the result.
  */
 import { canonicalJson } from './canonical-json.js';
+import { fail, pass, type Check } from './check.js';
 import type { ErrorCode } from './errors.js';
 import { epochAt, epochWindow } from './epoch.js';
 import { sha256Hex } from './hash.js';
+import { isHex } from './hex.js';
+import { signMessage, verifySignature } from './identity.js';
+import type { ProofRecord } from './proof-types.js';
 
 export interface Quantity {
   /** Human name (SensorThings ObservedProperty.name). */
@@ -105,12 +109,13 @@ export const MAX_READINGS_PER_DEVICE_HOUR = 720;
 /** How far ahead of the server clock `observed_at` may be (device clocks drift). */
 export const FUTURE_SKEW_MS = 5 * 60_000;
 
-/** A reading as sent. */
+/** A reading as sent: `signature` is the device's over its reading statement (readingStatement). */
 export interface ReadingInput {
   quantity: string;
   value: number;
   unit: string;
   observed_at: string;
+  signature: string;
 }
 
 /** Why a reading was refused: a code of core/errors.ts and a sentence. */
@@ -124,6 +129,7 @@ export interface ReadingRefusal {
     | 'reading_in_future'
     | 'reading_too_old'
     | 'invalid_date'
+    | 'invalid_signature'
     | 'rate_limit'
     | 'record_conflict'
   >;
@@ -137,6 +143,8 @@ export interface CheckedReading {
   value: number;
   unit: string;
   observed_at: string;
+  /** The device's signature over the reading statement, verified. */
+  signature: string;
   observedMs: number;
   /** The proof epoch of `observed_at`: the record's address. */
   epoch: number;
@@ -155,36 +163,99 @@ export interface ReadingClock {
 
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$/;
 
+/** The fields a device signs for one reading, `observed_at` normalised (normaliseObservedAt). */
+export interface ReadingFields {
+  device_pk: string;
+  h3_cell: string;
+  quantity: string;
+  value: number;
+  unit: string;
+  observed_at: string;
+}
+
+/** Domain tag of a reading statement: a reading signature can never be taken for a request's or a record's. */
+export const READING_STATEMENT_TYPE = 'geofabric/telemetry-reading';
+
 /**
- * One reading's checks, in order: known quantity, its unit exactly, value in range, `observed_at` a timestamp
- * no more than 5 minutes ahead and in an epoch the store accepts (the open epoch, or one the writer has not
- * moved past). A reading ahead of the clock but in the next epoch is refused too: writing it would close the
- * current epoch for this node's writer.
+ * What a device signs for one reading (docs/protocol.md §2.10): the JCS of its fields with the domain tag. The
+ * device's signature over it travels in the stored record, so anyone can check from the record alone that the
+ * device said it, whoever wrote the record. Throws CanonicalJsonError on a non-finite value.
+ */
+export const readingStatement = (r: ReadingFields): string =>
+  canonicalJson({
+    type: READING_STATEMENT_TYPE,
+    device_pk: r.device_pk,
+    h3_cell: r.h3_cell,
+    quantity: r.quantity,
+    value: r.value,
+    unit: r.unit,
+    observed_at: r.observed_at,
+  });
+
+/** The device's signature over a reading (128 hex): for devices, clients, tests and the conformance vectors. */
+export const signReading = (secretKeyHex: string, r: ReadingFields): string =>
+  signMessage(secretKeyHex, readingStatement(r));
+
+/** `observed_at` as stored and signed: ISO 8601 UTC with milliseconds; null when not a timestamp with a zone. */
+export function normaliseObservedAt(sent: string): string | null {
+  const ms = ISO_8601.test(sent) ? Date.parse(sent) : NaN;
+  return Number.isNaN(ms) ? null : new Date(ms).toISOString();
+}
+
+/** Why a reading is implausible for its quantity (unknown, other unit, not finite, out of range); null when fine. */
+function implausibility(
+  r: Pick<ReadingFields, 'quantity' | 'unit' | 'value'>,
+): { code: 'unknown_quantity' | 'unit_mismatch' | 'value_out_of_range'; detail: string } | null {
+  if (!isQuantity(r.quantity)) {
+    return {
+      code: 'unknown_quantity',
+      detail: `quantity "${r.quantity}" is not one of ${QUANTITY_NAMES.join(', ')}`,
+    };
+  }
+  const quantity: Quantity = QUANTITIES[r.quantity];
+  if (r.unit !== quantity.unit) {
+    return {
+      code: 'unit_mismatch',
+      detail: `${r.quantity} is reported in "${quantity.unit}" (UCUM), not "${r.unit}"`,
+    };
+  }
+  if (typeof r.value !== 'number' || !Number.isFinite(r.value) || r.value < quantity.min || r.value > quantity.max) {
+    return {
+      code: 'value_out_of_range',
+      detail: `${r.quantity} ${r.value} ${quantity.unit} is outside the plausible range ${quantity.min}..${quantity.max}`,
+    };
+  }
+  return null;
+}
+
+/**
+ * One reading's checks, in order: `observed_at` a timestamp with a zone, the device's signature over the reading
+ * statement, known quantity, its unit exactly, value in range, `observed_at` no more than 5 minutes ahead and in an
+ * epoch the store accepts (the open epoch, or one the writer has not moved past). A reading ahead of the clock but
+ * in the next epoch is refused too: writing it would close the current epoch for this node's writer.
  */
 export function checkReading(
   reading: ReadingInput,
   index: number,
   clock: ReadingClock,
+  device: { device_pk: string; h3_cell: string },
 ): CheckedReading | ReadingRefusal {
   const refuse = (code: ReadingRefusal['code'], detail: string): ReadingRefusal => ({ index, code, detail });
-  if (!isQuantity(reading.quantity)) {
-    return refuse('unknown_quantity', `quantity "${reading.quantity}" is not one of ${QUANTITY_NAMES.join(', ')}`);
+  const observedAt = normaliseObservedAt(reading.observed_at);
+  if (observedAt === null) return refuse('invalid_date', 'observed_at must be an ISO 8601 timestamp with zone');
+  if (!Number.isFinite(reading.value)) {
+    return refuse('value_out_of_range', `${reading.quantity} ${reading.value} is not a finite number`);
   }
-  const quantity: Quantity = QUANTITIES[reading.quantity];
-  if (reading.unit !== quantity.unit) {
+  const fields = { ...device, quantity: reading.quantity, value: reading.value, unit: reading.unit };
+  if (!verifySignature(device.device_pk, readingStatement({ ...fields, observed_at: observedAt }), reading.signature)) {
     return refuse(
-      'unit_mismatch',
-      `${reading.quantity} is reported in "${quantity.unit}" (UCUM), not "${reading.unit}"`,
+      'invalid_signature',
+      `the reading's signature is not the device's over its statement (observed_at normalised to ${observedAt}; docs/protocol.md §2.10)`,
     );
   }
-  if (!Number.isFinite(reading.value) || reading.value < quantity.min || reading.value > quantity.max) {
-    return refuse(
-      'value_out_of_range',
-      `${reading.quantity} ${reading.value} ${quantity.unit} is outside the plausible range ${quantity.min}..${quantity.max}`,
-    );
-  }
-  const observedMs = ISO_8601.test(reading.observed_at) ? Date.parse(reading.observed_at) : NaN;
-  if (Number.isNaN(observedMs)) return refuse('invalid_date', 'observed_at must be an ISO 8601 timestamp with zone');
+  const implausible = implausibility(reading);
+  if (implausible !== null) return refuse(implausible.code, implausible.detail);
+  const observedMs = Date.parse(observedAt);
   if (observedMs > clock.nowMs + FUTURE_SKEW_MS) {
     return refuse('reading_in_future', 'observed_at is more than 5 minutes ahead of the server clock');
   }
@@ -206,10 +277,11 @@ export function checkReading(
   }
   return {
     index,
-    quantity: reading.quantity,
+    quantity: reading.quantity as QuantityName,
     value: reading.value,
-    unit: quantity.unit,
-    observed_at: new Date(observedMs).toISOString(),
+    unit: reading.unit,
+    observed_at: observedAt,
+    signature: reading.signature,
     observedMs,
     epoch,
   };
@@ -224,29 +296,73 @@ export const isRefusal = (r: CheckedReading | ReadingRefusal): r is ReadingRefus
 export const telemetryRecordId = (devicePk: string, quantity: string, observedAt: string): string =>
   `telemetry:${sha256Hex(canonicalJson([devicePk, quantity, observedAt]))}`;
 
-/** The payload of an `iot/telemetry` record. */
-export interface TelemetryPayload {
-  device_pk: string;
-  h3_cell: string;
+/**
+ * The payload of an `iot/telemetry` record (version 2): the reading, the device's signature over its statement,
+ * and the principal the writing node verified the device acts for (gate 3's human principal, or the device key
+ * when it acts as its own). `principal_pk` is the writer's word, not the device's: fusion gives one vote per
+ * principal (core/sensor-fusion.ts).
+ */
+export interface TelemetryPayload extends ReadingFields {
   quantity: QuantityName;
-  value: number;
-  unit: string;
-  observed_at: string;
-  /** The device's signed batch: SHA-256 of its JCS (signature included) and the device's signature over it. */
+  device_signature: string;
+  principal_pk: string;
+}
+
+/**
+ * Version 1, written before readings were signed one by one: the batch's hash and signature, which cannot prove
+ * the reading without the whole batch. Still listed; never fused, and no receipt verifier accepts it as an input.
+ */
+export interface LegacyTelemetryPayload extends ReadingFields {
+  quantity: QuantityName;
   batch: { request_hash: string; signature: string };
 }
 
 const isRecordLike = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** The payload of a stored record, or null when it is not a telemetry reading. */
-export function telemetryPayloadOf(payload: unknown): TelemetryPayload | null {
+/** The payload of a stored record (either version), or null when it is not a telemetry reading. */
+export function telemetryPayloadOf(payload: unknown): TelemetryPayload | LegacyTelemetryPayload | null {
   if (!isRecordLike(payload)) return null;
   const { device_pk, h3_cell, quantity, value, unit, observed_at, batch } = payload;
   if (typeof device_pk !== 'string' || typeof h3_cell !== 'string' || !isQuantity(quantity)) return null;
   if (typeof value !== 'number' || typeof unit !== 'string' || typeof observed_at !== 'string') return null;
+  if (typeof payload.device_signature === 'string' && typeof payload.principal_pk === 'string') {
+    return payload as unknown as TelemetryPayload;
+  }
   if (!isRecordLike(batch) || typeof batch.request_hash !== 'string' || typeof batch.signature !== 'string') {
     return null;
   }
-  return payload as unknown as TelemetryPayload;
+  return payload as unknown as LegacyTelemetryPayload;
+}
+
+/** A version-2 payload: one whose device signature can be checked. */
+export const isSignedReading = (p: TelemetryPayload | LegacyTelemetryPayload): p is TelemetryPayload =>
+  'device_signature' in p;
+
+/**
+ * Whether a stored record is a reading that counts as evidence (docs/protocol.md §2.10), the one rule fusion and
+ * every receipt verifier apply: an `iot/telemetry` record of payload version 2 written by `writerPk` (the node
+ * whose key writes the job's `compute/job` record; only node keys may write telemetry), addressed by the device's
+ * cell, signed by its device over the reading statement, plausible for its quantity, `observed_at` normalised.
+ * The record's own hash and writer signature are the caller's to check first (checkRecord).
+ */
+export function provenReadingOf(record: ProofRecord, writerPk: string): Check<TelemetryPayload> {
+  const refuse = (detail: string) => fail('invalid_request', `record ${record.id}: ${detail}`);
+  if (record.payload_type !== 'iot/telemetry') return refuse(`is ${record.payload_type}, not iot/telemetry`);
+  const payload = telemetryPayloadOf(record.payload);
+  if (payload === null) return refuse('is not a telemetry reading');
+  if (!isSignedReading(payload)) return refuse('is a version-1 reading, which its device did not sign on its own');
+  if (record.address.pk !== writerPk) return refuse(`was written by ${record.address.pk}, not the node ${writerPk}`);
+  if (record.address.h3_cell !== payload.h3_cell) return refuse("is not addressed by its device's cell");
+  if (!isHex(payload.principal_pk, 32)) return refuse('names no principal key');
+  if (normaliseObservedAt(payload.observed_at) !== payload.observed_at) return refuse('observed_at is not normalised');
+  const implausible = implausibility(payload);
+  if (implausible !== null) return refuse(implausible.detail);
+  if (!verifySignature(payload.device_pk, readingStatement(payload), payload.device_signature)) {
+    return refuse(`the device signature is not ${payload.device_pk}'s over the reading`);
+  }
+  if (record.id !== telemetryRecordId(payload.device_pk, payload.quantity, payload.observed_at)) {
+    return refuse('its id is not derived from its device, quantity and instant');
+  }
+  return pass(payload);
 }
