@@ -14,7 +14,7 @@ export default tseslint.config(
     languageOptions: {
       globals: { ...globals.node },
       parserOptions: {
-        projectService: { allowDefaultProject: ['*.js', 'bin/*.js'] },
+        projectService: { allowDefaultProject: ['*.js', '.mocharc.cjs', 'bin/*.js'] },
         tsconfigRootDir: import.meta.dirname,
       },
     },
