@@ -33,6 +33,14 @@ export const healthResponseSchema = z.object({
   version: z.string(),
 });
 
+export const serviceIndexSchema = z.object({
+  service: z.literal('geofabric-gateway'),
+  version: z.string(),
+  links: z
+    .array(z.object({ rel: z.string(), href: z.string(), title: z.string() }))
+    .describe('Where to go from here: the dashboard, the API reference, liveness'),
+});
+
 export const toolSchema = z.object({
   object: z.literal('tool'),
   id: z.enum(TOOL_IDS),

@@ -56,6 +56,24 @@ describe('gateway transport errors', () => {
     assert.equal(res.headers.get('x-request-id'), 'trace-123');
   });
 
+  it('GET / sends a browser to the dashboard and tells a JSON client where things are', async () => {
+    const browser = await fetch(new URL('/', gw.url), {
+      headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' },
+      redirect: 'manual',
+    });
+    assert.equal(browser.status, 302);
+    assert.equal(browser.headers.get('location'), '/dashboard');
+    const client = await gw.get('/', { accept: 'application/json' });
+    assert.equal(client.status, 200);
+    const links = (client.body as { links: { rel: string; href: string }[] }).links;
+    assert.deepEqual(links.map((l) => [l.rel, l.href]).slice(0, 2), [
+      ['dashboard', '/dashboard'],
+      ['service-desc', '/openapi.json'],
+    ]);
+    const curl = await gw.get('/', { accept: '*/*' });
+    assert.equal(curl.status, 200, 'a client that takes anything gets the JSON index, not a redirect');
+  });
+
   it('turns an internal failure into 500 internal_error without leaking the stack', async () => {
     const broken: RateLimitStore = {
       increment: () => Promise.reject(new Error('disk on fire at /secret/path')),
