@@ -75,6 +75,29 @@ export function createTileSource(deps: { config: TileConfig; logger?: Logger | u
     ]),
   );
 
+  // Hosts whose last fetch failed: an offline `npm start` would otherwise log a warning per tile the dashboard
+  // asks for. The first failure of a run says what to do; the rest are debug lines until the host answers again.
+  const failing = new Set<string>();
+  function upstreamFailed(style: TileStyle, error: Error): void {
+    const host = hosts.get(style) ?? 'unknown';
+    const fields = { style, host, error: error.message };
+    if (failing.has(host)) {
+      deps.logger?.debug(fields, 'tile upstream failed');
+      return;
+    }
+    failing.add(host);
+    deps.logger?.warn(
+      fields,
+      `tile upstream ${host} failed: map tiles need the internet (or TILE_URL_* pointing at a tile ` +
+        'server you can reach), or start with DEMO=true for synthetic tiles; further failures of this host are ' +
+        'logged at debug level until it answers again',
+    );
+  }
+  function upstreamAnswered(style: TileStyle): void {
+    const host = hosts.get(style) ?? 'unknown';
+    if (failing.delete(host)) deps.logger?.info({ style, host }, `tile upstream ${host} answers again`);
+  }
+
   const answer = (request: TileRequest, tile: CachedTile, cache: 'HIT' | 'MISS'): TileLookup => ({
     tile,
     cache,
@@ -159,12 +182,10 @@ export function createTileSource(deps: { config: TileConfig; logger?: Logger | u
         ...(stale ? { validators: stale.validators } : {}),
       });
     } catch (error) {
-      deps.logger?.warn(
-        { style: request.style, host: hosts.get(request.style), error: (error as Error).message },
-        'tile upstream failed',
-      );
+      upstreamFailed(request.style, error as Error);
       throw error;
     }
+    upstreamAnswered(request.style);
 
     const keep = (base: UpstreamTile, validators: Validators): Loaded => {
       const entry: UpstreamTile = {
