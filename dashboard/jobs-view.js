@@ -17,8 +17,8 @@ export function createJobsView(ctx) {
   /** @type {string | null} */
   let openJob = null;
 
-  /** @param {any[]} jobs */
-  function renderList(jobs) {
+  /** @param {any[]} jobs @param {string} [empty] what the table says when it lists no job */
+  function renderList(jobs, empty = 'No job has been submitted yet (POST /v1/compute).') {
     const rows = jobs.map((j) =>
       h(
         'tr',
@@ -46,7 +46,7 @@ export function createJobsView(ctx) {
         caption: 'Recent jobs, newest first',
         columns: ['Created', 'Job', 'Status', 'Steps', 'Cell', 'Epoch', 'Credits', 'Job hash'],
         rows,
-        empty: 'No job has been submitted yet (POST /v1/compute).',
+        empty,
       }),
     );
   }
@@ -183,16 +183,20 @@ export function createJobsView(ctx) {
       const answer = await getJson(`/v1/compute/recent?limit=${RECENT_LIMIT}`);
       showError(error, answer.ok ? '' : `Could not read the jobs: ${describeError(answer)}`);
       if (!answer.ok) return;
-      // Without the operator token the gateway shows counts only: job ids are capabilities.
+      // Without the operator token the gateway shows counts only: job ids are capabilities. The table says so
+      // itself, rather than "no job yet" under a line that counts them.
       if (!Array.isArray(answer.body.jobs)) {
+        const count = /** @type {number} */ (answer.body.count ?? 0);
         const counts = Object.entries(answer.body.by_status ?? {})
-          .map(([status, n]) => `${status} ${num(/** @type {number} */ (n))}`)
+          .map(([status, n]) => `${num(/** @type {number} */ (n))} ${status}`)
           .join(', ');
-        showError(
-          error,
-          `Enter the operator token to list jobs. The newest ${num(answer.body.count)} jobs: ${counts || 'none'}.`,
+        renderList(
+          [],
+          count === 0
+            ? 'No job has been submitted yet (POST /v1/compute).'
+            : `${num(count)} recent job${count === 1 ? '' : 's'} (${counts}): enter the operator token ` +
+                "(the gateway's OPERATOR_TOKEN) in the header to list them; job ids are shown to the operator only.",
         );
-        renderList([]);
         return;
       }
       renderList(answer.body.jobs);

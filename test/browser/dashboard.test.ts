@@ -206,6 +206,23 @@ describe('the dashboard in Chromium (playwright-core)', function () {
     await shot('jobs');
   });
 
+  it('without the operator token, the jobs table counts the jobs and says how to list them', async () => {
+    await open('#jobs');
+    await page.waitForSelector(`#jobs-rows tr[data-job-id="${seeded.jobIds[0]}"]`);
+    // Forget the token through the header form, as an operator would (an empty token forgets it).
+    await page.fill('#operator-token', '');
+    await page.press('#operator-token', 'Enter');
+    const n = seeded.jobIds.length;
+    await page.waitForSelector(`#jobs-rows:has-text("${n} recent jobs")`);
+    const text = (await page.locator('#jobs-table').innerText()).replace(/\s+/g, ' ');
+    assert.match(text, /enter the operator token \(the gateway's OPERATOR_TOKEN\)/);
+    assert.doesNotMatch(text, /No job has been submitted/);
+    assert.equal(await page.locator('#jobs-error').innerText(), '', 'no error line beside the table');
+    await page.fill('#operator-token', DASHBOARD_OPERATOR_TOKEN);
+    await page.press('#operator-token', 'Enter');
+    await page.waitForSelector(`#jobs-rows tr[data-job-id="${seeded.jobIds[0]}"]`);
+  });
+
   it('verifies a sealed record in the page and shows the path from the record to the root', async () => {
     const id = seeded.sealedRecordIds[2]!;
     const bundle = (await seeded.gw.get(`/store/proof/${encodeURIComponent(id)}`)).body as {
