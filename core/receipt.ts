@@ -4,6 +4,7 @@
  * request signature → job id → the `compute/job` record's request and job hash → each step's output and record
  * → each record's inclusion in its signed seal → the sealer's chain from its first seal → the anchor's root.
  */
+import { z } from 'zod';
 import type { AnchorView } from './anchor-view.js';
 import { canonicalJson, CanonicalJsonError } from './canonical-json.js';
 import { linkTimeIssue, parseDelegationChain, verifyDelegationChainStructure } from './delegation-cert.js';
@@ -17,7 +18,7 @@ import { checkRecord } from './proof-record.js';
 import type { InclusionProof, ProofRecord, Seal } from './proof-types.js';
 import { checkSeal, checkSealChain } from './seal.js';
 import { sha256Hex } from './hash.js';
-import { cellCover } from './h3-cell.js';
+import { cellCover, isCell } from './h3-cell.js';
 import { fuseReadings, type FusionReading } from './sensor-fusion.js';
 import { provenReadingOf } from './telemetry.js';
 
@@ -176,6 +177,9 @@ function verdict(checks: ReceiptCheck[]): ReceiptVerdict {
   return failed ? { ok: false, checks, failedCheck: failed.name } : { ok: true, checks };
 }
 
+/** The fields of a `records` entry that hold an object, or null until there is one (docs/protocol.md §15.1). */
+const ENTRY_OBJECTS = ['record', 'seal', 'proof', 'anchor'] as const;
+
 function receiptFormat(value: unknown): Outcome {
   if (!isObj(value)) return bad('a receipt is a JSON object');
   if (value.receipt_version !== RECEIPT_VERSION) {
@@ -191,14 +195,19 @@ function receiptFormat(value: unknown): Outcome {
   if (request.delegation_chain !== null && !Array.isArray(request.delegation_chain)) {
     return bad('request.delegation_chain must be an array or null');
   }
-  if (value.job !== null && (!isObj(value.job) || !Array.isArray(value.job.steps))) {
-    return bad('job must be the job answer (with steps) or null');
+  if (value.job !== null && (!isObj(value.job) || !Array.isArray(value.job.steps) || !value.job.steps.every(isObj))) {
+    return bad('job must be the job answer (with steps, each an object) or null');
   }
   if (!Array.isArray(value.records)) return bad('records must be an array');
   for (const [i, r] of value.records.entries()) {
     if (!isObj(r) || !['job', 'step', 'input'].includes(r.role as string) || typeof r.record_id !== 'string') {
       return bad(`records[${i}] needs role (job, step or input) and record_id`);
     }
+    // Every field present (docs/protocol.md §15.1): an absent `seal` is not a null one, and no verifier may guess.
+    if (r.step_id !== null && typeof r.step_id !== 'string')
+      return bad(`records[${i}].step_id must be a string or null`);
+    const field = ENTRY_OBJECTS.find((k) => r[k] !== null && !isObj(r[k]));
+    if (field !== undefined) return bad(`records[${i}].${field} must be an object or null`);
   }
   if (value.records.filter((r) => (r as Obj).role === 'job').length > 1) return bad('more than one job record');
   if (!Array.isArray(value.seal_chains)) return bad('seal_chains must be an array');
@@ -237,14 +246,23 @@ export const JOB_TIME_SKEW_MS = 5 * 60_000;
  * `written_at` of the node-signed `compute/job` record; null while neither is known (a pending receipt).
  */
 export function jobTime(body: Obj, entry: ReceiptRecord | undefined): { at: number; source: string } | null {
-  if (typeof body.created_at === 'string' && Number.isFinite(Date.parse(body.created_at))) {
-    return { at: Date.parse(body.created_at), source: `the request's created_at ${body.created_at}` };
-  }
+  const created = timestampMs(body.created_at);
+  if (Number.isFinite(created)) return { at: created, source: `the request's created_at ${String(body.created_at)}` };
   const written = entry?.record?.written_at;
-  if (typeof written === 'string' && Number.isFinite(Date.parse(written))) {
-    return { at: Date.parse(written), source: `the job record's written_at ${written}` };
-  }
+  const writtenMs = timestampMs(written);
+  if (Number.isFinite(writtenMs)) return { at: writtenMs, source: `the job record's written_at ${String(written)}` };
   return null;
+}
+
+const TIMESTAMP = z.iso.datetime({ offset: true });
+
+/**
+ * The milliseconds of an RFC 3339 timestamp with a zone (a certificate's form, docs/protocol.md §10.5), else NaN.
+ * Date.parse alone also reads other forms, some in the verifier's local time zone: a receipt's verdict must not
+ * depend on where it is checked, and every verifier must read a time the same way.
+ */
+export function timestampMs(value: unknown): number {
+  return typeof value === 'string' && TIMESTAMP.safeParse(value).success ? Date.parse(value) : NaN;
 }
 
 function delegationChain(
@@ -392,9 +410,11 @@ function fusionInputs(receipt: JobReceipt, jobEntry: ReceiptRecord | undefined, 
       return bad(`step ${step.id}: the receipt's inputs are not the ${ids.length} records the output names`);
     }
     const window = out.window as Obj;
-    const from = Date.parse(String(window?.from));
-    const to = Date.parse(String(window?.to));
-    const inCells = cellCover(Array.isArray(out.cells) ? (out.cells as string[]) : []);
+    const from = timestampMs(window?.from);
+    const to = timestampMs(window?.to);
+    const cells: unknown[] = Array.isArray(out.cells) ? out.cells : [];
+    if (!cells.every(isCell)) return bad(`step ${step.id}: cells must be H3 cells`);
+    const inCells = cellCover(cells as string[]);
     const readings: FusionReading[] = [];
     const instants = new Set<string>();
     for (const entry of entries) {

@@ -18,6 +18,10 @@ export interface ReceiptTamper {
   name: string;
   expected: string;
   apply: (receipt: JobReceipt) => void;
+  /** Verified with these options (conformance vector spelling); none when absent. */
+  options?: { allow_pending?: boolean };
+  /** False for a receipt that lacks the part the tamper changes (a delegation chain); applies to any when absent. */
+  appliesTo?: (receipt: JobReceipt) => boolean;
 }
 
 const payload = (r: JobReceipt, i: number) => r.records[i]!.record!.payload as Obj;
@@ -123,6 +127,20 @@ export const RECEIPT_TAMPERS: readonly ReceiptTamper[] = [
     },
   },
   { name: 'seal chain dropped', expected: 'seal_chain', apply: (r) => void (r.seal_chains = []) },
+  {
+    // Outside the nine signed fields, so no signature breaks: the shape check must refuse it, in every verifier.
+    name: 'delegation certificate with an extra unsigned field',
+    expected: 'delegation_chain',
+    appliesTo: (r) => (r.request.delegation_chain ?? []).length > 0,
+    apply: (r) => void ((r.request.delegation_chain![0] as Obj).note = 'not signed'),
+  },
+  {
+    // Absent is not null (docs/protocol.md §15.1): a verifier may not read a missing seal as "not sealed yet".
+    name: 'record entry without its seal field, pending allowed',
+    expected: 'receipt_format',
+    options: { allow_pending: true },
+    apply: (r) => void delete (r.records[1] as unknown as Obj).seal,
+  },
   {
     name: 'status complete while pending',
     expected: 'sealed',
