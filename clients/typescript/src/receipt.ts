@@ -5,6 +5,8 @@
  */
 import { canonicalize, CanonicalJsonError } from './jcs.js';
 import { hexToBytes, isHex, publicKeyIssue, sha256Hex, verify } from './crypto.js';
+import { cellCovered, certShapeIssue, isCell, isObj, recordShapeIssue, sealShapeIssue, timestampMs } from './shapes.js';
+import { fuse, provenReading, type FusionReading } from './telemetry.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 
@@ -44,7 +46,6 @@ export interface VerifyReceiptOptions {
 }
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const GENESIS = '0'.repeat(64);
 const EMPTY_ROOT = sha256Hex('');
 
@@ -115,7 +116,7 @@ export function verifyReceipt(value: unknown, options: VerifyReceiptOptions = {}
   add('job_hash', () => jobHashCheck(receipt, body, payload));
   add('step_outputs', () => stepOutputs(receipt, body, payload));
   add('step_records', () => stepRecords(receipt, payload, allowPending));
-  add('fusion_inputs', () => fusionInputs(receipt, allowPending));
+  add('fusion_inputs', () => fusionInputs(receipt, jobEntry, allowPending));
   add('inclusion', () => inclusion(receipt, jobEntry, options.sealerPk));
   add('seal_chain', () => sealChains(receipt));
   add('anchor', () => anchors(receipt));
@@ -128,6 +129,9 @@ function verdict(checks: ReceiptCheck[]): ReceiptVerdict {
   const failed = checks.find((c) => !c.ok);
   return failed ? { ok: false, checks, failedCheck: failed.name } : { ok: true, checks };
 }
+
+/** The fields of a `records` entry that hold an object, or null until there is one (docs/protocol.md §15.1). */
+const ENTRY_OBJECTS = ['record', 'seal', 'proof', 'anchor'] as const;
 
 function receiptFormat(value: unknown): Outcome {
   if (!isObj(value)) return bad('a receipt is a JSON object');
@@ -142,14 +146,18 @@ function receiptFormat(value: unknown): Outcome {
   if (request.delegation_chain !== null && !Array.isArray(request.delegation_chain)) {
     return bad('request.delegation_chain must be an array or null');
   }
-  if (value.job !== null && (!isObj(value.job) || !Array.isArray(value.job.steps))) {
-    return bad('job must be the job answer (with steps) or null');
+  if (value.job !== null && (!isObj(value.job) || !Array.isArray(value.job.steps) || !value.job.steps.every(isObj))) {
+    return bad('job must be the job answer (with steps, each an object) or null');
   }
   if (!Array.isArray(value.records)) return bad('records must be an array');
   for (const [i, r] of value.records.entries()) {
     if (!isObj(r) || !['job', 'step', 'input'].includes(r.role as string) || typeof r.record_id !== 'string') {
       return bad(`records[${i}] needs role (job, step or input) and record_id`);
     }
+    if (r.step_id !== null && typeof r.step_id !== 'string')
+      return bad(`records[${i}].step_id must be a string or null`);
+    const field = ENTRY_OBJECTS.find((k) => r[k] !== null && !isObj(r[k]));
+    if (field !== undefined) return bad(`records[${i}].${field} must be an object or null`);
   }
   if (value.records.filter((r) => (r as Obj).role === 'job').length > 1) return bad('more than one job record');
   if (!Array.isArray(value.seal_chains)) return bad('seal_chains must be an array');
@@ -179,21 +187,6 @@ function requestSignature(body: Obj): Outcome {
 
 // ---- delegation (docs/protocol.md §10.5 rules 1–4, each link valid at the job's time, §15.2) ----
 
-const H3_RES_SHIFT = 52n;
-
-/** H3 containment without H3: the parent of `cell` at `res` sets the resolution and blanks finer digits (7). */
-function h3Contains(parent: string, cell: string): boolean {
-  if (!/^[0-9a-f]{15}$/.test(parent) || !/^[0-9a-f]{15}$/.test(cell)) return false;
-  const p = BigInt(`0x${parent}`);
-  const c = BigInt(`0x${cell}`);
-  const pr = Number((p >> H3_RES_SHIFT) & 0xfn);
-  const cr = Number((c >> H3_RES_SHIFT) & 0xfn);
-  if (cr < pr) return false;
-  let up = (c & ~(0xfn << H3_RES_SHIFT)) | (BigInt(pr) << H3_RES_SHIFT);
-  for (let r = pr + 1; r <= 15; r++) up |= 7n << BigInt((15 - r) * 3);
-  return up === p;
-}
-
 function certSigningString(cert: Obj): string {
   return canonicalize({
     version: cert.version,
@@ -210,38 +203,25 @@ function certSigningString(cert: Obj): string {
 
 const strings = (v: unknown): v is string[] => Array.isArray(v) && v.every((s) => typeof s === 'string');
 
-function certShapeIssue(cert: unknown): string | undefined {
-  if (!isObj(cert)) return 'is not an object';
-  if (cert.version !== 1) return 'version must be 1';
-  if (!isHex(cert.agent_pk, 32) || !isHex(cert.principal_pk, 32)) return 'agent_pk and principal_pk are 64 hex';
-  if (!strings(cert.h3_cells) || !strings(cert.facets)) return 'h3_cells and facets are arrays of strings';
-  if (typeof cert.not_before !== 'string' || typeof cert.not_after !== 'string') return 'needs not_before, not_after';
-  if (!(Date.parse(cert.not_before) <= Date.parse(cert.not_after))) return 'not_before is after not_after';
-  if (!Number.isInteger(cert.max_depth) || (cert.max_depth as number) < 0) return 'max_depth is an integer ≥ 0';
-  if (cert.constraints !== undefined && cert.constraints !== null && !isObj(cert.constraints)) {
-    return 'constraints is an object or null';
-  }
-  if (!isHex(cert.principal_signature, 64)) return 'principal_signature is 128 hex';
-  return undefined;
-}
-
 interface Rights {
   allowed: string[] | null;
   denied: string[];
   maxOps: number | null;
 }
 
+/** The rights in force after a link (certificates already of the right shape): lists narrowed, the lower rate. */
 function narrow(rights: Rights | null, c: Obj | null): Rights {
   const parentAllowed = rights?.allowed ?? null;
-  const own = strings(c?.allowed_tools) ? (c.allowed_tools as string[]) : undefined;
+  const own = c?.allowed_tools as string[] | undefined;
   const allowed =
     own === undefined ? parentAllowed : parentAllowed === null ? own : own.filter((t) => parentAllowed.includes(t));
   const denied = [...(rights?.denied ?? [])];
-  for (const t of strings(c?.denied_tools) ? (c.denied_tools as string[]) : []) if (!denied.includes(t)) denied.push(t);
+  for (const t of (c?.denied_tools as string[] | undefined) ?? []) if (!denied.includes(t)) denied.push(t);
   const limits = [rights?.maxOps, c?.max_ops_per_hour].filter((n): n is number => typeof n === 'number');
   return { allowed, denied, maxOps: limits.length > 0 ? Math.min(...limits) : null };
 }
 
+/** Why link `i` fails on its own or against its parent (shape, signature, keys, linkage, narrowing, depth). */
 function linkIssue(chain: Obj[], i: number, rights: Rights | null): string | undefined {
   const link = chain[i] as Obj;
   const shape = certShapeIssue(link);
@@ -257,24 +237,23 @@ function linkIssue(chain: Obj[], i: number, rights: Rights | null): string | und
   const parent = chain[i - 1];
   if (parent === undefined || rights === null) return undefined;
   if (parent.agent_pk !== link.principal_pk) return `link ${i}: principal_pk is not link ${i - 1}'s agent_pk`;
-  const cell = (link.h3_cells as string[]).find((c) => !(parent.h3_cells as string[]).some((p) => h3Contains(p, c)));
+  const cell = (link.h3_cells as string[]).find((c) => !cellCovered(parent.h3_cells as string[], c));
   if (cell !== undefined) return `link ${i}: cell ${cell} is not inside link ${i - 1}'s cells`;
   const parentFacets = parent.facets as string[];
   const facet = (link.facets as string[]).find((f) => !parentFacets.includes('*') && !parentFacets.includes(f));
   if (facet !== undefined) return `link ${i}: facet ${facet} is not granted by link ${i - 1}`;
-  const c = isObj(link.constraints) ? link.constraints : null;
-  if (rights.allowed !== null && strings(c?.allowed_tools)) {
+  const c = (link.constraints ?? null) as Obj | null;
+  if (rights.allowed !== null && c?.allowed_tools !== undefined) {
     const tool = (c.allowed_tools as string[]).find((t) => !rights.allowed!.includes(t));
     if (tool !== undefined) return `link ${i}: tool ${tool} is not allowed by link ${i - 1}`;
   }
-  if (strings(c?.denied_tools)) {
+  if (c?.denied_tools !== undefined) {
     const tool = rights.denied.find((t) => !(c.denied_tools as string[]).includes(t));
     if (tool !== undefined) return `link ${i}: tool ${tool} denied by link ${i - 1} is not denied`;
   }
-  if (Date.parse(link.not_before as string) < Date.parse(parent.not_before as string))
-    return `link ${i}: widened window`;
-  if (Date.parse(link.not_after as string) > Date.parse(parent.not_after as string)) return `link ${i}: widened window`;
-  if (rights.maxOps !== null && typeof c?.max_ops_per_hour === 'number' && c.max_ops_per_hour > rights.maxOps) {
+  if (timestampMs(link.not_before) < timestampMs(parent.not_before)) return `link ${i}: widened window`;
+  if (timestampMs(link.not_after) > timestampMs(parent.not_after)) return `link ${i}: widened window`;
+  if (rights.maxOps !== null && c?.max_ops_per_hour !== undefined && (c.max_ops_per_hour as number) > rights.maxOps) {
     return `link ${i}: max_ops_per_hour exceeds link ${i - 1}'s`;
   }
   if ((parent.max_depth as number) < 1) return `link ${i - 1}: max_depth 0 does not allow further delegation`;
@@ -285,15 +264,16 @@ function linkIssue(chain: Obj[], i: number, rights: Rights | null): string | und
 /** Tolerance around the job's time: the gate's window for a request's `created_at` (docs/protocol.md §10.3). */
 const JOB_TIME_SKEW_MS = 5 * 60_000;
 
-/** The request's signed `created_at` when it has one, else the node-signed job record's `written_at`. */
+/**
+ * The request's signed `created_at` when it is a timestamp with a zone, else the node-signed job record's
+ * `written_at` (docs/protocol.md §15.2); other forms are not read, so no verdict depends on a local time zone.
+ */
 function jobTime(body: Obj, entry: Entry | undefined): { at: number; source: string } | null {
-  if (typeof body.created_at === 'string' && Number.isFinite(Date.parse(body.created_at))) {
-    return { at: Date.parse(body.created_at), source: `the request's created_at ${body.created_at}` };
-  }
+  const created = timestampMs(body.created_at);
+  if (Number.isFinite(created)) return { at: created, source: `the request's created_at ${String(body.created_at)}` };
   const written = entry?.record?.written_at;
-  if (typeof written === 'string' && Number.isFinite(Date.parse(written))) {
-    return { at: Date.parse(written), source: `the job record's written_at ${written}` };
-  }
+  const writtenMs = timestampMs(written);
+  if (Number.isFinite(writtenMs)) return { at: writtenMs, source: `the job record's written_at ${String(written)}` };
   return null;
 }
 
@@ -304,23 +284,27 @@ function delegationChain(
 ): Outcome {
   if (chain === null) return ok('no delegation: the requester acts as its own principal');
   if (chain.length === 0 || chain.length > 8) return bad(`a chain has 1 to 8 links, not ${chain.length}`);
+  for (const [i, link] of chain.entries()) {
+    const shape = certShapeIssue(link);
+    if (shape !== undefined) return bad(`link ${i}: ${shape}`);
+  }
   let rights: Rights | null = null;
   for (let i = 0; i < chain.length; i++) {
     const issue = linkIssue(chain, i, rights);
     if (issue !== undefined) return bad(issue);
-    rights = narrow(rights, isObj(chain[i]!.constraints) ? (chain[i]!.constraints as Obj) : null);
+    rights = narrow(rights, (chain[i]!.constraints ?? null) as Obj | null);
   }
   const last = chain[chain.length - 1] as Obj;
   if (last.agent_pk !== requesterPk) return bad(`the chain ends at ${String(last.agent_pk)}, not the requester`);
   const links = `${chain.length} link(s) from human ${String(chain[0]!.principal_pk)} to the requester`;
   if (time === null) return ok(`${links}; pending: the job's time is not known yet`);
   for (const [i, link] of chain.entries()) {
-    if (time.at < Date.parse(link.not_before as string) - JOB_TIME_SKEW_MS) {
+    if (time.at < timestampMs(link.not_before) - JOB_TIME_SKEW_MS) {
       return bad(
         `link ${i}: not valid before ${String(link.not_before)}, not valid at the job's time (${time.source})`,
       );
     }
-    if (time.at > Date.parse(link.not_after as string) + JOB_TIME_SKEW_MS) {
+    if (time.at > timestampMs(link.not_after) + JOB_TIME_SKEW_MS) {
       return bad(`link ${i}: expired at ${String(link.not_after)}, not valid at the job's time (${time.source})`);
     }
   }
@@ -329,17 +313,12 @@ function delegationChain(
 
 // ---- records, seals, inclusion (docs/protocol.md §2.6, §10.7, §12) ----
 
+/** The server's checkRecord: the shape exactly, then the hash, then the writer's signature. */
 function recordIssue(record: unknown): string | undefined {
-  if (!isObj(record)) return 'is not an object';
-  if (record.version !== 1 || typeof record.id !== 'string' || !/^[A-Za-z0-9_.:-]{1,128}$/.test(record.id)) {
-    return 'version or id is malformed';
-  }
-  const address = record.address;
-  if (!isObj(address) || !isHex(address.pk, 32) || !Number.isSafeInteger(address.epoch)) return 'address is malformed';
-  if (!Number.isSafeInteger(record.seq) || (record.seq as number) < 1) return 'seq is malformed';
-  if (!isHex(record.record_hash, 32) || !isHex(record.signature, 64)) return 'record_hash or signature is malformed';
-  if (!('payload' in record)) return 'payload is missing';
-  const { record_hash: _h, signature: _s, ...unsigned } = record;
+  const shape = recordShapeIssue(record);
+  if (shape !== undefined) return shape;
+  const checked = record as Obj;
+  const { record_hash: _h, signature: _s, ...unsigned } = checked;
   let hash: string;
   try {
     hash = sha256Hex(canonicalize(unsigned));
@@ -347,36 +326,22 @@ function recordIssue(record: unknown): string | undefined {
     if (error instanceof CanonicalJsonError) return error.message;
     throw error;
   }
-  if (hash !== record.record_hash) return 'record_hash does not match the record';
-  if (!verify(address.pk as string, record.record_hash as string, record.signature as string)) {
-    return 'signature does not verify';
-  }
+  if (hash !== checked.record_hash) return 'record_hash does not match the record';
+  const writer = (checked.address as Obj).pk as string;
+  if (!verify(writer, checked.record_hash as string, checked.signature as string)) return 'signature does not verify';
   return undefined;
 }
 
+/** The server's checkSeal: the shape exactly, then the hash, then the signature of its sealer or custodian. */
 function sealIssue(seal: unknown): string | undefined {
-  if (!isObj(seal)) return 'is not an object';
-  if (seal.version !== 1 || !isHex(seal.sealer_pk, 32) || !Number.isSafeInteger(seal.epoch)) return 'malformed';
-  const count = seal.record_count;
-  if (!Number.isSafeInteger(count) || (count as number) < 0) return 'record_count is malformed';
-  if (!isHex(seal.merkle_root, 32) || !isHex(seal.prev_epoch_hash, 32)) return 'hashes are malformed';
-  if (count === 0 && (seal.first_seq !== null || seal.last_seq !== null || seal.merkle_root !== EMPTY_ROOT)) {
-    return 'an empty epoch has null seqs and the empty root';
-  }
-  if (count !== 0) {
-    if (!Number.isSafeInteger(seal.first_seq) || !Number.isSafeInteger(seal.last_seq)) return 'seqs are malformed';
-    if ((seal.last_seq as number) - (seal.first_seq as number) + 1 !== count)
-      return 'record_count is not the seq range';
-  }
-  if (!isHex(seal.seal_hash, 32) || !isHex(seal.signature, 64)) return 'seal_hash or signature is malformed';
-  const { seal_hash: _h, signature: _s, ...unsigned } = seal;
-  if (sha256Hex(canonicalize(unsigned)) !== seal.seal_hash) return 'seal_hash does not match the seal';
+  const shape = sealShapeIssue(seal, EMPTY_ROOT);
+  if (shape !== undefined) return shape;
+  const checked = seal as Obj;
+  const { seal_hash: _h, signature: _s, ...unsigned } = checked;
+  if (sha256Hex(canonicalize(unsigned)) !== checked.seal_hash) return 'seal_hash does not match the seal';
   // A custodial seal (docs/protocol.md §12) is signed by its custodian, the central store's node key.
-  const signer = 'custodian_pk' in seal ? seal.custodian_pk : seal.sealer_pk;
-  if (!isHex(signer, 32)) return 'custodian_pk is malformed';
-  if (!verify(signer as string, seal.seal_hash as string, seal.signature as string)) {
-    return 'signature does not verify';
-  }
+  const signer = (checked.custodian_pk ?? checked.sealer_pk) as string;
+  if (!verify(signer, checked.seal_hash as string, checked.signature as string)) return 'signature does not verify';
   return undefined;
 }
 
@@ -536,20 +501,10 @@ function stepRecords(receipt: Receipt, payload: Obj | null, allowPending: boolea
 
 // ---- sensor fusion (docs/protocol.md §2.10): the server's method, in its operation order, so doubles agree ----
 
-const MAD_SCALE = 1.4826;
-const MAD_CUTOFF = 3;
-
-function median(values: readonly number[]): number {
-  if (values.length === 0) throw new RangeError('median of no values');
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
 /** RFC 6962 root over leaves, built bottom-up (an odd last node moves up unchanged); SHA-256("") when empty. */
-function merkleRootHex(leaves: Uint8Array[]): string {
-  if (leaves.length === 0) return EMPTY_ROOT;
-  let level = leaves;
+function merkleRootHex(recordHashes: string[]): string {
+  if (recordHashes.length === 0) return EMPTY_ROOT;
+  let level: Uint8Array[] = recordHashes.map(leafHash);
   while (level.length > 1) {
     const next: Uint8Array[] = [];
     for (let i = 0; i + 1 < level.length; i += 2) next.push(nodeHash(level[i]!, level[i + 1]!));
@@ -559,78 +514,48 @@ function merkleRootHex(leaves: Uint8Array[]): string {
   return bytesToHex(level[0]!);
 }
 
-interface Reading {
-  device_pk: string;
-  value: number;
-  record_id: string;
-  record_hash: string;
-}
-
-/** The fused numbers of readings: per-device median, median of devices, MAD rejection, mean and stderr. */
-function fuse(readings: Reading[]): Record<string, number | string | null> {
-  if (readings.length === 0) throw new RangeError('no readings to fuse');
-  const byDevice = new Map<string, number[]>();
-  for (const r of readings) {
-    const list = byDevice.get(r.device_pk);
-    if (list) list.push(r.value);
-    else byDevice.set(r.device_pk, [r.value]);
-  }
-  const devices = [...byDevice.keys()]
-    .sort()
-    .map((pk) => ({ value: median(byDevice.get(pk)!), reading_count: byDevice.get(pk)!.length }));
-  const value = median(devices.map((d) => d.value));
-  const mad = median(devices.map((d) => Math.abs(d.value - value)));
-  const threshold = MAD_CUTOFF * MAD_SCALE * mad;
-  const kept = devices.filter((d) => Math.abs(d.value - value) <= threshold);
-  const n = kept.length;
-  const mean = kept.reduce((sum, d) => sum + d.value, 0) / n;
-  const variance = n > 1 ? kept.reduce((sum, d) => sum + (d.value - mean) ** 2, 0) / (n - 1) : null;
-  const sorted = [...readings].sort((a, b) => (a.record_id < b.record_id ? -1 : a.record_id > b.record_id ? 1 : 0));
-  return {
-    value,
-    mean,
-    stderr: variance === null ? null : Math.sqrt(variance / n),
-    device_count: n,
-    reading_count: kept.reduce((sum, d) => sum + d.reading_count, 0),
-    merkle_root: merkleRootHex(sorted.map((r) => leafHash(r.record_hash))),
-  };
-}
-
-/** The payload of an `iot/telemetry` record when it has a reading's shape, else null. */
-function telemetryReading(payload: unknown): Obj | null {
-  if (!isObj(payload)) return null;
-  const { device_pk, h3_cell, quantity, value, unit, observed_at, batch } = payload;
-  if (typeof device_pk !== 'string' || typeof h3_cell !== 'string' || typeof quantity !== 'string') return null;
-  if (typeof value !== 'number' || typeof unit !== 'string' || typeof observed_at !== 'string') return null;
-  if (!isObj(batch) || typeof batch.request_hash !== 'string' || typeof batch.signature !== 'string') return null;
-  return payload;
-}
+/** The output fields recomputed from a fusion's inputs and compared. */
+const FUSION_RECOMPUTED = [
+  'value',
+  'mean',
+  'stderr',
+  'voter_count',
+  'device_count',
+  'reading_count',
+  'merkle_root',
+] as const;
 
 /**
- * Each complete `sensor_fusion` step's `role: "input"` entries are exactly its output's `record_ids`, in order;
- * each is a signed `iot/telemetry` reading of its quantity, cells and window; and the fusion recomputed from them
- * gives the output's numbers and Merkle root.
+ * Each complete `sensor_fusion` step's `role: "input"` entries are exactly its output's `record_ids`, in order, each
+ * once; each is a reading that counts as evidence (telemetry.ts provenReading: written by the job record's writer,
+ * signed by its device, plausible) of the step's quantity, cells and window, no two of one device, quantity and
+ * instant; and the fusion recomputed from them gives the output's numbers and Merkle root.
  */
-function fusionInputs(receipt: Receipt, allowPending: boolean): Outcome {
+function fusionInputs(receipt: Receipt, jobEntry: Entry | undefined, allowPending: boolean): Outcome {
   const fusions = (receipt.job?.steps ?? []).filter((s) => s.type === 'sensor_fusion' && s.status === 'complete');
   const named = new Set(fusions.map((s) => s.id));
   const stray = receipt.records.find((r) => r.role === 'input' && !named.has(r.step_id ?? ''));
   if (stray) return bad(`input ${stray.record_id} belongs to no complete sensor_fusion step`);
+  const address = jobEntry?.record?.address;
+  const writer = isObj(address) ? address.pk : undefined;
   let verified = 0;
   let missing = 0;
   for (const step of fusions) {
     const out = step.output as Obj;
     const ids = out.record_ids;
     if (!strings(ids)) return bad(`step ${String(step.id)}: no record_ids`);
+    if (new Set(ids).size !== ids.length) return bad(`step ${String(step.id)}: an input is named twice`);
     const entries = receipt.records.filter((r) => r.role === 'input' && r.step_id === step.id);
     if (canonicalize(entries.map((e) => e.record_id)) !== canonicalize(ids)) {
       return bad(`step ${String(step.id)}: the receipt's inputs are not the ${ids.length} records the output names`);
     }
     const window = out.window as Obj | null | undefined;
-    const from = Date.parse(String(window?.from));
-    const to = Date.parse(String(window?.to));
-    const cells = strings(out.cells) ? out.cells : [];
-    const readings: Reading[] = [];
+    const from = timestampMs(window?.from);
+    const to = timestampMs(window?.to);
+    const cells: unknown[] = Array.isArray(out.cells) ? out.cells : [];
+    if (!cells.every(isCell)) return bad(`step ${String(step.id)}: cells must be H3 cells`);
+    const readings: FusionReading[] = [];
+    const instants = new Set<string>();
     for (const entry of entries) {
       if (entry.record === null) {
         missing++;
@@ -638,26 +563,32 @@ function fusionInputs(receipt: Receipt, allowPending: boolean): Outcome {
       }
       const issue = recordIssue(entry.record);
       if (issue !== undefined) return bad(`input ${entry.record_id}: ${issue}`);
-      const reading = telemetryReading(entry.record.payload);
-      if (entry.record.payload_type !== 'iot/telemetry' || reading === null) {
-        return bad(`input ${entry.record_id} is not a telemetry reading`);
+      // Pending until the job record is there: only the node that wrote it may have written the readings.
+      if (typeof writer !== 'string') {
+        missing++;
+        continue;
       }
-      const at = Date.parse(reading.observed_at as string);
-      const cell = (entry.record.address as Obj).h3_cell;
-      const inCells = typeof cell === 'string' && cells.some((c) => c === cell || h3Contains(c, cell));
-      if (reading.quantity !== out.quantity || !(at >= from && at < to) || !inCells) {
+      const reading = provenReading(entry.record, writer);
+      if (typeof reading === 'string') return bad(`input ${reading}`);
+      const at = timestampMs(reading.observed_at);
+      const cell = (entry.record.address as Obj).h3_cell as string;
+      if (reading.quantity !== out.quantity || !(at >= from && at < to) || !cellCovered(cells as string[], cell)) {
         return bad(`input ${entry.record_id} is not a ${String(out.quantity)} reading of the step's cells and window`);
       }
+      const instant = canonicalize([reading.device_pk, reading.quantity, reading.observed_at]);
+      if (instants.has(instant)) return bad(`input ${entry.record_id}: a second reading of its device and instant`);
+      instants.add(instant);
       readings.push({
-        device_pk: reading.device_pk as string,
-        value: reading.value as number,
+        device_pk: reading.device_pk,
+        principal_pk: reading.principal_pk,
+        value: reading.value,
         record_id: entry.record_id,
         record_hash: entry.record.record_hash as string,
       });
     }
     if (readings.length < entries.length) continue;
-    const fused = fuse(readings);
-    for (const key of ['value', 'mean', 'stderr', 'device_count', 'reading_count', 'merkle_root']) {
+    const fused = fuse(readings, merkleRootHex);
+    for (const key of FUSION_RECOMPUTED) {
       if (fused[key] !== out[key]) {
         return bad(`step ${String(step.id)}: ${key} recomputed from the inputs is ${String(fused[key])}`);
       }
@@ -715,7 +646,7 @@ function inclusion(receipt: Receipt, jobEntry: Entry | undefined, sealerPk: stri
 }
 
 function sealChains(receipt: Receipt): Outcome {
-  const sealers = new Set(receipt.records.flatMap((r) => (isObj(r.seal) ? [String(r.seal.sealer_pk)] : [])));
+  const sealers = new Set(receipt.records.flatMap((r) => (isObj(r.seal) ? [r.seal.sealer_pk] : [])));
   let links = 0;
   for (const sealer of sealers) {
     const chain = receipt.seal_chains.find((c) => c.sealer_pk === sealer);
