@@ -24,26 +24,31 @@ const HEX128 = /^[0-9a-f]{128}$/;
 const ED25519_L = 2n ** 252n + 27742317777372353535851937790883648493n;
 const encoder = new TextEncoder();
 
+/** Deepest nesting of arrays and objects serialised, as the server refuses deeper (core/canonical-json.ts). */
+const MAX_DEPTH = 1000;
+
 /**
  * RFC 8785 (JCS): keys sorted by UTF-16 code units at every level, no whitespace, strings and numbers as
  * JSON.stringify writes them. Values come from JSON.parse, so only JSON types occur.
  * @param {unknown} value
+ * @param {number} [depth]
  * @returns {string}
  */
-export function canonicalJson(value) {
+export function canonicalJson(value, depth = 0) {
   if (value === null || typeof value === 'boolean' || typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'number') {
     if (!Number.isFinite(value)) throw new TypeError('non-finite number');
     return JSON.stringify(value);
   }
+  if (typeof value === 'object' && depth >= MAX_DEPTH) throw new TypeError(`nests deeper than ${MAX_DEPTH} levels`);
   if (Array.isArray(value))
-    return `[${value.map((item) => (item === undefined ? 'null' : canonicalJson(item))).join(',')}]`;
+    return `[${value.map((item) => (item === undefined ? 'null' : canonicalJson(item, depth + 1))).join(',')}]`;
   if (typeof value === 'object') {
     const record = /** @type {Record<string, unknown>} */ (value);
     const keys = Object.keys(record)
       .filter((k) => record[k] !== undefined)
       .sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(record[k])}`).join(',')}}`;
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(record[k], depth + 1)}`).join(',')}}`;
   }
   throw new TypeError(`${typeof value} is not representable in JSON`);
 }
@@ -161,12 +166,64 @@ export async function walkInclusion(leafIndex, treeSize, leaf, path) {
   return { steps, root: bytesToHex(running) };
 }
 
+const ED25519_P = 2n ** 255n - 19n;
+/** @param {bigint} base @param {bigint} exponent */
+function powP(base, exponent) {
+  let result = 1n;
+  let b = ((base % ED25519_P) + ED25519_P) % ED25519_P;
+  for (let e = exponent; e > 0n; e >>= 1n) {
+    if (e & 1n) result = (result * b) % ED25519_P;
+    b = (b * b) % ED25519_P;
+  }
+  return result;
+}
+const ED25519_D = (((-121665n * powP(121666n, ED25519_P - 2n)) % ED25519_P) + ED25519_P) % ED25519_P;
+const SQRT_M1 = powP(2n, (ED25519_P - 1n) / 4n);
+/** The canonical encodings of the eight points of small order (the torsion subgroup). */
+const SMALL_ORDER = new Set([
+  '0100000000000000000000000000000000000000000000000000000000000000',
+  'c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a',
+  '0000000000000000000000000000000000000000000000000000000000000080',
+  '26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05',
+  'ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f',
+  '26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85',
+  '0000000000000000000000000000000000000000000000000000000000000000',
+  'c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa',
+]);
+
 /**
- * Ed25519 (RFC 8032, pure) over the UTF-8 of `message`, by WebCrypto. Throws when the browser has no Ed25519.
- * @param {string} pkHex @param {string} message @param {string} signatureHex
+ * Why `pk` is not a key the server accepts (docs/protocol.md §10.1), or undefined: 64 lowercase hex, a canonical
+ * encoding (y < p, not x = 0 with the sign bit set) of a curve point not of small order. WebCrypto checks none of
+ * this: under a small-order key, a "signature" verifies on messages nobody signed.
+ * @param {unknown} pk
+ */
+export function publicKeyIssue(pk) {
+  if (typeof pk !== 'string' || !HEX64.test(pk)) return 'must be 64 lowercase hex';
+  const bytes = hexToBytes(pk);
+  let y = 0n;
+  for (let i = 31; i >= 0; i--) y = (y << 8n) | BigInt(/** @type {number} */ (bytes[i]));
+  const sign = y >> 255n;
+  y &= (1n << 255n) - 1n;
+  if (y >= ED25519_P) return 'is not a canonical encoding (y >= p)';
+  const u = (y * y - 1n + ED25519_P) % ED25519_P;
+  const v = (ED25519_D * y * y + 1n) % ED25519_P;
+  let x = (u * powP(v, 3n) * powP(u * powP(v, 7n), (ED25519_P - 5n) / 8n)) % ED25519_P;
+  if ((v * x * x - u) % ED25519_P !== 0n) {
+    x = (x * SQRT_M1) % ED25519_P;
+    if ((v * x * x - u) % ED25519_P !== 0n) return 'is not a point on the curve';
+  }
+  if (x === 0n && sign === 1n) return 'is not a canonical encoding (x = 0 with the sign bit set)';
+  if (SMALL_ORDER.has(pk)) return 'is a small-order point';
+  return undefined;
+}
+
+/**
+ * Ed25519 (RFC 8032, pure) over the UTF-8 of `message`, by WebCrypto, under the server's key policy
+ * (publicKeyIssue) and with S < L. Throws when the browser has no Ed25519.
+ * @param {string} pkHex @param {string | Uint8Array} message @param {string} signatureHex
  */
 export async function verifyEd25519(pkHex, message, signatureHex) {
-  if (!HEX64.test(pkHex) || !HEX128.test(signatureHex)) return false;
+  if (publicKeyIssue(pkHex) !== undefined || !HEX128.test(signatureHex)) return false;
   const signature = hexToBytes(signatureHex);
   // S little-endian must be below L (a malleated signature adds L); the server's verifier refuses it too.
   let s = 0n;
@@ -179,13 +236,18 @@ export async function verifyEd25519(pkHex, message, signatureHex) {
     if (error instanceof Error && error.name === 'NotSupportedError') throw error;
     return false; // not a point on the curve
   }
-  return crypto.subtle.verify({ name: 'Ed25519' }, key, signature, encoder.encode(message));
+  const data = typeof message === 'string' ? encoder.encode(message) : message;
+  return crypto.subtle.verify({ name: 'Ed25519' }, key, signature, /** @type {BufferSource} */ (data));
 }
 
-/** @param {Record<string, unknown>} object @param {string[]} fields */
-function without(object, fields) {
+/**
+ * The object without `fields`, as a null-prototype copy: a `__proto__` key that JSON.parse made a field stays one
+ * (assigned on a plain `{}` it would set the prototype instead and drop out of the hash).
+ * @param {Record<string, unknown>} object @param {string[]} fields
+ */
+export function without(object, fields) {
   /** @type {Record<string, unknown>} */
-  const rest = {};
+  const rest = Object.create(null);
   for (const [k, v] of Object.entries(object)) if (!fields.includes(k)) rest[k] = v;
   return rest;
 }

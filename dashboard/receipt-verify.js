@@ -5,7 +5,28 @@
  * WebCrypto (SHA-256, Ed25519) through proof-verify.js. The conformance vectors
  * (test/fixtures/conformance) hold for it too (test/dashboard/receipt-verify.test.ts).
  */
-import { bytesToHex, canonicalJson, hexToBytes, leafHash, nodeHash, sha256Hex, verifyEd25519 } from './proof-verify.js';
+import {
+  bytesToHex,
+  canonicalJson,
+  hexToBytes,
+  leafHash,
+  nodeHash,
+  publicKeyIssue,
+  sha256Hex,
+  verifyEd25519,
+  without,
+} from './proof-verify.js';
+import {
+  cellCovered,
+  certShapeIssue,
+  fuse,
+  isCell,
+  isObj,
+  provenReading,
+  recordShapeIssue,
+  sealShapeIssue,
+  timestampMs,
+} from './receipt-shapes.js';
 
 /** @typedef {{ name: string, ok: boolean, detail: string }} ReceiptCheck */
 /** @typedef {{ ok: boolean, checks: ReceiptCheck[], failedCheck?: string }} ReceiptVerdict */
@@ -32,8 +53,6 @@ const GENESIS = '0'.repeat(64);
 /** Tolerance around the job's time: the gate's window for a request's created_at (docs/protocol.md §10.3). */
 const JOB_TIME_SKEW_MS = 5 * 60_000;
 
-/** @param {unknown} v @returns {v is Record<string, any>} */
-const isObj = (v) => typeof v === 'object' && v !== null && !Array.isArray(v);
 /** @param {unknown} v @param {number} bytes */
 const isHex = (v, bytes) => typeof v === 'string' && v.length === bytes * 2 && /^[0-9a-f]*$/.test(v);
 /** @param {unknown} v @returns {v is number} */
@@ -44,13 +63,6 @@ const strings = (v) => Array.isArray(v) && v.every((s) => typeof s === 'string')
 const ok = (detail) => ({ ok: true, detail });
 /** @param {string} detail @returns {Outcome} */
 const bad = (detail) => ({ ok: false, detail });
-/** @param {Record<string, any>} o @param {string[]} fields */
-function without(o, fields) {
-  /** @type {Record<string, unknown>} */
-  const rest = {};
-  for (const [k, v] of Object.entries(o)) if (!fields.includes(k)) rest[k] = v;
-  return rest;
-}
 
 /** The job id of a signature: the first 128 bits of SHA-256("geofabric/job\n" + signature) as a UUIDv8. */
 export async function jobIdFromSignature(/** @type {string} */ signature) {
@@ -91,7 +103,7 @@ export async function verifyReceipt(value, options = {}) {
     await add('job_hash', () => jobHashCheck(receipt, body, payload));
     await add('step_outputs', () => stepOutputs(receipt, body, payload));
     await add('step_records', () => stepRecords(receipt, payload, allowPending));
-    await add('fusion_inputs', () => fusionInputs(receipt, allowPending));
+    await add('fusion_inputs', () => fusionInputs(receipt, jobEntry, allowPending));
     await add('inclusion', () => inclusion(receipt, jobEntry, options.sealerPk || undefined));
     await add('seal_chain', () => sealChains(receipt));
     await add('anchor', () => anchors(receipt));
@@ -101,6 +113,9 @@ export async function verifyReceipt(value, options = {}) {
   const failed = checks.find((c) => !c.ok);
   return failed ? { ok: false, checks, failedCheck: failed.name } : { ok: true, checks };
 }
+
+/** The fields of a `records` entry that hold an object, or null until there is one (docs/protocol.md §15.1). */
+const ENTRY_OBJECTS = ['record', 'seal', 'proof', 'anchor'];
 
 /** @param {unknown} value @returns {Outcome} */
 function receiptFormat(value) {
@@ -114,14 +129,18 @@ function receiptFormat(value) {
   if (request.delegation_chain !== null && !Array.isArray(request.delegation_chain)) {
     return bad('request.delegation_chain must be an array or null');
   }
-  if (value.job !== null && (!isObj(value.job) || !Array.isArray(value.job.steps))) {
-    return bad('job must be the job answer (with steps) or null');
+  if (value.job !== null && (!isObj(value.job) || !Array.isArray(value.job.steps) || !value.job.steps.every(isObj))) {
+    return bad('job must be the job answer (with steps, each an object) or null');
   }
   if (!Array.isArray(value.records)) return bad('records must be an array');
   for (const [i, r] of value.records.entries()) {
     if (!isObj(r) || !['job', 'step', 'input'].includes(r.role) || typeof r.record_id !== 'string') {
       return bad(`records[${i}] needs role (job, step or input) and record_id`);
     }
+    if (r.step_id !== null && typeof r.step_id !== 'string')
+      return bad(`records[${i}].step_id must be a string or null`);
+    const field = ENTRY_OBJECTS.find((k) => r[k] !== null && !isObj(r[k]));
+    if (field !== undefined) return bad(`records[${i}].${field} must be an object or null`);
   }
   if (value.records.filter((/** @type {any} */ r) => r.role === 'job').length > 1)
     return bad('more than one job record');
@@ -136,7 +155,8 @@ function receiptFormat(value) {
 
 /** @param {Record<string, any>} body */
 async function requestSignature(body) {
-  if (!isHex(body.requester_pk, 32)) return bad('requester_pk must be 64 lowercase hex');
+  const issue = publicKeyIssue(body.requester_pk);
+  if (issue !== undefined) return bad(`requester_pk ${issue}`);
   if (!isHex(body.signature, 64)) return bad('signature must be 128 lowercase hex');
   const signed = await verifyEd25519(body.requester_pk, canonicalJson(without(body, ['signature'])), body.signature);
   return signed
@@ -145,19 +165,6 @@ async function requestSignature(body) {
 }
 
 // ---- delegation (docs/protocol.md §10.5 rules 1–4, each link valid at the job's time, §15.2) ----
-
-/** H3 containment without H3: the parent at a resolution sets it and blanks the finer digits (7). */
-function h3Contains(/** @type {string} */ parent, /** @type {string} */ cell) {
-  if (!/^[0-9a-f]{15}$/.test(parent) || !/^[0-9a-f]{15}$/.test(cell)) return false;
-  const p = BigInt(`0x${parent}`);
-  const c = BigInt(`0x${cell}`);
-  const pr = Number((p >> 52n) & 0xfn);
-  const cr = Number((c >> 52n) & 0xfn);
-  if (cr < pr) return false;
-  let up = (c & ~(0xfn << 52n)) | (BigInt(pr) << 52n);
-  for (let r = pr + 1; r <= 15; r++) up |= 7n << BigInt((15 - r) * 3);
-  return up === p;
-}
 
 /** @param {Record<string, any>} cert */
 const certSigningString = (cert) =>
@@ -173,37 +180,28 @@ const certSigningString = (cert) =>
     constraints: cert.constraints ?? null,
   });
 
-/** @param {unknown} cert */
-function certShapeIssue(cert) {
-  if (!isObj(cert)) return 'is not an object';
-  if (cert.version !== 1) return 'version must be 1';
-  if (!isHex(cert.agent_pk, 32) || !isHex(cert.principal_pk, 32)) return 'agent_pk and principal_pk are 64 hex';
-  if (!strings(cert.h3_cells) || !strings(cert.facets)) return 'h3_cells and facets are arrays of strings';
-  if (typeof cert.not_before !== 'string' || typeof cert.not_after !== 'string') return 'needs not_before, not_after';
-  if (!(Date.parse(cert.not_before) <= Date.parse(cert.not_after))) return 'not_before is after not_after';
-  if (!isInt(cert.max_depth) || cert.max_depth < 0) return 'max_depth is an integer ≥ 0';
-  if (cert.constraints !== undefined && cert.constraints !== null && !isObj(cert.constraints)) {
-    return 'constraints is an object or null';
-  }
-  if (!isHex(cert.principal_signature, 64)) return 'principal_signature is 128 hex';
-  return undefined;
-}
-
 /** @typedef {{ allowed: string[] | null, denied: string[], maxOps: number | null }} Rights */
 
-/** @param {Rights | null} rights @param {Record<string, any> | null} c @returns {Rights} */
+/**
+ * The rights in force after a link (certificates already of the right shape): lists narrowed, the lower rate.
+ * @param {Rights | null} rights @param {Record<string, any> | null} c @returns {Rights}
+ */
 function narrow(rights, c) {
   const parentAllowed = rights?.allowed ?? null;
-  const own = strings(c?.allowed_tools) ? c.allowed_tools : undefined;
+  /** @type {string[] | undefined} */
+  const own = c?.allowed_tools;
   const allowed =
     own === undefined ? parentAllowed : parentAllowed === null ? own : own.filter((t) => parentAllowed.includes(t));
   const denied = [...(rights?.denied ?? [])];
-  for (const t of strings(c?.denied_tools) ? c.denied_tools : []) if (!denied.includes(t)) denied.push(t);
+  for (const t of c?.denied_tools ?? []) if (!denied.includes(t)) denied.push(t);
   const limits = [rights?.maxOps, c?.max_ops_per_hour].filter((n) => typeof n === 'number');
   return { allowed, denied, maxOps: limits.length > 0 ? Math.min(...limits) : null };
 }
 
-/** @param {Record<string, any>[]} chain @param {number} i @param {Rights | null} rights */
+/**
+ * Why link `i` fails on its own or against its parent (shape, signature, keys, linkage, narrowing, depth).
+ * @param {Record<string, any>[]} chain @param {number} i @param {Rights | null} rights
+ */
 async function linkIssue(chain, i, rights) {
   const link = /** @type {Record<string, any>} */ (chain[i]);
   const shape = certShapeIssue(link);
@@ -211,33 +209,33 @@ async function linkIssue(chain, i, rights) {
   if (!(await verifyEd25519(link.principal_pk, certSigningString(link), link.principal_signature))) {
     return `link ${i}: principal_signature does not verify under principal_pk`;
   }
+  const agentIssue = publicKeyIssue(link.agent_pk);
+  if (agentIssue !== undefined) return `link ${i}: agent_pk ${agentIssue}`;
   if (chain.slice(0, i + 1).some((earlier) => earlier.principal_pk === link.agent_pk)) {
     return `link ${i}: delegation loop`;
   }
   const parent = chain[i - 1];
   if (parent === undefined || rights === null) return undefined;
   if (parent.agent_pk !== link.principal_pk) return `link ${i}: principal_pk is not link ${i - 1}'s agent_pk`;
-  const cell = link.h3_cells.find(
-    (/** @type {string} */ c) => !parent.h3_cells.some((/** @type {string} */ p) => h3Contains(p, c)),
-  );
+  const cell = link.h3_cells.find((/** @type {string} */ c) => !cellCovered(parent.h3_cells, c));
   if (cell !== undefined) return `link ${i}: cell ${cell} is not inside link ${i - 1}'s cells`;
   const facet = link.facets.find(
     (/** @type {string} */ f) => !parent.facets.includes('*') && !parent.facets.includes(f),
   );
   if (facet !== undefined) return `link ${i}: facet ${facet} is not granted by link ${i - 1}`;
-  const c = isObj(link.constraints) ? link.constraints : null;
+  const c = link.constraints ?? null;
   const allowed = rights.allowed;
-  if (allowed !== null && strings(c?.allowed_tools)) {
-    const tool = c.allowed_tools.find((t) => !allowed.includes(t));
+  if (allowed !== null && c?.allowed_tools !== undefined) {
+    const tool = c.allowed_tools.find((/** @type {string} */ t) => !allowed.includes(t));
     if (tool !== undefined) return `link ${i}: tool ${tool} is not allowed by link ${i - 1}`;
   }
-  if (strings(c?.denied_tools)) {
+  if (c?.denied_tools !== undefined) {
     const tool = rights.denied.find((t) => !c.denied_tools.includes(t));
     if (tool !== undefined) return `link ${i}: tool ${tool} denied by link ${i - 1} is not denied`;
   }
-  if (Date.parse(link.not_before) < Date.parse(parent.not_before)) return `link ${i}: widened window`;
-  if (Date.parse(link.not_after) > Date.parse(parent.not_after)) return `link ${i}: widened window`;
-  if (rights.maxOps !== null && typeof c?.max_ops_per_hour === 'number' && c.max_ops_per_hour > rights.maxOps) {
+  if (timestampMs(link.not_before) < timestampMs(parent.not_before)) return `link ${i}: widened window`;
+  if (timestampMs(link.not_after) > timestampMs(parent.not_after)) return `link ${i}: widened window`;
+  if (rights.maxOps !== null && c?.max_ops_per_hour !== undefined && c.max_ops_per_hour > rights.maxOps) {
     return `link ${i}: max_ops_per_hour exceeds link ${i - 1}'s`;
   }
   if (parent.max_depth < 1) return `link ${i - 1}: max_depth 0 does not allow further delegation`;
@@ -245,15 +243,17 @@ async function linkIssue(chain, i, rights) {
   return undefined;
 }
 
-/** The request's signed created_at when it has one, else the node-signed job record's written_at. */
-function jobTime(/** @type {Record<string, any>} */ body, /** @type {any} */ entry) {
-  if (typeof body.created_at === 'string' && Number.isFinite(Date.parse(body.created_at))) {
-    return { at: Date.parse(body.created_at), source: `the request's created_at ${body.created_at}` };
-  }
+/**
+ * The request's signed created_at when it is a timestamp with a zone, else the node-signed job record's
+ * written_at (docs/protocol.md §15.2); other forms are not read, so no verdict depends on a local time zone.
+ * @param {Record<string, any>} body @param {any} entry
+ */
+function jobTime(body, entry) {
+  const created = timestampMs(body.created_at);
+  if (Number.isFinite(created)) return { at: created, source: `the request's created_at ${body.created_at}` };
   const written = entry?.record?.written_at;
-  if (typeof written === 'string' && Number.isFinite(Date.parse(written))) {
-    return { at: Date.parse(written), source: `the job record's written_at ${written}` };
-  }
+  const writtenMs = timestampMs(written);
+  if (Number.isFinite(writtenMs)) return { at: writtenMs, source: `the job record's written_at ${written}` };
   return null;
 }
 
@@ -264,23 +264,27 @@ function jobTime(/** @type {Record<string, any>} */ body, /** @type {any} */ ent
 async function delegationChain(chain, requesterPk, time) {
   if (chain === null) return ok('no delegation: the requester acts as its own principal');
   if (chain.length === 0 || chain.length > 8) return bad(`a chain has 1 to 8 links, not ${chain.length}`);
+  for (const [i, link] of chain.entries()) {
+    const shape = certShapeIssue(link);
+    if (shape !== undefined) return bad(`link ${i}: ${shape}`);
+  }
   /** @type {Rights | null} */
   let rights = null;
   for (let i = 0; i < chain.length; i++) {
     const issue = await linkIssue(chain, i, rights);
     if (issue !== undefined) return bad(issue);
     const link = /** @type {Record<string, any>} */ (chain[i]);
-    rights = narrow(rights, isObj(link.constraints) ? link.constraints : null);
+    rights = narrow(rights, link.constraints ?? null);
   }
   const last = /** @type {Record<string, any>} */ (chain[chain.length - 1]);
   if (last.agent_pk !== requesterPk) return bad(`the chain ends at ${String(last.agent_pk)}, not the requester`);
   const links = `${chain.length} link(s) from human ${String(chain[0]?.principal_pk)} to the requester`;
   if (time === null) return ok(`${links}; pending: the job's time is not known yet`);
   for (const [i, link] of chain.entries()) {
-    if (time.at < Date.parse(link.not_before) - JOB_TIME_SKEW_MS) {
+    if (time.at < timestampMs(link.not_before) - JOB_TIME_SKEW_MS) {
       return bad(`link ${i}: not valid before ${link.not_before}, not valid at the job's time (${time.source})`);
     }
-    if (time.at > Date.parse(link.not_after) + JOB_TIME_SKEW_MS) {
+    if (time.at > timestampMs(link.not_after) + JOB_TIME_SKEW_MS) {
       return bad(`link ${i}: expired at ${link.not_after}, not valid at the job's time (${time.source})`);
     }
   }
@@ -289,48 +293,36 @@ async function delegationChain(chain, requesterPk, time) {
 
 // ---- records, seals, inclusion (docs/protocol.md §2.6, §10.7, §12) ----
 
-/** @param {unknown} record @returns {Promise<string | undefined>} */
+/**
+ * The server's checkRecord: the shape exactly, then the hash, then the writer's signature.
+ * @param {unknown} record @returns {Promise<string | undefined>}
+ */
 async function recordIssue(record) {
-  if (!isObj(record)) return 'is not an object';
-  if (record.version !== 1 || typeof record.id !== 'string' || !/^[A-Za-z0-9_.:-]{1,128}$/.test(record.id)) {
-    return 'version or id is malformed';
+  const shape = recordShapeIssue(record);
+  if (shape !== undefined) return shape;
+  const checked = /** @type {Record<string, any>} */ (record);
+  const hash = await sha256Hex(canonicalJson(without(checked, ['record_hash', 'signature'])));
+  if (hash !== checked.record_hash) return 'record_hash does not match the record';
+  if (!(await verifyEd25519(checked.address.pk, checked.record_hash, checked.signature))) {
+    return 'signature does not verify';
   }
-  const address = record.address;
-  if (!isObj(address) || !isHex(address.pk, 32) || !isInt(address.epoch)) return 'address is malformed';
-  if (!isInt(record.seq) || record.seq < 1) return 'seq is malformed';
-  if (!isHex(record.record_hash, 32) || !isHex(record.signature, 64)) return 'record_hash or signature is malformed';
-  if (!('payload' in record)) return 'payload is missing';
-  const hash = await sha256Hex(canonicalJson(without(record, ['record_hash', 'signature'])));
-  if (hash !== record.record_hash) return 'record_hash does not match the record';
-  if (!(await verifyEd25519(address.pk, record.record_hash, record.signature))) return 'signature does not verify';
   return undefined;
 }
 
-/** @param {unknown} seal @returns {Promise<string | undefined>} */
+/**
+ * The server's checkSeal: the shape exactly, then the hash, then the signature of its sealer or custodian.
+ * @param {unknown} seal @returns {Promise<string | undefined>}
+ */
 async function sealIssue(seal) {
-  if (!isObj(seal)) return 'is not an object';
-  if (seal.version !== 1 || !isHex(seal.sealer_pk, 32) || !isInt(seal.epoch)) return 'malformed';
-  const count = seal.record_count;
-  if (!isInt(count) || count < 0) return 'record_count is malformed';
-  if (!isHex(seal.merkle_root, 32) || !isHex(seal.prev_epoch_hash, 32)) return 'hashes are malformed';
-  if (
-    count === 0 &&
-    (seal.first_seq !== null || seal.last_seq !== null || seal.merkle_root !== (await sha256Hex('')))
-  ) {
-    return 'an empty epoch has null seqs and the empty root';
-  }
-  if (count !== 0) {
-    if (!isInt(seal.first_seq) || !isInt(seal.last_seq)) return 'seqs are malformed';
-    if (seal.last_seq - seal.first_seq + 1 !== count) return 'record_count is not the seq range';
-  }
-  if (!isHex(seal.seal_hash, 32) || !isHex(seal.signature, 64)) return 'seal_hash or signature is malformed';
-  if ((await sha256Hex(canonicalJson(without(seal, ['seal_hash', 'signature'])))) !== seal.seal_hash) {
+  const shape = sealShapeIssue(seal, await sha256Hex(''));
+  if (shape !== undefined) return shape;
+  const checked = /** @type {Record<string, any>} */ (seal);
+  if ((await sha256Hex(canonicalJson(without(checked, ['seal_hash', 'signature'])))) !== checked.seal_hash) {
     return 'seal_hash does not match the seal';
   }
   // A custodial seal (docs/protocol.md §12) is signed by its custodian, the central store's node key.
-  const signer = 'custodian_pk' in seal ? seal.custodian_pk : seal.sealer_pk;
-  if (!isHex(signer, 32)) return 'custodian_pk is malformed';
-  if (!(await verifyEd25519(signer, seal.seal_hash, seal.signature))) return 'signature does not verify';
+  const signer = checked.custodian_pk ?? checked.sealer_pk;
+  if (!(await verifyEd25519(signer, checked.seal_hash, checked.signature))) return 'signature does not verify';
   return undefined;
 }
 
@@ -496,21 +488,12 @@ async function stepRecords(receipt, payload, allowPending) {
 
 // ---- sensor fusion (docs/protocol.md §2.10): the server's method, in its operation order, so doubles agree ----
 
-const MAD_SCALE = 1.4826;
-const MAD_CUTOFF = 3;
-
-/** @param {number[]} values */
-function median(values) {
-  if (values.length === 0) throw new RangeError('median of no values');
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
-
-/** RFC 6962 root over leaves, built bottom-up (an odd last node moves up unchanged); SHA-256("") when empty. */
-async function merkleRootHex(/** @type {Uint8Array[]} */ leaves) {
-  if (leaves.length === 0) return sha256Hex('');
-  let level = leaves;
+/** RFC 6962 root over the leaves of record hashes, built bottom-up; SHA-256("") when empty. @param {string[]} recordHashes */
+async function merkleRootHex(recordHashes) {
+  if (recordHashes.length === 0) return sha256Hex('');
+  /** @type {Uint8Array[]} */
+  let level = [];
+  for (const h of recordHashes) level.push(await leafHash(h));
   while (level.length > 1) {
     /** @type {Uint8Array[]} */
     const next = [];
@@ -521,80 +504,43 @@ async function merkleRootHex(/** @type {Uint8Array[]} */ leaves) {
   return bytesToHex(level[0]);
 }
 
-/**
- * The fused numbers of readings: per-device median, median of devices, MAD rejection, mean and stderr.
- * @param {{ device_pk: string, value: number, record_id: string, record_hash: string }[]} readings
- * @returns {Promise<Record<string, number | string | null>>}
- */
-async function fuse(readings) {
-  if (readings.length === 0) throw new RangeError('no readings to fuse');
-  /** @type {Map<string, number[]>} */
-  const byDevice = new Map();
-  for (const r of readings) {
-    const list = byDevice.get(r.device_pk);
-    if (list) list.push(r.value);
-    else byDevice.set(r.device_pk, [r.value]);
-  }
-  const devices = [...byDevice.entries()]
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([, values]) => ({ value: median(values), reading_count: values.length }));
-  const value = median(devices.map((d) => d.value));
-  const mad = median(devices.map((d) => Math.abs(d.value - value)));
-  const threshold = MAD_CUTOFF * MAD_SCALE * mad;
-  const kept = devices.filter((d) => Math.abs(d.value - value) <= threshold);
-  const n = kept.length;
-  const mean = kept.reduce((sum, d) => sum + d.value, 0) / n;
-  const variance = n > 1 ? kept.reduce((sum, d) => sum + (d.value - mean) ** 2, 0) / (n - 1) : null;
-  const sorted = [...readings].sort((a, b) => (a.record_id < b.record_id ? -1 : a.record_id > b.record_id ? 1 : 0));
-  const leaves = [];
-  for (const r of sorted) leaves.push(await leafHash(r.record_hash));
-  return {
-    value,
-    mean,
-    stderr: variance === null ? null : Math.sqrt(variance / n),
-    device_count: n,
-    reading_count: kept.reduce((sum, d) => sum + d.reading_count, 0),
-    merkle_root: await merkleRootHex(leaves),
-  };
-}
-
-/** The payload of an `iot/telemetry` record when it has a reading's shape, else null. @param {unknown} p */
-function telemetryReading(p) {
-  if (!isObj(p)) return null;
-  if (typeof p.device_pk !== 'string' || typeof p.h3_cell !== 'string' || typeof p.quantity !== 'string') return null;
-  if (typeof p.value !== 'number' || typeof p.unit !== 'string' || typeof p.observed_at !== 'string') return null;
-  if (!isObj(p.batch) || typeof p.batch.request_hash !== 'string' || typeof p.batch.signature !== 'string') return null;
-  return p;
-}
+/** The output fields recomputed from a fusion's inputs and compared. */
+const FUSION_RECOMPUTED = ['value', 'mean', 'stderr', 'voter_count', 'device_count', 'reading_count', 'merkle_root'];
 
 /**
- * Each complete `sensor_fusion` step's `role: "input"` entries are exactly its output's `record_ids`, in order;
- * each is a signed `iot/telemetry` reading of its quantity, cells and window; and the fusion recomputed from them
- * gives the output's numbers and Merkle root.
- * @param {Record<string, any>} receipt @param {boolean} allowPending
+ * Each complete `sensor_fusion` step's `role: "input"` entries are exactly its output's `record_ids`, in order, each
+ * once; each is a reading that counts as evidence (receipt-shapes.js provenReading: written by the job record's
+ * writer, signed by its device, plausible) of the step's quantity, cells and window, no two of one device, quantity
+ * and instant; and the fusion recomputed from them gives the output's numbers and Merkle root.
+ * @param {Record<string, any>} receipt @param {any} jobEntry @param {boolean} allowPending
  */
-async function fusionInputs(receipt, allowPending) {
+async function fusionInputs(receipt, jobEntry, allowPending) {
   const fusions = (receipt.job?.steps ?? []).filter(
     (/** @type {any} */ s) => s.type === 'sensor_fusion' && s.status === 'complete',
   );
   const named = new Set(fusions.map((/** @type {any} */ s) => s.id));
   const stray = receipt.records.find((/** @type {any} */ r) => r.role === 'input' && !named.has(r.step_id ?? ''));
   if (stray) return bad(`input ${stray.record_id} belongs to no complete sensor_fusion step`);
+  const address = jobEntry?.record?.address;
+  const writer = isObj(address) ? address.pk : undefined;
   let verified = 0;
   let missing = 0;
   for (const step of fusions) {
     const out = step.output;
     const ids = out.record_ids;
     if (!strings(ids)) return bad(`step ${String(step.id)}: no record_ids`);
+    if (new Set(ids).size !== ids.length) return bad(`step ${String(step.id)}: an input is named twice`);
     const entries = receipt.records.filter((/** @type {any} */ r) => r.role === 'input' && r.step_id === step.id);
     if (canonicalJson(entries.map((/** @type {any} */ e) => e.record_id)) !== canonicalJson(ids)) {
       return bad(`step ${String(step.id)}: the receipt's inputs are not the ${ids.length} records the output names`);
     }
-    const from = Date.parse(String(out.window?.from));
-    const to = Date.parse(String(out.window?.to));
-    /** @type {string[]} */
-    const cells = strings(out.cells) ? /** @type {string[]} */ (out.cells) : [];
+    const from = timestampMs(out.window?.from);
+    const to = timestampMs(out.window?.to);
+    /** @type {unknown[]} */
+    const cells = Array.isArray(out.cells) ? out.cells : [];
+    if (!cells.every(isCell)) return bad(`step ${String(step.id)}: cells must be H3 cells`);
     const readings = [];
+    const instants = new Set();
     for (const entry of entries) {
       if (entry.record === null) {
         missing++;
@@ -602,26 +548,32 @@ async function fusionInputs(receipt, allowPending) {
       }
       const issue = await recordIssue(entry.record);
       if (issue !== undefined) return bad(`input ${entry.record_id}: ${issue}`);
-      const reading = telemetryReading(entry.record.payload);
-      if (entry.record.payload_type !== 'iot/telemetry' || reading === null) {
-        return bad(`input ${entry.record_id} is not a telemetry reading`);
+      // Pending until the job record is there: only the node that wrote it may have written the readings.
+      if (typeof writer !== 'string') {
+        missing++;
+        continue;
       }
-      const at = Date.parse(reading.observed_at);
-      const cell = entry.record.address.h3_cell;
-      const inCells = typeof cell === 'string' && cells.some((c) => c === cell || h3Contains(c, cell));
+      const reading = await provenReading(entry.record, writer, verifyEd25519);
+      if (typeof reading === 'string') return bad(`input ${reading}`);
+      const at = timestampMs(reading.observed_at);
+      const inCells = cellCovered(/** @type {string[]} */ (cells), entry.record.address.h3_cell);
       if (reading.quantity !== out.quantity || !(at >= from && at < to) || !inCells) {
         return bad(`input ${entry.record_id} is not a ${String(out.quantity)} reading of the step's cells and window`);
       }
+      const instant = canonicalJson([reading.device_pk, reading.quantity, reading.observed_at]);
+      if (instants.has(instant)) return bad(`input ${entry.record_id}: a second reading of its device and instant`);
+      instants.add(instant);
       readings.push({
         device_pk: reading.device_pk,
+        principal_pk: reading.principal_pk,
         value: reading.value,
         record_id: entry.record_id,
         record_hash: entry.record.record_hash,
       });
     }
     if (readings.length < entries.length) continue;
-    const fused = await fuse(readings);
-    for (const key of ['value', 'mean', 'stderr', 'device_count', 'reading_count', 'merkle_root']) {
+    const fused = await fuse(readings, merkleRootHex);
+    for (const key of FUSION_RECOMPUTED) {
       if (fused[key] !== out[key]) {
         return bad(`step ${String(step.id)}: ${key} recomputed from the inputs is ${String(fused[key])}`);
       }

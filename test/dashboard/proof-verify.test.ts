@@ -4,16 +4,19 @@
  * tampered bundles, and the same canonical JSON. It runs on Node's WebCrypto, the API the browser gives it.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { canonicalJson } from '../../core/canonical-json.js';
-import { bytesToHex } from '../../core/hex.js';
+import { sha256Hex } from '../../core/hash.js';
+import { bytesToHex, hexToBytes } from '../../core/hex.js';
 import { generateKeyPair } from '../../core/identity.js';
 import { inclusionProofFromLevels } from '../../core/merkle/inclusion.js';
 import { verifyProofBundle } from '../../core/proof-bundle.js';
 import { signRecord } from '../../core/proof-record.js';
 import { GENESIS_PREV_HASH, type ProofRecord, type Seal } from '../../core/proof-types.js';
 import { createSealWithLevels } from '../../core/seal.js';
+import { forge, SMALL_ORDER } from '../helpers/small-order.js';
 
 interface PathStep {
   level: number;
@@ -37,6 +40,8 @@ interface Verdict {
 interface ProofVerify {
   canonicalJson(value: unknown): string;
   verifyBundle(bundle: unknown, expectedId?: string, nodePk?: string): Promise<Verdict>;
+  verifyEd25519(pk: string, message: string | Uint8Array, signature: string): Promise<boolean>;
+  publicKeyIssue(pk: unknown): string | undefined;
 }
 
 // A plain browser module, loaded as the page loads it (no types: it is JavaScript with JSDoc).
@@ -235,6 +240,29 @@ describe('dashboard proof checker (dashboard/proof-verify.js)', () => {
     renamed.seal!.custodian_pk = rogue.publicKey;
     assert.equal(verifyProofBundle(renamed).verified, false);
     assert.equal((await page.verifyBundle(renamed)).verdict, 'failed');
+  });
+
+  it('holds keys to the server’s policy: of the twelve speccheck cases it accepts 2 and 3 only', async () => {
+    const cases = JSON.parse(
+      readFileSync(resolve(import.meta.dirname, '../fixtures/vectors/ed25519/speccheck-cases.json'), 'utf8'),
+    ) as { message: string; pub_key: string; signature: string }[];
+    const accepted: number[] = [];
+    for (const [i, c] of cases.entries()) {
+      if (await page.verifyEd25519(c.pub_key, hexToBytes(c.message), c.signature)) accepted.push(i);
+    }
+    assert.deepEqual(accepted, [2, 3]);
+  });
+
+  it('refuses a record "signed" under a small-order key, which WebCrypto alone accepts', async () => {
+    // Under a small-order key a signature verifies on messages nobody signed (test/helpers/small-order.ts).
+    const pk = SMALL_ORDER.find((k) => k !== '0'.repeat(64))!;
+    const { value: hash, signature } = forge(
+      pk,
+      (i) => sha256Hex(`record ${i}`),
+      (h) => h,
+    );
+    assert.equal(await page.verifyEd25519(pk, hash, signature), false);
+    assert.match(page.publicKeyIssue(pk) ?? '', /small-order/);
   });
 
   it('fails what is not a bundle', async () => {
