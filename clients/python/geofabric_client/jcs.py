@@ -10,7 +10,9 @@ import rfc8785
 _SAFE = 2**53 - 1
 
 
-def _as_json_numbers(value: Any) -> Any:
+def as_json_numbers(value: Any) -> Any:
+    """``value`` with its numbers as JavaScript's JSON.parse gives them: an integer beyond 2**53 is the double it
+    rounds to, -0.0 is 0. Raises TypeError on a value JSON cannot hold."""
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
@@ -18,12 +20,12 @@ def _as_json_numbers(value: Any) -> Any:
     if isinstance(value, float):
         return 0.0 if value == 0 else value
     if isinstance(value, list):
-        return [_as_json_numbers(v) for v in value]
+        return [as_json_numbers(v) for v in value]
     if isinstance(value, dict):
-        return {k: _as_json_numbers(v) for k, v in value.items()}
+        return {k: as_json_numbers(v) for k, v in value.items()}
     raise TypeError(f"{type(value).__name__} is not representable in JSON")
 
 
 def canonicalize(value: Any) -> str:
     """The JCS text of ``value``; every Geofabric signature and hash is over its UTF-8."""
-    return rfc8785.dumps(_as_json_numbers(value)).decode("utf-8")
+    return rfc8785.dumps(as_json_numbers(value)).decode("utf-8")
