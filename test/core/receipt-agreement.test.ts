@@ -11,8 +11,14 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { timestampMs as clientTimestampMs, isCell as clientIsCell } from '../../clients/typescript/src/shapes.js';
 import { verifyReceipt as clientVerify } from '../../clients/typescript/src/receipt.js';
+import {
+  readingStatement as clientReadingStatement,
+  signReading as clientSignReading,
+} from '../../clients/typescript/src/telemetry.js';
 import { keyPairFromSecret, signMessage } from '../../core/identity.js';
 import { verifyReceipt } from '../../core/receipt.js';
+import { readingStatement, signReading } from '../../core/telemetry.js';
+import { fusionInputsOf } from '../helpers/fusion-receipt.js';
 import {
   AGREEMENT_MUTATIONS,
   AGREEMENT_SEED,
@@ -101,6 +107,14 @@ describe('receipt verifiers agree: core, the TypeScript client, the dashboard', 
       (await page.verifyReceipt(receipt)).failedCheck,
     ];
     assert.deepEqual(verdicts, ['request_signature', 'request_signature', 'request_signature']);
+  });
+
+  it('a device signs the same reading statement with the TypeScript client as with core', () => {
+    for (const input of fusionInputsOf(agreementBases().fusion!)) {
+      const { principal_pk: _p, ...reading } = input;
+      assert.equal(clientReadingStatement(reading), readingStatement(reading));
+      assert.equal(clientSignReading(AGENT.secretKey, reading), signReading(AGENT.secretKey, reading));
+    }
   });
 
   it('H3 cells and timestamps read as core reads them', () => {

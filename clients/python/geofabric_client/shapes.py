@@ -11,7 +11,7 @@ import math
 import re
 from typing import Any, Callable, Optional
 
-from .crypto import sha256_hex, verify
+from .crypto import sha256_hex, sign, verify
 from .jcs import canonicalize
 
 
@@ -358,6 +358,11 @@ def reading_statement(r: dict) -> str:
     """What a device signs for one reading: JCS of its fields with the domain tag."""
     fields = ("device_pk", "h3_cell", "quantity", "value", "unit", "observed_at")
     return canonicalize({"type": READING_STATEMENT_TYPE, **{k: r[k] for k in fields}})
+
+
+def sign_reading(secret_key: str, r: dict) -> str:
+    """A device's signature over one reading (``readings[i].signature`` of ``POST /v1/telemetry``)."""
+    return sign(secret_key, reading_statement(r))
 
 
 _DAYS_IN_MONTH = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)

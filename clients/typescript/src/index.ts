@@ -10,3 +10,4 @@ export {
   type ReceiptVerdict,
   type VerifyReceiptOptions,
 } from './receipt.js';
+export { QUANTITIES, readingStatement, signReading, type ReadingFields } from './telemetry.js';
