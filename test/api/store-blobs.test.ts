@@ -217,7 +217,7 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
       const thrown: unknown[] = [];
       const gw = await gateway({
         swarm: { workerRuntimeUrl: runtime.url, workerModels: [WORKER_MODEL] },
-        jobRunner: (compute) =>
+        jobRunner: (compute, jobs) =>
           createEmbeddedJobRunner({
             steps: {
               ...compute.steps,
@@ -233,6 +233,7 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
               },
             },
             jobs: compute.jobs,
+            store: jobs,
             waitMs: 10_000,
             retryDelayMs: 10,
           }),
