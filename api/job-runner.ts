@@ -13,19 +13,29 @@ import type { ComputeResponse } from '../core/job-record.js';
 import { notStarted, runSchedule } from '../core/job-scheduler.js';
 import { STEP_ACTIVITY, stepActivityInput, toScheduledStep, type ComputeJobInput } from '../core/job-steps.js';
 import { describeStepError } from '../core/step-error.js';
+import type { JobStore } from '../store/job-store.js';
 
 export interface JobRunner {
   readonly mode: 'embedded' | 'temporal';
-  /** Runs the job, or joins its run when one is under way; resolves with the finished job. */
+  /** Runs a job this caller claimed (or joins this process's run of it); resolves with the finished job. */
   run(job: ComputeJobInput): Promise<ComputeResponse>;
+  /**
+   * Waits for a job whose claim another caller holds, perhaps in another process: its answer once stored, or
+   * job_timeout after the wait. Never starts a run of its own (docs/architecture.md §3).
+   */
+  join(job: ComputeJobInput): Promise<ComputeResponse>;
   close(): Promise<void>;
 }
 
 export interface EmbeddedRunnerDeps {
   steps: StepActivities;
   jobs: Pick<JobActivities, 'finishJob'>;
+  /** Where `join` reads a job another process runs (the store the claims are made in). */
+  store: Pick<JobStore, 'get'>;
   /** How long `run` waits before answering job_timeout (the job goes on). */
   waitMs: number;
+  /** The longest pause between two reads of a joined job (they start at 50 ms and double); default 1 s. */
+  joinPollMs?: number;
   /** Attempts of a step whose failure is retryable (upstream trouble), as Temporal's retry policy would. */
   stepAttempts?: number;
   retryDelayMs?: number;
@@ -34,8 +44,11 @@ export interface EmbeddedRunnerDeps {
 export function createEmbeddedJobRunner(deps: EmbeddedRunnerDeps): JobRunner {
   const attempts = deps.stepAttempts ?? 3;
   const retryDelayMs = deps.retryDelayMs ?? 250;
-  // A replayed request while its job runs joins the run instead of starting another.
+  const joinPollMs = deps.joinPollMs ?? 1000;
+  // A replayed request while its job runs in this process joins the run instead of starting another.
   const inFlight = new Map<string, Promise<ComputeResponse>>();
+  // Ends the joins that read the store when the runner closes (their requests then answer job_timeout).
+  const closing = new AbortController();
 
   async function attempt<T>(run: () => Promise<T>): Promise<T> {
     for (let n = 1; ; n++) {
@@ -72,6 +85,26 @@ export function createEmbeddedJobRunner(deps: EmbeddedRunnerDeps): JobRunner {
     return attempt(() => deps.jobs.finishJob(job, result));
   }
 
+  /**
+   * A job claimed elsewhere: another process sharing the job store runs it (WEB_CONCURRENCY, or several gateways
+   * on one MongoDB), and its in-flight map is not this one's. Its answer is the stored job once final, so every
+   * request of the job answers the same body; the store is read at 50 ms, then at doubling pauses up to
+   * `joinPollMs`.
+   */
+  async function storedOutcome(jobId: string): Promise<ComputeResponse> {
+    const deadline = performance.now() + deps.waitMs;
+    for (let pause = 50; !closing.signal.aborted; pause = Math.min(pause * 2, joinPollMs)) {
+      const local = inFlight.get(jobId);
+      if (local) return withinWait(local, jobId, Math.max(1, deadline - performance.now()));
+      const stored = await deps.store.get(jobId);
+      if (stored !== null && stored.status !== 'running' && stored.response) return stored.response;
+      const left = deadline - performance.now();
+      if (left <= 0) break;
+      await sleep(Math.min(pause, left), undefined, { signal: closing.signal }).catch(() => undefined);
+    }
+    throw jobTimeout(jobId, deps.waitMs);
+  }
+
   return {
     mode: 'embedded',
     run(job) {
@@ -82,7 +115,12 @@ export function createEmbeddedJobRunner(deps: EmbeddedRunnerDeps): JobRunner {
       }
       return withinWait(running, job.job_id, deps.waitMs);
     },
+    join(job) {
+      const running = inFlight.get(job.job_id);
+      return running ? withinWait(running, job.job_id, deps.waitMs) : storedOutcome(job.job_id);
+    },
     async close() {
+      closing.abort();
       await Promise.allSettled([...inFlight.values()]);
     },
   };

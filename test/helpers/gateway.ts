@@ -81,8 +81,8 @@ export async function startGateway(
     blobs?: BlobStore;
     /** Task queue names (Temporal runs): the gateway's routing must name the queues its workers poll. */
     naming?: QueueNaming;
-    /** Another JobRunner (Temporal) built from the gateway's activities; default: embedded. */
-    jobRunner?: (compute: ComputeActivities) => JobRunner;
+    /** Another JobRunner (Temporal) built from the gateway's activities and job store; default: embedded. */
+    jobRunner?: (compute: ComputeActivities, jobs: JobStore) => JobRunner;
     /** How long POST /v1/compute waits before job_timeout (embedded default 10 s). */
     jobWaitMs?: number;
     /** The credit ledger; default: SQLite in the gateway's in-memory database. */
@@ -220,10 +220,11 @@ export async function startGateway(
     ...(options.answers ? { onAnswer: options.answers.deliver } : {}),
   });
   const jobRunner =
-    options.jobRunner?.(compute) ??
+    options.jobRunner?.(compute, jobs) ??
     createEmbeddedJobRunner({
       steps: compute.steps,
       jobs: compute.jobs,
+      store: jobs,
       waitMs: options.jobWaitMs ?? 10_000,
       retryDelayMs: 10,
     });
