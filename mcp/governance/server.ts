@@ -27,7 +27,7 @@ import type { KeyPair } from '../../core/identity.js';
 import type { AuditStore } from '../../store/audit-store.js';
 import type { SessionLimits } from '../shared/session-table.js';
 import { createMcpHttpApp, originGate, silentLogger, type McpHttpLogger } from '../shared/mcp-http-app.js';
-import { createMcpTransports } from '../shared/mcp-transports.js';
+import { createMcpTransports, type McpTransports } from '../shared/mcp-transports.js';
 import { createChainBook, type ChainBook } from './chain-book.js';
 import { createComplianceClient, type ComplianceClient } from './compliance-client.js';
 import { DEFAULT_TOKEN_TTL_SECONDS, TOKEN_AUDIENCE, TOKEN_ISSUER } from './token.js';
@@ -81,6 +81,8 @@ export interface GovernanceServer {
   /** The server's public key (64 hex): the signer of bundles and the issuer key of tokens. */
   serverPk: string;
   tokens: TokenService;
+  /** Open MCP sessions and SSE streams, and the MCP POSTs being answered now. */
+  mcp: Pick<McpTransports, 'sessions' | 'inFlight'>;
   listen(port: number, host?: string): Promise<{ url: string; server: Server }>;
   close(): Promise<void>;
 }
@@ -174,6 +176,7 @@ export function createGovernanceServer(deps: GovernanceServerDeps): GovernanceSe
     toolNames,
     serverPk: deps.key.publicKey,
     tokens,
+    mcp: { sessions: () => transports.sessions(), inFlight: () => transports.inFlight() },
     async listen(port, host = '127.0.0.1') {
       const listening = await http.listen(port, host);
       logger.info(

@@ -57,7 +57,7 @@ import type { BlockVerifier } from './block-verifier.js';
 import { authInfoOf } from './session-auth.js';
 import type { SessionLimits } from '../shared/session-table.js';
 import { createMcpHttpApp, originGate, silentLogger, type McpHttpLogger } from '../shared/mcp-http-app.js';
-import { createMcpTransports, tokenError, type RequestAuth } from '../shared/mcp-transports.js';
+import { createMcpTransports, tokenError, type McpTransports, type RequestAuth } from '../shared/mcp-transports.js';
 import { createReportService, DEFAULT_REPORT_FROM, type ReportService } from './reports.js';
 import { createComplianceTools, registerReportUi } from './tools/compliance-tools.js';
 import { WEATHER_TEST_CELL } from './tools/weather.js';
@@ -124,6 +124,8 @@ export interface PerceptionServer {
   reports: ReportService;
   /** Every tool name, as /health and tools/list show them. */
   toolNames: string[];
+  /** Open MCP sessions and SSE streams, and the MCP POSTs being answered now. */
+  mcp: Pick<McpTransports, 'sessions' | 'inFlight'>;
   listen(port: number, host?: string): Promise<{ url: string; server: Server }>;
   close(): Promise<void>;
 }
@@ -357,6 +359,7 @@ export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionSe
     auditor,
     reports,
     toolNames,
+    mcp: { sessions: () => transports.sessions(), inFlight: () => transports.inFlight() },
     async listen(port, host = '127.0.0.1') {
       const listening = await http.listen(port, host);
       logger.info({ url: listening.url, agent_pk: auditor.agentPk }, 'geofabric perception listening');
