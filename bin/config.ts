@@ -229,7 +229,7 @@ export const envSchema = z.object({
   CLASSIFY_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(60_000),
   // PERCEPTION_REQUIRE_TOKEN=true: perception MCP calls need a governance-issued bearer token (POST /token).
   PERCEPTION_REQUIRE_TOKEN: boolean.default(false),
-  // PERCEPTION_TEST_ROUTES=true serves GET /test/weather (a real audited call per request: it moves trust).
+  // PERCEPTION_TEST_ROUTES=true serves GET /test/weather (a real audited call per request: under a token it moves trust).
   PERCEPTION_TEST_ROUTES: boolean.default(false),
   // The token issuer's public key for a perception server whose governance server runs elsewhere; beside
   // it (`geofabric start`, or the same DATA_DIR / GOVERNANCE_SK) the key is known without it.
@@ -678,7 +678,7 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
   PERCEPTION_TEST_ROUTES: {
     section: 'Perception MCP server',
     description:
-      "serve `GET /test/weather` (each call is a real audited tool call that moves the agent's trust); off by default",
+      "serve `GET /test/weather` (each call is a real audited tool call; under a bearer token it moves the agent's trust); off by default",
   },
   PERCEPTION_REQUIRE_TOKEN: {
     section: 'Perception MCP server',

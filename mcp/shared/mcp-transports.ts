@@ -67,37 +67,45 @@ interface Session extends TableEntry {
 /** An RFC 6750 `error_description`: a quoted string of printable ASCII, without quote or backslash. */
 const quoted = (text: string): string => `"${text.replace(/[^\x20-\x7e]|["\\]/g, "'")}"`;
 
+/** The RFC 6750 realm of a server's challenges: its service name. */
+export const DEFAULT_REALM = 'geofabric-perception';
+
 /**
  * 401 for a missing or unusable bearer token, with the RFC 6750 challenge the MCP authorization spec asks for:
  * `error="invalid_token"` and the reason as `error_description` when a token was presented.
  */
-export function tokenError(detail: string, presented = true): ServiceError {
+export function tokenError(detail: string, presented = true, realm = DEFAULT_REALM): ServiceError {
   const challenge = presented
-    ? `Bearer realm="geofabric-perception", error="invalid_token", error_description=${quoted(detail)}`
-    : 'Bearer realm="geofabric-perception"';
+    ? `Bearer realm="${realm}", error="invalid_token", error_description=${quoted(detail)}`
+    : `Bearer realm="${realm}"`;
   return new ServiceError('token_invalid', detail, { 'www-authenticate': challenge });
 }
 
 /** 403 for a valid token that may not do this (another agent's session): RFC 6750 insufficient_scope. */
-export function tokenForbidden(detail: string): ServiceError {
-  const challenge = `Bearer realm="geofabric-perception", error="insufficient_scope", error_description=${quoted(detail)}`;
-  return new ServiceError('token_agent_mismatch', detail, { 'www-authenticate': challenge });
+export function tokenForbidden(
+  detail: string,
+  realm = DEFAULT_REALM,
+  code: 'token_agent_mismatch' | 'delegation_invalid' = 'token_agent_mismatch',
+): ServiceError {
+  const challenge = `Bearer realm="${realm}", error="insufficient_scope", error_description=${quoted(detail)}`;
+  return new ServiceError(code, detail, { 'www-authenticate': challenge });
 }
 
 /** Refuses a request whose token does not match its session's binding. */
-function checkBinding(session: Session, auth: RequestAuth | null): void {
+function checkBinding(session: Session, auth: RequestAuth | null, realm: string): void {
   if (session.agentPk === null) {
     if (auth !== null) {
-      throw tokenForbidden('this MCP session was opened without a bearer token; open a new session to use one');
+      throw tokenForbidden('this MCP session was opened without a bearer token; open a new session to use one', realm);
     }
     return;
   }
   if (auth === null) {
-    throw tokenError(`this MCP session is bound to agent ${session.agentPk}: send its bearer token`, false);
+    throw tokenError(`this MCP session is bound to agent ${session.agentPk}: send its bearer token`, false, realm);
   }
   if (auth.agentPk !== session.agentPk) {
     throw tokenForbidden(
       `this MCP session is bound to agent ${session.agentPk}, not to the token's agent ${auth.agentPk}`,
+      realm,
     );
   }
 }
@@ -218,7 +226,10 @@ export function createMcpTransports(deps: {
   /** What `server/discover` of the stateless revision (stateless.ts) says of the server. */
   serverInfo: { name: string; version: string };
   capabilities: ServerCapabilities;
+  /** The realm of its RFC 6750 challenges (default DEFAULT_REALM). */
+  realm?: string;
 }): McpTransports {
+  const realm = deps.realm ?? DEFAULT_REALM;
   const given = deps.sessionLimits ?? DEFAULT_SESSION_LIMITS;
   const limits: Required<SessionLimits> = {
     ...given,
@@ -315,7 +326,7 @@ export function createMcpTransports(deps: {
         const session = streamable.touch(sessionId);
         // 404 tells an MCP client its session is gone and it should initialize a new one.
         if (session === undefined) throw new ServiceError('not_found', 'unknown or closed MCP session');
-        checkBinding(session, auth);
+        checkBinding(session, auth, realm);
         if (ctx.method === 'POST') holdSlot(ctx);
         await busy(session, async () => {
           ctx.respond = false;
@@ -399,7 +410,7 @@ export function createMcpTransports(deps: {
       if (id === '') throw new ServiceError('invalid_request', 'the sessionId query parameter is required');
       const session = sse.touch(id);
       if (session === undefined) throw new ServiceError('not_found', 'unknown or closed SSE session');
-      checkBinding(session, auth);
+      checkBinding(session, auth, realm);
       const body = await postBody(ctx);
       holdSlot(ctx);
       await busy(session, async () => {
