@@ -24,6 +24,7 @@ import type { KeyPair } from '../core/identity.js';
 import type { Seal } from '../core/proof-types.js';
 import type { Stores } from './stores.js';
 import type { JobStore } from '../store/job-store.js';
+import type { RateLimitStore } from '../store/types.js';
 import { createApp } from '../api/app.js';
 import { createMetrics, type GatewayMetrics } from '../api/metrics.js';
 import { createEmbeddedJobRunner, type JobRunner } from '../api/job-runner.js';
@@ -163,7 +164,7 @@ export async function startGateway(config: Config): Promise<void> {
   });
   const orchestration = await startOrchestration(
     config,
-    { compute, seals, answers, nodePk: node.key.publicKey, jobs: stores.jobs },
+    { compute, seals, answers, nodePk: node.key.publicKey, jobs: stores.jobs, leases: stores.rateLimits },
     logger,
   );
   online.sealers = orchestration.sealers;
@@ -480,7 +481,16 @@ async function startOrchestration(
     answers,
     nodePk,
     jobs,
-  }: { compute: ComputeActivities; seals: SealActivities; answers: JobAnswers; nodePk: string; jobs: JobStore },
+    leases,
+  }: {
+    compute: ComputeActivities;
+    seals: SealActivities;
+    answers: JobAnswers;
+    nodePk: string;
+    jobs: JobStore;
+    /** Where embedded runs keep their leases (the rate-limit store every gateway process shares). */
+    leases: RateLimitStore;
+  },
   logger: Logger,
 ): Promise<{
   runner: JobRunner;
@@ -494,6 +504,7 @@ async function startOrchestration(
       jobs: compute.jobs,
       store: jobs,
       waitMs: config.jobWaitMs,
+      leases,
     });
     return { runner, close: () => runner.close() };
   }

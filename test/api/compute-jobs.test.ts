@@ -883,6 +883,39 @@ describe('compound jobs over HTTP (embedded runner, fake upstreams)', function (
       }
     });
 
+    it('takes a job over when its run lapsed (its process died): a replay runs it once no lease was renewed for two leases', async () => {
+      const db = openSqlite(':memory:');
+      const jobs = createSqliteJobStore(db);
+      const rateLimits = createSqliteRateLimitStore(db);
+      let calls = 0;
+      const worker = await runtime(WORKER_MODEL, () =>
+        ++calls === 1 ? { content: 'lost with its process', delayMs: 1500 } : { content: 'taken over' },
+      );
+      const start = Date.now();
+      let later = start;
+      try {
+        // The claimer's clock stands still, as if its process had died: it renews no lease after its claim's window.
+        const claimer = await gateway({ worker, jobs, rateLimits, clock: () => start, jobLeaseMs: 1000 });
+        const other = await gateway({ worker, jobs, rateLimits, clock: () => later, jobLeaseMs: 1000 });
+        const signed = signJob(alice, inferenceJob('who finishes me?'));
+        const jobId = expectedJobId(signed.headers['x-idn-signature']);
+        const first = submit(claimer, signed);
+        await waitFor('the claimed run', async () => calls === 1 && (await jobs.get(jobId)) !== null);
+        later = start + 5000; // five leases on
+        const taken = await submit(other, signed);
+        assert.equal(taken.status, 200, taken.text);
+        assert.equal((taken.body as Job).steps[0]!.output.text, 'taken over');
+        assert.equal(calls, 2, 'run once more, by the replay that took it over');
+        // The lapsed run ends later and finds the job finished: the first finish stands.
+        await first;
+        const stored = await other.get(`/v1/compute/${jobId}`);
+        assert.equal((stored.body as Job).steps[0]!.output.text, 'taken over');
+      } finally {
+        for (const gw of gateways.splice(0)) await gw.close();
+        db.close();
+      }
+    });
+
     it('runs a job failed for a transient reason again on replay, without re-running its completed steps', async () => {
       let broken = true;
       const worker = await runtime(WORKER_MODEL, (request) =>

@@ -85,6 +85,8 @@ export async function startGateway(
     jobRunner?: (compute: ComputeActivities, jobs: JobStore) => JobRunner;
     /** How long POST /v1/compute waits before job_timeout (embedded default 10 s). */
     jobWaitMs?: number;
+    /** The embedded runner's lease (api/job-runner.ts JOB_LEASE_MS). */
+    jobLeaseMs?: number;
     /** The credit ledger; default: SQLite in the gateway's in-memory database. */
     ledger?: LedgerStore;
     /** The relay's share of a routed step (RELAY_FEE_PERCENT / 100); default core/pricing.ts RELAY_FEE_SHARE. */
@@ -227,6 +229,9 @@ export async function startGateway(
       store: jobs,
       waitMs: options.jobWaitMs ?? 10_000,
       retryDelayMs: 10,
+      leases: rateLimits,
+      clock,
+      ...(options.jobLeaseMs === undefined ? {} : { leaseMs: options.jobLeaseMs }),
     });
   const app = createApp({
     config,
