@@ -9,6 +9,7 @@ import type { BlobStore } from '../store/blob-store.js';
 import type { JobStore } from '../store/job-store.js';
 import type { LedgerStore } from '../store/ledger-store.js';
 import type { HttpLimits } from './http-limits.js';
+import type { ImageryBounds } from './imagery-bound.js';
 import type { BlobUploadLimits } from './routes/store-blobs.js';
 import type { RegistrationLimits } from './routes/svc-workers.js';
 import type { JobRunner } from './job-runner.js';
@@ -53,6 +54,8 @@ export interface GatewayConfig {
   blobUploads?: BlobUploadLimits | undefined;
   /** Gate 1's verify threads (VERIFY_THREADS); default: the cores less one (api/request-verifier.ts). */
   verifyThreads?: number | undefined;
+  /** Imagery runs per client, at once and per minute (api/imagery-bound.ts); default DEFAULT_IMAGERY_BOUNDS. */
+  imageryBounds?: ImageryBounds | undefined;
 }
 
 export interface ProofSyncConfig {

@@ -21,6 +21,7 @@ import { dashboardRoutes } from './routes/dashboard.js';
 import { healthRoutes } from './routes/health.js';
 import { ledgerRoutes, statusEarnings } from './routes/ledger.js';
 import { imageryRoutes } from './routes/imagery.js';
+import { createImageryBound, DEFAULT_IMAGERY_BOUNDS } from './imagery-bound.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { modelRoutes } from './routes/models.js';
 import { openApiRoutes } from './routes/openapi.js';
@@ -69,7 +70,7 @@ export function createApp(deps: AppDeps): Koa {
     }),
     ...modelRoutes(deps.swarm),
     ...tileRoutes(deps.tiles),
-    ...imageryRoutes(deps.imagery),
+    ...imageryRoutes(deps.imagery, createImageryBound(deps.config.imageryBounds ?? DEFAULT_IMAGERY_BOUNDS, deps.clock)),
     ...telemetryRoutes(deps.telemetry),
     ...workerRoutes({
       workers: deps.workers,
@@ -77,7 +78,14 @@ export function createApp(deps: AppDeps): Koa {
       rateLimits: deps.rateLimits,
       limits: deps.config.registrationLimits,
     }),
-    ...blobRoutes({ blobs: deps.blobs, workers: deps.workers, clock: deps.clock, limits: deps.config.blobUploads }),
+    ...blobRoutes({
+      blobs: deps.blobs,
+      workers: deps.workers,
+      jobs: deps.jobs,
+      rateLimits: deps.rateLimits,
+      clock: deps.clock,
+      limits: deps.config.blobUploads,
+    }),
     ...ledgerRoutes({ ledger: deps.ledger, clock: deps.clock }),
     ...toolRoutes(),
     ...chatRoutes(deps.swarm),

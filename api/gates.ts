@@ -3,6 +3,7 @@ import type { Middleware } from 'koa';
 import type { Check, Failure } from '../core/check.js';
 import { ServiceError } from '../core/errors.js';
 import { checkDelegation, checkRateLimit, rateWindow } from '../core/gates/delegation.js';
+import type { DelegationGrant } from '../core/delegation-cert.js';
 import { checkJurisdiction } from '../core/gates/jurisdiction.js';
 import { requestScope, type RequestParts } from '../core/gates/request-scope.js';
 import { checkRequestSignatureAsync, type Requester } from '../core/gates/signature.js';
@@ -88,9 +89,9 @@ export interface GateLimits {
   /** Requests per principal (api/rate-limit.ts); undefined: no limit. */
   principal?: RateLimiter | undefined;
   /**
-   * Signed requests already counted against their agent's `max_ops_per_hour` (by window and signature), so an
-   * exact replay (which returns the same job) is not a second operation. Bounded: past it a very old replay
-   * counts again, which only errs towards the limit.
+   * Signed requests this process saw counted against their agent's `max_ops_per_hour`: a cache of the store's
+   * counted-op marks (delegationGate), so a replay here skips reading the store. Bounded: past it an old replay
+   * reads the store again.
    */
   countedOps: BoundedSet;
 }
@@ -263,19 +264,42 @@ function delegationGate(deps: AppDeps, spec: RouteSpec<unknown>, countedOps: Bou
     );
     const authority = state.authority;
     if (authority.kind === 'delegated' && authority.grant.max_ops_per_hour !== null && state.requester) {
-      const { agent_pk, max_ops_per_hour } = authority.grant;
-      const window = rateWindow(now, deps.config.epochGenesisMs);
       // Keyed on the signature gate 1 verified (trimmed, lower case), not the raw header: re-casing a captured
       // request's header must not make it a new operation.
-      const op = `${window.start}:${state.requester.signature}`;
-      if (countedOps.has(op)) return;
-      return deps.rateLimits.increment(`agent:${agent_pk}`, window.start, window.end - window.start).then((count) => {
-        const limited = checkRateLimit(count, max_ops_per_hour, window.end, now);
-        unwrap(limited, { 'retry-after': String(Math.max(1, Math.ceil((window.end - now) / 1000))) });
-        countedOps.add(op);
+      const op = countedOp(authority.grant, state.requester.signature);
+      if (countedOps.has(op.cacheKey)) return;
+      return spendOnce(deps, op, authority.grant.max_ops_per_hour, now).then(() => {
+        countedOps.add(op.cacheKey);
       });
     }
   };
+}
+
+/**
+ * One signed request as an operation of its agent: its mark in the store, kept over the certificate's lifetime
+ * (the "window" of the mark is [not_before, not_after], which the store keeps one more lifetime), so its replays,
+ * in any process and any hour, find it counted (docs/security.md §3). The window starts at not_before, never in
+ * the future (gate 3 just held the certificate valid), as the store's pruning of expired windows needs.
+ */
+function countedOp(grant: DelegationGrant, signature: string) {
+  const start = Date.parse(grant.not_before);
+  const windowMs = Math.max(1, Date.parse(grant.not_after) - start);
+  const key = `op:${grant.agent_pk}:${signature}`;
+  return { agentPk: grant.agent_pk, key, start, windowMs, cacheKey: `${start}:${key}` };
+}
+
+/**
+ * Counts a signed request against its agent's hourly `max_ops_per_hour` unless the store marks it counted
+ * already; marks it once admitted. A refused request is not marked, so it counts when it is sent again. Two
+ * first sends racing may both count (errs towards the limit); nothing lets a request run uncounted.
+ */
+async function spendOnce(deps: AppDeps, op: ReturnType<typeof countedOp>, maxPerHour: number, now: number) {
+  if ((await deps.rateLimits.peek(op.key, op.start)) > 0) return;
+  const window = rateWindow(now, deps.config.epochGenesisMs);
+  const count = await deps.rateLimits.increment(`agent:${op.agentPk}`, window.start, window.end - window.start);
+  const limited = checkRateLimit(count, maxPerHour, window.end, now);
+  unwrap(limited, { 'retry-after': String(Math.max(1, Math.ceil((window.end - now) / 1000))) });
+  await deps.rateLimits.increment(op.key, op.start, op.windowMs);
 }
 
 /** Gate 4, first half: geometry pre-flight (GeoJSON anywhere in the body). */

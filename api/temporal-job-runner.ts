@@ -132,10 +132,14 @@ export function createTemporalJobRunner(deps: TemporalRunnerDeps): JobRunner {
     }
   }
 
+  const run = (job: ComputeJobInput) =>
+    withinWait(deps.answers ? startEagerly(job, deps.answers) : startWithUpdate(job), job.job_id, deps.waitMs);
   return {
     mode: 'temporal',
-    run: (job) =>
-      withinWait(deps.answers ? startEagerly(job, deps.answers) : startWithUpdate(job), job.job_id, deps.waitMs),
+    run,
+    // The workflow id is the job's and an open run is attached to (USE_EXISTING): Temporal is the claim
+    // across gateways, so a join is a start that finds the run.
+    join: run,
     async close() {},
   };
 }

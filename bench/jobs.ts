@@ -56,7 +56,7 @@ export async function benchEmbeddedJobs(jobs = 2_000, concurrency = 16) {
     sensorFusionStep: async () => instant(node),
   };
   const gw = await startGateway({
-    jobRunner: (compute) => createEmbeddedJobRunner({ steps, jobs: compute.jobs, waitMs: 30_000 }),
+    jobRunner: (compute, store) => createEmbeddedJobRunner({ steps, jobs: compute.jobs, store, waitMs: 30_000 }),
   });
   const alice = generateKeyPair();
   const bodies = Array.from({ length: jobs }, () =>

@@ -99,6 +99,10 @@ export const envSchema = z.object({
   MCP_SESSIONS_PER_CLIENT: z.coerce.number().int().min(1).max(1_000_000).default(100),
   MCP_SESSIONS_PER_PRINCIPAL: z.coerce.number().int().min(1).max(1_000_000).default(100),
   MCP_SESSION_IDLE_SECONDS: z.coerce.number().int().min(10).max(86_400).default(600),
+  // Every MCP JSON-RPC request is answered within MCP_REQUEST_DEADLINE_SECONDS (-32001 past it, the call
+  // cancelled); at most MCP_REQUESTS_IN_FLIGHT_PER_CLIENT POSTs of one address wait on an MCP server at once.
+  MCP_REQUEST_DEADLINE_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
+  MCP_REQUESTS_IN_FLIGHT_PER_CLIENT: z.coerce.number().int().min(1).max(1_000_000).default(64),
   // Behind reverse proxies: take the client address (the per-IP limit), host and scheme (absolute URLs) from
   // what the proxies forwarded, at the position the outermost of TRUST_PROXY_HOPS proxies wrote; only the one
   // header family TRUST_PROXY_HEADER names is read. Off, both are ignored: a client cannot pick its address.
@@ -225,7 +229,7 @@ export const envSchema = z.object({
   CLASSIFY_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(60_000),
   // PERCEPTION_REQUIRE_TOKEN=true: perception MCP calls need a governance-issued bearer token (POST /token).
   PERCEPTION_REQUIRE_TOKEN: boolean.default(false),
-  // PERCEPTION_TEST_ROUTES=true serves GET /test/weather (a real audited call per request: it moves trust).
+  // PERCEPTION_TEST_ROUTES=true serves GET /test/weather (a real audited call per request: under a token it moves trust).
   PERCEPTION_TEST_ROUTES: boolean.default(false),
   // The token issuer's public key for a perception server whose governance server runs elsewhere; beside
   // it (`geofabric start`, or the same DATA_DIR / GOVERNANCE_SK) the key is known without it.
@@ -388,7 +392,18 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
   },
   MCP_SESSION_IDLE_SECONDS: {
     section: 'Abuse bounds',
-    description: 'an MCP session without a request for this long is closed (its client gets 404 and initializes again)',
+    description:
+      'an MCP session (or `/sse` stream) without a request for this long is closed (its client gets 404 and initializes again)',
+  },
+  MCP_REQUEST_DEADLINE_SECONDS: {
+    section: 'Abuse bounds',
+    description:
+      'an MCP request (stateless, session or SSE) not answered within this is cancelled and answered JSON-RPC -32001',
+  },
+  MCP_REQUESTS_IN_FLIGHT_PER_CLIENT: {
+    section: 'Abuse bounds',
+    description:
+      'MCP POSTs of one client address being answered at once, per MCP server; past it 429 `rate_limit` with `retry-after`',
   },
   TRUST_PROXY: {
     section: 'Abuse bounds',
@@ -663,7 +678,7 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
   PERCEPTION_TEST_ROUTES: {
     section: 'Perception MCP server',
     description:
-      "serve `GET /test/weather` (each call is a real audited tool call that moves the agent's trust); off by default",
+      "serve `GET /test/weather` (each call is a real audited tool call; under a bearer token it moves the agent's trust); off by default",
   },
   PERCEPTION_REQUIRE_TOKEN: {
     section: 'Perception MCP server',
@@ -873,7 +888,10 @@ export interface Config {
   bodyLimitBytes: number;
   /** Request abuse bounds shared by the gateway and both MCP servers (api/http-limits.ts). */
   httpLimits: HttpLimits;
-  /** MCP_MAX_SESSIONS, MCP_SESSIONS_PER_CLIENT, MCP_SESSIONS_PER_PRINCIPAL, MCP_SESSION_IDLE_SECONDS. */
+  /**
+   * MCP_MAX_SESSIONS, MCP_SESSIONS_PER_CLIENT, MCP_SESSIONS_PER_PRINCIPAL, MCP_SESSION_IDLE_SECONDS,
+   * MCP_REQUEST_DEADLINE_SECONDS, MCP_REQUESTS_IN_FLIGHT_PER_CLIENT.
+   */
   mcpSessions: SessionLimits;
   /** STORE_MAX_MB in bytes: the SQLite store's cap; undefined: none but the disk. */
   storeMaxBytes: number | undefined;
@@ -1142,6 +1160,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       perClient: e.MCP_SESSIONS_PER_CLIENT,
       perPrincipal: e.MCP_SESSIONS_PER_PRINCIPAL,
       idleMs: e.MCP_SESSION_IDLE_SECONDS * 1000,
+      deadlineMs: e.MCP_REQUEST_DEADLINE_SECONDS * 1000,
+      inFlightPerClient: e.MCP_REQUESTS_IN_FLIGHT_PER_CLIENT,
     },
     storeMaxBytes: e.STORE_MAX_MB === undefined ? undefined : e.STORE_MAX_MB * 1024 * 1024,
     mongo: e.MONGODB_URI ? { uri: e.MONGODB_URI, db: e.MONGODB_DB } : null,

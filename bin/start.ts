@@ -23,6 +23,8 @@ import { toCreditUnits } from '../core/credits.js';
 import type { KeyPair } from '../core/identity.js';
 import type { Seal } from '../core/proof-types.js';
 import type { Stores } from './stores.js';
+import type { JobStore } from '../store/job-store.js';
+import type { RateLimitStore } from '../store/types.js';
 import { createApp } from '../api/app.js';
 import { createMetrics, type GatewayMetrics } from '../api/metrics.js';
 import { createEmbeddedJobRunner, type JobRunner } from '../api/job-runner.js';
@@ -162,7 +164,7 @@ export async function startGateway(config: Config): Promise<void> {
   });
   const orchestration = await startOrchestration(
     config,
-    { compute, seals, answers, nodePk: node.key.publicKey },
+    { compute, seals, answers, nodePk: node.key.publicKey, jobs: stores.jobs, leases: stores.rateLimits },
     logger,
   );
   online.sealers = orchestration.sealers;
@@ -478,7 +480,17 @@ async function startOrchestration(
     seals,
     answers,
     nodePk,
-  }: { compute: ComputeActivities; seals: SealActivities; answers: JobAnswers; nodePk: string },
+    jobs,
+    leases,
+  }: {
+    compute: ComputeActivities;
+    seals: SealActivities;
+    answers: JobAnswers;
+    nodePk: string;
+    jobs: JobStore;
+    /** Where embedded runs keep their leases (the rate-limit store every gateway process shares). */
+    leases: RateLimitStore;
+  },
   logger: Logger,
 ): Promise<{
   runner: JobRunner;
@@ -487,7 +499,13 @@ async function startOrchestration(
   close(): Promise<void>;
 }> {
   if (config.orchestrator === 'embedded') {
-    const runner = createEmbeddedJobRunner({ steps: compute.steps, jobs: compute.jobs, waitMs: config.jobWaitMs });
+    const runner = createEmbeddedJobRunner({
+      steps: compute.steps,
+      jobs: compute.jobs,
+      store: jobs,
+      waitMs: config.jobWaitMs,
+      leases,
+    });
     return { runner, close: () => runner.close() };
   }
   const steps = withHeartbeats(compute.steps, 5_000);

@@ -4,7 +4,8 @@
  * anchor-based chain verification, epochs, violations and approvals, and passes the clock in.
  *
  * Counting rules (the protocol leaves them open):
- * - An operation is a block whose outcome is `ok`: the call did its work (core/trust-score.ts isOperation).
+ * - An operation is a block whose outcome is `ok`: the call did its work (core/trust-score.ts isOperation),
+ *   for a caller with a token: an anonymous call (`meta.anonymous: true`) counts for nothing.
  *   A `blocked` call never ran (a violation, listed under `violations`); an `error` call did nothing
  *   (not_available, not_configured, an upstream down). Neither counts, nor earns anything in the trust score.
  * - jurisdiction_cells are the cells of operations only, so a jurisdiction breach never counts as territory.

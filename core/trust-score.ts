@@ -11,12 +11,18 @@
  *
  * An operation is a call that did its work: a breadcrumb with outcome `ok`. Calls that did nothing earn no
  * trust: refused before running (`blocked`), or failed (`error`: not_available, not_configured, an upstream
- * down, bad input), or anyone could climb the ladder by calling a tool that cannot answer.
+ * down, bad input), or anyone could climb the ladder by calling a tool that cannot answer. Nor do calls of
+ * anonymous callers (`meta.anonymous: true`, docs/security.md §5).
  */
 import type { Breadcrumb, TrustTier } from './breadcrumb-types.js';
 
-/** Whether a (verified) breadcrumb counts as an operation: the call did its work (see above). */
-export const isOperation = (block: Pick<Breadcrumb, 'context'>): boolean => block.context.outcome === 'ok';
+/**
+ * Whether a (verified) breadcrumb counts as an operation: the call did its work (see above) for a caller who
+ * showed a token. A call of an anonymous caller (`meta.anonymous: true`) earns nothing either: anyone could
+ * otherwise lift the agent's tier by calling it.
+ */
+export const isOperation = (block: Pick<Breadcrumb, 'context' | 'meta'>): boolean =>
+  block.context.outcome === 'ok' && block.meta.anonymous !== true;
 
 /**
  * An epoch roll's own breadcrumb: rolling is housekeeping, so a roll with only such blocks since the last

@@ -11,3 +11,17 @@ export interface BlobStore {
   get(ids: readonly string[]): Promise<Map<string, string>>;
   close(): Promise<void>;
 }
+
+/** The job step whose output a blob is: a worker names it when it uploads one (docs/protocol.md §11.4). */
+export interface BlobOwner {
+  job_id: string;
+  step_id: string;
+}
+
+/**
+ * Where a step activity keeps its large output fields: the gateway's store itself (which needs no owner), or,
+ * on a swarm worker, the gateway over HTTP, which takes a blob only for the step named.
+ */
+export interface StepBlobSink {
+  put(blobs: ReadonlyMap<string, string>, step: BlobOwner): Promise<void>;
+}

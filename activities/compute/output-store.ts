@@ -6,13 +6,13 @@
 import { blobIdsOf, resolveOutput, splitOutput } from '../../core/output-blobs.js';
 import type { StepResult } from '../../core/job-record.js';
 import type { StepRun } from '../../core/job-scheduler.js';
-import type { BlobStore } from '../../store/blob-store.js';
+import type { BlobOwner, BlobStore, StepBlobSink } from '../../store/blob-store.js';
 
-/** `run` with its large output fields stored and referenced. */
-export async function compactRun(blobs: Pick<BlobStore, 'put'>, run: StepRun): Promise<StepRun> {
+/** `run` (the output of `step`) with its large output fields stored and referenced. */
+export async function compactRun(blobs: StepBlobSink, run: StepRun, step: BlobOwner): Promise<StepRun> {
   const { output, blobs: large } = splitOutput(run.output);
   if (large.size === 0) return run;
-  await blobs.put(large);
+  await blobs.put(large, step);
   return { ...run, output };
 }
 

@@ -21,7 +21,7 @@ import type { ImageryActivities } from '../imagery/index.js';
 import type { Swarm } from '../inference/index.js';
 import type { TileActivities } from '../tiles/index.js';
 import { runSensorFusion, type FusionStepDeps } from '../telemetry/fusion-step.js';
-import type { BlobStore } from '../../store/blob-store.js';
+import type { BlobOwner, StepBlobSink } from '../../store/blob-store.js';
 import { compactRun } from './output-store.js';
 
 export interface StepActivityDeps {
@@ -34,42 +34,50 @@ export interface StepActivityDeps {
   nodePk: string;
   /** Monotonic milliseconds, for latency. */
   now?: () => number;
-  /** Where large output fields go (core/output-blobs.ts); none: outputs travel whole. */
-  blobs?: Pick<BlobStore, 'put'>;
+  /** Where large output fields go (core/output-blobs.ts): the gateway's store, or the gateway over HTTP; none: outputs travel whole. */
+  blobs?: StepBlobSink;
 }
 
 export function createStepActivities(deps: StepActivityDeps) {
   const now = deps.now ?? (() => performance.now());
-  const compact = (run: StepRun): Promise<StepRun> | StepRun => (deps.blobs ? compactRun(deps.blobs, run) : run);
+  const compact = (run: StepRun, step: BlobOwner): Promise<StepRun> | StepRun =>
+    deps.blobs ? compactRun(deps.blobs, run, { job_id: step.job_id, step_id: step.step_id }) : run;
   const timed = async <T>(run: () => Promise<T>): Promise<[T, number]> => {
     const started = now();
     const value = await run();
     return [value, Math.max(0, Math.round(now() - started))];
   };
   /** A step this process runs itself (tiles, imagery): its record and cost come with the output. */
-  const onGateway = async (run: () => Promise<{ cost: number; record_id: string | null }>): Promise<StepRun> => {
+  const onGateway = async (
+    step: BlobOwner,
+    run: () => Promise<{ cost: number; record_id: string | null }>,
+  ): Promise<StepRun> => {
     const [out, latency] = await timed(run);
     const { cost, ...output } = out;
-    return compact({ output, cost, worker_pk: deps.nodePk, record_id: out.record_id, latency_ms: latency });
+    return compact({ output, cost, worker_pk: deps.nodePk, record_id: out.record_id, latency_ms: latency }, step);
   };
 
   return {
     async inferenceStep(input: InferenceStepInput): Promise<StepRun> {
       const [out, latency] = await timed(() => deps.swarm.runInference(input));
       const { worker_pk, cost, epoch: _epoch, ...output } = out;
-      return compact({ output: { ...output }, cost, worker_pk, record_id: out.proof_job_id, latency_ms: latency });
+      return compact(
+        { output: { ...output }, cost, worker_pk, record_id: out.proof_job_id, latency_ms: latency },
+        input,
+      );
     },
 
     tileRenderStep: (input: TileStepInput): Promise<StepRun> =>
-      onGateway(() => deps.tiles.renderTile(input as Parameters<TileActivities['renderTile']>[0])),
+      onGateway(input, () => deps.tiles.renderTile(input as Parameters<TileActivities['renderTile']>[0])),
 
-    imageProcessStep: (input: ImageStepInput): Promise<StepRun> => onGateway(() => deps.imagery.processImage(input)),
+    imageProcessStep: (input: ImageStepInput): Promise<StepRun> =>
+      onGateway(input, () => deps.imagery.processImage(input)),
 
     async sensorFusionStep(input: SensorFusionStepInput): Promise<StepRun> {
       if (!deps.fusion) {
         throw ApplicationFailure.nonRetryable('this process has no telemetry source', 'step_type_unavailable');
       }
-      return compact(await runSensorFusion({ ...deps.fusion, nodePk: deps.nodePk }, input));
+      return compact(await runSensorFusion({ ...deps.fusion, nodePk: deps.nodePk }, input), input);
     },
   };
 }

@@ -26,6 +26,7 @@ import { imageryPayloadSchema } from './imagery-record.js';
 import { stepRecordId } from '../../core/proof-record.js';
 import type { NdviResult } from './ndvi.js';
 import { checkOperation, runOperation, type OperationInput, type Outcome } from './run-operation.js';
+import { createComputationCache } from './computation-cache.js';
 import { createStacClient } from './stac-client.js';
 import type { SceneSummary } from './stac-item.js';
 
@@ -44,6 +45,8 @@ export interface ImageryConfig {
   /** CLASSIFY_URL: flood_classify with a `model` classifies on this classify v1 endpoint; unset: MNDWI only. */
   classifyUrl?: string | undefined;
   classifyTimeoutMs?: number | undefined;
+  /** Pixel computations kept in memory (computation-cache.ts); default DEFAULT_COMPUTATION_CACHE_ENTRIES. */
+  cacheEntries?: number | undefined;
 }
 
 export interface ImageryDeps {
@@ -129,6 +132,8 @@ export function createImageryActivities(deps: ImageryDeps) {
           },
     onFallback: (reason: string, context: { cell: string; sceneId: string }) =>
       deps.logger?.info({ ...context, reason }, 'imagery: pixels not used, answered from scene metadata'),
+    // Shared by HTTP serves and image_process steps: the same scenes of a cell are read once (docs/security.md §9).
+    cache: createComputationCache(config.cacheEntries),
   };
 
   const run = (operation: ImageOperation, query: ImageryQuery): Promise<Outcome> => {

@@ -4,6 +4,7 @@ import { IMAGE_OPERATIONS, type ImageOperation } from '../../core/imagery-operat
 import { baselineOffset } from '../../core/ndvi.js';
 import type { PayloadType } from '../../core/proof-types.js';
 import { computeCloudMask } from './cloud-mask.js';
+import type { ComputationCache } from './computation-cache.js';
 import { ImageDataError, publicReadFailure, type CogOptions } from './cog-reader.js';
 import { computeFlood } from './flood.js';
 import { classifyFloodByModel, type ModelEndpoint } from './flood-model.js';
@@ -62,6 +63,17 @@ export interface OperationDeps {
   classify?: ModelEndpoint | undefined;
   /** A metadata fallback; `detail` (logs only) says what failed when a read did. */
   onFallback?: (reason: string, context: { cell: string; sceneId: string; detail?: string | undefined }) => void;
+  /** Pixel computations already made, by operation, cell and scenes (computation-cache.ts); none: every run reads. */
+  cache?: ComputationCache | undefined;
+}
+
+/** `compute` through the cache when there is one: by `inputs`, kept unless a read failed. */
+function computed<T>(
+  deps: OperationDeps,
+  inputs: { operation: ImageOperation; cell: string; scene: Scene; reference?: Scene | null },
+  compute: () => Promise<{ value: T; keep: boolean }>,
+): Promise<T> {
+  return deps.cache ? deps.cache.run(inputs, compute) : compute().then((outcome) => outcome.value);
 }
 
 /**
@@ -152,9 +164,14 @@ export async function runOperation(deps: OperationDeps, input: OperationInput): 
   const cog = { cog: deps.cog, clock: deps.clock };
 
   if (input.operation === 'ndvi') {
-    const onFallback = (reason: string, detail?: string) =>
-      deps.onFallback?.(reason, { cell: input.cell, sceneId: scene.id, detail });
-    const { result, payload } = await computeNdvi(scene, input.cell, { ...cog, onFallback });
+    const { result, payload } = await computed(deps, { operation: 'ndvi', cell: input.cell, scene }, async () => {
+      let readFailed = false;
+      const onFallback = (reason: string, detail?: string) => {
+        readFailed ||= detail !== undefined;
+        deps.onFallback?.(reason, { cell: input.cell, sceneId: scene.id, detail });
+      };
+      return { value: await computeNdvi(scene, input.cell, { ...cog, onFallback }), keep: !readFailed };
+    });
     const full = { ...result, processingMs: Math.max(0, deps.clock() - started) };
     return {
       payloadType: 'imagery/ndvi',
@@ -167,7 +184,10 @@ export async function runOperation(deps: OperationDeps, input: OperationInput): 
     const reference = input.reference ? await referenceScene(deps, input.cell, input.reference) : null;
     let flood;
     try {
-      flood = await computeFlood(scene, reference, input.cell, cog);
+      flood = await computed(deps, { operation: 'flood_classify', cell: input.cell, scene, reference }, async () => ({
+        value: await computeFlood(scene, reference, input.cell, cog),
+        keep: true,
+      }));
     } catch (error) {
       // What the image is (no bands, outside the cell, another tile) is the caller's to know; what failed
       // upstream (a status, an origin) goes to the logs only, as for NDVI.
@@ -197,9 +217,14 @@ export async function runOperation(deps: OperationDeps, input: OperationInput): 
     };
   }
   if (input.operation === 'cloud_mask') {
-    const onReadFailure = (detail: string) =>
-      deps.onFallback?.('reading the scl band failed', { cell: input.cell, sceneId: scene.id, detail });
-    const { result, payload } = await computeCloudMask(scene, input.cell, { ...cog, onReadFailure });
+    const { result, payload } = await computed(deps, { operation: 'cloud_mask', cell: input.cell, scene }, async () => {
+      let readFailed = false;
+      const onReadFailure = (detail: string) => {
+        readFailed = true;
+        deps.onFallback?.('reading the scl band failed', { cell: input.cell, sceneId: scene.id, detail });
+      };
+      return { value: await computeCloudMask(scene, input.cell, { ...cog, onReadFailure }), keep: !readFailed };
+    });
     const full = { ...result, processingMs: Math.max(0, deps.clock() - started) };
     return {
       payloadType: 'imagery/cloud_mask',

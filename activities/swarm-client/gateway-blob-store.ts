@@ -9,7 +9,7 @@
  * the worker not registered yet), or for good when the same bytes would be refused again (413 too large, 400).
  */
 import { ApplicationFailure } from '@temporalio/common';
-import type { BlobStore } from '../../store/blob-store.js';
+import type { BlobOwner, StepBlobSink } from '../../store/blob-store.js';
 import { GatewayError, type GatewayClient } from './gateway-client.js';
 
 /** Per blob: a few MB over a slow uplink. */
@@ -20,15 +20,15 @@ export const BLOB_RATE_WAIT_MS = 30_000;
 export function createGatewayBlobStore(
   gateway: Pick<GatewayClient, 'putBlob'>,
   options: { timeoutMs?: number; rateWaitMs?: number } = {},
-): Pick<BlobStore, 'put'> {
+): StepBlobSink {
   const timeoutMs = options.timeoutMs ?? BLOB_UPLOAD_TIMEOUT_MS;
   const rateWaitMs = options.rateWaitMs ?? BLOB_RATE_WAIT_MS;
 
-  async function upload(id: string, text: string): Promise<void> {
+  async function upload(id: string, text: string, step: BlobOwner): Promise<void> {
     let waited = 0;
     for (;;) {
       try {
-        const stored = await gateway.putBlob(id, text, timeoutMs);
+        const stored = await gateway.putBlob(id, text, step, timeoutMs);
         if (stored.sha256 !== id) {
           throw ApplicationFailure.retryable(`blob ${id}: the gateway answered for another blob`, 'invalid_response');
         }
@@ -44,10 +44,10 @@ export function createGatewayBlobStore(
   }
 
   return {
-    async put(blobs) {
+    async put(blobs, step) {
       // One at a time: each is megabytes, and the step waits for all of them anyway. Each is sent on every
       // attempt (no memory of earlier ones): only the gateway's answer says it holds a blob.
-      for (const [id, text] of blobs) await upload(id, text);
+      for (const [id, text] of blobs) await upload(id, text, step);
     },
   };
 }

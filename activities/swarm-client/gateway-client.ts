@@ -14,6 +14,7 @@ import { signRequestBody } from '../../core/gates/signature.js';
 import type { KeyPair } from '../../core/identity.js';
 import type { WorkerTier } from '../../core/tiers.js';
 import type { WorkerRegistration } from '../../store/worker-registry.js';
+import type { BlobOwner } from '../../store/blob-store.js';
 
 export interface GatewayClientOptions {
   /** The gateway's base URL, e.g. http://gateway:8080 (paths are resolved against its origin). */
@@ -161,10 +162,21 @@ export function createGatewayClient(options: GatewayClientOptions) {
     },
     /**
      * Uploads one large step output field (`PUT /store/blobs/{sha256}`, api/routes/store-blobs.ts): `text` is its
-     * canonical JSON, `id` the SHA-256 of it. Idempotent; resolves once the gateway holds it.
+     * canonical JSON, `id` the SHA-256 of it, `step` the job step whose output it is (the gateway takes blobs only
+     * for a step of a running job). Idempotent; resolves once the gateway holds it.
      */
-    putBlob: (id: string, text: string, timeoutMs = options.timeoutMs): Promise<{ sha256: string; bytes: number }> =>
-      post(`/store/blobs/${id}`, { text, created_at: createdAt() }, timeoutMs, 'PUT'),
+    putBlob: (
+      id: string,
+      text: string,
+      step: BlobOwner,
+      timeoutMs = options.timeoutMs,
+    ): Promise<{ sha256: string; bytes: number }> =>
+      post(
+        `/store/blobs/${id}`,
+        { text, job_id: step.job_id, step_id: step.step_id, created_at: createdAt() },
+        timeoutMs,
+        'PUT',
+      ),
     /** The highest seq the gateway is known to have accepted. */
     lastSeq: (): number => lastSeq,
   };

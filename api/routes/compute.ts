@@ -285,7 +285,11 @@ async function wholeJob(response: ComputeResponse, deps: ComputeDeps): Promise<C
   return stored.response;
 }
 
-/** Claims the job and runs it, or answers a replay from the store (re-running only transient failures). */
+/**
+ * Claims the job and runs it, or answers a replay from the store (re-running only transient failures). Only the
+ * caller whose claim (or retry) changed the stored job runs it; any other waits for the stored answer
+ * (JobRunner.join), whichever process holds the run: the claim is atomic in the store, an in-flight map is not.
+ */
 async function runOrReplay(job: ComputeJobInput, deps: ComputeDeps): Promise<ComputeResponse> {
   const claimed = await deps.jobs.claim(jobRecordOf(job, 'running', null, deps.clock()));
   if (claimed.created) return deps.runner.run(job);
@@ -297,12 +301,12 @@ async function runOrReplay(job: ComputeJobInput, deps: ComputeDeps): Promise<Com
     epoch: stored.epoch,
     ...(stored.request === undefined ? {} : { request: stored.request }),
   };
-  if (stored.status === 'running') return deps.runner.run(original);
+  if (stored.status === 'running') return deps.runner.join(original);
   if (stored.status === 'failed' && isTransient(stored.response)) {
     const rerun = rerunOf(original, stored.response!);
     const reopened = await deps.jobs.retry(jobRecordOf(rerun, 'running', null, deps.clock()));
     if (reopened?.restarted) return deps.runner.run(rerun);
-    if (reopened?.job.status === 'running') return deps.runner.run(rerun);
+    if (reopened?.job.status === 'running') return deps.runner.join(rerun);
     return reopened?.job.response ?? stored.response!;
   }
   return stored.response!;

@@ -1,6 +1,9 @@
+import type { Context } from 'koa';
 import type { ImageryActivities, ImageryQuery } from '../../activities/imagery/index.js';
 import type { ErrorCode } from '../../core/errors.js';
-import { route } from '../route-spec.js';
+import { addressKey } from '../../core/rate-limiter.js';
+import type { ImageryBound } from '../imagery-bound.js';
+import { route, type GateState } from '../route-spec.js';
 import { ndviResultSchema, processResponseSchema, scenesResultSchema } from '../schemas/geo-responses.js';
 import { ndviQuery, processBody, scenesQuery, type ProcessInput } from '../schemas/imagery-requests.js';
 import { ndviQueryDocs, processBodyDocs, scenesQueryDocs } from '../schemas/param-docs.js';
@@ -8,7 +11,9 @@ import { ndviQueryDocs, processBodyDocs, scenesQueryDocs } from '../schemas/para
 /**
  * Satellite imagery over HTTP (docs/protocol.md §4.1): public (docs/protocol.md §5.4: no key or signature for imagery), yet behind
  * all four gates like every route; a delegated caller needs the `image_process` facet. Gate 2 validates
- * the cell (`cell` query parameter, `h3_cell` body field) and resolves its jurisdiction.
+ * the cell (`cell` query parameter, `h3_cell` body field) and resolves its jurisdiction. The runs that read
+ * pixels (`ndvi`, `process`) are bounded per client (api/imagery-bound.ts) and their computations cached by the
+ * scenes they read (activities/imagery/computation-cache.ts).
  */
 const IMAGERY_QUERY_ERRORS = [
   'cell_required',
@@ -17,7 +22,13 @@ const IMAGERY_QUERY_ERRORS = [
   'upstream_timeout',
 ] as const satisfies readonly ErrorCode[];
 
-export const imageryRoutes = (imagery: ImageryActivities) => [
+/** Who a run is counted against: the verified requester when the request was signed, else the client address. */
+const clientOf = (ctx: Context, gates: GateState): string =>
+  gates.requester ? `pk:${gates.requester.pk}` : addressKey(ctx.ip);
+
+const BOUND_ERRORS = ['rate_limit'] as const satisfies readonly ErrorCode[];
+
+export const imageryRoutes = (imagery: ImageryActivities, bound: ImageryBound) => [
   route<ImageryQuery>({
     method: 'GET',
     path: '/v1/imagery/scenes',
@@ -45,8 +56,8 @@ export const imageryRoutes = (imagery: ImageryActivities) => [
     cors: { expose: [] },
     facets: ['image_process'],
     preflight: ({ query }) => ndviQuery(query),
-    handler: async (ctx, query) => {
-      ctx.body = await imagery.ndvi(query);
+    handler: async (ctx, query, gates) => {
+      ctx.body = await bound.run(clientOf(ctx, gates), () => imagery.ndvi(query));
     },
     docs: {
       summary: 'NDVI of a cell',
@@ -58,7 +69,7 @@ export const imageryRoutes = (imagery: ImageryActivities) => [
       responses: {
         200: { description: 'docs/protocol.md §2.5 NDVI result and how it was made', schema: ndviResultSchema },
       },
-      errors: [...IMAGERY_QUERY_ERRORS, 'no_scenes'],
+      errors: [...IMAGERY_QUERY_ERRORS, 'no_scenes', ...BOUND_ERRORS],
     },
   }),
   route<ProcessInput>({
@@ -69,8 +80,8 @@ export const imageryRoutes = (imagery: ImageryActivities) => [
     jsonBody: true,
     facets: ['image_process'],
     preflight: ({ body }) => processBody(body),
-    handler: async (ctx, { operation, query }) => {
-      ctx.body = await imagery.process(operation, query);
+    handler: async (ctx, { operation, query }, gates) => {
+      ctx.body = await bound.run(clientOf(ctx, gates), () => imagery.process(operation, query));
     },
     docs: {
       summary: 'Run an imagery operation on a cell',
@@ -88,6 +99,7 @@ export const imageryRoutes = (imagery: ImageryActivities) => [
         'invalid_model',
         'upstream_unavailable',
         'upstream_timeout',
+        ...BOUND_ERRORS,
       ],
     },
   }),

@@ -10,7 +10,8 @@
  * own bounded JSON body. DNS rebinding: a browser Origin on /mcp and /token must be loopback or configured
  * (origin.ts); while bound to loopback, Host must be a loopback or configured name too. The routes carry no
  * authentication (docs/protocol.md §5.9 leaves it open): the tools answer about certificates the caller passes or the
- * server holds, and reveal audit chains of the shared store, so exposing the port is a deployment decision.
+ * server holds, and reveal audit chains of the shared store, so exposing the port is a deployment decision. A
+ * bearer token sent to /mcp must still be one this server issued and still valid (401 `token_invalid`).
  * Errors leave as `{ error, detail? }` (core/errors.ts); bad input is never a 500.
  *
  * Its own Ed25519 key (server-key.ts) signs the bundles and the tokens; verifiers know it by `server_pk`.
@@ -27,7 +28,8 @@ import type { KeyPair } from '../../core/identity.js';
 import type { AuditStore } from '../../store/audit-store.js';
 import type { SessionLimits } from '../shared/session-table.js';
 import { createMcpHttpApp, originGate, silentLogger, type McpHttpLogger } from '../shared/mcp-http-app.js';
-import { createMcpTransports } from '../shared/mcp-transports.js';
+import { createBearerCheck } from '../shared/bearer.js';
+import { createMcpTransports, type McpTransports } from '../shared/mcp-transports.js';
 import { createChainBook, type ChainBook } from './chain-book.js';
 import { createComplianceClient, type ComplianceClient } from './compliance-client.js';
 import { DEFAULT_TOKEN_TTL_SECONDS, TOKEN_AUDIENCE, TOKEN_ISSUER } from './token.js';
@@ -81,6 +83,8 @@ export interface GovernanceServer {
   /** The server's public key (64 hex): the signer of bundles and the issuer key of tokens. */
   serverPk: string;
   tokens: TokenService;
+  /** Open MCP sessions and SSE streams, and the MCP POSTs being answered now. */
+  mcp: Pick<McpTransports, 'sessions' | 'inFlight'>;
   listen(port: number, host?: string): Promise<{ url: string; server: Server }>;
   close(): Promise<void>;
 }
@@ -130,6 +134,7 @@ export function createGovernanceServer(deps: GovernanceServerDeps): GovernanceSe
     onError: (error) => logger.error({ err: error }, 'closing an MCP session failed'),
     ...(deps.limits?.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: deps.limits.requestTimeoutMs }),
     sessionLimits: deps.sessionLimits,
+    realm: GOVERNANCE_SERVICE,
     serverInfo: { name: GOVERNANCE_SERVICE, version: GOVERNANCE_VERSION },
     capabilities: { tools: {} },
   });
@@ -137,8 +142,16 @@ export function createGovernanceServer(deps: GovernanceServerDeps): GovernanceSe
   const router = new Router();
   const allowedOrigins = deps.allowedOrigins ?? [];
   const mcpOrigin = originGate(allowedOrigins);
+  // The tools take no token into account, but a presented one must be a valid token of this server's own
+  // (RFC 6750: 401 invalid_token otherwise, never served as anonymous); a valid one binds the session it opens.
+  const bearer = createBearerCheck({
+    verifier: { issuerPk: deps.key.publicKey, issuer: TOKEN_ISSUER, audience: TOKEN_AUDIENCE },
+    required: false,
+    clock,
+    realm: GOVERNANCE_SERVICE,
+  });
   for (const method of ['post', 'get', 'delete', 'options'] as const) {
-    router[method]('/mcp', mcpOrigin, (ctx) => transports.streamable(ctx));
+    router[method]('/mcp', mcpOrigin, async (ctx) => transports.streamable(ctx, await bearer(ctx)));
   }
 
   router.get('/health', (ctx) => {
@@ -174,6 +187,7 @@ export function createGovernanceServer(deps: GovernanceServerDeps): GovernanceSe
     toolNames,
     serverPk: deps.key.publicKey,
     tokens,
+    mcp: { sessions: () => transports.sessions(), inFlight: () => transports.inFlight() },
     async listen(port, host = '127.0.0.1') {
       const listening = await http.listen(port, host);
       logger.info(

@@ -30,6 +30,12 @@
  * and `meta.jti` (the token); the tool's context keeps the server's agent as `agentPk` (the idn_* tools' "own
  * agent" is the chain they report on) and gets the token agent as `onBehalfOf`.
  *
+ * Anonymous callers (no bearer token) are the least trusted (docs/security.md §5): the tool policy judges their
+ * calls at the lowest tier (`provisioned`), not at the server agent's own, and their breadcrumbs carry
+ * `meta.anonymous: true`, which no trust score counts as an operation (core/trust-score.ts isOperation), so
+ * anonymous calls never raise the server agent's trust. A `principalOnly` tool (idn_roll_epoch, and POST
+ * /epoch/roll through `rollRefusal`) runs only for a token whose root principal is the server's own.
+ *
  * Authorization mappings (core/coaz-mapping.ts): after pre-flight passes, a tool declaring `coaz`
  * has its mapping evaluated with the call's params, the token's claims (null without one) and a CoazContext
  * describing the executing server: its agent key, the jurisdiction of the call's cell, its root principal,
@@ -57,6 +63,7 @@ import type {
   Violation,
   ViolationType,
 } from '../../core/breadcrumb-types.js';
+import { TRUST_TIERS } from '../../core/breadcrumb-types.js';
 import { checkCoazRequest, evaluateCoazMapping, type CoazContext } from '../../core/coaz-mapping.js';
 import { certificateHash, delegationChainRights, type DelegationCertificate } from '../../core/delegation-cert.js';
 import { ServiceError } from '../../core/errors.js';
@@ -75,6 +82,8 @@ import { onBehalfOf, type OnBehalf } from './session-auth.js';
 import { ToolError, type PerceptionTool } from './tool-def.js';
 
 export const RATE_WINDOW_MS = 3_600_000;
+/** The tier an anonymous caller is judged at by the tool policy: the lowest of the ladder. */
+const LEAST_TIER = TRUST_TIERS[0];
 
 /** A tool of any argument shape (each validates its own arguments with its own schema). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tool argument types are contravariant
@@ -127,6 +136,11 @@ export interface Auditor {
   readonly rights: ChainRights;
   /** Whether a call of `toolName` needs a human principal's approval (require_human_approval). */
   requiresApproval(toolName: string): boolean;
+  /**
+   * Why a caller may not roll the agent's epoch (null when it may): only a bearer token whose root principal
+   * (`idn_principal_pk`) is the human at the root of this server's own chain, the server's agent included.
+   */
+  rollRefusal(onBehalf: OnBehalf | null): string | null;
   /** Registers `tool` on `server`, wrapped: the one way a perception tool is exposed. */
   register<Shape extends z.ZodRawShape>(server: McpServer, tool: PerceptionTool<Shape>): void;
   /**
@@ -179,7 +193,16 @@ export function createAuditor(deps: AuditorDeps): Auditor {
   }
   const rights = delegationChainRights(deps.chain.length > 0 ? deps.chain : [deps.certificate]);
   const certHash = certificateHash(deps.certificate);
+  const rootPrincipal = deps.chain[0]?.principal_pk ?? deps.certificate.principal_pk;
   const lock = createLock();
+
+  function rollRefusal(onBehalf: OnBehalf | null): string | null {
+    if (onBehalf === null) {
+      return `rolling an epoch needs a bearer token of an agent delegated by this server's principal ${rootPrincipal}`;
+    }
+    if (onBehalf.claims.idn_principal_pk === rootPrincipal) return null;
+    return `the token's principal ${onBehalf.claims.idn_principal_pk} is not this server's principal ${rootPrincipal}: only its agents may roll an epoch`;
+  }
 
   // The chain tip as this process last wrote or read it; undefined = read it from the store.
   let tip: StoredBreadcrumb | null | undefined;
@@ -410,9 +433,22 @@ export function createAuditor(deps: AuditorDeps): Auditor {
     };
     const callMeta = {
       ...(blockCell === cell ? {} : { requested_cell: String(cell) }),
-      ...(onBehalf ? { on_behalf_of: onBehalf.agentPk, jti: onBehalf.jti } : {}),
+      ...(onBehalf ? { on_behalf_of: onBehalf.agentPk, jti: onBehalf.jti } : { anonymous: true }),
     };
     const behalfText = onBehalf ? ` (on behalf of ${onBehalf.agentPk})` : '';
+    if (tool.principalOnly === true) {
+      const refusal = rollRefusal(onBehalf);
+      if (refusal !== null) {
+        // The caller's standing, not the agent's conduct: no violation is stored.
+        return blockCall({
+          where,
+          args,
+          cell,
+          meta: { ...callMeta, refused: 'principal_only' },
+          message: `${tool.name} blocked: ${refusal}`,
+        });
+      }
+    }
 
     // Read before the check: nothing may await between the rate check and the count.
     const policy = deps.toolPolicy !== undefined && deps.toolPolicy.rules.length > 0 ? deps.toolPolicy : undefined;
@@ -427,14 +463,10 @@ export function createAuditor(deps: AuditorDeps): Auditor {
       cell,
       nowMs: startedAt,
       opsInLastHour: opsInWindow(startedAt),
-      // The tier of the agent the call is for: the token's claim on its behalf, else this server's own agent's.
+      // The tier of the agent the call is for: the token's claim on its behalf; an anonymous caller gets the
+      // least, never the server agent's own (which its calls could otherwise raise and then borrow).
       ...(policy !== undefined
-        ? {
-            policy: {
-              toolPolicy: policy,
-              agentTier: onBehalf?.claims.idn_trust_tier ?? state?.lastEpoch?.tier_at_close ?? 'provisioned',
-            },
-          }
+        ? { policy: { toolPolicy: policy, agentTier: onBehalf?.claims.idn_trust_tier ?? LEAST_TIER } }
         : {}),
     });
     if (pre.ok && onBehalf !== null && namedCell !== undefined && !cellCoveredBy(onBehalf.claims.idn_h3_cells, cell)) {
@@ -556,6 +588,7 @@ export function createAuditor(deps: AuditorDeps): Auditor {
     certificate: deps.certificate,
     rights,
     requiresApproval: (toolName) => requiresHumanApproval(deps.certificate, toolName, rights),
+    rollRefusal,
     register(server, tool) {
       server.registerTool(
         tool.name,

@@ -29,7 +29,9 @@
  * token of that agent, 401 without, 403 with another agent's), and the session's tool calls run on behalf of
  * that agent (audit.ts: the token's cells limit the call, breadcrumbs record `on_behalf_of` and `jti`, and the
  * chain is still the server's own, signed by its key). Without `tokenVerifier` a bearer token is refused (401)
- * rather than ignored, so a client never believes a call was limited by a token that was not checked.
+ * rather than ignored, so a client never believes a call was limited by a token that was not checked. A call
+ * without a token is anonymous: the least trusted tier, no operation of the agent (audit.ts). POST /epoch/roll
+ * (like idn_roll_epoch) needs a token of an agent of the server's own principal: 401 without, 403 otherwise.
  */
 import type { ToolPolicy } from '../../core/gates/tool-policy.js';
 import type { Server } from 'node:http';
@@ -51,13 +53,19 @@ import { checkPublicKey, type KeyPair } from '../../core/identity.js';
 import { describeZodIssue } from '../../core/zod-issue.js';
 import type { AuditStore } from '../../store/audit-store.js';
 import { BoundedSet } from '../../core/bounded-set.js';
-import { verifyIdnToken } from '../governance/token.js';
 import { createAuditor, type AnyPerceptionTool, type Auditor } from './audit.js';
 import type { BlockVerifier } from './block-verifier.js';
-import { authInfoOf } from './session-auth.js';
+import { onBehalfOf } from './session-auth.js';
 import type { SessionLimits } from '../shared/session-table.js';
 import { createMcpHttpApp, originGate, silentLogger, type McpHttpLogger } from '../shared/mcp-http-app.js';
-import { createMcpTransports, tokenError, type RequestAuth } from '../shared/mcp-transports.js';
+import {
+  createMcpTransports,
+  tokenError,
+  tokenForbidden,
+  type McpTransports,
+  type RequestAuth,
+} from '../shared/mcp-transports.js';
+import { createBearerCheck } from '../shared/bearer.js';
 import { createReportService, DEFAULT_REPORT_FROM, type ReportService } from './reports.js';
 import { createComplianceTools, registerReportUi } from './tools/compliance-tools.js';
 import { WEATHER_TEST_CELL } from './tools/weather.js';
@@ -124,6 +132,8 @@ export interface PerceptionServer {
   reports: ReportService;
   /** Every tool name, as /health and tools/list show them. */
   toolNames: string[];
+  /** Open MCP sessions and SSE streams, and the MCP POSTs being answered now. */
+  mcp: Pick<McpTransports, 'sessions' | 'inFlight'>;
   listen(port: number, host?: string): Promise<{ url: string; server: Server }>;
   close(): Promise<void>;
 }
@@ -219,28 +229,17 @@ export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionSe
     onError: (error) => logger.error({ err: error }, 'closing an MCP session failed'),
     ...(deps.limits?.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: deps.limits.requestTimeoutMs }),
     sessionLimits: deps.sessionLimits,
+    realm: PERCEPTION_SERVICE,
     serverInfo: { name: PERCEPTION_SERVICE, version: PERCEPTION_VERSION },
     capabilities: { tools: {}, resources: {} },
   });
 
-  /** The request's verified bearer token; null without one (unless required); throws 401 token_invalid. */
-  const bearer = async (ctx: Context): Promise<RequestAuth | null> => {
-    const header = ctx.get('authorization');
-    if (header === '') {
-      if (deps.requireToken === true) {
-        throw tokenError('a bearer token is required: Authorization: Bearer <token from the governance server>', false);
-      }
-      return null;
-    }
-    const match = /^Bearer +([^\s]+) *$/i.exec(header);
-    if (match === null) throw tokenError('the Authorization header must be "Bearer <token>"');
-    if (verifier === undefined)
-      throw tokenError('this server accepts no bearer tokens (no token issuer is configured)');
-    const raw = match[1] as string;
-    const verified = await verifyIdnToken(raw, { ...verifier, nowMs: clock() });
-    if (!verified.ok) throw tokenError(verified.detail);
-    return { agentPk: verified.value.idn_agent_pk, info: authInfoOf(raw, verified.value) };
-  };
+  const bearer = createBearerCheck({
+    verifier,
+    required: deps.requireToken === true,
+    clock,
+    realm: PERCEPTION_SERVICE,
+  });
 
   const router = new Router();
   const mcpOrigin = originGate(deps.allowedOrigins ?? []);
@@ -265,12 +264,21 @@ export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionSe
   });
 
   // The MCP routes' authorization for the plain HTTP ones: a sent token must verify, a required one be sent.
+  // The verified token (null without one) is left in ctx.state.auth.
   const authorized: Middleware = async (ctx, next) => {
-    await bearer(ctx);
+    ctx.state.auth = await bearer(ctx);
     await next();
   };
 
   router.post('/epoch/roll', authorized, async (ctx) => {
+    // Sealing the agent's chain is for its own principal's agents only (audit.ts mayRollEpoch), as idn_roll_epoch.
+    const onBehalf = onBehalfOf((ctx.state.auth as RequestAuth | null)?.info);
+    const refusal = auditor.rollRefusal(onBehalf);
+    if (refusal !== null) {
+      throw onBehalf === null
+        ? tokenError(refusal, false, PERCEPTION_SERVICE)
+        : tokenForbidden(refusal, PERCEPTION_SERVICE, 'delegation_invalid');
+    }
     const rolled = await reports.rollEpoch();
     if (rolled.ok) {
       ctx.body = rolled.value;
@@ -335,7 +343,12 @@ export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionSe
   if (deps.testRoutes === true) {
     router.get('/test/weather', authorized, async (ctx) => {
       if (weather === undefined) throw new ServiceError('tool_not_found', 'perception_weather is not configured');
-      const call = await auditor.call(weather, { h3_cell: WEATHER_TEST_CELL });
+      // On behalf of the token's agent when one was sent; anonymous otherwise (audit.ts).
+      const call = await auditor.call(
+        weather,
+        { h3_cell: WEATHER_TEST_CELL },
+        onBehalfOf((ctx.state.auth as RequestAuth | null)?.info),
+      );
       const text = call.result.content[0]?.type === 'text' ? call.result.content[0].text : '';
       if (call.outcome === 'blocked') throw new ServiceError('delegation_invalid', text);
       if (call.outcome !== 'ok') throw new ServiceError('upstream_unavailable', text);
@@ -357,6 +370,7 @@ export function createPerceptionServer(deps: PerceptionServerDeps): PerceptionSe
     auditor,
     reports,
     toolNames,
+    mcp: { sessions: () => transports.sessions(), inFlight: () => transports.inFlight() },
     async listen(port, host = '127.0.0.1') {
       const listening = await http.listen(port, host);
       logger.info({ url: listening.url, agent_pk: auditor.agentPk }, 'geofabric perception listening');

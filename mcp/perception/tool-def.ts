@@ -41,6 +41,8 @@ export interface PerceptionTool<Shape extends z.ZodRawShape = z.ZodRawShape> {
   meta?: Record<string, unknown>;
   /** CEL authorization mapping (core/coaz-mapping.ts), checked against the certificate before `run`. */
   coaz?: CoazMapping;
+  /** Runs only for a bearer token of the server's own principal (audit.ts rollRefusal): idn_roll_epoch. */
+  principalOnly?: boolean;
 }
 
 /** A failure the tool explains to the caller (an MCP result with `isError: true`), e.g. "not configured". */

@@ -25,19 +25,28 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   ClientRequestSchema,
   ErrorCode,
+  isJSONRPCErrorResponse,
   isJSONRPCRequest,
+  isJSONRPCResultResponse,
+  type RequestId,
   type ServerCapabilities,
 } from '@modelcontextprotocol/sdk/types.js';
 import { readJsonBody } from '../../api/json-body.js';
 import { ServiceError } from '../../core/errors.js';
-import { createStatelessShell, isStatelessRequest } from './stateless.js';
+import { createStatelessShell, envelopeProblem, isStatelessRequest } from './stateless.js';
 import { DEFAULT_SESSION_LIMITS, SessionTable, type SessionLimits, type TableEntry } from './session-table.js';
 
 /**
- * Streamable HTTP sessions live in a SessionTable (session-table.ts): bounded in all, per client address and
- * per principal, the least recently used idle one closed to make room, and any idle past `idleMs` closed (its
- * client may have gone without a DELETE; coming back it gets 404 and initializes again, as the MCP spec has
- * it). SSE sessions end with their stream; at `max` open streams a new one is refused.
+ * Streamable HTTP sessions and SSE streams each live in a SessionTable (session-table.ts): bounded in all, per
+ * client address and per principal, the least recently used idle one closed to make room, and any idle past
+ * `idleMs` closed (its client may have gone without a DELETE; coming back it gets 404 and initializes again, as
+ * the MCP spec has it; an SSE stream without a POST /message for that long is ended). An SSE session also ends
+ * with its stream.
+ *
+ * Every JSON-RPC request a server receives, on any transport, has a deadline (`deadlineMs`, answerByDeadline):
+ * past it the call is cancelled (its handler's signal aborts, its late answer is dropped) and the client is
+ * answered -32001. POSTs of one client address waiting on an MCP server at once are bounded
+ * (`inFlightPerClient`, 429 `rate_limit` past it), counted until their response closes.
  */
 const MAX_SWEEP_MS = 60_000;
 /** Largest JSON-RPC POST body: the SDK's own bound for SSE messages, now also for Streamable HTTP (which had none). */
@@ -58,37 +67,45 @@ interface Session extends TableEntry {
 /** An RFC 6750 `error_description`: a quoted string of printable ASCII, without quote or backslash. */
 const quoted = (text: string): string => `"${text.replace(/[^\x20-\x7e]|["\\]/g, "'")}"`;
 
+/** The RFC 6750 realm of a server's challenges: its service name. */
+export const DEFAULT_REALM = 'geofabric-perception';
+
 /**
  * 401 for a missing or unusable bearer token, with the RFC 6750 challenge the MCP authorization spec asks for:
  * `error="invalid_token"` and the reason as `error_description` when a token was presented.
  */
-export function tokenError(detail: string, presented = true): ServiceError {
+export function tokenError(detail: string, presented = true, realm = DEFAULT_REALM): ServiceError {
   const challenge = presented
-    ? `Bearer realm="geofabric-perception", error="invalid_token", error_description=${quoted(detail)}`
-    : 'Bearer realm="geofabric-perception"';
+    ? `Bearer realm="${realm}", error="invalid_token", error_description=${quoted(detail)}`
+    : `Bearer realm="${realm}"`;
   return new ServiceError('token_invalid', detail, { 'www-authenticate': challenge });
 }
 
 /** 403 for a valid token that may not do this (another agent's session): RFC 6750 insufficient_scope. */
-export function tokenForbidden(detail: string): ServiceError {
-  const challenge = `Bearer realm="geofabric-perception", error="insufficient_scope", error_description=${quoted(detail)}`;
-  return new ServiceError('token_agent_mismatch', detail, { 'www-authenticate': challenge });
+export function tokenForbidden(
+  detail: string,
+  realm = DEFAULT_REALM,
+  code: 'token_agent_mismatch' | 'delegation_invalid' = 'token_agent_mismatch',
+): ServiceError {
+  const challenge = `Bearer realm="${realm}", error="insufficient_scope", error_description=${quoted(detail)}`;
+  return new ServiceError(code, detail, { 'www-authenticate': challenge });
 }
 
 /** Refuses a request whose token does not match its session's binding. */
-function checkBinding(session: Session, auth: RequestAuth | null): void {
+function checkBinding(session: Session, auth: RequestAuth | null, realm: string): void {
   if (session.agentPk === null) {
     if (auth !== null) {
-      throw tokenForbidden('this MCP session was opened without a bearer token; open a new session to use one');
+      throw tokenForbidden('this MCP session was opened without a bearer token; open a new session to use one', realm);
     }
     return;
   }
   if (auth === null) {
-    throw tokenError(`this MCP session is bound to agent ${session.agentPk}: send its bearer token`, false);
+    throw tokenError(`this MCP session is bound to agent ${session.agentPk}: send its bearer token`, false, realm);
   }
   if (auth.agentPk !== session.agentPk) {
     throw tokenForbidden(
       `this MCP session is bound to agent ${session.agentPk}, not to the token's agent ${auth.agentPk}`,
+      realm,
     );
   }
 }
@@ -137,6 +154,52 @@ function answerInvalidParams(transport: Transport, onError?: (error: unknown) =>
   };
 }
 
+/**
+ * Gives every JSON-RPC request reaching `transport`'s server a deadline: when no answer has been sent for it
+ * within `deadlineMs`, the server gets a `notifications/cancelled` for it (the SDK aborts the handler's signal
+ * and drops its answer) and the client gets JSON-RPC -32001 instead, on the request's own stream. Wraps after
+ * connect, outermost, so it sees every request the SDK would handle.
+ */
+export function answerByDeadline(transport: Transport, deadlineMs: number, onError?: (error: unknown) => void): void {
+  const deliver = transport.onmessage;
+  if (deliver === undefined) return;
+  const send = transport.send.bind(transport);
+  const timers = new Map<RequestId, NodeJS.Timeout>();
+  const settle = (id: RequestId): void => {
+    clearTimeout(timers.get(id));
+    timers.delete(id);
+  };
+  transport.send = (message, options) => {
+    if ((isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined)
+      settle(message.id);
+    return send(message, options);
+  };
+  transport.onmessage = (message, extra) => {
+    if (isJSONRPCRequest(message)) {
+      const { id } = message;
+      settle(id);
+      const timer = setTimeout(() => {
+        timers.delete(id);
+        const reason = `no answer within ${deadlineMs / 1000} s`;
+        deliver({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } }, extra);
+        send(
+          { jsonrpc: '2.0', id, error: { code: ErrorCode.RequestTimeout, message: `Request timed out: ${reason}` } },
+          { relatedRequestId: id },
+        ).catch((error: unknown) => onError?.(error));
+      }, deadlineMs);
+      timer.unref();
+      timers.set(id, timer);
+    }
+    deliver(message, extra);
+  };
+  const onclose = transport.onclose;
+  transport.onclose = () => {
+    for (const timer of timers.values()) clearTimeout(timer);
+    timers.clear();
+    onclose?.();
+  };
+}
+
 export interface McpTransports {
   /** POST, GET and DELETE /mcp, with the request's verified bearer token (null without one). */
   streamable(ctx: Context, auth?: RequestAuth | null): Promise<void>;
@@ -145,8 +208,10 @@ export interface McpTransports {
   /** POST /message?sessionId=. */
   message(ctx: Context, auth?: RequestAuth | null): Promise<void>;
   sessions(): { streamable: number; sse: number };
+  /** POSTs being answered now (each until its response closes), over every client address. */
+  inFlight(): number;
   /** The bounds in force (session-table.ts). */
-  limits: SessionLimits;
+  limits: Required<SessionLimits>;
   /** Closes every session (ends open SSE streams). */
   close(): Promise<void>;
 }
@@ -161,23 +226,65 @@ export function createMcpTransports(deps: {
   /** What `server/discover` of the stateless revision (stateless.ts) says of the server. */
   serverInfo: { name: string; version: string };
   capabilities: ServerCapabilities;
+  /** The realm of its RFC 6750 challenges (default DEFAULT_REALM). */
+  realm?: string;
 }): McpTransports {
-  const limits = deps.sessionLimits ?? DEFAULT_SESSION_LIMITS;
+  const realm = deps.realm ?? DEFAULT_REALM;
+  const given = deps.sessionLimits ?? DEFAULT_SESSION_LIMITS;
+  const limits: Required<SessionLimits> = {
+    ...given,
+    deadlineMs: given.deadlineMs ?? DEFAULT_SESSION_LIMITS.deadlineMs,
+    inFlightPerClient: given.inFlightPerClient ?? DEFAULT_SESSION_LIMITS.inFlightPerClient,
+  };
+  /** What every server-side transport gets once connected: -32602 for bad params, then the deadline. */
+  const guard = (transport: Transport): void => {
+    answerInvalidParams(transport, deps.onError);
+    answerByDeadline(transport, limits.deadlineMs, deps.onError);
+  };
   const stateless = createStatelessShell({
     buildServer: deps.buildServer,
     serverInfo: deps.serverInfo,
     capabilities: deps.capabilities,
     ...(deps.onError === undefined ? {} : { onError: deps.onError }),
-    wrapTransport: (transport) => answerInvalidParams(transport, deps.onError),
+    wrapTransport: guard,
   });
   const postBody = (ctx: Context): Promise<unknown> =>
     ctx.method === 'POST' ? readJsonBody(ctx, MAX_MCP_BODY_BYTES, deps.requestTimeoutMs) : Promise.resolve(undefined);
   const streamable = new SessionTable<Session & { transport: StreamableHTTPServerTransport }>(limits);
-  const sse = new Map<string, Session & { transport: SSEServerTransport }>();
+  const sse = new SessionTable<Session & { transport: SSEServerTransport }>(limits);
 
   const closeQuietly = (server: McpServer) => server.close().catch((error: unknown) => deps.onError?.(error));
-  const sweep = setInterval(() => streamable.sweep(), Math.max(1000, Math.min(MAX_SWEEP_MS, limits.idleMs / 2)));
+  const sweep = setInterval(
+    () => {
+      streamable.sweep();
+      sse.sweep();
+    },
+    Math.max(1000, Math.min(MAX_SWEEP_MS, limits.idleMs / 2)),
+  );
   sweep.unref();
+
+  // POSTs waiting on an MCP server, per client address: each holds a slot until its response closes.
+  const inFlight = new Map<string, number>();
+  let inFlightTotal = 0;
+  const holdSlot = (ctx: Context): void => {
+    const client = ctx.ip;
+    const held = inFlight.get(client) ?? 0;
+    if (held >= limits.inFlightPerClient) {
+      throw new ServiceError(
+        'rate_limit',
+        `${held} MCP requests of this address are still being answered; retry when one is done`,
+        { 'retry-after': '1' },
+      );
+    }
+    inFlight.set(client, held + 1);
+    inFlightTotal += 1;
+    ctx.res.once('close', () => {
+      const left = (inFlight.get(client) ?? 1) - 1;
+      if (left > 0) inFlight.set(client, left);
+      else inFlight.delete(client);
+      inFlightTotal -= 1;
+    });
+  };
   /** Runs one request of a session (a GET stream while it stays open), which counts as busy meanwhile: never evicted. */
   const busy = async (session: Session, work: () => Promise<void>): Promise<void> => {
     session.inflight += 1;
@@ -193,6 +300,8 @@ export function createMcpTransports(deps: {
       const body = await postBody(ctx);
       // Revision 2026-07-28 and later: one self-contained request, no session (an Mcp-Session-Id is ignored).
       if (isStatelessRequest(body)) {
+        // A malformed envelope is answered at once (-32600); anything else waits on a server and holds a slot.
+        if (envelopeProblem(body) === undefined) holdSlot(ctx);
         const closed = new AbortController();
         const onClose = () => {
           if (!ctx.res.writableFinished) closed.abort();
@@ -217,7 +326,8 @@ export function createMcpTransports(deps: {
         const session = streamable.touch(sessionId);
         // 404 tells an MCP client its session is gone and it should initialize a new one.
         if (session === undefined) throw new ServiceError('not_found', 'unknown or closed MCP session');
-        checkBinding(session, auth);
+        checkBinding(session, auth, realm);
+        if (ctx.method === 'POST') holdSlot(ctx);
         await busy(session, async () => {
           ctx.respond = false;
           await session.transport.handleRequest(attach(ctx, auth), ctx.res, body);
@@ -227,6 +337,7 @@ export function createMcpTransports(deps: {
       if (ctx.method !== 'POST') {
         throw new ServiceError('invalid_request', 'an Mcp-Session-Id header is required; initialize with POST first');
       }
+      holdSlot(ctx);
       const client = ctx.ip;
       const principal = auth?.agentPk ?? null;
       if (!streamable.admit(client, principal)) {
@@ -255,7 +366,7 @@ export function createMcpTransports(deps: {
         if (transport.sessionId !== undefined) streamable.delete(transport.sessionId);
       };
       await server.connect(transport);
-      answerInvalidParams(transport, deps.onError);
+      guard(transport);
       ctx.respond = false;
       await transport.handleRequest(attach(ctx, auth), ctx.res, body);
       // Anything but a successful initialize leaves no session behind.
@@ -263,7 +374,13 @@ export function createMcpTransports(deps: {
     },
 
     async sse(ctx, auth = null) {
-      if (sse.size >= limits.max) throw new ServiceError('quota_exceeded', 'too many open MCP sessions');
+      const client = ctx.ip;
+      const principal = auth?.agentPk ?? null;
+      // As for Streamable sessions: the address's (or principal's, or anyone's) least recently used idle stream
+      // is ended to make room; refused only when every one under the bound is busy.
+      if (!sse.admit(client, principal)) {
+        throw new ServiceError('quota_exceeded', 'too many open MCP SSE streams, all of them busy: retry later');
+      }
       ctx.respond = false;
       const transport = new SSEServerTransport('/message', ctx.res);
       const server = deps.buildServer();
@@ -271,11 +388,11 @@ export function createMcpTransports(deps: {
       sse.set(id, {
         server,
         transport,
-        client: ctx.ip,
-        principal: auth?.agentPk ?? null,
+        client,
+        principal,
         lastSeen: Date.now(),
         inflight: 0,
-        agentPk: auth?.agentPk ?? null,
+        agentPk: principal,
         close: () => closeQuietly(server),
       });
       transport.onclose = () => {
@@ -285,21 +402,25 @@ export function createMcpTransports(deps: {
         if (sse.delete(id)) void closeQuietly(server);
       });
       await server.connect(transport); // writes the stream's headers and the `endpoint` event
-      answerInvalidParams(transport, deps.onError);
+      guard(transport);
     },
 
     async message(ctx, auth = null) {
       const id = typeof ctx.query.sessionId === 'string' ? ctx.query.sessionId : '';
       if (id === '') throw new ServiceError('invalid_request', 'the sessionId query parameter is required');
-      const session = sse.get(id);
+      const session = sse.touch(id);
       if (session === undefined) throw new ServiceError('not_found', 'unknown or closed SSE session');
-      checkBinding(session, auth);
+      checkBinding(session, auth, realm);
       const body = await postBody(ctx);
-      ctx.respond = false;
-      await session.transport.handlePostMessage(attach(ctx, auth), ctx.res, body);
+      holdSlot(ctx);
+      await busy(session, async () => {
+        ctx.respond = false;
+        await session.transport.handlePostMessage(attach(ctx, auth), ctx.res, body);
+      });
     },
 
     sessions: () => ({ streamable: streamable.size, sse: sse.size }),
+    inFlight: () => inFlightTotal,
     limits,
 
     async close() {

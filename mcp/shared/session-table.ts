@@ -16,14 +16,23 @@ export interface SessionLimits {
   perPrincipal: number;
   /** A session without a request for this long is closed. */
   idleMs: number;
+  /** A JSON-RPC request not answered within this is cancelled and answered -32001 (mcp-transports.ts). */
+  deadlineMs?: number;
+  /** POSTs of one client address being answered at once; past it 429 `rate_limit`. */
+  inFlightPerClient?: number;
 }
 
-/** MCP_MAX_SESSIONS, MCP_SESSIONS_PER_CLIENT, MCP_SESSIONS_PER_PRINCIPAL, MCP_SESSION_IDLE_SECONDS defaults. */
-export const DEFAULT_SESSION_LIMITS: SessionLimits = {
+/**
+ * MCP_MAX_SESSIONS, MCP_SESSIONS_PER_CLIENT, MCP_SESSIONS_PER_PRINCIPAL, MCP_SESSION_IDLE_SECONDS,
+ * MCP_REQUEST_DEADLINE_SECONDS and MCP_REQUESTS_IN_FLIGHT_PER_CLIENT defaults.
+ */
+export const DEFAULT_SESSION_LIMITS: Required<SessionLimits> = {
   max: 1000,
   perClient: 100,
   perPrincipal: 100,
   idleMs: 10 * 60_000,
+  deadlineMs: 60_000,
+  inFlightPerClient: 64,
 };
 
 export interface TableEntry {

@@ -17,6 +17,8 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import {
   ErrorCode,
+  isJSONRPCNotification,
+  isJSONRPCRequest,
   SUPPORTED_PROTOCOL_VERSIONS,
   type JSONRPCMessage,
   type ServerCapabilities,
@@ -54,11 +56,37 @@ type JsonObject = Record<string, unknown>;
 const isObject = (value: unknown): value is JsonObject =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** True when a POST body is a request of the stateless revision (its `_meta` names a protocol version). */
+/**
+ * True when a POST body is addressed to the stateless revision: a JSON object (never a batch: the revision has
+ * none, so an array goes to the session transport like any other) whose `params._meta` names a protocol
+ * version, `initialize` excepted. Its JSON-RPC envelope is judged next (envelopeProblem): what this
+ * recognises is answered, never left waiting.
+ */
 export function isStatelessRequest(body: unknown): body is JsonObject {
-  if (!isObject(body) || typeof body.method !== 'string' || body.method === 'initialize') return false;
+  if (!isObject(body) || body.method === 'initialize') return false;
   const params = body.params;
   return isObject(params) && isObject(params._meta) && params._meta[META_PROTOCOL_VERSION] !== undefined;
+}
+
+/** A JSON-RPC id MCP accepts: a string or an integer, never null (MCP 2025-11-25 "Requests"). */
+const isRequestId = (id: unknown): id is string | number =>
+  typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id));
+const ENVELOPE_MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params']);
+
+/**
+ * Why `body` is not a JSON-RPC 2.0 request or notification as MCP defines them, or undefined when it is one:
+ * `jsonrpc` exactly "2.0", `method` a string, `params` an object, `id` absent (a notification) or a string or
+ * integer, and no other member. The SDK drops any other message without an answer, so each of these is
+ * refused here (-32600) instead; the SDK's own schemas are the last word.
+ */
+export function envelopeProblem(body: JsonObject): string | undefined {
+  if (body.jsonrpc !== '2.0') return 'jsonrpc must be "2.0"';
+  if (typeof body.method !== 'string') return 'method must be a string';
+  if ('id' in body && !isRequestId(body.id)) return 'id must be a string or an integer (not null)';
+  const extra = Object.keys(body).find((key) => !ENVELOPE_MEMBERS.has(key));
+  if (extra !== undefined) return `unknown member ${JSON.stringify(extra)}`;
+  if (!('id' in body ? isJSONRPCRequest(body) : isJSONRPCNotification(body))) return 'not a JSON-RPC request';
+  return undefined;
 }
 
 export interface StatelessAnswer {
@@ -142,6 +170,16 @@ export function createStatelessShell(deps: {
 
   return {
     async answer(body, request) {
+      const problem = envelopeProblem(body);
+      if (problem !== undefined) {
+        // JSON-RPC 2.0 §5: the id of an Invalid Request is null when it cannot be read.
+        return error(
+          400,
+          isRequestId(body.id) ? body.id : null,
+          ErrorCode.InvalidRequest,
+          `Invalid Request: ${problem}`,
+        );
+      }
       const id = body.id;
       const method = body.method as string;
       const params = body.params as JsonObject;

@@ -5,6 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { TileConfig } from '../../activities/tiles/index.js';
 import { LOCATIONS_INSTRUCTION } from '../../activities/inference/locations.js';
 import { canonicalJson } from '../../core/canonical-json.js';
@@ -18,6 +21,7 @@ import { TILE_STYLES } from '../../core/tile-styles.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteJobStore } from '../../store/sqlite/job-store.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
+import { createSqliteRateLimitStore } from '../../store/sqlite/rate-limit-store.js';
 import { ROME_CELL } from '../helpers/cog-fixture.js';
 import {
   startFakeRuntime,
@@ -579,8 +583,13 @@ describe('compound jobs over HTTP (embedded runner, fake upstreams)', function (
         ) as T;
       const gw = await gateway({
         worker,
-        jobRunner: (compute) =>
-          createEmbeddedJobRunner({ steps: measured(compute.steps), jobs: measured(compute.jobs), waitMs: 10_000 }),
+        jobRunner: (compute, jobs) =>
+          createEmbeddedJobRunner({
+            steps: measured(compute.steps),
+            jobs: measured(compute.jobs),
+            store: jobs,
+            waitMs: 10_000,
+          }),
       });
       const signed = signJob(alice, {
         h3_cell: CELL,
@@ -808,6 +817,103 @@ describe('compound jobs over HTTP (embedded runner, fake upstreams)', function (
       assert.deepEqual(answers[1]!.body, answers[0]!.body);
       assert.deepEqual(answers[2]!.body, answers[0]!.body);
       assert.equal(worker.chats().length, 1);
+    });
+
+    it('runs a job sent at once to two gateways on one SQLite file once, every answer the same (WEB_CONCURRENCY)', async () => {
+      // Two gateway processes: each its own connection to one database file, its own runner and in-flight map.
+      const dir = mkdtempSync(join(tmpdir(), 'geofabric-claims-'));
+      const file = join(dir, 'geofabric.db');
+      const dbs = [openSqlite(file), openSqlite(file)];
+      const worker = await runtime(WORKER_MODEL, () => ({ content: 'once', delayMs: 300 }));
+      const node = generateKeyPair(); // WEB_CONCURRENCY: every process writes as the one node key
+      try {
+        const processes: Gateway[] = [];
+        for (const db of dbs) {
+          processes.push(
+            await gateway({
+              worker,
+              node,
+              jobs: createSqliteJobStore(db),
+              proofs: createSqliteProofStore(db),
+              rateLimits: createSqliteRateLimitStore(db),
+            }),
+          );
+        }
+        const signed = signJob(alice, inferenceJob('six at once'));
+        const answers = await Promise.all([0, 1, 2, 3, 4, 5].map((i) => submit(processes[i % 2]!, signed)));
+        for (const res of answers) assert.equal(res.status, 200, res.text);
+        assert.equal(worker.chats().length, 1, 'one runtime completion for the one job');
+        // The same body everywhere, up to the origin of verify_url (each gateway names its own).
+        const bodies = answers.map((res, i) => {
+          const job = res.body as Job;
+          const origin = processes[i % 2]!.url;
+          return { ...job, proof: { ...job.proof, verify_url: job.proof.verify_url.replace(origin, '') } };
+        });
+        for (const body of bodies) assert.deepEqual(body, bodies[0]);
+        assert.equal(bodies[0]!.status, 'complete');
+      } finally {
+        for (const gw of gateways.splice(0)) await gw.close();
+        for (const db of dbs) db.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('answers 504 job_timeout on the gateway that did not claim the job when it outlasts the wait, never running it', async () => {
+      const db = openSqlite(':memory:');
+      const jobs = createSqliteJobStore(db);
+      const worker = await runtime(WORKER_MODEL, () => ({ content: 'slow', delayMs: 800 }));
+      try {
+        const claimer = await gateway({ worker, jobs });
+        const other = await gateway({ worker, jobs, jobWaitMs: 200 });
+        const signed = signJob(alice, inferenceJob('who runs me?'));
+        const first = submit(claimer, signed);
+        await waitFor(
+          'the claim',
+          async () => (await jobs.get(expectedJobId(signed.headers['x-idn-signature']))) !== null,
+        );
+        const waited = await submit(other, signed);
+        assert.equal(waited.status, 504, waited.text);
+        assert.equal(errorOf(waited), 'job_timeout');
+        assert.equal((waited.body as { job_id: string }).job_id, expectedJobId(signed.headers['x-idn-signature']));
+        assert.equal((await first).status, 200);
+        assert.equal(worker.chats().length, 1);
+      } finally {
+        for (const gw of gateways.splice(0)) await gw.close();
+        db.close();
+      }
+    });
+
+    it('takes a job over when its run lapsed (its process died): a replay runs it once no lease was renewed for two leases', async () => {
+      const db = openSqlite(':memory:');
+      const jobs = createSqliteJobStore(db);
+      const rateLimits = createSqliteRateLimitStore(db);
+      let calls = 0;
+      const worker = await runtime(WORKER_MODEL, () =>
+        ++calls === 1 ? { content: 'lost with its process', delayMs: 1500 } : { content: 'taken over' },
+      );
+      const start = Date.now();
+      let later = start;
+      try {
+        // The claimer's clock stands still, as if its process had died: it renews no lease after its claim's window.
+        const claimer = await gateway({ worker, jobs, rateLimits, clock: () => start, jobLeaseMs: 1000 });
+        const other = await gateway({ worker, jobs, rateLimits, clock: () => later, jobLeaseMs: 1000 });
+        const signed = signJob(alice, inferenceJob('who finishes me?'));
+        const jobId = expectedJobId(signed.headers['x-idn-signature']);
+        const first = submit(claimer, signed);
+        await waitFor('the claimed run', async () => calls === 1 && (await jobs.get(jobId)) !== null);
+        later = start + 5000; // five leases on
+        const taken = await submit(other, signed);
+        assert.equal(taken.status, 200, taken.text);
+        assert.equal((taken.body as Job).steps[0]!.output.text, 'taken over');
+        assert.equal(calls, 2, 'run once more, by the replay that took it over');
+        // The lapsed run ends later and finds the job finished: the first finish stands.
+        await first;
+        const stored = await other.get(`/v1/compute/${jobId}`);
+        assert.equal((stored.body as Job).steps[0]!.output.text, 'taken over');
+      } finally {
+        for (const gw of gateways.splice(0)) await gw.close();
+        db.close();
+      }
     });
 
     it('runs a job failed for a transient reason again on replay, without re-running its completed steps', async () => {

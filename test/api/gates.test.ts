@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { DEFAULT_EPOCH_GENESIS_MS } from '../../core/epoch.js';
 import { generateKeyPair } from '../../core/identity.js';
+import { openSqlite } from '../../store/sqlite/open-database.js';
+import { createSqliteRateLimitStore } from '../../store/sqlite/rate-limit-store.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { certFor, certHeader, inferenceJob, signJob } from '../helpers/jobs.js';
 
@@ -255,6 +258,60 @@ describe('router gates over HTTP', () => {
       for (let i = 0; i < 3; i++) assert.equal((await send(first)).status, PASSED_ALL_GATES);
       assert.equal((await send(signJob(carol, inferenceJob('two')))).status, PASSED_ALL_GATES);
       assert.equal((await send(signJob(carol, inferenceJob('three')))).status, 429);
+    });
+
+    it('spends one op per signed request for the certificate lifetime: replays over two gateways and an hour boundary are free', async () => {
+      // Two gateway processes share one store; both read the same injected clock, one minute before an hour ends.
+      const HOUR = 3_600_000;
+      let now = DEFAULT_EPOCH_GENESIS_MS + 500_000 * HOUR + 59 * 60_000;
+      const db = openSqlite(':memory:');
+      const rateLimits = createSqliteRateLimitStore(db);
+      const gateways = [
+        await startGateway({ clock: () => now, rateLimits }),
+        await startGateway({ clock: () => now, rateLimits }),
+      ];
+      try {
+        const dave = generateKeyPair();
+        const cert = certHeader(certFor(human, dave.publicKey, { constraints: { max_ops_per_hour: 2 } }, now));
+        const send = (gw: TestGateway, job: ReturnType<typeof signJob>) =>
+          gw.post('/v1/compute', job.body, { ...job.headers, 'x-svc-delegation-cert': cert });
+        // No created_at: valid for as long as the certificate, and public in the job's receipt.
+        const replayed = signJob(dave, inferenceJob('replayed'));
+        for (const gw of [...gateways, ...gateways]) assert.equal((await send(gw, replayed)).status, PASSED_ALL_GATES);
+        assert.equal((await send(gateways[0]!, signJob(dave, inferenceJob('second')))).status, PASSED_ALL_GATES);
+        assert.equal((await send(gateways[1]!, signJob(dave, inferenceJob('third')))).status, 429);
+
+        now += 2 * 60_000; // the next hour: a fresh budget of 2, which the replays do not touch
+        for (const gw of [...gateways, ...gateways]) assert.equal((await send(gw, replayed)).status, PASSED_ALL_GATES);
+        assert.equal((await send(gateways[1]!, signJob(dave, inferenceJob('fourth')))).status, PASSED_ALL_GATES);
+        assert.equal((await send(gateways[0]!, signJob(dave, inferenceJob('fifth')))).status, PASSED_ALL_GATES);
+        const limited = await send(gateways[1]!, signJob(dave, inferenceJob('sixth')));
+        assert.equal(limited.status, 429);
+        assert.equal(reason(limited).error, 'rate_limit');
+      } finally {
+        for (const gw of gateways) await gw.close();
+        db.close();
+      }
+    });
+
+    it('counts a request refused for max_ops_per_hour when it is sent again in a later hour', async () => {
+      const HOUR = 3_600_000;
+      let now = DEFAULT_EPOCH_GENESIS_MS + 500_000 * HOUR + 30 * 60_000;
+      const clocked = await startGateway({ clock: () => now });
+      try {
+        const erin = generateKeyPair();
+        const cert = certHeader(certFor(human, erin.publicKey, { constraints: { max_ops_per_hour: 1 } }, now));
+        const send = (job: ReturnType<typeof signJob>) =>
+          clocked.post('/v1/compute', job.body, { ...job.headers, 'x-svc-delegation-cert': cert });
+        const refused = signJob(erin, inferenceJob('too many'));
+        assert.equal((await send(signJob(erin, inferenceJob('first')))).status, PASSED_ALL_GATES);
+        assert.equal((await send(refused)).status, 429);
+        now += HOUR;
+        assert.equal((await send(refused)).status, PASSED_ALL_GATES, 'counted now, in its own hour');
+        assert.equal((await send(signJob(erin, inferenceJob('another')))).status, 429);
+      } finally {
+        await clocked.close();
+      }
     });
 
     it('requires a certificate when REQUIRE_DELEGATION is on', async () => {

@@ -235,6 +235,104 @@ describe('imagery over HTTP: scenes, process, upstream failures', () => {
     });
   });
 
+  describe('cached and bounded per client (docs/security.md §9)', () => {
+    const window = { date_from: '2026-02-01', date_to: '2026-02-28' };
+    const BANDS = ['rome-red.tif', 'rome-nir.tif', 'rome-scl.tif'];
+    /** Responses the COG files got (range or whole) so far. */
+    const cogReads = () =>
+      BANDS.reduce((sum, name) => {
+        const stats = catalog.stac.fileStats(name);
+        return sum + stats.rangeResponses + stats.fullResponses;
+      }, 0);
+    beforeEach(() => {
+      catalog.stac.items = [catalog.item('S2A_0210', 10, catalog.romeAssets(), { 'eo:cloud_cover': 3, ...SHARES })];
+    });
+
+    it('answers an identical request, and a window that finds the same scene, without reading the COGs again', async () => {
+      const before = cogReads();
+      const first = await gw.post('/v1/imagery/process', { operation: 'ndvi', h3_cell: ROME_CELL, ...window });
+      assert.equal(first.status, 200, first.text);
+      const read = cogReads();
+      assert.ok(read > before, 'the first run read the bands');
+      const again = await gw.post('/v1/imagery/process', { operation: 'ndvi', h3_cell: ROME_CELL, ...window });
+      assert.equal(again.status, 200, again.text);
+      const wider = await gw.post('/v1/imagery/process', {
+        operation: 'ndvi',
+        h3_cell: ROME_CELL,
+        date_from: '2026-01-15',
+        date_to: '2026-02-28',
+      });
+      assert.equal(wider.status, 200, wider.text);
+      assert.equal(cogReads(), read, 'no COG request after the first run');
+      type Processed = { result: Record<string, unknown>; cost: number };
+      for (const res of [again, wider]) {
+        assert.deepEqual((res.body as Processed).result, (first.body as Processed).result);
+        assert.equal((res.body as Processed).cost, (first.body as Processed).cost);
+      }
+      // Another scene is another computation.
+      catalog.stac.items.push(catalog.item('S2B_0220', 20, catalog.romeAssets(), { 'eo:cloud_cover': 1 }));
+      const newer = await gw.post('/v1/imagery/process', { operation: 'ndvi', h3_cell: ROME_CELL, ...window });
+      assert.equal((newer.body as Processed).result.sceneId, 'S2B_0220');
+      assert.ok(cogReads() > read);
+    });
+
+    it('keeps no answer made after a failed read: the next request reads the pixels', async () => {
+      const red = catalog.stac.files.get('rome-red.tif')!;
+      catalog.stac.files.delete('rome-red.tif');
+      try {
+        const failed = await gw.post('/v1/imagery/process', { operation: 'ndvi', h3_cell: ROME_CELL, ...window });
+        assert.equal((failed.body as { result: { method: string } }).result.method, 'metadata', failed.text);
+      } finally {
+        catalog.stac.files.set('rome-red.tif', red);
+      }
+      const read = await gw.post('/v1/imagery/process', { operation: 'ndvi', h3_cell: ROME_CELL, ...window });
+      assert.equal((read.body as { result: { method: string } }).result.method, 'pixels', read.text);
+    });
+
+    it('refuses a run beyond the concurrent bound of a client with 429 rate_limit and retry-after', async () => {
+      const bounded = await startGateway({
+        clock: () => TEST_NOW,
+        imagery: { stacUrl: catalog.stac.url, timeoutMs: 10_000 },
+        config: { imageryBounds: { concurrentPerClient: 2, perMinutePerClient: 0 } },
+      });
+      try {
+        catalog.stac.faults.searchDelayMs = 1000; // each run waits on the catalog
+        const run = () => bounded.post('/v1/imagery/process', { operation: 'ndvi', h3_cell: ROME_CELL, ...window });
+        const running = [run(), bounded.get(`/v1/imagery/ndvi?cell=${ROME_CELL}&from=2026-02-01&to=2026-02-28`)];
+        // Both are under way once the catalog has their searches.
+        while (catalog.stac.searches.length < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+        const refused = await run();
+        assert.equal(refused.status, 429, refused.text);
+        assert.equal((refused.body as ErrorBody).error, 'rate_limit');
+        assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+        for (const res of await Promise.all(running)) assert.equal(res.status, 200, res.text);
+        delete catalog.stac.faults.searchDelayMs;
+        assert.equal((await run()).status, 200, 'a slot is free again');
+      } finally {
+        await bounded.close();
+      }
+    });
+
+    it('refuses runs beyond the per-minute bound of a client with 429 rate_limit and retry-after', async () => {
+      const bounded = await startGateway({
+        clock: () => TEST_NOW,
+        imagery: { stacUrl: catalog.stac.url, timeoutMs: 1000 },
+        config: { imageryBounds: { concurrentPerClient: 2, perMinutePerClient: 6 } }, // 2 at once
+      });
+      try {
+        const run = () => bounded.post('/v1/imagery/process', { operation: 'ndvi', h3_cell: ROME_CELL, ...window });
+        assert.equal((await run()).status, 200);
+        assert.equal((await run()).status, 200);
+        const refused = await run();
+        assert.equal(refused.status, 429, refused.text);
+        assert.equal((refused.body as ErrorBody).error, 'rate_limit');
+        assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+      } finally {
+        await bounded.close();
+      }
+    });
+  });
+
   describe('upstream failures', () => {
     const get = () => gw.get(`/v1/imagery/scenes?cell=${ROME_CELL}`);
 

@@ -17,7 +17,7 @@
  * The governance server's POST /token (signed by the agent) gets the same treatment.
  */
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { issueCertificate, type DelegationCertificate } from '../../core/delegation-cert.js';
 import { ERROR_STATUS, type ErrorCode } from '../../core/errors.js';
 import { requestSigningMessage, signRequestBody } from '../../core/gates/signature.js';
@@ -361,6 +361,7 @@ describe('signed requests: tampering, key swaps and replays', function () {
   // A blob's id is the SHA-256 of its text: the path follows the body, so only the signature can tell.
   const blobId = (body: Body) => createHash('sha256').update(String(body.text), 'utf8').digest('hex');
   const blobTexts = ['"blob zero"', '"blob one"'];
+  const blobStep = { job_id: randomUUID(), step_id: 'big' };
   const blob: SignedRoute = {
     name: 'PUT /store/blobs/:sha256',
     method: 'PUT',
@@ -368,8 +369,23 @@ describe('signed requests: tampering, key swaps and replays', function () {
     setup: async () => {
       const signed = sign(alice, registration(0));
       assert.equal((await sendSigned(register, signed)).status, 201);
+      // The step the worker uploads for: a running job's (docs/protocol.md §11.4); claiming it again changes nothing.
+      await gw.jobs.claim({
+        version: 1,
+        job_id: blobStep.job_id,
+        status: 'running',
+        requester_pk: mallory.publicKey,
+        h3_cell: DEVICE_CELL,
+        epoch: epochAt(now),
+        step_types: ['inference'],
+        request_hash: '0'.repeat(64),
+        created_at: iso(now),
+        updated_at: iso(now),
+        response: null,
+        request: { body: { steps: [{ id: blobStep.step_id, type: 'inference' }] }, delegation_chain: null },
+      });
     },
-    body: (variant) => ({ text: blobTexts[variant], created_at: iso(now) }),
+    body: (variant) => ({ text: blobTexts[variant], ...blobStep, created_at: iso(now) }),
     topLevel: (body) => {
       body.text = '"another blob"';
     },

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { createStepActivities, type StepActivities } from '../../activities/compute/step-activities.js';
 import { createGatewayBlobStore } from '../../activities/swarm-client/gateway-blob-store.js';
@@ -11,8 +11,15 @@ import {
 import { createEmbeddedJobRunner } from '../../api/job-runner.js';
 import { canonicalJson } from '../../core/canonical-json.js';
 import { generateKeyPair, type KeyPair } from '../../core/identity.js';
+import type { JobRecord } from '../../core/job-record.js';
+import type { BlobOwner } from '../../store/blob-store.js';
 import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
 import { startGateway } from '../helpers/gateway.js';
+import { DEFAULT_BLOB_UPLOAD_LIMITS } from '../../api/routes/store-blobs.js';
+import { openSqlite } from '../../store/sqlite/open-database.js';
+import { createSqliteBlobStore } from '../../store/sqlite/blob-store.js';
+import { createSqliteJobStore } from '../../store/sqlite/job-store.js';
+import { createSqliteRateLimitStore } from '../../store/sqlite/rate-limit-store.js';
 import { signJob } from '../helpers/jobs.js';
 
 type Gateway = Awaited<ReturnType<typeof startGateway>>;
@@ -53,9 +60,36 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
   const clientOf = (gw: Gateway, key: KeyPair) =>
     createGatewayClient({ gatewayUrl: gw.url, signer: key, timeoutMs: 10_000 });
   const register = (gw: Gateway, key: KeyPair) => clientOf(gw, key).register(declaration);
-  /** A signed upload of `text` under `id`, as the worker's client sends it. */
-  const upload = (gw: Gateway, key: KeyPair, id: string, text: string, extra: Record<string, unknown> = {}) => {
-    const signed = signJob(key, { text, created_at: new Date().toISOString(), ...extra });
+  /** A job step running on `gw` (claimed in its job store as POST /v1/compute claims it): what a worker holds. */
+  const runningStep = async (gw: Gateway, stepId = 'big'): Promise<BlobOwner> => {
+    const at = new Date().toISOString();
+    const job: JobRecord = {
+      version: 1,
+      job_id: randomUUID(),
+      status: 'running',
+      requester_pk: generateKeyPair().publicKey,
+      h3_cell: CELL,
+      epoch: 1,
+      step_types: ['inference'],
+      request_hash: sha256('request'),
+      created_at: at,
+      updated_at: at,
+      response: null,
+      request: { body: { steps: [{ id: stepId, type: 'inference' }] }, delegation_chain: null },
+    };
+    await gw.jobs.claim(job);
+    return { job_id: job.job_id, step_id: stepId };
+  };
+  /** A signed upload of `text` under `id` for `step`, as the worker's client sends it. */
+  const upload = (
+    gw: Gateway,
+    key: KeyPair,
+    id: string,
+    text: string,
+    step: BlobOwner,
+    extra: Record<string, unknown> = {},
+  ) => {
+    const signed = signJob(key, { text, ...step, created_at: new Date().toISOString(), ...extra });
     return {
       signed,
       send: () => gw.request('PUT', `/store/blobs/${id}`, { body: signed.body, headers: signed.headers }),
@@ -74,9 +108,10 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
     it("stores a registered worker's blob once under its SHA-256; the same upload again answers the same", async () => {
       const gw = await gateway();
       await register(gw, worker);
+      const step = await runningStep(gw);
       const text = canonicalJson({ rows: Array.from({ length: 2000 }, (_, i) => ({ i, name: `row ${i}` })) });
       const id = sha256(text);
-      const first = upload(gw, worker, id, text);
+      const first = upload(gw, worker, id, text, step);
       const res = await first.send();
       assert.equal(res.status, 200, res.text);
       assert.deepEqual(res.body, { sha256: id, bytes: Buffer.byteLength(text) });
@@ -85,7 +120,7 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
       // A replay of the very same signed request, and a fresh upload of the same blob: both harmless.
       const replay = await first.send();
       assert.equal(replay.status, 200, replay.text);
-      const again = await upload(gw, worker, id, text).send();
+      const again = await upload(gw, worker, id, text, step).send();
       assert.equal(again.status, 200, again.text);
       assert.deepEqual(again.body, res.body);
       assert.equal((await gw.blobs.get([id])).get(id), text);
@@ -94,9 +129,10 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
     it('refuses a text whose SHA-256 is not the path id with 400 invalid_request, storing nothing', async () => {
       const gw = await gateway();
       await register(gw, worker);
+      const step = await runningStep(gw);
       const text = canonicalJson('the real text');
       const squatted = sha256(canonicalJson('another text'));
-      const res = await upload(gw, worker, squatted, text).send();
+      const res = await upload(gw, worker, squatted, text, step).send();
       assert.equal(res.status, 400, res.text);
       assert.equal(errorOf(res), 'invalid_request');
       assert.match((res.body as ErrorBody).detail ?? '', /SHA-256/);
@@ -106,12 +142,13 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
     it('refuses a text that is not canonical JSON, and a path that is not a SHA-256, with 400', async () => {
       const gw = await gateway();
       await register(gw, worker);
+      const step = await runningStep(gw);
       const loose = '{ "b": 1, "a": 2 }';
-      const notCanonical = await upload(gw, worker, sha256(loose), loose).send();
+      const notCanonical = await upload(gw, worker, sha256(loose), loose, step).send();
       assert.equal(notCanonical.status, 400, notCanonical.text);
       assert.equal(errorOf(notCanonical), 'invalid_request');
       assert.match((notCanonical.body as ErrorBody).detail ?? '', /canonical/);
-      const badId = await upload(gw, worker, 'ABC', canonicalJson('x')).send();
+      const badId = await upload(gw, worker, 'ABC', canonicalJson('x'), step).send();
       assert.equal(badId.status, 400, badId.text);
       assert.equal(errorOf(badId), 'invalid_request');
       assert.equal((await gw.blobs.get([sha256(loose)])).size, 0);
@@ -119,14 +156,15 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
 
     it('refuses an unregistered key (403 writer_not_allowed) and a bad or missing signature (401)', async () => {
       const gw = await gateway();
+      const step = await runningStep(gw);
       const text = canonicalJson('some output');
       const id = sha256(text);
-      const stranger = await upload(gw, worker, id, text).send();
+      const stranger = await upload(gw, worker, id, text, step).send();
       assert.equal(stranger.status, 403, stranger.text);
       assert.equal(errorOf(stranger), 'writer_not_allowed');
 
       await register(gw, worker);
-      const { signed } = upload(gw, worker, id, text);
+      const { signed } = upload(gw, worker, id, text, step);
       const tampered = await gw.request('PUT', `/store/blobs/${id}`, {
         body: { ...signed.body, text: canonicalJson('other') },
         headers: signed.headers,
@@ -136,12 +174,75 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
       const unsigned = await gw.request('PUT', `/store/blobs/${id}`, { body: signed.body });
       assert.equal(unsigned.status, 401, unsigned.text);
       assert.equal(errorOf(unsigned), 'signature_required');
-      const stale = await upload(gw, worker, id, text, {
+      const stale = await upload(gw, worker, id, text, step, {
         created_at: new Date(Date.now() - 600_000).toISOString(),
       }).send();
       assert.equal(stale.status, 401, stale.text);
       assert.equal(errorOf(stale), 'stale_request');
       assert.equal((await gw.blobs.get([id])).size, 0, 'nothing stored by any of them');
+    });
+
+    it('refuses an upload for no step the worker may be running: no job named (400), no running job or step (403)', async () => {
+      const gw = await gateway();
+      await register(gw, worker);
+      const text = canonicalJson({ junk: 'y'.repeat(20_000) });
+      const id = sha256(text);
+      // A registered key storing a blob nothing refers to, as any key could until now.
+      const bare = signJob(worker, { text, created_at: new Date().toISOString() });
+      const unreferenced = await gw.request('PUT', `/store/blobs/${id}`, { body: bare.body, headers: bare.headers });
+      assert.equal(unreferenced.status, 400, unreferenced.text);
+      assert.equal(errorOf(unreferenced), 'invalid_request');
+
+      const running = await runningStep(gw, 'big');
+      const finished = await runningStep(gw, 'done');
+      const stored = (await gw.jobs.get(finished.job_id))!;
+      await gw.jobs.finish({
+        ...stored,
+        status: 'failed',
+        response: { job_id: stored.job_id, status: 'failed' } as unknown as JobRecord['response'],
+      });
+      for (const step of [
+        { job_id: randomUUID(), step_id: 'big' }, // no such job
+        { job_id: running.job_id, step_id: 'other' }, // no such step
+        finished, // the job is over
+      ]) {
+        const res = await upload(gw, worker, id, text, step).send();
+        assert.equal(res.status, 403, res.text);
+        assert.equal(errorOf(res), 'writer_not_allowed');
+      }
+      assert.equal((await gw.blobs.get([id])).size, 0, 'nothing stored');
+      assert.equal((await upload(gw, worker, id, text, running).send()).status, 200, 'its own running step: stored');
+    });
+
+    it('keeps at most blobsPerStep distinct blobs per step, counted once over two gateways (413 past it)', async () => {
+      const db = openSqlite(':memory:');
+      const shared = {
+        jobs: createSqliteJobStore(db),
+        blobs: createSqliteBlobStore(db),
+        rateLimits: createSqliteRateLimitStore(db),
+        config: { blobUploads: { ...DEFAULT_BLOB_UPLOAD_LIMITS, blobsPerStep: 2 } },
+      };
+      try {
+        const [one, two] = [await gateway(shared), await gateway(shared)];
+        await register(one!, worker);
+        await register(two!, worker);
+        const step = await runningStep(one!);
+        const [a, b, c] = ['a', 'b', 'c'].map((x) => canonicalJson(x.repeat(20_000)));
+        assert.equal((await upload(one!, worker, sha256(a!), a!, step).send()).status, 200);
+        assert.equal((await upload(two!, worker, sha256(b!), b!, step).send()).status, 200);
+        // A retried attempt sends its blobs again: no new blob, nothing counted.
+        assert.equal((await upload(two!, worker, sha256(a!), a!, step).send()).status, 200);
+        const third = await upload(one!, worker, sha256(c!), c!, step).send();
+        assert.equal(third.status, 413, third.text);
+        assert.equal(errorOf(third), 'payload_too_large');
+        assert.equal((await one!.blobs.get([sha256(c!)])).size, 0);
+        // Another step has its own bound.
+        const other = await runningStep(two!, 'next');
+        assert.equal((await upload(two!, worker, sha256(c!), c!, other).send()).status, 200);
+      } finally {
+        for (const gw of gateways.splice(0)) await gw.close();
+        db.close();
+      }
     });
 
     it('refuses a blob over the bound, and a body over its bound, with 413 payload_too_large', async () => {
@@ -150,22 +251,23 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
         config: { blobUploads: { maxBytes, itemsPerHour: 100, bytesPerHour: 1024 * 1024 * 1024 } },
       });
       await register(gw, worker);
+      const step = await runningStep(gw);
       // Within the body bound (a JSON string of it), over the blob bound.
       const over = canonicalJson('x'.repeat(maxBytes));
-      const res = await upload(gw, worker, sha256(over), over).send();
+      const res = await upload(gw, worker, sha256(over), over, step).send();
       assert.equal(res.status, 413, res.text);
       assert.equal(errorOf(res), 'payload_too_large');
       assert.match((res.body as ErrorBody).detail ?? '', /the blob is \d+ bytes/);
       // Over the body bound itself: refused before the body is read whole.
       const huge = canonicalJson('"'.repeat(maxBytes * 2));
-      const body = await upload(gw, worker, sha256(huge), huge).send();
+      const body = await upload(gw, worker, sha256(huge), huge, step).send();
       assert.equal(body.status, 413, body.text);
       assert.equal(errorOf(body), 'payload_too_large');
       assert.match((body.body as ErrorBody).detail ?? '', /the request body exceeds/);
       assert.equal((await gw.blobs.get([sha256(over), sha256(huge)])).size, 0);
       // Exactly at the bound passes.
       const fits = canonicalJson('y'.repeat(maxBytes - 2));
-      const ok = await upload(gw, worker, sha256(fits), fits).send();
+      const ok = await upload(gw, worker, sha256(fits), fits, step).send();
       assert.equal(ok.status, 200, ok.text);
     });
 
@@ -174,19 +276,20 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
         config: { blobUploads: { maxBytes: 1024 * 1024, itemsPerHour: 2, bytesPerHour: 1024 * 1024 } },
       });
       await register(gw, worker);
+      const step = await runningStep(gw);
       for (const n of [1, 2]) {
         const text = canonicalJson(`blob ${n}`);
-        assert.equal((await upload(gw, worker, sha256(text), text).send()).status, 200);
+        assert.equal((await upload(gw, worker, sha256(text), text, step).send()).status, 200);
       }
       const third = canonicalJson('blob 3');
-      const res = await upload(gw, worker, sha256(third), third).send();
+      const res = await upload(gw, worker, sha256(third), third, step).send();
       assert.equal(res.status, 429, res.text);
       assert.equal(errorOf(res), 'quota_exceeded');
       assert.ok(Number(res.headers.get('retry-after')) >= 1);
       // Another worker has its own quota.
       const other = generateKeyPair();
       await register(gw, other);
-      assert.equal((await upload(gw, other, sha256(third), third).send()).status, 200);
+      assert.equal((await upload(gw, other, sha256(third), third, step).send()).status, 200);
     });
 
     it('is in the API reference, signed, with its documented codes', async () => {
@@ -217,7 +320,7 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
       const thrown: unknown[] = [];
       const gw = await gateway({
         swarm: { workerRuntimeUrl: runtime.url, workerModels: [WORKER_MODEL] },
-        jobRunner: (compute) =>
+        jobRunner: (compute, jobs) =>
           createEmbeddedJobRunner({
             steps: {
               ...compute.steps,
@@ -233,6 +336,7 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
               },
             },
             jobs: compute.jobs,
+            store: jobs,
             waitMs: 10_000,
             retryDelayMs: 10,
           }),
@@ -311,6 +415,7 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
         },
       });
       await register(gw, worker);
+      const step = await runningStep(gw);
       const texts = ['a', 'b'].map((c) => canonicalJson(c.repeat(30 * 1024)));
       const client = clientOf(gw, worker);
       const refusals: string[] = [];
@@ -324,7 +429,7 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
           }
         },
       });
-      await store.put(new Map(texts.map((t) => [sha256(t), t])));
+      await store.put(new Map(texts.map((t) => [sha256(t), t])), step);
       assert.ok(refusals.length >= 1, 'the budget was spent at least once');
       assert.ok(
         refusals.every((code) => code === 'rate_limit'),
@@ -339,13 +444,14 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
         config: { blobUploads: { maxBytes: 1024, itemsPerHour: 100, bytesPerHour: 1024 * 1024 } },
       });
       await register(gw, worker);
+      const step = await runningStep(gw);
       const store = createGatewayBlobStore(clientOf(gw, worker));
       const small = canonicalJson('fits');
-      await store.put(new Map([[sha256(small), small]]));
+      await store.put(new Map([[sha256(small), small]]), step);
       assert.equal((await gw.blobs.get([sha256(small)])).get(sha256(small)), small);
 
       const large = canonicalJson('L'.repeat(2000));
-      await assert.rejects(store.put(new Map([[sha256(large), large]])), (error: unknown) => {
+      await assert.rejects(store.put(new Map([[sha256(large), large]]), step), (error: unknown) => {
         assert.ok(error instanceof ApplicationFailure);
         assert.equal(error.type, 'payload_too_large');
         assert.equal(error.nonRetryable, true);
@@ -355,7 +461,7 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
       const down = createGatewayBlobStore(
         createGatewayClient({ gatewayUrl: 'http://127.0.0.1:1', signer: worker, timeoutMs: 2_000 }),
       );
-      await assert.rejects(down.put(new Map([[sha256(small), small]])), (error: unknown) => {
+      await assert.rejects(down.put(new Map([[sha256(small), small]]), step), (error: unknown) => {
         assert.ok(error instanceof ApplicationFailure);
         assert.equal(error.type, 'gateway_unreachable');
         assert.equal(error.nonRetryable, false);

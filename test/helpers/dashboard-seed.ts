@@ -18,6 +18,7 @@ import { createWeatherTool } from '../../mcp/perception/tools/weather.js';
 import { createSqliteAuditStore } from '../../store/sqlite/audit-store.js';
 import { openSqlite, type SqliteDatabase } from '../../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
+import { agentToken, tokenVerifierOf } from './agent-token.js';
 import { startFakeRuntime, type FakeRuntime } from './fake-openai-runtime.js';
 import { startGateway } from './gateway.js';
 import { signJob } from './jobs.js';
@@ -198,6 +199,7 @@ async function startPerception(): Promise<{ url: string; agent: KeyPair; close()
   const store = createSqliteAuditStore(auditDb);
   const agent = generateKeyPair();
   const human = generateKeyPair();
+  const issuer = generateKeyPair();
   const now = Date.now();
   const cert = issueCertificate(human.secretKey, {
     agent_pk: agent.publicKey,
@@ -214,13 +216,16 @@ async function startPerception(): Promise<{ url: string; agent: KeyPair; close()
     chain: [cert],
     principalLocal: false,
     testRoutes: true,
+    tokenVerifier: tokenVerifierOf(issuer),
     tools: [
       createWeatherTool({ weatherUrl: meteo.url, timeoutMs: 2000, userAgent: 'geofabric-test', clock: Date.now }),
     ],
   });
   const { url } = await server.listen(0, '127.0.0.1');
+  // Under the agent's own token: anonymous calls count as no operation.
+  const authorization = `Bearer ${await agentToken({ issuer, chain: [cert], nowMs: now })}`;
   for (let i = 0; i < 2; i++) {
-    const res = await fetch(`${url}/test/weather`);
+    const res = await fetch(`${url}/test/weather`, { headers: { authorization } });
     if (!res.ok) throw new Error(`perception /test/weather failed: ${res.status} ${await res.text()}`);
   }
   return {

@@ -81,10 +81,12 @@ export async function startGateway(
     blobs?: BlobStore;
     /** Task queue names (Temporal runs): the gateway's routing must name the queues its workers poll. */
     naming?: QueueNaming;
-    /** Another JobRunner (Temporal) built from the gateway's activities; default: embedded. */
-    jobRunner?: (compute: ComputeActivities) => JobRunner;
+    /** Another JobRunner (Temporal) built from the gateway's activities and job store; default: embedded. */
+    jobRunner?: (compute: ComputeActivities, jobs: JobStore) => JobRunner;
     /** How long POST /v1/compute waits before job_timeout (embedded default 10 s). */
     jobWaitMs?: number;
+    /** The embedded runner's lease (api/job-runner.ts JOB_LEASE_MS). */
+    jobLeaseMs?: number;
     /** The credit ledger; default: SQLite in the gateway's in-memory database. */
     ledger?: LedgerStore;
     /** The relay's share of a routed step (RELAY_FEE_PERCENT / 100); default core/pricing.ts RELAY_FEE_SHARE. */
@@ -220,12 +222,16 @@ export async function startGateway(
     ...(options.answers ? { onAnswer: options.answers.deliver } : {}),
   });
   const jobRunner =
-    options.jobRunner?.(compute) ??
+    options.jobRunner?.(compute, jobs) ??
     createEmbeddedJobRunner({
       steps: compute.steps,
       jobs: compute.jobs,
+      store: jobs,
       waitMs: options.jobWaitMs ?? 10_000,
       retryDelayMs: 10,
+      leases: rateLimits,
+      clock,
+      ...(options.jobLeaseMs === undefined ? {} : { leaseMs: options.jobLeaseMs }),
     });
   const app = createApp({
     config,

@@ -30,6 +30,7 @@ import { createWeatherTool } from '../../mcp/perception/tools/weather.js';
 import type { AuditStore } from '../../store/audit-store.js';
 import { createSqliteAuditStore } from '../../store/sqlite/audit-store.js';
 import { openSqlite, type SqliteDatabase } from '../../store/sqlite/open-database.js';
+import { agentToken, tokenVerifierOf } from '../helpers/agent-token.js';
 import { startOpenMeteoServer, type OpenMeteoServer } from '../helpers/open-meteo-server.js';
 
 /** The error code of a refusal: `error` of `{error, detail}`, or `error.data.reason` of the JSON-RPC body MCP routes answer. */
@@ -111,6 +112,11 @@ describe('governance server (MCP)', function () {
   let tmp: string;
   const servers: GovernanceServer[] = [];
   const clients: Client[] = [];
+  /** Issues the perception agent's own tokens: only calls under a token count, and only they may roll. */
+  const tokenIssuer = generateKeyPair();
+  const agentAuth = async () => ({
+    authorization: `Bearer ${await agentToken({ issuer: tokenIssuer, chain, nowMs: now })}`,
+  });
 
   before(async () => {
     meteo = await startOpenMeteoServer();
@@ -132,6 +138,7 @@ describe('governance server (MCP)', function () {
       chain,
       principalLocal: false,
       clock,
+      tokenVerifier: tokenVerifierOf(tokenIssuer),
       tools: [
         createWeatherTool({ weatherUrl: meteo.url, timeoutMs: 2000, userAgent: 'geofabric-test', clock }),
         createEmbedTool(),
@@ -223,7 +230,8 @@ describe('governance server (MCP)', function () {
   /** Perception calls through the official client: real breadcrumbs, epochs and violations in the store. */
   async function perceptionCalls(cells: string[]): Promise<void> {
     const client = new Client({ name: 'perception-test', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${perceptionUrl}/mcp`)));
+    const requestInit = { headers: await agentAuth() };
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${perceptionUrl}/mcp`), { requestInit }));
     clients.push(client);
     for (const cell of cells) {
       await client.callTool({ name: 'perception_weather', arguments: { h3_cell: cell } });
@@ -231,7 +239,7 @@ describe('governance server (MCP)', function () {
     }
   }
   async function rollEpoch(): Promise<void> {
-    const res = await fetch(`${perceptionUrl}/epoch/roll`, { method: 'POST' });
+    const res = await fetch(`${perceptionUrl}/epoch/roll`, { method: 'POST', headers: await agentAuth() });
     assert.equal(res.status, 200, await res.text());
   }
 

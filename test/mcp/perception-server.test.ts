@@ -30,6 +30,7 @@ import type { ToolPolicy } from '../../core/gates/tool-policy.js';
 import { startClassifyServer, type ClassifyServer } from '../helpers/classify-server.js';
 import { startOpenMeteoServer, type OpenMeteoServer } from '../helpers/open-meteo-server.js';
 import { sentinelItem, startStacServer, type StacServer } from '../helpers/stac-server.js';
+import { agentToken, tokenVerifierOf } from '../helpers/agent-token.js';
 import { examplePolicy } from '../helpers/tool-policy.js';
 
 const NOW = Date.parse('2026-03-01T12:00:00Z');
@@ -62,8 +63,13 @@ interface Harness {
   chain: DelegationCertificate[];
   get(path: string, headers?: Record<string, string>): Promise<Json>;
   post(path: string, body?: unknown, headers?: Record<string, string>): Promise<Json>;
-  /** A connected MCP client over Streamable HTTP (default) or SSE; closed with the harness. */
-  client(transport?: 'streamable' | 'sse'): Promise<Client>;
+  /**
+   * A connected MCP client over Streamable HTTP (default) or SSE; closed with the harness. Anonymous, or with
+   * `token` the server agent's own bearer token: only calls under a token count as operations and may roll.
+   */
+  client(transport?: 'streamable' | 'sse', options?: { token?: boolean }): Promise<Client>;
+  /** The Authorization header of a fresh token of the server's own agent. */
+  auth(): Promise<Record<string, string>>;
   close(): Promise<void>;
 }
 
@@ -90,6 +96,7 @@ describe('perception server (MCP)', function () {
   let store: AuditStore;
   let now: number;
   const harnesses: Harness[] = [];
+  const governance = generateKeyPair();
 
   before(async () => {
     [meteo, classify, stac] = await Promise.all([startOpenMeteoServer(), startClassifyServer(), startStacServer()]);
@@ -156,6 +163,7 @@ describe('perception server (MCP)', function () {
       allowedOrigins: options.allowedOrigins ?? [],
       knownChains: options.knownChains ?? [],
       testRoutes: true,
+      tokenVerifier: tokenVerifierOf(governance),
       ...(options.toolPolicy ? { toolPolicy: options.toolPolicy } : {}),
       tools: [
         createWeatherTool({ weatherUrl: meteo.url, timeoutMs: 2000, userAgent: 'geofabric-test', clock }),
@@ -168,6 +176,9 @@ describe('perception server (MCP)', function () {
     });
     const { url } = await server.listen(0, '127.0.0.1');
     const clients: Client[] = [];
+    const auth = async () => ({
+      authorization: `Bearer ${await agentToken({ issuer: governance, chain: [cert], nowMs: now })}`,
+    });
     const request = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
       const res = await fetch(`${url}${path}`, {
         method,
@@ -184,12 +195,14 @@ describe('perception server (MCP)', function () {
       chain: [cert],
       get: (path, headers) => request('GET', path, undefined, headers),
       post: (path, body, headers) => request('POST', path, body, headers),
-      async client(kind = 'streamable') {
+      auth,
+      async client(kind = 'streamable', options = {}) {
         const client = new Client({ name: 'perception-test', version: '1.0.0' });
+        const requestInit = { headers: options.token === true ? await auth() : {} };
         await client.connect(
           kind === 'sse'
-            ? new SSEClientTransport(new URL(`${url}/sse`))
-            : new StreamableHTTPClientTransport(new URL(`${url}/mcp`)),
+            ? new SSEClientTransport(new URL(`${url}/sse`), { requestInit })
+            : new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit }),
         );
         clients.push(client);
         return client;
@@ -327,7 +340,7 @@ describe('perception server (MCP)', function () {
 
     it('the idn_* tools report, score, verify and roll the agent chain', async () => {
       const h = await start();
-      const client = await h.client('sse');
+      const client = await h.client('sse', { token: true });
       ok(await client.callTool({ name: 'perception_weather', arguments: { h3_cell: CELL } }));
       ok(await client.callTool({ name: 'perception_weather', arguments: { h3_cell: INSIDE } }));
 
@@ -381,7 +394,7 @@ describe('perception server (MCP)', function () {
     it('an empty idn_roll_epoch is a tool error with the protocol message', async () => {
       const h = await start();
       // The roll runs before its own breadcrumb (block 0) is written: there is nothing to roll.
-      const client = await h.client();
+      const client = await h.client('streamable', { token: true });
       const empty = toolError(await client.callTool({ name: 'idn_roll_epoch', arguments: {} }));
       assert.match(empty, /EPOCH: no blocks to roll since block_index 0/);
     });
@@ -567,7 +580,7 @@ describe('perception server (MCP)', function () {
 
     it('detects a block edited in the store and names it', async () => {
       const h = await start();
-      const client = await h.client();
+      const client = await h.client('streamable', { token: true });
       for (let i = 0; i < 4; i++)
         ok(await client.callTool({ name: 'perception_weather', arguments: { h3_cell: CELL } }));
       const row = db
@@ -600,10 +613,10 @@ describe('perception server (MCP)', function () {
 
     it('rolls every block since the last epoch, then answers the empty roll with HTTP 500', async () => {
       const h = await start();
-      const client = await h.client();
+      const client = await h.client('streamable', { token: true });
       for (let i = 0; i < 3; i++)
         ok(await client.callTool({ name: 'perception_weather', arguments: { h3_cell: CELL } }));
-      const first = await h.post('/epoch/roll');
+      const first = await h.post('/epoch/roll', undefined, await h.auth());
       assert.equal(first.status, 200);
       assert.deepEqual(Object.keys(first.body).sort(), [
         'block_count',
@@ -626,12 +639,12 @@ describe('perception server (MCP)', function () {
         [true, 0, 3, 0, 2],
       );
       assert.equal(first.body.tier_at_close, 'provisioned');
-      const second = await h.post('/epoch/roll');
+      const second = await h.post('/epoch/roll', undefined, await h.auth());
       assert.equal(second.status, 500);
       assert.deepEqual(second.body, { error: 'EPOCH: no blocks to roll since block_index 3' });
 
       ok(await client.callTool({ name: 'perception_weather', arguments: { h3_cell: CELL } }));
-      const third = await h.post('/epoch/roll');
+      const third = await h.post('/epoch/roll', undefined, await h.auth());
       assert.deepEqual([third.body.epoch_index, third.body.start_block, third.body.end_block], [1, 3, 3]);
       const rep = await report(h);
       assert.deepEqual(
@@ -667,8 +680,8 @@ describe('perception server (MCP)', function () {
     it('reports on two agents whose chains share the store, each from its own blocks', async () => {
       const alice = await start();
       const bob = await start({ agent: generateKeyPair() });
-      const aliceClient = await alice.client();
-      const bobClient = await bob.client('sse');
+      const aliceClient = await alice.client('streamable', { token: true });
+      const bobClient = await bob.client('sse', { token: true });
       for (let i = 0; i < 3; i++)
         ok(await aliceClient.callTool({ name: 'perception_weather', arguments: { h3_cell: CELL } }));
       ok(await bobClient.callTool({ name: 'perception_fetch_tile', arguments: { h3_cell: INSIDE } }));
@@ -711,7 +724,7 @@ describe('perception server (MCP)', function () {
 
     it('reports a period, anchored on the block before it, and refuses bad dates', async () => {
       const h = await start();
-      const client = await h.client();
+      const client = await h.client('streamable', { token: true });
       for (let i = 0; i < 4; i++) {
         ok(await client.callTool({ name: 'perception_weather', arguments: { h3_cell: CELL } }));
         now += 60_000;
@@ -739,7 +752,7 @@ describe('perception server (MCP)', function () {
       const h = await start({
         constraints: { allowed_tools: [...DEFAULT_ALLOWED_TOOLS], require_human_approval: true },
       });
-      const client = await h.client();
+      const client = await h.client('streamable', { token: true });
       ok(await client.callTool({ name: 'perception_weather', arguments: { h3_cell: CELL } }));
       ok(await client.callTool({ name: 'perception_weather', arguments: { h3_cell: CELL } }));
       const approval = (signer: KeyPair, block_index: number, principal_pk = signer.publicKey) => {

@@ -53,8 +53,7 @@ function text(result: unknown): string {
   return (content as { text: string }).text;
 }
 
-function agentChain(agent: KeyPair, cells: string[]): DelegationCertificate[] {
-  const human = generateKeyPair();
+function agentChain(agent: KeyPair, cells: string[], human = generateKeyPair()): DelegationCertificate[] {
   return [
     issueCertificate(human.secretKey, {
       agent_pk: agent.publicKey,
@@ -95,10 +94,10 @@ describe('perception server with agent tokens', function () {
 
   async function token(
     agent: KeyPair,
-    options: { key?: KeyPair; nowMs?: number; ttlSeconds?: number; cells?: string[] } = {},
+    options: { key?: KeyPair; nowMs?: number; ttlSeconds?: number; cells?: string[]; principal?: KeyPair } = {},
   ) {
     const claims = buildIdnTokenClaims({
-      chain: agentChain(agent, options.cells ?? [AGENT_CELL]),
+      chain: agentChain(agent, options.cells ?? [AGENT_CELL], options.principal),
       trustTier: 'observed',
       epochIndex: 0,
       chainTipHash: GENESIS_CHAIN_TIP,
@@ -177,7 +176,7 @@ describe('perception server with agent tokens', function () {
         : {};
       return { status: res.status, body, challenge: res.headers.get('www-authenticate') };
     };
-    return { url, agent, server, connect, initialize };
+    return { url, agent, human, server, connect, initialize };
   }
 
   const blocks = async (agentPk: string) =>
@@ -301,11 +300,15 @@ describe('perception server with agent tokens', function () {
       assert.equal(meteo.requests.length, 0);
       assert.deepEqual(await store.blocks(h.agent.publicKey), [], 'no anonymous call left a breadcrumb');
       assert.deepEqual(await store.epochs(h.agent.publicKey), []);
-      // With a token they answer.
-      const { token: bearer } = await token(agentA);
+      // With a token they answer (/test/weather on behalf of its agent, whose cells must hold the test city).
+      const { token: bearer } = await token(agentA, { cells: [CELL] });
       const authorization = `Bearer ${bearer}`;
       assert.equal((await fetch(`${h.url}/test/weather`, { headers: { authorization } })).status, 200);
-      assert.equal((await fetch(`${h.url}/epoch/roll`, { method: 'POST', headers: { authorization } })).status, 200);
+      // Rolling needs more: an agent of the server's own principal (403 for agentA's).
+      assert.equal((await fetch(`${h.url}/epoch/roll`, { method: 'POST', headers: { authorization } })).status, 403);
+      const own = `Bearer ${(await token(agentB, { principal: h.human })).token}`;
+      const rolled = await fetch(`${h.url}/epoch/roll`, { method: 'POST', headers: { authorization: own } });
+      assert.equal(rolled.status, 200);
       assert.equal((await fetch(`${h.url}/compliance`, { headers: { authorization } })).status, 200);
       // /health stays open for liveness probes.
       assert.equal((await fetch(`${h.url}/health`)).status, 200);
@@ -559,7 +562,8 @@ describe('perception server with agent tokens', function () {
       const first = await client.callTool({ name: 'test_tool', arguments: { h3_cell: CELL } });
       assert.notEqual(first.isError, true, text(first));
       assert.equal((await client.callTool({ name: 'test_tool', arguments: { h3_cell: CELL } })).isError, undefined);
-      const roll = await fetch(`${h.url}/epoch/roll`, { method: 'POST' });
+      const own = `Bearer ${(await token(agentB, { principal: h.human })).token}`;
+      const roll = await fetch(`${h.url}/epoch/roll`, { method: 'POST', headers: { authorization: own } });
       assert.equal(roll.status, 200);
       const after = await client.callTool({ name: 'test_tool', arguments: { h3_cell: CELL } });
       assert.equal(after.isError, true);

@@ -1,7 +1,8 @@
 /**
  * Trust that means something, through the MCP SDK client against a running perception server: only calls
  * that did their work count as operations, a repeated epoch roll has nothing to roll, and the trust score is
- * answered from totals kept as blocks are appended (the store is asked only for blocks not yet counted).
+ * answered from totals kept as blocks are appended (the store is asked only for blocks not yet counted). The
+ * client calls under a token of the server's own agent: anonymous calls earn nothing and cannot roll.
  */
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -19,6 +20,7 @@ import { createWeatherTool } from '../../mcp/perception/tools/weather.js';
 import type { AuditStore, BlockRange } from '../../store/audit-store.js';
 import { createSqliteAuditStore } from '../../store/sqlite/audit-store.js';
 import { openSqlite, type SqliteDatabase } from '../../store/sqlite/open-database.js';
+import { agentToken, tokenVerifierOf } from '../helpers/agent-token.js';
 import { startOpenMeteoServer, type OpenMeteoServer } from '../helpers/open-meteo-server.js';
 
 const CELL = DEFAULT_PERCEPTION_CELL;
@@ -42,6 +44,11 @@ describe('perception trust (operations, epoch rolls, maintained totals)', () => 
   let agent: KeyPair;
   let chain: DelegationCertificate[];
   const running: { server: PerceptionServer; client: Client; url: string }[] = [];
+  const governance = generateKeyPair();
+  /** The Authorization header of a token of the server's own agent. */
+  const auth = async () => ({
+    authorization: `Bearer ${await agentToken({ issuer: governance, chain, nowMs: NOW })}`,
+  });
 
   before(async () => {
     meteo = await startOpenMeteoServer();
@@ -89,6 +96,7 @@ describe('perception trust (operations, epoch rolls, maintained totals)', () => 
       chain,
       principalLocal: false,
       clock,
+      tokenVerifier: tokenVerifierOf(governance),
       tools: [
         createWeatherTool({ weatherUrl: meteo.url, timeoutMs: 2000, userAgent: 'geofabric-test', clock }),
         createClassifyTool({ classifyUrl: undefined, timeoutMs: 2000 }),
@@ -97,7 +105,8 @@ describe('perception trust (operations, epoch rolls, maintained totals)', () => 
     });
     const { url } = await server.listen(0, '127.0.0.1');
     const client = new Client({ name: 'trust-test', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`)));
+    const requestInit = { headers: await auth() };
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit }));
     const started = { server, client, url };
     running.push(started);
     return started;
@@ -145,7 +154,7 @@ describe('perception trust (operations, epoch rolls, maintained totals)', () => 
       assert.equal(again.isError, true);
       assert.match(text(again), /epoch_empty.*EPOCH: no blocks to roll since block_index 1/);
     }
-    const http = await fetch(`${started.url}/epoch/roll`, { method: 'POST' });
+    const http = await fetch(`${started.url}/epoch/roll`, { method: 'POST', headers: await auth() });
     assert.equal(http.status, 500);
     assert.deepEqual(await http.json(), { error: 'EPOCH: no blocks to roll since block_index 1' });
     assert.equal((await store.epochs(agent.publicKey)).length, 1);

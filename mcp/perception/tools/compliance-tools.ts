@@ -79,9 +79,11 @@ export function createComplianceTools(deps: { reports: ReportService }): AnyPerc
     title: 'Roll unrolled breadcrumbs into an epoch',
     description:
       "Seals every breadcrumb since this agent's last epoch into a new signed epoch (Merkle root over the block " +
-      'hashes, epoch hash, tier at close). Fails when there is nothing to roll.',
+      "hashes, epoch hash, tier at close). Needs a bearer token of an agent of this server's own principal. " +
+      'Fails when there is nothing to roll.',
     inputSchema: noArgs,
     facet: COMPLIANCE_FACET,
+    principalOnly: true,
     async run() {
       const rolled = await reports.rollEpoch();
       if (!rolled.ok) throw new ToolError('epoch_empty', rolled.message);
