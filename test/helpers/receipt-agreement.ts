@@ -9,7 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cellToChildren, cellToParent, getRes0Cells, latLngToCell } from 'h3-js';
+import { cellToChildren, cellToParent, getPentagons, getRes0Cells, getResolution, latLngToCell } from 'h3-js';
 import { canonicalJson } from '../../core/canonical-json.js';
 import { certificateSigningString } from '../../core/delegation-cert.js';
 import { signRequestBody } from '../../core/gates/signature.js';
@@ -304,17 +304,29 @@ export function coreVerdict(c: AgreementCase): { ok: boolean; failed_check?: str
   return verdict.ok ? { ok: true } : { ok: false, failed_check: verdict.failedCheck! };
 }
 
-/** Strings for the H3 cell check: valid cells of every resolution and each with one hex digit changed. */
+/**
+ * Strings for the H3 cell check: valid cells of every resolution (pentagons and their children among them) and
+ * each with one hex digit changed (which often makes the deleted k-axis subsequence of a pentagon).
+ */
 export function cellSamples(seed = AGREEMENT_SEED, count = 400): { text: string; valid: boolean }[] {
   const random = seededRandom(seed);
-  const out: string[] = [...getRes0Cells().slice(0, 8)];
-  while (out.length < count) {
-    const cell = latLngToCell(random() * 170 - 85, random() * 360 - 180, Math.floor(random() * 16));
-    out.push(cell);
-    const i = Math.floor(random() * 15);
-    out.push(cell.slice(0, i) + '0123456789abcdef'[Math.floor(random() * 16)] + cell.slice(i + 1));
+  const int = (n: number) => Math.floor(random() * n);
+  const cells: string[] = [...getRes0Cells().slice(0, 8)];
+  for (let res = 1; res <= 15; res += 2) cells.push(...getPentagons(res).slice(0, 3));
+  while (cells.length < count / 2) {
+    const base =
+      random() < 0.3
+        ? getPentagons(int(16))[int(12)]!
+        : latLngToCell(random() * 170 - 85, random() * 360 - 180, int(16));
+    cells.push(
+      getResolution(base) < 15 && random() < 0.5 ? cellToChildren(base, getResolution(base) + 1)[int(5)]! : base,
+    );
   }
-  return out.map((text) => ({ text, valid: isCell(text) }));
+  const edited = cells.map((cell) => {
+    const i = int(15);
+    return cell.slice(0, i) + '0123456789abcdef'[int(16)] + cell.slice(i + 1);
+  });
+  return [...cells, ...edited].map((text) => ({ text, valid: isCell(text) }));
 }
 
 /** Strings for the timestamp readers: RFC 3339 texts, a third with one edge value, and what core makes of them. */
