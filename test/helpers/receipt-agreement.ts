@@ -17,8 +17,9 @@ import { sha256Hex } from '../../core/hash.js';
 import { isCell } from '../../core/h3-cell.js';
 import { keyPairFromSecret, signMessage } from '../../core/identity.js';
 import type { ProofRecord, Seal } from '../../core/proof-types.js';
-import { timestampMs, verifyReceipt, type JobReceipt } from '../../core/receipt.js';
+import { FUSION_RECOMPUTED, timestampMs, verifyReceipt, type JobReceipt } from '../../core/receipt.js';
 import { sealHash } from '../../core/seal.js';
+import { fuseReadings, type FusionReading } from '../../core/sensor-fusion.js';
 import { signReading } from '../../core/telemetry.js';
 import {
   CONFORMANCE_NODE,
@@ -36,7 +37,7 @@ type Obj = Record<string, unknown>;
 
 /** The seed and size of the corpus the unit suite and the Python client's tests run (bounded: a few seconds). */
 export const AGREEMENT_SEED = 20261129;
-export const AGREEMENT_MUTATIONS = 120;
+export const AGREEMENT_MUTATIONS = 100;
 
 /** RFC 8032 §7.1 test 1 (the human principal of the conformance receipts) and test 2 (their requester). */
 const HUMAN = keyPairFromSecret('9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60');
@@ -368,4 +369,42 @@ export function timestampSamples(seed = AGREEMENT_SEED, count = 400): { text: st
     const ms = timestampMs(text);
     return { text, ms: Number.isFinite(ms) ? ms : null };
   });
+}
+
+/**
+ * Reading sets for the fusion arithmetic (core/sensor-fusion.ts), with core's numbers: up to 40 readings of up to
+ * 9 devices of up to 5 principals, decimal values with ties, duplicates and outliers, so every verifier's
+ * recomputation must agree bit for bit (value, mean, stderr, counts, Merkle root).
+ */
+export function fusionSamples(
+  seed = AGREEMENT_SEED,
+  count = 200,
+): { readings: FusionReading[]; fused: Record<string, unknown> }[] {
+  const random = seededRandom(seed);
+  const int = (n: number) => Math.floor(random() * n);
+  const hex = (n: number) => Array.from({ length: n }, () => '0123456789abcdef'[int(16)]).join('');
+  const keys = Array.from({ length: 9 }, () => hex(64));
+  const samples = [];
+  for (let n = 0; n < count; n++) {
+    const devices = 1 + int(9);
+    const principals = 1 + int(5);
+    const readings: FusionReading[] = Array.from({ length: 1 + int(40) }, () => {
+      const d = int(devices);
+      const digits = int(4);
+      const value =
+        random() < 0.1
+          ? int(2001)
+          : Math.round((random() * (random() < 0.1 ? 2000 : 40) + 5) * 10 ** digits) / 10 ** digits;
+      return {
+        device_pk: keys[d]!,
+        principal_pk: keys[d % principals]!,
+        value: random() < 0.05 ? 0 : value,
+        record_id: `telemetry:${hex(64)}`,
+        record_hash: hex(64),
+      };
+    });
+    const result = fuseReadings(readings) as unknown as Record<string, unknown>;
+    samples.push({ readings, fused: Object.fromEntries(FUSION_RECOMPUTED.map((k) => [k, result[k]])) });
+  }
+  return samples;
 }

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from geofabric_client import verify_receipt
-from geofabric_client.shapes import is_cell, timestamp_ms
+from geofabric_client.shapes import fuse, is_cell, timestamp_ms
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -62,3 +62,17 @@ def test_h3_cells_and_timestamps_read_as_the_server_core_reads_them(corpus):
     for sample in corpus["timestamps"]:
         ms = timestamp_ms(sample["text"])
         assert (None if math.isnan(ms) else ms) == sample["ms"], sample
+
+
+def _code_units(text):
+    return text.encode("utf-16-be", "surrogatepass")
+
+
+def test_the_fusion_arithmetic_gives_the_server_core_numbers_bit_for_bit(corpus):
+    assert len(corpus["fusions"]) > 100
+    for sample in corpus["fusions"]:
+        readings = sample["readings"]
+        # The Merkle root stands for the order of the record hashes it is built over (checked whole above).
+        order = [r["record_hash"] for r in sorted(readings, key=lambda r: _code_units(r["record_id"]))]
+        fused = fuse(readings, lambda hashes: ",".join(hashes))
+        assert fused == {**sample["fused"], "merkle_root": ",".join(order)}, readings
