@@ -28,6 +28,8 @@
  * before it): the scheduler of workflow runs started before critical-path scheduling, kept so their
  * histories replay (workflows/compute-job.ts).
  */
+import { canonicalJson, CanonicalJsonError } from './canonical-json.js';
+import { ServiceError } from './errors.js';
 import { dependenciesOf, type JobPlan, type StepType } from './job-plan.js';
 import type { StepResult } from './job-record.js';
 import { fromCreditUnits, toCreditUnits } from './credits.js';
@@ -86,12 +88,33 @@ export interface ScheduleOptions {
   barrier?: boolean;
 }
 
+/**
+ * A step whose output has no canonical JSON (a non-finite number, a cycle) fails as `step_failed`, charging nothing:
+ * the job's record could not bind its output hash, and finishing the job would throw instead of failing it.
+ */
+function checkedOutputs(runStep: RunStep): RunStep {
+  return (step, dependencyOutputs) =>
+    runStep(step, dependencyOutputs).then((run) => {
+      try {
+        canonicalJson(run.output);
+      } catch (error) {
+        if (!(error instanceof CanonicalJsonError)) throw error;
+        throw new ServiceError(
+          'step_failed',
+          `step "${step.id}" answered an output without canonical JSON (${error.message}); nothing was charged`,
+        );
+      }
+      return run;
+    });
+}
+
 export async function runSchedule(
   input: ScheduleInput,
-  runStep: RunStep,
+  unchecked: RunStep,
   describe: DescribeError,
   options: ScheduleOptions = {},
 ): Promise<ScheduleResult> {
+  const runStep = checkedOutputs(unchecked);
   if (options.barrier) return runLevels(input, runStep, describe);
   const results = new Map<string, StepResult>();
   const book = budgetBook(input, results);
