@@ -64,6 +64,7 @@ export type ReceiptCheckName =
   | 'job_record'
   | 'job_hash'
   | 'step_outputs'
+  | 'job_answer'
   | 'step_records'
   | 'fusion_inputs'
   | 'inclusion'
@@ -81,6 +82,7 @@ export const RECEIPT_CHECKS: readonly ReceiptCheckName[] = [
   'job_record',
   'job_hash',
   'step_outputs',
+  'job_answer',
   'step_records',
   'fusion_inputs',
   'inclusion',
@@ -152,6 +154,7 @@ export function verifyReceipt(value: unknown, options: VerifyReceiptOptions = {}
   add('job_record', () => jobRecordCheck(receipt, jobEntry));
   add('job_hash', () => jobHashCheck(receipt, body, payload));
   add('step_outputs', () => stepOutputs(receipt, body, payload));
+  add('job_answer', () => jobAnswer(receipt, jobEntry, payload));
   add('step_records', () => stepRecords(receipt, payload, allowPending));
   add('fusion_inputs', () => fusionInputs(receipt, jobEntry, allowPending));
   add('inclusion', () => inclusion(receipt, jobEntry, options.sealerPk));
@@ -356,6 +359,82 @@ function stepOutputs(receipt: JobReceipt, body: Obj, payload: Obj | null): Outco
       return bad(`step ${step.id}: the output does not hash to the recorded output_hash`);
   }
   return ok(`${answered.length} step outputs match their recorded hashes`);
+}
+
+/** The fields a job answer and its steps may carry (docs/protocol.md §2.3): any other is bound by nothing. */
+const ANSWER_FIELDS = ['job_id', 'status', 'worker_pk', 'h3_cell', 'epoch', 'steps', 'settlement', 'proof', 'error'];
+const STEP_FIELDS = [
+  'id',
+  'type',
+  'status',
+  'output',
+  'latency_ms',
+  'worker_pk',
+  'cost',
+  'record_id',
+  'relay_pk',
+  'error',
+];
+const PROOF_FIELDS = ['job_hash', 'verify_url', 'record_id'];
+
+/** Same JSON value, an absent field reading as null (the answer omits `error` and `relay_pk` when there is none). */
+const sameValue = (shown: unknown, recorded: unknown): boolean =>
+  canonicalJson(shown ?? null) === canonicalJson(recorded ?? null);
+
+/**
+ * Every field of the answer a receipt shows is bound by the signed `compute/job` record (docs/protocol.md §15.2):
+ * what `step_outputs` and `job_hash` do not compare (the job's status, cell, epoch, worker, settlement, error and
+ * proof link; each step's type, worker, relay, cost, latency and error) equals the record's, and no other field is
+ * there. A version-1 record holds no epoch, relay or step error: those are reported unbound, not failed.
+ */
+function jobAnswer(receipt: JobReceipt, entry: ReceiptRecord | undefined, payload: Obj | null): Outcome {
+  if (receipt.job === null || payload === null || entry?.record == null || !Array.isArray(payload.steps)) {
+    return ok('pending: no job record yet');
+  }
+  const job = receipt.job as unknown as Obj;
+  const version = payload.version;
+  if (version !== 1 && version !== 2) return bad(`compute/job payload version ${String(version)} is not 1 or 2`);
+  const extra = (value: Obj, allowed: readonly string[]) => Object.keys(value).find((k) => !allowed.includes(k));
+  const unknownField = extra(job, ANSWER_FIELDS);
+  if (unknownField !== undefined) return bad(`the answer's field ${unknownField} is bound by nothing`);
+  if (!isObj(job.proof)) return bad('the answer has no proof');
+  const proofField = extra(job.proof, PROOF_FIELDS);
+  if (proofField !== undefined) return bad(`the answer's proof.${proofField} is bound by nothing`);
+  const link = `/store/proof/${encodeURIComponent(entry.record_id)}`;
+  if (typeof job.proof.verify_url !== 'string' || !job.proof.verify_url.endsWith(link)) {
+    return bad(`proof.verify_url does not name ${link}`);
+  }
+  const recorded = payload.steps as Obj[];
+  const lastDone = [...recorded].reverse().find((s) => s.status === 'complete');
+  const fields: [string, unknown, unknown][] = [
+    ['status', job.status, payload.status],
+    ['h3_cell', job.h3_cell, version === 2 ? payload.h3_cell : entry.record.address.h3_cell],
+    ['worker_pk', job.worker_pk, version === 2 ? payload.worker_pk : (lastDone?.worker_pk ?? null)],
+    ['settlement', job.settlement, payload.settlement],
+    ['error', job.error, payload.error],
+  ];
+  if (version === 2) fields.push(['epoch', job.epoch, payload.epoch]);
+  const steps = job.steps as unknown[];
+  for (const [i, value] of steps.entries()) {
+    if (!isObj(value)) return bad(`steps[${i}] is not an object`);
+    const stepField = extra(value, STEP_FIELDS);
+    if (stepField !== undefined) return bad(`steps[${i}].${stepField} is bound by nothing`);
+    const record = recorded[i];
+    if (!isObj(record)) return bad(`the record lists no step ${i}`);
+    for (const key of ['type', 'worker_pk', 'cost', 'latency_ms']) {
+      fields.push([`steps[${i}].${key}`, value[key], record[key]]);
+    }
+    if (version === 2) {
+      fields.push([`steps[${i}].relay_pk`, value.relay_pk, record.relay_pk]);
+      fields.push([`steps[${i}].error`, value.error, record.error]);
+    }
+  }
+  for (const [name, shown, bound] of fields) {
+    if (!sameValue(shown, bound)) return bad(`${name} is not the signed record's`);
+  }
+  return version === 2
+    ? ok(`every field of the answer is the signed record's`)
+    : ok("the answer is the signed record's; a version-1 record binds no epoch, relay or step error");
 }
 
 function stepRecords(receipt: JobReceipt, payload: Obj | null, allowPending: boolean): Outcome {

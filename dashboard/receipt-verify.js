@@ -40,6 +40,7 @@ export const RECEIPT_CHECKS = [
   'job_record',
   'job_hash',
   'step_outputs',
+  'job_answer',
   'step_records',
   'fusion_inputs',
   'inclusion',
@@ -102,6 +103,7 @@ export async function verifyReceipt(value, options = {}) {
     await add('job_record', () => jobRecordCheck(receipt, jobEntry));
     await add('job_hash', () => jobHashCheck(receipt, body, payload));
     await add('step_outputs', () => stepOutputs(receipt, body, payload));
+    await add('job_answer', () => jobAnswer(receipt, jobEntry, payload));
     await add('step_records', () => stepRecords(receipt, payload, allowPending));
     await add('fusion_inputs', () => fusionInputs(receipt, jobEntry, allowPending));
     await add('inclusion', () => inclusion(receipt, jobEntry, options.sealerPk || undefined));
@@ -457,6 +459,85 @@ async function stepOutputs(receipt, body, payload) {
     }
   }
   return ok(`${answered.length} step outputs match their recorded hashes`);
+}
+
+/** The fields a job answer and its steps may carry (docs/protocol.md §2.3): any other is bound by nothing. */
+const ANSWER_FIELDS = ['job_id', 'status', 'worker_pk', 'h3_cell', 'epoch', 'steps', 'settlement', 'proof', 'error'];
+const STEP_FIELDS = [
+  'id',
+  'type',
+  'status',
+  'output',
+  'latency_ms',
+  'worker_pk',
+  'cost',
+  'record_id',
+  'relay_pk',
+  'error',
+];
+const PROOF_FIELDS = ['job_hash', 'verify_url', 'record_id'];
+
+/** Same JSON value, an absent field reading as null. @param {unknown} shown @param {unknown} recorded */
+const sameValue = (shown, recorded) => canonicalJson(shown ?? null) === canonicalJson(recorded ?? null);
+
+/**
+ * Every field of the answer is bound by the signed `compute/job` record (docs/protocol.md §15.2), as the server's
+ * core checks it: status, cell, epoch, worker, settlement, error and proof link, and each step's type, worker,
+ * relay, cost, latency and error; no other field. A version-1 record binds no epoch, relay or step error.
+ * @param {Record<string, any>} receipt @param {Record<string, any> | undefined} entry
+ * @param {Record<string, any> | null} payload
+ * @returns {Outcome}
+ */
+function jobAnswer(receipt, entry, payload) {
+  if (receipt.job === null || payload === null || entry?.record == null || !Array.isArray(payload.steps)) {
+    return ok('pending: no job record yet');
+  }
+  const job = receipt.job;
+  const version = payload.version;
+  if (version !== 1 && version !== 2) return bad(`compute/job payload version ${String(version)} is not 1 or 2`);
+  /** @param {Record<string, any>} value @param {string[]} allowed */
+  const extra = (value, allowed) => Object.keys(value).find((k) => !allowed.includes(k));
+  const unknownField = extra(job, ANSWER_FIELDS);
+  if (unknownField !== undefined) return bad(`the answer's field ${unknownField} is bound by nothing`);
+  if (!isObj(job.proof)) return bad('the answer has no proof');
+  const proofField = extra(job.proof, PROOF_FIELDS);
+  if (proofField !== undefined) return bad(`the answer's proof.${proofField} is bound by nothing`);
+  const link = `/store/proof/${encodeURIComponent(entry.record_id)}`;
+  if (typeof job.proof.verify_url !== 'string' || !job.proof.verify_url.endsWith(link)) {
+    return bad(`proof.verify_url does not name ${link}`);
+  }
+  /** @type {Record<string, any>[]} */
+  const recorded = payload.steps;
+  const lastDone = [...recorded].reverse().find((s) => s.status === 'complete');
+  /** @type {[string, unknown, unknown][]} */
+  const fields = [
+    ['status', job.status, payload.status],
+    ['h3_cell', job.h3_cell, version === 2 ? payload.h3_cell : entry.record.address.h3_cell],
+    ['worker_pk', job.worker_pk, version === 2 ? payload.worker_pk : (lastDone?.worker_pk ?? null)],
+    ['settlement', job.settlement, payload.settlement],
+    ['error', job.error, payload.error],
+  ];
+  if (version === 2) fields.push(['epoch', job.epoch, payload.epoch]);
+  for (const [i, value] of /** @type {unknown[]} */ (job.steps).entries()) {
+    if (!isObj(value)) return bad(`steps[${i}] is not an object`);
+    const stepField = extra(value, STEP_FIELDS);
+    if (stepField !== undefined) return bad(`steps[${i}].${stepField} is bound by nothing`);
+    const record = recorded[i];
+    if (!isObj(record)) return bad(`the record lists no step ${i}`);
+    for (const key of ['type', 'worker_pk', 'cost', 'latency_ms']) {
+      fields.push([`steps[${i}].${key}`, value[key], record[key]]);
+    }
+    if (version === 2) {
+      fields.push([`steps[${i}].relay_pk`, value.relay_pk, record.relay_pk]);
+      fields.push([`steps[${i}].error`, value.error, record.error]);
+    }
+  }
+  for (const [name, shown, bound] of fields) {
+    if (!sameValue(shown, bound)) return bad(`${name} is not the signed record's`);
+  }
+  return version === 2
+    ? ok("every field of the answer is the signed record's")
+    : ok("the answer is the signed record's; a version-1 record binds no epoch, relay or step error");
 }
 
 /** @param {Record<string, any>} receipt @param {Record<string, any> | null} payload @param {boolean} allowPending */

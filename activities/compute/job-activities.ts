@@ -227,35 +227,42 @@ export function createJobActivities(deps: JobActivityDeps) {
         settlement.relay_fees = Object.fromEntries([...relayFees].map(([pk, units]) => [pk, fromCreditUnits(units)]));
       }
       const hash = jobHash(job.request_hash, result.steps);
+      const lastDone = [...result.steps].reverse().find((s) => s.status === 'complete');
       const status = result.status;
       const record = await deps.proofs.write({
         id: jobRecordId(job.job_id, job.run),
         h3_cell: job.h3_cell,
         collection_type: 'compute_job',
         payload_type: 'compute/job',
+        // Version 2 binds every field of the answer that is not derived from another (docs/protocol.md §15.2):
+        // the job's epoch, cell and worker, and each step's relay and error, beside what version 1 held.
         payload: {
-          version: 1,
+          version: 2,
           job_id: job.job_id,
           job_hash: hash,
           request_hash: job.request_hash,
           requester_pk: job.requester_pk,
           status,
+          h3_cell: job.h3_cell,
+          epoch: job.epoch,
+          worker_pk: lastDone?.worker_pk ?? null,
           steps: result.steps.map((s) => ({
             id: s.id,
             type: s.type,
             status: s.status,
             worker_pk: s.worker_pk,
+            relay_pk: s.relay_pk ?? null,
             cost: s.cost,
             record_id: s.record_id,
             latency_ms: s.latency_ms,
             output_hash: s.status === 'complete' ? outputHash(s.output) : null,
+            error: s.error ?? null,
           })),
           settlement,
           error: result.error,
         },
       });
       const stored = record.payload as { job_hash?: unknown };
-      const lastDone = [...result.steps].reverse().find((s) => s.status === 'complete');
       const response: ComputeResponse = {
         job_id: job.job_id,
         status,

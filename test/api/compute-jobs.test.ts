@@ -363,22 +363,27 @@ describe('compound jobs over HTTP (embedded runner, fake upstreams)', function (
       assert.deepEqual(record.address, { h3_cell: CELL, epoch: job.epoch, pk: gw.node.publicKey });
       const step = job.steps[0]!;
       assert.deepEqual(record.payload, {
-        version: 1,
+        version: 2,
         job_id: job.job_id,
         job_hash: expectedJobHash(signed.body, job.steps),
         request_hash: sha256(canonicalJson(signed.body)),
         requester_pk: alice.publicKey,
         status: 'complete',
+        h3_cell: CELL,
+        epoch: job.epoch,
+        worker_pk: gw.node.publicKey,
         steps: [
           {
             id: 'ask',
             type: 'inference',
             status: 'complete',
             worker_pk: gw.node.publicKey,
+            relay_pk: null,
             cost: step.cost,
             record_id: `inference:${job.job_id}:ask`,
             latency_ms: step.latency_ms,
             output_hash: sha256(canonicalJson(step.output)),
+            error: null,
           },
         ],
         settlement: job.settlement,

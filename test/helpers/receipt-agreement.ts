@@ -85,6 +85,68 @@ function tamperCases(valid: JobReceipt): AgreementCase[] {
   });
 }
 
+/** The check that binds a leaf of the answer (docs/protocol.md §15.2): what a change to it must fail. */
+function bindingCheck(path: (string | number)[]): string {
+  const [head, , field] = path;
+  if (head === 'job_id') return 'job_id';
+  if (head === 'proof')
+    return path[1] === 'job_hash' ? 'job_hash' : path[1] === 'record_id' ? 'job_record' : 'job_answer';
+  if (head === 'steps' && (field === 'output' || field === 'id' || field === 'status' || field === 'record_id')) {
+    return 'step_outputs';
+  }
+  return 'job_answer';
+}
+
+/** Every leaf of `value` with its path, and a field added beside each object's own. */
+function leaves(value: Json, path: (string | number)[] = []): { path: (string | number)[]; value: Json }[] {
+  if (Array.isArray(value)) return value.flatMap((v, i) => leaves(v, [...path, i]));
+  if (value !== null && typeof value === 'object') {
+    return Object.entries(value).flatMap(([k, v]) => leaves(v, [...path, k]));
+  }
+  return [{ path, value }];
+}
+
+const changed = (value: Json): Json =>
+  typeof value === 'number'
+    ? value + 1
+    : typeof value === 'string'
+      ? `${value}0`
+      : typeof value === 'boolean'
+        ? !value
+        : 'set';
+
+/**
+ * The answer of the valid receipt changed at each leaf in turn, and with an unknown field added to the answer, its
+ * proof and each step: every case must fail the check that binds it, in all four verifiers.
+ */
+export function answerLeafCases(valid: JobReceipt): AgreementCase[] {
+  const job = json(valid.job) as { [key: string]: Json };
+  const at = (root: Json, path: (string | number)[]) =>
+    path.slice(0, -1).reduce((node, key) => (node as Record<string, Json>)[key]!, root) as Record<string, Json>;
+  const cases = leaves(job).map(({ path, value }) => {
+    const copy = json(valid) as { job: Json };
+    at(copy.job, path)[path.at(-1)!] = changed(value);
+    return {
+      name: `answer leaf: job.${path.join('.')} changed`,
+      receipt: copy as Json,
+      options: {},
+      intended: failing(bindingCheck(path)),
+    };
+  });
+  const added = [[], ['proof'], ...(valid.job?.steps ?? []).map((_, i) => ['steps', i])] as (string | number)[][];
+  for (const path of added) {
+    const copy = json(valid) as { job: Json };
+    at(copy.job, [...path, 'x'])['unbound_note'] = 'shown but signed by nobody';
+    cases.push({
+      name: `answer field added: job${path.map((p) => `.${p}`).join('')}.unbound_note`,
+      receipt: copy as Json,
+      options: {},
+      intended: failing('job_answer'),
+    });
+  }
+  return cases;
+}
+
 /** A step record of the valid receipt changed by `edit`, signed again by its writer (the node) and sealed again. */
 function withStepRecord(valid: JobReceipt, edit: (record: Obj) => void): JobReceipt {
   const copy = structuredClone(valid);
@@ -291,6 +353,7 @@ export function agreementCorpus(seed = AGREEMENT_SEED, count = AGREEMENT_MUTATIO
   const node = CONFORMANCE_NODE.publicKey;
   return [
     ...tamperCases(bases.valid!),
+    ...answerLeafCases(bases.valid!),
     ...signedCases(bases),
     ...receiptMutations(bases as unknown as Record<string, Json>, seed, count, node),
   ];

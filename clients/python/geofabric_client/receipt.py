@@ -10,6 +10,7 @@ import hashlib
 import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
+from urllib.parse import quote
 
 from .crypto import is_hex, public_key_issue, sha256_hex, verify
 from .jcs import as_json_numbers, canonicalize
@@ -40,6 +41,7 @@ CHECKS = (
     "job_record",
     "job_hash",
     "step_outputs",
+    "job_answer",
     "step_records",
     "fusion_inputs",
     "inclusion",
@@ -112,6 +114,7 @@ def verify_receipt(receipt: Any, sealer_pk: Optional[str] = None, allow_pending:
         add("job_record", lambda: _job_record(value, job_entry))
         add("job_hash", lambda: _job_hash(value, body, payload))
         add("step_outputs", lambda: _step_outputs(value, body, payload))
+        add("job_answer", lambda: _job_answer(value, job_entry, payload))
         add("step_records", lambda: _step_records(value, payload, allow_pending))
         add("fusion_inputs", lambda: _fusion_inputs(value, job_entry, allow_pending))
         add("inclusion", lambda: _inclusion(value, job_entry, sealer_pk))
@@ -482,6 +485,84 @@ def _step_outputs(receipt: dict, body: dict, payload: Optional[dict]) -> tuple[b
         if not same(digest, get(record, "output_hash")):
             return False, f"step {get(step, 'id')}: the output does not hash to the recorded output_hash"
     return True, f"{len(answered)} step outputs match their recorded hashes"
+
+
+# The fields a job answer and its steps may carry (docs/protocol.md §2.3): any other is bound by nothing.
+_ANSWER_FIELDS = ("job_id", "status", "worker_pk", "h3_cell", "epoch", "steps", "settlement", "proof", "error")
+_STEP_FIELDS = ("id", "type", "status", "output", "latency_ms", "worker_pk", "cost", "record_id", "relay_pk", "error")
+_PROOF_FIELDS = ("job_hash", "verify_url", "record_id")
+
+
+def _same_value(shown: Any, recorded: Any) -> bool:
+    """Same JSON value, an absent field reading as null (JavaScript's ``canonicalJson(x ?? null)``)."""
+    nullish = lambda v: None if v is None or v is UNDEFINED else v  # noqa: E731
+    return canonicalize(nullish(shown)) == canonicalize(nullish(recorded))
+
+
+def _job_answer(receipt: dict, entry: Optional[dict], payload: Optional[dict]) -> tuple[bool, str]:
+    """Every field of the answer is bound by the signed compute/job record (docs/protocol.md §15.2), as the
+    server's core checks it: status, cell, epoch, worker, settlement, error and proof link, and each step's type,
+    worker, relay, cost, latency and error; no other field. A version-1 record binds no epoch, relay or step error."""
+    record = entry["record"] if entry is not None else None
+    if receipt["job"] is None or payload is None or record is None or not isinstance(get(payload, "steps"), list):
+        return True, "pending: no job record yet"
+    job = receipt["job"]
+    version = get(payload, "version")
+    if not (same(version, 1) or same(version, 2)):
+        return False, f"compute/job payload version {version!r} is not 1 or 2"
+    v2 = same(version, 2)
+
+    def extra(value: dict, allowed: tuple[str, ...]) -> Optional[str]:
+        return next((k for k in value if k not in allowed), None)
+
+    unknown = extra(job, _ANSWER_FIELDS)
+    if unknown is not None:
+        return False, f"the answer's field {unknown} is bound by nothing"
+    proof = get(job, "proof")
+    if not is_obj(proof):
+        return False, "the answer has no proof"
+    proof_field = extra(proof, _PROOF_FIELDS)
+    if proof_field is not None:
+        return False, f"the answer's proof.{proof_field} is bound by nothing"
+    link = "/store/proof/" + quote(entry["record_id"], safe="-_.!~*'()")
+    verify_url = get(proof, "verify_url")
+    if not isinstance(verify_url, str) or not verify_url.endswith(link):
+        return False, f"proof.verify_url does not name {link}"
+    recorded = payload["steps"]
+    last_done = next((s for s in reversed(recorded) if same(get(s, "status"), "complete")), None)
+    fields: list[tuple[str, Any, Any]] = [
+        ("status", get(job, "status"), get(payload, "status")),
+        ("h3_cell", get(job, "h3_cell"), get(payload, "h3_cell") if v2 else get(get(record, "address"), "h3_cell")),
+        (
+            "worker_pk",
+            get(job, "worker_pk"),
+            get(payload, "worker_pk") if v2 else (None if last_done is None else get(last_done, "worker_pk")),
+        ),
+        ("settlement", get(job, "settlement"), get(payload, "settlement")),
+        ("error", get(job, "error"), get(payload, "error")),
+    ]
+    if v2:
+        fields.append(("epoch", get(job, "epoch"), get(payload, "epoch")))
+    for i, value in enumerate(job["steps"]):
+        if not is_obj(value):
+            return False, f"steps[{i}] is not an object"
+        step_field = extra(value, _STEP_FIELDS)
+        if step_field is not None:
+            return False, f"steps[{i}].{step_field} is bound by nothing"
+        step_record = recorded[i] if i < len(recorded) else UNDEFINED
+        if not is_obj(step_record):
+            return False, f"the record lists no step {i}"
+        for key in ("type", "worker_pk", "cost", "latency_ms"):
+            fields.append((f"steps[{i}].{key}", get(value, key), get(step_record, key)))
+        if v2:
+            fields.append((f"steps[{i}].relay_pk", get(value, "relay_pk"), get(step_record, "relay_pk")))
+            fields.append((f"steps[{i}].error", get(value, "error"), get(step_record, "error")))
+    for name, shown, bound in fields:
+        if not _same_value(shown, bound):
+            return False, f"{name} is not the signed record's"
+    if v2:
+        return True, "every field of the answer is the signed record's"
+    return True, "the answer is the signed record's; a version-1 record binds no epoch, relay or step error"
 
 
 def _step_records(receipt: dict, payload: Optional[dict], allow_pending: bool) -> tuple[bool, str]:

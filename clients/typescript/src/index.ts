@@ -3,6 +3,7 @@ export { canonicalize, CanonicalJsonError } from './jcs.js';
 export { publicKeyOf, sign, verify, sha256Hex } from './crypto.js';
 export {
   jobIdFromSignature,
+  RECEIPT_CHECKS,
   signingMessage,
   verifyReceipt,
   type ReceiptCheck,
