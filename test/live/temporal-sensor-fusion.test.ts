@@ -17,6 +17,7 @@ import { workerIdentity } from '../../core/worker-identity.js';
 import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
 import type { startGateway } from '../helpers/gateway.js';
 import { signJob } from '../helpers/jobs.js';
+import { signedReadings } from '../helpers/telemetry.js';
 import { registration } from '../store/worker-registry.contract.js';
 import { installTestRuntime } from '../workflows/temporal-runtime.js';
 import { requireEnv, startTemporalGateway, untilPolling } from './live-env.js';
@@ -64,7 +65,7 @@ describe('Sensor fusion jobs on the Temporal dev server (live)', function () {
       }));
       const signed = signRequestBody(device.secretKey, {
         h3_cell: cells[i]!,
-        readings,
+        readings: signedReadings(device, cells[i]!, readings),
         created_at: new Date().toISOString(),
       });
       const res = await gw.post('/v1/telemetry', signed.body, { 'x-idn-signature': signed.signature });
