@@ -44,10 +44,11 @@ export interface FusionStepDeps {
   epochMs: number;
   nodePk: string;
   /**
-   * The only writer whose telemetry records are inputs: the node that writes the job's `compute/job` record (the
-   * gateway's node key; on the gateway itself, nodePk). A receipt verifier holds the inputs to the same writer.
+   * The only writer whose telemetry records are inputs: the node that writes the job's `compute/job` record (on
+   * the gateway its own node key, on a swarm worker the gateway's, GATEWAY_NODE_PK), never a key a record or the
+   * telemetry page names. A receipt verifier holds the inputs to the same writer.
    */
-  writerPk?: string;
+  writerPk: string;
 }
 
 export async function runSensorFusion(deps: FusionStepDeps, input: SensorFusionStepInput): Promise<StepRun> {
@@ -63,7 +64,7 @@ export async function runSensorFusion(deps: FusionStepDeps, input: SensorFusionS
     if (!window.ok) throw new ServiceError(window.error, window.detail);
     const { fromMs, toMs, epochFrom, epochTo } = window.value;
     const cells = fusionCells(step.h3_cell, step.rings);
-    const writerPk = deps.writerPk ?? deps.nodePk;
+    const writerPk = deps.writerPk;
     // One reading per (device, quantity, instant): the same record read twice counts once; two different records
     // for one instant (an equivocating device, or a writer that disagrees with itself) are both dropped.
     const byInstant = new Map<string, FusionReading | null>();

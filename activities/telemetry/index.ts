@@ -80,7 +80,10 @@ export interface StoredReading {
   payload: TelemetryPayload | LegacyTelemetryPayload;
 }
 
-/** Reads every telemetry record of `cell` over the epochs, verified (core checkRecord): the fusion step's input. */
+/**
+ * Reads the telemetry records of `cell` over the epochs that its trusted writer wrote, each verified (core
+ * checkRecord): the fusion step's candidates, which it still holds to core's provenReadingOf.
+ */
 export type TelemetrySource = (cell: string, epochFrom: number, epochTo: number) => Promise<ProofRecord[]>;
 
 const PAGE = 1000;
@@ -242,15 +245,19 @@ export function createTelemetryActivities(deps: TelemetryDeps) {
       return { readings, nextCursor: page.nextCursor };
     },
 
-    /** The fusion step's source on the gateway: every telemetry record of the cell and epochs, verified. */
-    source: storeTelemetrySource(deps.store),
+    /** The fusion step's source on the gateway: this node's telemetry records of the cell and epochs, verified. */
+    source: storeTelemetrySource(deps.store, deps.signer.publicKey),
   };
 }
 
 export type TelemetryActivities = ReturnType<typeof createTelemetryActivities>;
 
-/** Telemetry records straight from a proof store, each re-checked (hash and writer signature). */
-export function storeTelemetrySource(store: ProofStore): TelemetrySource {
+/**
+ * Telemetry records straight from a proof store, written by `writerPk` (the node that writes the jobs' records:
+ * another writer's are never inputs, and do not count towards MAX_FUSION_RECORDS), each re-checked (hash and
+ * writer signature).
+ */
+export function storeTelemetrySource(store: ProofStore, writerPk: string): TelemetrySource {
   return async (cell, epochFrom, epochTo) => {
     const out: ProofRecord[] = [];
     let cursor: string | undefined;
@@ -263,7 +270,9 @@ export function storeTelemetrySource(store: ProofStore): TelemetrySource {
         limit: PAGE,
         ...(cursor === undefined ? {} : { cursor }),
       });
-      for (const record of page.records) if (checkRecord(record).ok) out.push(record);
+      for (const record of page.records) {
+        if (record.address.pk === writerPk && checkRecord(record).ok) out.push(record);
+      }
       if (out.length > MAX_FUSION_RECORDS) {
         throw new ServiceError('invalid_request', `more than ${MAX_FUSION_RECORDS} readings in the window: narrow it`);
       }

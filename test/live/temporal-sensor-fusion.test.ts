@@ -120,7 +120,12 @@ describe('Sensor fusion jobs on the Temporal dev server (live)', function () {
   it("runs the fusion on the cell's queue when a worker of the cell polls it, reading the gateway over HTTP", async () => {
     const worker = generateKeyPair();
     await gw.workers.register(registration({ pk: worker.publicKey, h3_cell: ROME, tools: [] }), Date.now());
-    const source = httpTelemetrySource({ gatewayUrl: gw.url, genesisMs: DEFAULT_EPOCH_GENESIS_MS, epochMs: EPOCH_MS });
+    const source = httpTelemetrySource({
+      gatewayUrl: gw.url,
+      genesisMs: DEFAULT_EPOCH_GENESIS_MS,
+      epochMs: EPOCH_MS,
+      writerPk: gw.node.publicKey,
+    });
     const cellWorker = await startTemporalWorkers({
       address,
       namespace,
@@ -134,7 +139,13 @@ describe('Sensor fusion jobs on the Temporal dev server (live)', function () {
             {
               sensorFusionStep: (input: SensorFusionStepInput) =>
                 runSensorFusion(
-                  { source, genesisMs: DEFAULT_EPOCH_GENESIS_MS, epochMs: EPOCH_MS, nodePk: worker.publicKey },
+                  {
+                    source,
+                    genesisMs: DEFAULT_EPOCH_GENESIS_MS,
+                    epochMs: EPOCH_MS,
+                    nodePk: worker.publicKey,
+                    writerPk: gw.node.publicKey,
+                  },
                   input,
                 ),
             },
