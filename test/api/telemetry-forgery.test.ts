@@ -14,6 +14,7 @@ import type { NewRecord } from '../../store/proof-store.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
 import { CONFORMANCE_NODE, conformanceDevice, fusionInputsOf, fusionReceipt } from '../helpers/fusion-receipt.js';
+import { createEmbeddedJobRunner } from '../../api/job-runner.js';
 import { startGateway } from '../helpers/gateway.js';
 import { certFor, certHeader, signJob } from '../helpers/jobs.js';
 import { push, sealThrough } from '../helpers/proofs.js';
@@ -255,5 +256,38 @@ describe('forged telemetry and Sybil devices (POST /store/sync, POST /v1/telemet
       out.rejected.map((r) => [r.principal_pk, r.device_count]),
       [[owner.publicKey, 6]],
     );
+  });
+
+  it('fails a step whose output cannot be hashed (a non-finite fused value) cleanly: invalid_step_output, the job failed', async () => {
+    // A fusion step that answers Infinity, as three readings of 1.7e308 once made the fused mean.
+    const gw = await gateway({
+      jobRunner: (compute, jobs) =>
+        createEmbeddedJobRunner({
+          steps: {
+            ...compute.steps,
+            sensorFusionStep: async () => ({
+              output: { quantity: 'no2', value: Infinity, mean: Infinity },
+              cost: 0.0005,
+              worker_pk: null,
+              record_id: null,
+              latency_ms: 1,
+            }),
+          },
+          jobs: compute.jobs,
+          store: jobs,
+          waitMs: 10_000,
+        }),
+    });
+    now = EPOCH_START + HOUR + 60_000;
+    const job = fusionJob(generateKeyPair());
+    const res = await gw.post('/v1/compute', job.body, job.headers);
+    assert.equal(res.status, 502, res.text);
+    const body = res.body as { error: string; step_id: string; job_id: string; job: { status: string } };
+    assert.equal(body.error, 'invalid_step_output');
+    assert.equal(body.step_id, 'fuse');
+    assert.equal(body.job.status, 'failed');
+    const stored = await gw.get(`/v1/compute/${body.job_id}`);
+    assert.equal(stored.status, 200, stored.text);
+    assert.equal((stored.body as { status: string }).status, 'failed', 'the job ends, it does not stay running');
   });
 });
