@@ -138,7 +138,12 @@ export async function startGateway(config: Config): Promise<void> {
     swarm,
     tiles,
     imagery,
-    fusion: { source: telemetry.source, genesisMs: config.epochGenesisMs, epochMs: config.epochMs },
+    fusion: {
+      source: telemetry.source,
+      genesisMs: config.epochGenesisMs,
+      epochMs: config.epochMs,
+      writerPk: node.key.publicKey,
+    },
     nodePk: node.key.publicKey,
     naming: config.naming,
     backbone: config.swarm.backboneUrl !== undefined,

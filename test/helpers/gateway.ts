@@ -210,7 +210,12 @@ export async function startGateway(
     swarm,
     tiles,
     imagery,
-    fusion: { source: telemetry.source, genesisMs: config.epochGenesisMs, epochMs: config.epochMs ?? EPOCH_MS },
+    fusion: {
+      source: telemetry.source,
+      genesisMs: config.epochGenesisMs,
+      epochMs: config.epochMs ?? EPOCH_MS,
+      writerPk: node.publicKey,
+    },
     nodePk: node.publicKey,
     naming: options.naming ?? DEFAULT_QUEUE_NAMING,
     backbone: options.swarm?.backboneUrl !== undefined,
