@@ -410,12 +410,12 @@ function fusionCases(fusion: JobReceipt) {
       apply: (r) => void ((inputOf(r, 'b').record!.payload as Obj).value = 12.4),
     },
     {
-      name: "an input's value changed and signed again: the recomputed mean differs",
+      name: "an input's value changed and the record signed again by the node: its device signed another value",
       expected: 'fusion_inputs',
       apply: (r) => resign(r, 'b', (rec) => void ((rec.payload as Obj).value = 12.4)),
     },
     {
-      name: "the outlier's value changed and signed again: only the Merkle root differs",
+      name: "the outlier's value changed and the record signed again by the node: its device signed another value",
       expected: 'fusion_inputs',
       apply: (r) => resign(r, 'f', (rec) => void ((rec.payload as Obj).value = 90)),
     },
