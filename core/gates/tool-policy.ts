@@ -9,12 +9,13 @@
  * denies the tool there; with `min_agent_tier` (the calling agent's ladder) and/or `min_worker_tier` (the
  * executing worker's ladder) it allows the tool only when each named tier is known and met. Every applicable
  * rule must pass; the first that does not is the one the refusal names. The empty policy allows everything.
+ * A cell is judged at every place it touches, not only at its centroid (`toolScopeRefusal`).
  *
  * A tier not known where the gate runs refuses (fail closed), with one exception: at request entry the worker
  * is not chosen yet, so a `min_worker_tier` condition is left to the worker's own check at take-up.
  */
 import { z } from 'zod';
-import { isInJurisdiction, isKnownJurisdictionCode, type Jurisdiction } from '../jurisdiction.js';
+import { isInJurisdiction, isKnownJurisdictionCode, touchedJurisdictions, type Jurisdiction } from '../jurisdiction.js';
 import { AGENT_TIERS, agentTierRank, WORKER_TIERS, workerTierRank, type AgentTier, type WorkerTier } from '../tiers.js';
 
 export const ANY_TOOL = '*';
@@ -144,4 +145,20 @@ export function firstToolPolicyRefusal(
     }
   }
   return null;
+}
+
+/**
+ * Gate 5 as every check point runs it (request entry, take-up, the MCP pre-flight): each tool of the scope
+ * (core/gates/tool-scope.ts) at every place each of the (valid) cells touches (core/jurisdiction.ts
+ * `touchedJurisdictions`), so a cell is refused when any jurisdiction it touches refuses. The first refusal, or null.
+ */
+export function toolScopeRefusal(
+  policy: ToolPolicy,
+  tools: readonly string[],
+  cells: readonly string[],
+  caller: ToolCaller,
+): ToolPolicyRefusal | null {
+  if (policy.rules.length === 0 || tools.length === 0) return null;
+  const places = [...new Set(cells)].flatMap((cell) => touchedJurisdictions(cell));
+  return firstToolPolicyRefusal(policy, tools, places, caller);
 }
