@@ -5,11 +5,13 @@ import { toolScopeRefusal, type ToolPolicy } from '../core/gates/tool-policy.js'
 import type { GateContext } from './gates.js';
 
 /**
- * Gate 5 at request entry (docs/security.md): every tool the request's steps require, at every jurisdiction each
- * cell it names touches (job cell and step cells, gate 2's `places`), against the tool policy.
+ * Gate 5 at request entry (docs/security.md): every tool the request can cause to run, on any route (the scope
+ * core/gates/tool-scope.ts collects: compute steps' tools, a chat's `svc.tools` and function tools), at every
+ * jurisdiction each cell it names touches (job cell and step cells, gate 2's `places`), against the tool policy.
  * The gateway does not know the calling agent's trust tier (that lives with the agent's audit chain), so a
  * `min_agent_tier` rule refuses here; a `min_worker_tier` rule is left to the worker, which checks it at take-up
- * (activities/compute/worker-guard.ts). Runs after gate 4, so nothing of a refused request was dispatched.
+ * (activities/compute/worker-guard.ts, activities/inference/inference-engine.ts). Runs after gate 4, so nothing
+ * of a refused request was dispatched.
  */
 export function toolPolicyGate(policy: ToolPolicy | undefined): (ctx: GateContext) => void {
   return (ctx) => {

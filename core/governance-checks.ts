@@ -23,6 +23,7 @@ import {
   type DelegationCertificate,
 } from './delegation-cert.js';
 import { toolScopeRefusal, type ToolPolicy } from './gates/tool-policy.js';
+import { toolScope } from './gates/tool-scope.js';
 import { cellCoveredBy, isCell } from './h3-cell.js';
 import { resolveJurisdiction } from './jurisdiction.js';
 import type { AgentTier } from './tiers.js';
@@ -113,7 +114,8 @@ export function toolPolicyReport(
   cells: readonly string[],
   agentTier: AgentTier,
 ): ToolPolicyReport {
-  const refusal = toolScopeRefusal(policy, [toolName], cells.filter(isCell), { agentTier });
+  const tools = toolScope({ kind: 'mcp', tool: toolName });
+  const refusal = toolScopeRefusal(policy, tools, cells.filter(isCell), { agentTier });
   return {
     allowed: refusal === null,
     cells: [...cells],

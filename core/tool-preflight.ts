@@ -11,6 +11,7 @@
 import type { Severity, ViolationType } from './breadcrumb-types.js';
 import type { DelegationCertificate, DelegationGrant } from './delegation-cert.js';
 import { toolScopeRefusal, type ToolPolicy } from './gates/tool-policy.js';
+import { toolScope } from './gates/tool-scope.js';
 import { cellCoveredBy, isCell } from './h3-cell.js';
 import type { AgentTier } from './tiers.js';
 
@@ -101,7 +102,9 @@ export function preflightTool(input: {
   }
 
   if (input.policy !== undefined && input.policy.toolPolicy.rules.length > 0) {
-    const refused = toolScopeRefusal(input.policy.toolPolicy, [toolName], [input.cell], {
+    // The same scope and places as every other entry point: the tool called, at every jurisdiction the cell touches.
+    const tools = toolScope({ kind: 'mcp', tool: toolName });
+    const refused = toolScopeRefusal(input.policy.toolPolicy, tools, [input.cell], {
       agentTier: input.policy.agentTier,
     });
     if (refused !== null) return blocked('jurisdiction_breach', 'critical', refused.detail);
