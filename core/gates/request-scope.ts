@@ -59,5 +59,7 @@ export function requestScope(parts: RequestParts): RequestScope {
       }
     });
   }
-  return { cells, requestedCell, stepTypes: [...stepTypes], tools: toolScope({ kind: 'body', body: parts.body }) };
+  // Most requests (every GET) have no body, and so no tools.
+  const tools = isRecord(parts.body) ? toolScope({ kind: 'body', body: parts.body }) : [];
+  return { cells, requestedCell, stepTypes: [...stepTypes], tools };
 }
