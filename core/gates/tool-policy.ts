@@ -178,7 +178,7 @@ export function takeUpToolRefusal(
   policy: ToolPolicy | undefined,
   taken: { tools: readonly string[] | undefined; cells: readonly string[]; workerTier?: WorkerTier | undefined },
 ): ToolPolicyRefusal | null {
-  if (policy === undefined) return null;
+  if (policy === undefined || policy.rules.length === 0 || !taken.tools?.length) return null;
   const tools = toolScope({ kind: 'taken', tools: taken.tools });
   return toolScopeRefusal(policy, tools, taken.cells, { workerTier: taken.workerTier });
 }
