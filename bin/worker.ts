@@ -262,6 +262,7 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
         logger,
         rateLimits,
         tools: createToolExecutor({ webSearch: createWebSearch(config.webSearch) }),
+        toolPolicy: config.toolPolicy,
       });
       await swarm.start();
       const steps = createStepActivities({

@@ -159,6 +159,8 @@ export async function startGateway(
     logger,
     rateLimits,
     ...(options.swarmTools ? { tools: options.swarmTools } : {}),
+    // The embedded worker's take-up check reads the same policy as gate 5, as bin/start.ts wires it.
+    toolPolicy: config.toolPolicy,
   });
   await swarm.start(); // registers the local worker when a test gives a runtime URL
   const closedPort = 'http://127.0.0.1:9';
