@@ -70,4 +70,6 @@ export const PROCESS_DEFINITIONS: readonly (ProcessDefinition & Record<string, u
   notProcess,
 ];
 
-export const DEFINITIONS_BY_ID: ReadonlyMap<string, ProcessDefinition> = new Map(PROCESS_DEFINITIONS.map((d) => [d.id, d]));
+export const DEFINITIONS_BY_ID: ReadonlyMap<string, ProcessDefinition> = new Map(
+  PROCESS_DEFINITIONS.map((d) => [d.id, d]),
+);

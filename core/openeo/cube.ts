@@ -160,7 +160,8 @@ export function appendLabel(cube: Cube, axis: number, label: Label, values: Floa
 }
 
 /** The cube with other values at the same positions (an element-wise result). */
-export const withData = (cube: Cube, data: Float64Array): Cube => makeCube(cube.dims, data, cube.bands, cube.geometries);
+export const withData = (cube: Cube, data: Float64Array): Cube =>
+  makeCube(cube.dims, data, cube.bands, cube.geometries);
 
 /** Labels compare equal: numbers within a relative 1e-9 (coordinates), anything else strictly. */
 export function sameLabel(a: Label, b: Label): boolean {

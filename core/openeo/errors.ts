@@ -87,10 +87,7 @@ export interface OpenEoErrorBody {
  * it, or keeps ours (openEO allows back-end codes) with our status. `id` is the request id, as openEO advises,
  * so a user can quote it.
  */
-export function openEoError(
-  failure: ServiceError,
-  requestId: string,
-): { status: number; body: OpenEoErrorBody } {
+export function openEoError(failure: ServiceError, requestId: string): { status: number; body: OpenEoErrorBody } {
   if (failure instanceof OpenEoError) {
     return {
       status: failure.openEoStatus,

@@ -95,7 +95,8 @@ function parseInstant(value: string, process: string, parameter: string): number
     /^\d{4}-\d{2}-\d{2}$/.test(value) ||
     /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:?\d{2})$/.test(value);
   const ms = ok ? Date.parse(value) : NaN;
-  if (!Number.isFinite(ms)) throw invalid(process, parameter, `"${value}" is not a date or a date-time with a time zone`);
+  if (!Number.isFinite(ms))
+    throw invalid(process, parameter, `"${value}" is not a date or a date-time with a time zone`);
   return ms;
 }
 

@@ -83,7 +83,8 @@ export function checkProcessGraph<Env>(graph: unknown, registry: Registry<Env>):
     if (!isRecord(g) || Object.keys(g).length === 0) throw invalid(`${where} must be an object of process nodes`);
     let results = 0;
     for (const [id, node] of Object.entries(g)) {
-      if (++nodes > GRAPH_LIMITS.maxNodes) throw invalid(`the process graph has more than ${GRAPH_LIMITS.maxNodes} nodes`);
+      if (++nodes > GRAPH_LIMITS.maxNodes)
+        throw invalid(`the process graph has more than ${GRAPH_LIMITS.maxNodes} nodes`);
       if (!isRecord(node) || typeof node.process_id !== 'string') {
         throw invalid(`node "${id}" of ${where} has no process_id`);
       }

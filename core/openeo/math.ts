@@ -173,7 +173,8 @@ export const reducer =
   (args: Record<string, unknown>): unknown => {
     const ignore = args.ignore_nodata !== false;
     const statistic = STATISTICS[process];
-    if (args.data instanceof FieldArray) return new Field(reduceRows(args.data.rows, args.data.length, process, ignore));
+    if (args.data instanceof FieldArray)
+      return new Field(reduceRows(args.data.rows, args.data.length, process, ignore));
     const elements = elementsOf(args.data);
     if (elements === null) throw invalid(process, 'data', 'expected an array');
     const values: number[] = [];
@@ -217,7 +218,10 @@ export function arrayElement(args: Record<string, unknown>): unknown {
   const hasIndex = !isNoData(index);
   const hasLabel = !isNoData(label);
   if (!hasIndex && !hasLabel) {
-    throw new OpenEoError('ArrayElementParameterMissing', 'The array element parameter is missing: give index or label.');
+    throw new OpenEoError(
+      'ArrayElementParameterMissing',
+      'The array element parameter is missing: give index or label.',
+    );
   }
   if (hasIndex && hasLabel) {
     throw new OpenEoError('ArrayElementParameterConflict', 'The parameters index and label must not both be given.');
@@ -228,7 +232,8 @@ export function arrayElement(args: Record<string, unknown>): unknown {
   if (count < 0) throw invalid('array_element', 'data', 'expected an array');
   let at: number;
   if (hasIndex) {
-    if (typeof index !== 'number' || !Number.isInteger(index)) throw invalid('array_element', 'index', 'expected an integer');
+    if (typeof index !== 'number' || !Number.isInteger(index))
+      throw invalid('array_element', 'index', 'expected an integer');
     at = index;
   } else {
     if (labels === null) throw new OpenEoError('ArrayNotLabeled', 'The array is not a labeled array.');

@@ -23,7 +23,14 @@ import {
 } from './cube.js';
 import { transformBox, transformer } from './crs.js';
 import { OpenEoError } from './errors.js';
-import { geoJsonPolygons, parseBoundingBox, parseSpatialExtent, parseTemporalInterval, type Rings, type SpatialExtent } from './extent.js';
+import {
+  geoJsonPolygons,
+  parseBoundingBox,
+  parseSpatialExtent,
+  parseTemporalInterval,
+  type Rings,
+  type SpatialExtent,
+} from './extent.js';
 import { Callback, type ProcessImpl } from './graph.js';
 import {
   add,
@@ -99,7 +106,8 @@ function callbackArg(process: string, value: unknown, parameter: string): Callba
 /** A callback's answer for n positions: a Field of n values, or a plain value for all of them. */
 function fieldResult(process: string, value: unknown, n: number): Float64Array {
   if (value instanceof Field) {
-    if (value.length !== n) throw new OpenEoError('Internal', `${process}: the callback answered ${value.length} values`);
+    if (value.length !== n)
+      throw new OpenEoError('Internal', `${process}: the callback answered ${value.length} values`);
     return value.values;
   }
   if (value === null || typeof value === 'number' || typeof value === 'boolean') {
@@ -124,7 +132,11 @@ const loadCollection: ProcessImpl<OpenEoEnv> = (args, env) => {
     bands = args.bands.map((name) => {
       const found = typeof name === 'string' ? sentinel2Band(name) : undefined;
       if (!found) {
-        throw invalid('load_collection', 'bands', `unknown band ${JSON.stringify(name)} (${SENTINEL2_BAND_NAMES.join(', ')})`);
+        throw invalid(
+          'load_collection',
+          'bands',
+          `unknown band ${JSON.stringify(name)} (${SENTINEL2_BAND_NAMES.join(', ')})`,
+        );
       }
       return found.name;
     });
@@ -441,10 +453,12 @@ function geometryList(value: unknown): { geometry: object; polygons: Rings[] }[]
     throw invalid('aggregate_spatial', 'geometries', 'expected GeoJSON');
   }
   const record = value as Record<string, unknown>;
-  const items =
-    record.type === 'FeatureCollection' && Array.isArray(record.features) ? record.features : [record];
+  const items = record.type === 'FeatureCollection' && Array.isArray(record.features) ? record.features : [record];
   return items.map((item) => {
-    const geometry = (item as { type?: unknown; geometry?: unknown }).type === 'Feature' ? (item as { geometry: object }).geometry : item;
+    const geometry =
+      (item as { type?: unknown; geometry?: unknown }).type === 'Feature'
+        ? (item as { geometry: object }).geometry
+        : item;
     const polygons = geoJsonPolygons(geometry, 'aggregate_spatial', 'geometries');
     if (polygons.length !== 1) throw invalid('aggregate_spatial', 'geometries', 'expected one geometry per feature');
     return { geometry: geometry as object, polygons: polygons[0]! };
@@ -459,13 +473,22 @@ const saveResult: ProcessImpl<OpenEoEnv> = (args) => {
     throw invalid('save_result', 'format', `${String(args.format)} is not an output format here (GTiff, PNG, JSON)`);
   }
   const options = args.options ?? {};
-  if (typeof options !== 'object' || Array.isArray(options)) throw invalid('save_result', 'options', 'expected an object');
-  const result: SavedResult = { kind: 'save_result', data: args.data, format, options: options as Record<string, unknown> };
+  if (typeof options !== 'object' || Array.isArray(options))
+    throw invalid('save_result', 'options', 'expected an object');
+  const result: SavedResult = {
+    kind: 'save_result',
+    data: args.data,
+    format,
+    options: options as Record<string, unknown>,
+  };
   return result;
 };
 
 /** The implemented processes by id (the definitions served at `GET /processes` list exactly these). */
-export const PROCESS_IMPLEMENTATIONS: ReadonlyMap<string, ProcessImpl<OpenEoEnv>> = new Map<string, ProcessImpl<OpenEoEnv>>([
+export const PROCESS_IMPLEMENTATIONS: ReadonlyMap<string, ProcessImpl<OpenEoEnv>> = new Map<
+  string,
+  ProcessImpl<OpenEoEnv>
+>([
   ['load_collection', loadCollection],
   ['save_result', saveResult],
   ['filter_bbox', filterBbox],

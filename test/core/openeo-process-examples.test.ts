@@ -144,9 +144,7 @@ async function runProcess(id: string, raw: Record<string, unknown>): Promise<unk
 
 /** The arguments with data replaced by null: the graph check reads names and callbacks, not values. */
 const stripValues = (raw: Record<string, unknown>) =>
-  Object.fromEntries(
-    Object.entries(raw).map(([k, v]) => [k, isRecord(v) && isRecord(v.process_graph) ? v : null]),
-  );
+  Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, isRecord(v) && isRecord(v.process_graph) ? v : null]));
 
 function sameNumber(actual: number, expected: number, delta: number): boolean {
   if (Number.isNaN(expected)) return Number.isNaN(actual);
@@ -191,10 +189,7 @@ describe('openEO process examples (openeo-processes tests/)', function () {
   });
 
   it('holds the examples of exactly the implemented processes', () => {
-    assert.deepEqual(
-      files.map((f) => f.replace('.json5', '')).sort(),
-      [...PROCESS_IMPLEMENTATIONS.keys()].sort(),
-    );
+    assert.deepEqual(files.map((f) => f.replace('.json5', '')).sort(), [...PROCESS_IMPLEMENTATIONS.keys()].sort());
   });
 
   for (const file of files) {
@@ -208,7 +203,9 @@ describe('openEO process examples (openeo-processes tests/)', function () {
       doc.tests.forEach((test, i) => {
         const name = `${doc.id}#${i + 1}`;
         it(name, async function () {
-          const missing = ((test.required as string[] | undefined) ?? []).filter((p) => !PROCESS_IMPLEMENTATIONS.has(p));
+          const missing = ((test.required as string[] | undefined) ?? []).filter(
+            (p) => !PROCESS_IMPLEMENTATIONS.has(p),
+          );
           if (missing.length > 0) {
             tally.skipped.push(`${name}: needs ${missing.join(', ')}, not implemented`);
             this.skip();
