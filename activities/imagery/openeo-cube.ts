@@ -95,8 +95,12 @@ async function pool<T, R>(items: readonly T[], work: (item: T) => Promise<R>): P
 
 export function createCubeLoader(deps: CubeLoaderDeps) {
   return {
-    /** A session for one process graph: at most `maxSamples` values loaded over all its `load_collection`s. */
-    session(limits: { maxSamples: number }): CubeSession {
+    /**
+     * A session for one process graph. `admit` is asked, before any pixel is read, whether the values loaded over
+     * all its `load_collection`s so far plus those of the next may be loaded; it throws the refusal (too many for
+     * a synchronous request, over the request's budget).
+     */
+    session(admit: (samples: number) => void): CubeSession {
       const scenes = new Map<string, LoadedScene>();
       const reads: CubeRead[] = [];
       const searches: Record<string, unknown>[] = [];
@@ -107,7 +111,7 @@ export function createCubeLoader(deps: CubeLoaderDeps) {
         searches: () => searches,
         samples: () => samples,
         async load(request) {
-          const loaded = await loadCube(deps, request, limits.maxSamples - samples, searches);
+          const loaded = await loadCube(deps, request, (more) => admit(samples + more), searches);
           samples += loaded.cube.data.length;
           for (const s of loaded.scenes) scenes.set(s.id, s);
           reads.push(...loaded.reads);
@@ -120,18 +124,11 @@ export function createCubeLoader(deps: CubeLoaderDeps) {
 export type CubeLoader = ReturnType<typeof createCubeLoader>;
 
 const COLLECTION_START_MS = Date.parse('2015-06-27T00:00:00Z');
-const tooLarge = (samples: number, allowed: number) =>
-  new OpenEoError(
-    'ProcessGraphComplexity',
-    `The process is too complex for synchronous processing: it would load ${samples.toLocaleString('en')} values ` +
-      `(x × y × t × bands), above the ${allowed.toLocaleString('en')} a synchronous request may load. ` +
-      'Narrow the extent, the interval or the bands, or use a batch job instead.',
-  );
 
 async function loadCube(
   deps: CubeLoaderDeps,
   request: LoadRequest,
-  allowed: number,
+  admit: (samples: number) => void,
   searches: Record<string, unknown>[],
 ): Promise<{ cube: Cube; scenes: LoadedScene[]; reads: CubeRead[] }> {
   const bands = request.bands.map((name) => sentinel2Band(name)!);
@@ -144,7 +141,7 @@ async function loadCube(
   // A first bound before anything is read: the box's area at the finest resolution, per band and scene.
   const utm = transformBox(request.extent.box, 4326, 32600 + Math.floor(((w + e) / 2 + 180) / 6) + 1);
   const pixelsEstimate = Math.ceil(((utm[2]! - utm[0]!) / resolution) * ((utm[3]! - utm[1]!) / resolution));
-  if (pixelsEstimate * bands.length > allowed) throw tooLarge(pixelsEstimate * bands.length, allowed);
+  admit(pixelsEstimate * bands.length);
 
   const filter = request.properties['eo:cloud_cover'];
   const search = {
@@ -184,9 +181,7 @@ async function loadCube(
   }
   // Oldest first: openEO's temporal labels ascend.
   kept.sort((a, b) => a.datetimeMs - b.datetimeMs || a.id.localeCompare(b.id));
-  if (pixelsEstimate * bands.length * kept.length > allowed) {
-    throw tooLarge(pixelsEstimate * bands.length * kept.length, allowed);
-  }
+  admit(pixelsEstimate * bands.length * kept.length);
 
   // Open every COG (headers only), then fix the grid from the first scene's finest band.
   const abort = new AbortController();
@@ -207,9 +202,11 @@ async function loadCube(
   const size = grid.width * grid.height;
   const labels = [...new Set(kept.map((sc) => sc.datetime))];
   const total = size * labels.length * bands.length;
-  if (total > allowed) {
+  try {
+    admit(total);
+  } catch (error) {
     abort.abort();
-    throw tooLarge(total, allowed);
+    throw error;
   }
 
   const data = new Float64Array(total).fill(NaN);

@@ -6,6 +6,7 @@ import type { AppDeps } from '../app-deps.js';
 import type { RouteSpec } from '../route-spec.js';
 import { accountRoutes } from './account.js';
 import { discoveryRoutes, unbuiltRoutes } from './discovery.js';
+import { resultRoutes } from './result.js';
 
 export { OPENEO_BASE, WELL_KNOWN } from './discovery.js';
 
@@ -20,6 +21,7 @@ export function openEoRoutes(deps: AppDeps): RouteSpec<unknown>[] {
       logger: deps.logger,
     }),
     ...accountRoutes(),
+    ...resultRoutes({ imagery: () => deps.imagery, clock: () => deps.clock() }),
   );
   return [...built, ...unbuiltRoutes()];
 }
