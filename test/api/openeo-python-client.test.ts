@@ -2,7 +2,8 @@
  * The official openEO Python client (`openeo` from PyPI, unmodified) against the gateway and the local STAC/COG
  * servers (docs/protocol.md §16): connect through /.well-known/openeo, authenticate_basic, list and describe the
  * collection, NDVI mean over time as GTiff (read by rasterio, i.e. GDAL: CRS, transform, statistics) and JSON,
- * band math with cube.band(), aggregate_spatial over a polygon, and errors raised as OpenEoApiError.
+ * band math with cube.band(), aggregate_spatial over a polygon, a result's proof record checked as the guide
+ * shows, and errors raised as OpenEoApiError.
  *
  * Runs when OPENEO_PYTHON names a Python whose environment has `openeo` and `rasterio`
  * (`python3 -m venv /tmp/venv-openeo && /tmp/venv-openeo/bin/pip install openeo rasterio`); skipped otherwise.
@@ -45,6 +46,8 @@ interface Seen {
   json: { order: string[]; values: number[] };
   band_math: number[];
   aggregate_spatial: { order: string[]; data: number[][] };
+  masked_series: number[][];
+  proof: { payload_type: string; matches: boolean; costs: number };
   error: { code: string; status: number } | null;
   unsupported: { code: string; message: string } | null;
 }
@@ -112,6 +115,10 @@ describe('the official openEO Python client', function () {
     assert.equal(seen.aggregate_spatial.data[0]?.length, 2, 'one mean per scene date');
     for (const v of seen.aggregate_spatial.data.flat()) assert.ok(Math.abs(v - ndvi) < 1e-9);
 
+    assert.equal(seen.masked_series[0]?.length, 2);
+    for (const v of seen.masked_series.flat()) assert.ok(Math.abs(v - ndvi) < 1e-9);
+    assert.deepEqual(seen.proof, { payload_type: 'imagery/openeo_result', matches: true, costs: seen.proof.costs });
+    assert.ok(seen.proof.costs > 0);
     assert.deepEqual(seen.error, { code: 'CollectionNotFound', status: 404 });
     assert.equal(seen.unsupported?.code, 'ProcessUnsupported');
     assert.match(seen.unsupported?.message ?? '', /resample_spatial/);

@@ -5,12 +5,14 @@ Run by test/api/openeo-python-client.test.ts with the Python of a venv holding `
 for the downloads. Prints one JSON object with what it observed; the mocha test judges it. Any exception fails.
 """
 
+import hashlib
 import json
 import sys
 from pathlib import Path
 
 import openeo
 import rasterio
+import requests
 from openeo.rest import OpenEoApiError
 
 url, key, field_json, polygon_json, out = sys.argv[1:6]
@@ -70,6 +72,24 @@ seen["band_math"] = sorted({round(v, 6) for row in math_cube["data"] for v in ro
 # Zonal mean over a polygon, one value per date.
 zonal = cube.ndvi().aggregate_spatial(geometries=polygon, reducer="mean").execute()
 seen["aggregate_spatial"] = {"order": zonal["order"], "data": zonal["data"]}
+
+# The guide's time series: clouds masked with the scene classification, then the mean over the polygon per date.
+with_scl = connection.load_collection(
+    "SENTINEL2_L2A", spatial_extent=field, temporal_extent=["2026-02-01", "2026-03-01"], bands=["B04", "B08", "SCL"]
+)
+cloud = (with_scl.band("SCL") == 8) | (with_scl.band("SCL") == 9)
+series = with_scl.mask(cloud).ndvi().aggregate_spatial(geometries=polygon, reducer="mean").execute()
+seen["masked_series"] = series["data"]
+
+# The proof of a result, as the guide checks it: the record names the SHA-256 of the bytes received.
+graph = ndvi.save_result(format="GTiff").flat_graph()
+res = connection.post("/result", json={"process": {"process_graph": graph}}, expected_status=200)
+record = requests.get(f"{url}/store/proof/{res.headers['x-svc-record']}").json()["record"]
+seen["proof"] = {
+    "payload_type": record["payload_type"],
+    "matches": record["payload"]["result"]["sha256"] == hashlib.sha256(res.content).hexdigest(),
+    "costs": float(res.headers["OpenEO-Costs"]),
+}
 
 # An error the client raises as OpenEoApiError with the back-end's code.
 try:
