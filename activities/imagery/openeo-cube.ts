@@ -10,6 +10,7 @@ import { baselineOffset } from '../../core/ndvi.js';
 import { makeCube, type BandInfo, type Cube, type Dimension } from '../../core/openeo/cube.js';
 import { proj4Definition, transformBox, transformer } from '../../core/openeo/crs.js';
 import { OpenEoError } from '../../core/openeo/errors.js';
+import { pixelsInside } from '../../core/openeo/polygons.js';
 import type { Callback } from '../../core/openeo/graph.js';
 import type { LoadRequest } from '../../core/openeo/processes.js';
 import { sentinel2Band, type Sentinel2Band } from '../../core/openeo/sentinel2.js';
@@ -352,27 +353,12 @@ async function resampleInto(
 /** No-data outside the extent's polygons (a GeoJSON extent reads its box, then keeps the inside). */
 function maskOutside(data: Float64Array, grid: Grid, polygons: readonly number[][][][], planes: number): void {
   const forward = transformer(4326, grid.epsg);
+  const xs = Array.from({ length: grid.width }, (_, c) => grid.originX + (c + 0.5) * grid.resX);
+  const ys = Array.from({ length: grid.height }, (_, r) => grid.originY + (r + 0.5) * grid.resY);
   const inside = new Uint8Array(grid.width * grid.height);
   for (const rings of polygons) {
     const projected = rings.map((ring) => ring.map((p) => forward([p[0]!, p[1]!])));
-    for (let r = 0; r < grid.height; r++) {
-      const yc = grid.originY + (r + 0.5) * grid.resY;
-      const crossings: number[] = [];
-      for (const ring of projected) {
-        for (let i = 0; i + 1 < ring.length; i++) {
-          const [ax, ay] = ring[i]!;
-          const [bx, by] = ring[i + 1]!;
-          if (ay <= yc !== by <= yc) crossings.push(ax + ((yc - ay) * (bx - ax)) / (by - ay));
-        }
-      }
-      crossings.sort((a, b) => a - b);
-      for (let k = 0; k + 1 < crossings.length; k += 2) {
-        for (let c = 0; c < grid.width; c++) {
-          const xc = grid.originX + (c + 0.5) * grid.resX;
-          if (xc >= crossings[k]! && xc < crossings[k + 1]!) inside[r * grid.width + c] = 1;
-        }
-      }
-    }
+    for (const at of pixelsInside(projected, xs, ys)) inside[at] = 1;
   }
   const size = inside.length;
   for (let p = 0; p < planes; p++) for (let i = 0; i < size; i++) if (inside[i] === 0) data[p * size + i] = NaN;

@@ -32,6 +32,7 @@ import {
   type SpatialExtent,
 } from './extent.js';
 import { Callback, type ProcessImpl } from './graph.js';
+import { pixelsInside } from './polygons.js';
 import {
   add,
   and,
@@ -341,29 +342,8 @@ const mask: ProcessImpl<OpenEoEnv> = (args) => {
 
 // --- aggregate_spatial -----------------------------------------------------------------------------------------
 
-/** Pixel positions (into the y × x plane) whose centres lie inside the polygon (even-odd over all rings). */
-function pixelsInside(rings: Rings, xs: readonly number[], ys: readonly number[]): number[] {
-  const inside: number[] = [];
-  const crossings: number[] = [];
-  for (let r = 0; r < ys.length; r++) {
-    const yc = ys[r]!;
-    crossings.length = 0;
-    for (const ring of rings) {
-      for (let i = 0; i + 1 < ring.length; i++) {
-        const [ax, ay] = ring[i] as [number, number];
-        const [bx, by] = ring[i + 1] as [number, number];
-        if (ay <= yc !== by <= yc) crossings.push(ax + ((yc - ay) * (bx - ax)) / (by - ay));
-      }
-    }
-    crossings.sort((a, b) => a - b);
-    for (let k = 0; k + 1 < crossings.length; k += 2) {
-      for (let c = 0; c < xs.length; c++) {
-        if (xs[c]! >= crossings[k]! && xs[c]! < crossings[k + 1]!) inside.push(r * xs.length + c);
-      }
-    }
-  }
-  return inside;
-}
+/** Values aggregate_spatial gathers at most over all its geometries (overlaps counted each time). */
+export const MAX_ZONAL_VALUES = 16_000_000;
 
 const aggregateSpatial: ProcessImpl<OpenEoEnv> = async (args) => {
   const cube = cubeArg('aggregate_spatial', args.data);
@@ -398,6 +378,7 @@ const aggregateSpatial: ProcessImpl<OpenEoEnv> = async (args) => {
   }
   const native = nativeStatistic(callback);
   const withCounts = typeof target === 'string';
+  let counted = 0;
   const perGeometry = otherCount * (withCounts ? 3 : 1);
   const out = new Float64Array(geometries.length * perGeometry);
   for (let g = 0; g < geometries.length; g++) {
@@ -409,6 +390,14 @@ const aggregateSpatial: ProcessImpl<OpenEoEnv> = async (args) => {
       ),
     );
     const unique = [...new Set(pixels)];
+    counted += unique.length * otherCount;
+    if (counted > MAX_ZONAL_VALUES) {
+      throw new OpenEoError(
+        'ProcessGraphComplexity',
+        `aggregate_spatial would gather more than ${MAX_ZONAL_VALUES.toLocaleString('en')} values over its ` +
+          'geometries (overlapping or many geometries): use fewer or smaller ones, or a batch job instead.',
+      );
+    }
     const offsets = unique.map((p) => Math.floor(p / xs.length) * strides[y]! + (p % xs.length) * strides[x]!);
     const rows = offsets.map((offset) => {
       const row = new Float64Array(otherCount);

@@ -112,7 +112,9 @@ describe('openEO POST /result', function () {
   it('answers the NDVI mean over time as a georeferenced GeoTIFF, the NDVI step’s value on every pixel', async () => {
     const { bytes, headers } = await raw(ndviGraph('GTiff'));
     assert.match(headers.get('content-type') ?? '', /^image\/tiff/);
-    const tiff = await fromArrayBuffer(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+    const tiff = await fromArrayBuffer(
+      bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer,
+    );
     const image = await tiff.getImage();
     assert.equal((image.getGeoKeys() as { ProjectedCSTypeGeoKey?: number }).ProjectedCSTypeGeoKey, 32633);
     assert.deepEqual(image.getResolution().slice(0, 2), [10, -10]);
@@ -302,6 +304,36 @@ describe('openEO POST /result', function () {
     const cloudy = (await run(graph(false))).body as DataCubeJson;
     const mixed = (cloudy.data as number[][]).flat();
     for (const v of mixed) assert.ok(v < 0.55 && v > ndviOf(CLOUD, -1000), String(v));
+  });
+
+  it('loads a GeoJSON extent as its box with no-data outside the polygon', async () => {
+    const { west, south, east, north } = FIELD;
+    const triangle = {
+      type: 'Polygon',
+      coordinates: [
+        [
+          [west, south],
+          [east, south],
+          [west, north],
+          [west, south],
+        ],
+      ],
+    };
+    const res = await run({
+      load: load(triangle),
+      ndvi: { process_id: 'ndvi', arguments: { data: { from_node: 'load' } } },
+      mean: meanOver('ndvi', 't'),
+      save: save('mean', 'JSON'),
+    });
+    assert.equal(res.status, 200, res.text);
+    const values = ((res.body as DataCubeJson).data as (number | null)[][]).flat();
+    const inside = values.filter((v) => v !== null);
+    // About half the grid (which is the box drawn in UTM, a little larger than the triangle's box).
+    assert.ok(
+      inside.length / values.length > 0.4 && inside.length / values.length < 0.5,
+      `${inside.length} of ${values.length}`,
+    );
+    assert.ok(inside.every((v) => Math.abs(v! - ndviOf(VEGETATION, -1000)) < 1e-9));
   });
 
   it('answers PNG: grey with an alpha channel for no-data', async () => {
