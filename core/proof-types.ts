@@ -15,6 +15,8 @@ export const COLLECTION_PAYLOAD_TYPES = {
     'imagery/scene_search',
     'imagery/atmospheric_correction',
     'imagery/flood_classify',
+    // An openEO result (docs/protocol.md §16.7): the file's hash, the scenes and byte ranges read, the graph's hash.
+    'imagery/openeo_result',
   ],
   breadcrumb: ['gns/breadcrumb'],
   telemetry: ['iot/telemetry'],
