@@ -6,7 +6,8 @@
 #   docker run --rm geofabric:local help
 #
 # The image runs the compiled build (`npm run build`: dist/) with plain Node, on an LTS line that is supported
-# (Node 24: maintenance until April 2028); it holds no TypeScript sources and never loads tsx.
+# (Node 24: maintenance until April 2028); it holds no TypeScript sources and never loads tsx. NODE_VERSION may be
+# any major in package.json's `engines` (22 or 24 and later); CI tests 24 and 22.
 
 ARG NODE_VERSION=24
 

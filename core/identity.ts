@@ -18,9 +18,19 @@
  *   1 reject (small-order A)       5 reject (cofactored-only)   9 reject (non-canonical R)
  *   2 accept (mixed A, small R)    6 reject (S >= L)           10 reject (non-canonical A)
  *   3 accept (mixed A and R)       7 reject (S >= L)           11 reject (non-canonical A; OpenSSL alone accepts)
+ * node:crypto is not the same on every Node: on Node 24 it also refuses a small-order R (case 2), which Node 20
+ * and 22 accept, so a refusal with such an R is decided again by step 3 alone (holdsWithSmallOrderR).
  */
-import { createPrivateKey, createPublicKey, getRandomValues, sign, verify, type KeyObject } from 'node:crypto';
-import { ed25519 } from '@noble/curves/ed25519.js';
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  getRandomValues,
+  sign,
+  verify,
+  type KeyObject,
+} from 'node:crypto';
+import { ed25519, ED25519_TORSION_SUBGROUP } from '@noble/curves/ed25519.js';
 import { fail, pass, type Check } from './check.js';
 import { bytesToHex, hexToBytes, isHex } from './hex.js';
 
@@ -194,11 +204,39 @@ export function passesSignaturePolicy(pk: string, signature: string): boolean {
   return isCanonicalScalar(hexToBytes(signature.slice(64)));
 }
 
+// The canonical encodings of the eight small-order points: an R among them is one node:crypto may refuse.
+const SMALL_ORDER = new Set(ED25519_TORSION_SUBGROUP);
+
+/**
+ * Step 3 of the policy by itself (the cofactorless equation, R compared by its encoding), for a signature whose
+ * R is a small-order point and that node:crypto refused: Node 24's refuses such an R whatever the equation says,
+ * Node 20's and 22's do not, and the policy must answer the same on every Node. False for any other R (node:crypto's
+ * refusal stands), so only those eight R values ever take this slower path. The key and S checks are the caller's.
+ */
+export function holdsWithSmallOrderR(pk: string, message: string | Uint8Array, signature: string): boolean {
+  try {
+    if (!isHex(signature, 64) || !SMALL_ORDER.has(signature.slice(0, 64))) return false;
+    const sig = hexToBytes(signature);
+    const s = littleEndian(sig.subarray(32));
+    if (s >= L) return false;
+    const pkBytes = hexToBytes(pk);
+    const digest = createHash('sha512').update(sig.subarray(0, 32)).update(pkBytes).update(toBytes(message)).digest();
+    const k = littleEndian(new Uint8Array(digest)) % L;
+    const a = ed25519.Point.fromBytes(pkBytes);
+    // R' = [S]B - [k]A; multiplyUnsafe takes 0 (S = 0, k = 0), and nothing here is secret.
+    const r = ed25519.Point.BASE.multiplyUnsafe(s).subtract(a.multiplyUnsafe(k));
+    return bytesToHex(r.toBytes()) === signature.slice(0, 64);
+  } catch {
+    return false;
+  }
+}
+
 /** True only for a valid signature under the policy above; never throws. */
 export function verifySignature(pk: string, message: string | Uint8Array, signature: string): boolean {
   try {
     const inputs = verifyInputs(pk, message, signature);
-    return inputs !== undefined && verify(null, inputs.data, inputs.key, inputs.sig);
+    if (inputs === undefined) return false;
+    return verify(null, inputs.data, inputs.key, inputs.sig) || holdsWithSmallOrderR(pk, inputs.data, signature);
   } catch {
     return false;
   }
@@ -220,7 +258,9 @@ export function verifySignatureAsync(pk: string, message: string | Uint8Array, s
   const { data, key, sig } = inputs;
   return new Promise((resolve) => {
     try {
-      verify(null, data, key, sig, (error, ok) => resolve(error === null && ok));
+      verify(null, data, key, sig, (error, ok) =>
+        resolve(error === null && (ok || holdsWithSmallOrderR(pk, data, signature))),
+      );
     } catch {
       resolve(false);
     }

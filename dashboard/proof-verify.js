@@ -199,7 +199,18 @@ const SMALL_ORDER = new Set([
  */
 export function publicKeyIssue(pk) {
   if (typeof pk !== 'string' || !HEX64.test(pk)) return 'must be 64 lowercase hex';
-  const bytes = hexToBytes(pk);
+  const point = decodePoint(pk);
+  if (typeof point === 'string') return point;
+  if (SMALL_ORDER.has(pk)) return 'is a small-order point';
+  return undefined;
+}
+
+/**
+ * The curve point a 64-hex encoding names, as [x, y], or why it names none (not canonical, not on the curve).
+ * @param {string} hex @returns {[bigint, bigint] | string}
+ */
+function decodePoint(hex) {
+  const bytes = hexToBytes(hex);
   let y = 0n;
   for (let i = 31; i >= 0; i--) y = (y << 8n) | BigInt(/** @type {number} */ (bytes[i]));
   const sign = y >> 255n;
@@ -213,8 +224,64 @@ export function publicKeyIssue(pk) {
     if ((v * x * x - u) % ED25519_P !== 0n) return 'is not a point on the curve';
   }
   if (x === 0n && sign === 1n) return 'is not a canonical encoding (x = 0 with the sign bit set)';
-  if (SMALL_ORDER.has(pk)) return 'is a small-order point';
-  return undefined;
+  if ((x & 1n) !== sign) x = ED25519_P - x;
+  return [x, y];
+}
+
+/** @typedef {[bigint, bigint, bigint, bigint]} Extended  (X, Y, Z, T) with x = X/Z, y = Y/Z, xy = T/Z */
+/** @param {bigint} a */
+const modP = (a) => ((a % ED25519_P) + ED25519_P) % ED25519_P;
+/** RFC 8032 §5.1.4's addition, complete on this curve (doubling too). @param {Extended} p @param {Extended} q @returns {Extended} */
+function addPoints([x1, y1, z1, t1], [x2, y2, z2, t2]) {
+  const a = modP((y1 - x1) * (y2 - x2));
+  const b = modP((y1 + x1) * (y2 + x2));
+  const c = modP(2n * ED25519_D * t1 * t2);
+  const d = modP(2n * z1 * z2);
+  const [e, f, g, h] = [b - a, d - c, d + c, b + a];
+  return [modP(e * f), modP(g * h), modP(f * g), modP(e * h)];
+}
+/** [n]P by double-and-add (public inputs only: not constant-time). @param {bigint} n @param {Extended} point @returns {Extended} */
+function multiply(n, point) {
+  /** @type {Extended} */
+  let result = [0n, 1n, 1n, 0n];
+  for (let base = point; n > 0n; n >>= 1n, base = addPoints(base, base)) {
+    if (n & 1n) result = addPoints(result, base);
+  }
+  return result;
+}
+/** @param {Extended} point */
+function encodePoint([x, y, z]) {
+  const zInv = powP(z, ED25519_P - 2n);
+  const n = modP(y * zInv) | ((modP(x * zInv) & 1n) << 255n);
+  return bytesToHex(Uint8Array.from({ length: 32 }, (_, i) => Number((n >> BigInt(8 * i)) & 0xffn)));
+}
+const BASE_POINT = /** @type {[bigint, bigint]} */ (
+  decodePoint('5866666666666666666666666666666666666666666666666666666666666666')
+);
+
+/**
+ * The server's step 3 by itself (the cofactorless equation [S]B = R + [k]A, R compared by its encoding), for a
+ * signature WebCrypto refused whose R is of small order: some runtimes' Ed25519 (Node 24's, for one) refuse such an
+ * R whatever the equation says, while the server's policy accepts it (core/identity.ts holdsWithSmallOrderR).
+ * @param {string} pkHex @param {Uint8Array} data @param {Uint8Array} signature @param {bigint} s
+ */
+async function holdsWithSmallOrderR(pkHex, data, signature, s) {
+  const rHex = bytesToHex(signature.subarray(0, 32));
+  const a = decodePoint(pkHex);
+  if (!SMALL_ORDER.has(rHex) || typeof a === 'string') return false;
+  const input = new Uint8Array(64 + data.length);
+  input.set(signature.subarray(0, 32));
+  input.set(hexToBytes(pkHex), 32);
+  input.set(data, 64);
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-512', input));
+  let k = 0n;
+  for (let i = 63; i >= 0; i--) k = (k << 8n) | BigInt(/** @type {number} */ (digest[i]));
+  k %= ED25519_L;
+  const [bx, by] = BASE_POINT;
+  const [ax, ay] = a;
+  const sB = multiply(s, [bx, by, 1n, modP(bx * by)]);
+  const minusKA = multiply(k, [modP(-ax), ay, 1n, modP(-ax * ay)]);
+  return encodePoint(addPoints(sB, minusKA)) === rHex;
 }
 
 /**
@@ -237,7 +304,8 @@ export async function verifyEd25519(pkHex, message, signatureHex) {
     return false; // not a point on the curve
   }
   const data = typeof message === 'string' ? encoder.encode(message) : message;
-  return crypto.subtle.verify({ name: 'Ed25519' }, key, signature, /** @type {BufferSource} */ (data));
+  if (await crypto.subtle.verify({ name: 'Ed25519' }, key, signature, /** @type {BufferSource} */ (data))) return true;
+  return holdsWithSmallOrderR(pkHex, data, signature, s);
 }
 
 /**

@@ -10,6 +10,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import { holdsWithSmallOrderR, passesSignaturePolicy } from '../core/identity.js';
 
 const WORKER_SOURCE = `
 const { parentPort } = require('node:worker_threads');
@@ -159,7 +160,12 @@ export function createEd25519Pool(size = Math.max(1, availableParallelism())): E
     size,
     sign: (seedHex, messages) =>
       chunked(messages, (chunk) => run<string>({ kind: 'sign', seed: seedHex.slice(0, 64), messages: chunk })),
-    verify: (items) => chunked(items, (chunk) => run<boolean>({ kind: 'verify', items: chunk })),
+    // A refusal with a small-order R is decided again on this thread, under the key and S checks: node:crypto
+    // refuses one on Node 24 only (core/identity.ts holdsWithSmallOrderR).
+    verify: async (items) =>
+      (await chunked(items, (chunk) => run<boolean>({ kind: 'verify', items: chunk }))).map(
+        (ok, i) => ok || (passesSignaturePolicy(items[i]![0], items[i]![2]) && holdsWithSmallOrderR(...items[i]!)),
+      ),
     async close() {
       const all = workers.splice(0);
       await Promise.all(all.map((entry) => entry.worker.terminate()));
