@@ -18,6 +18,11 @@ export const CONFIG_DOC_PATH = join(dirname(fileURLToPath(import.meta.url)), '..
 /** Variables read by the benchmarks, the tests and the helper scripts: not service configuration. */
 export const DEV_ENV: Record<string, { where: string; description: string }> = {
   BENCH_SECONDS: { where: '`npm run bench`', description: 'seconds per measurement (default 5)' },
+  OPENEO_PYTHON: {
+    where: '`npm test` (test/api/openeo-python-client.test.ts)',
+    description:
+      'a Python with `openeo` and `rasterio` installed: the official openEO client runs against the gateway; unset, skipped (`.ci/run` sets it)',
+  },
   RECEIPT_FUZZ_SEED: {
     where: '`npm test` (test/core/receipt-agreement.test.ts)',
     description: "seed of the receipt verifiers' differential fuzz (default the corpus seed)",
