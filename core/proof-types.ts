@@ -3,19 +3,17 @@
  * sealed per (sealer key, epoch) into RFC 9162 Merkle trees chained seal to seal.
  */
 
+import { IMAGE_OPERATIONS, type ImageOperation } from './imagery-operations.js';
+
 /** docs/protocol.md §2.6 collections and the payload types each may carry. */
 export const COLLECTION_PAYLOAD_TYPES = {
   inference: ['hive/inference'],
   tile: ['tile/vector', 'tile/raster'],
   compute_job: ['compute/job'],
-  // The protocol names only `imagery/ndvi`; the other image_process operations record under matching types.
-  imagery: [
-    'imagery/ndvi',
-    'imagery/cloud_mask',
-    'imagery/scene_search',
-    'imagery/atmospheric_correction',
-    'imagery/flood_classify',
-  ],
+  // The protocol names only `imagery/ndvi`; every image_process operation records under its own type.
+  imagery: IMAGE_OPERATIONS.map(
+    (operation) => `imagery/${operation}` as const,
+  ) as readonly `imagery/${ImageOperation}`[],
   breadcrumb: ['gns/breadcrumb'],
   telemetry: ['iot/telemetry'],
 } as const;
