@@ -7,6 +7,7 @@ import { jobStellarTx } from '../activities/settlement/settlement-service.js';
 import type { AppDeps } from './app-deps.js';
 import { gateChain, gateLimits, routeGates, type GateLimits } from './gates.js';
 import { errorMiddleware, jsonAllowedMethods, type ErrorStyle } from './http-errors.js';
+import { OPENEO_BASE, WELL_KNOWN, openEoRoutes } from './openeo/index.js';
 import { readJsonBody } from './json-body.js';
 import { createMetrics } from './metrics.js';
 import { createRequestRateLimits, requestBounds } from './rate-limit.js';
@@ -113,6 +114,7 @@ export function createApp(deps: AppDeps): Koa {
       networkPassphrase: deps.networkPassphrase,
     }),
     ...dashboardRoutes({ perceptionUrl: deps.config.perceptionUrl }),
+    ...openEoRoutes(deps),
   ];
   // The reference documents every route, itself included: it reads the list when first asked.
   routes.push(...openApiRoutes({ routes: () => routes, publicUrl: deps.config.publicUrl }));
@@ -153,6 +155,8 @@ function errorStyleOf(
 ): (ctx: Context) => ErrorStyle {
   const styles = new Map(routes.filter((r) => r.errorStyle).map((r) => [r.path, r.errorStyle!]));
   return (ctx) => {
+    // Every path of the openEO API, routed or not (a 404 under it is openEO's NotFound).
+    if (ctx.path === WELL_KNOWN || ctx.path === OPENEO_BASE || ctx.path.startsWith(`${OPENEO_BASE}/`)) return 'openeo';
     if (styles.size === 0) return 'svc';
     for (const layer of match(ctx.path, ctx.method).path) {
       const style = typeof layer.path === 'string' ? styles.get(layer.path) : undefined;

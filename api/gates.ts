@@ -15,6 +15,7 @@ import type { AppDeps } from './app-deps.js';
 import { enforcePrincipalRate, type RateHeaderTarget } from './rate-limit.js';
 import { sharedRequestVerifier } from './request-verifier.js';
 import { toolPolicyGate } from './tool-policy-gate.js';
+import { checkOpenEoCredentials } from './openeo/credentials.js';
 import type { GateState, RouteSpec } from './route-spec.js';
 
 /**
@@ -49,7 +50,10 @@ export function gateChain(deps: AppDeps, spec: RouteSpec<unknown>, limits: GateL
 /** The gates of one route, in order, each named for the refusals it makes. */
 export function routeGates(deps: AppDeps, spec: RouteSpec<unknown>, limits: GateLimits): [GateName, Gate][] {
   return [
-    [spec.auth === 'api_key' ? 'api_key' : 'signature', authGate(deps, spec, limits.principal)],
+    [
+      spec.auth === 'api_key' || spec.auth === 'openeo' ? 'api_key' : 'signature',
+      authGate(deps, spec, limits.principal),
+    ],
     ['jurisdiction', jurisdictionGate(spec)],
     ['delegation', delegationGate(deps, spec, limits.countedOps)],
     ['geometry', geometryGate],
@@ -172,8 +176,13 @@ function authGate(deps: AppDeps, spec: RouteSpec<unknown>, principalRate: RateLi
       const checked = checkRequestSignatureAsync(ctx.state.body, ctx.get('x-idn-signature') || undefined, now, verify);
       if ('then' in checked) return checked.then((done) => admitSigned(ctx, state, done, principalRate, now));
       admitSigned(ctx, state, checked, principalRate, now);
-    } else if (spec.auth === 'api_key') {
-      return checkApiKey(ctx.get('authorization'), deps).then((key) => {
+    } else if (spec.auth === 'api_key' || spec.auth === 'openeo') {
+      const header = ctx.get('authorization');
+      const checked =
+        spec.auth === 'api_key'
+          ? checkApiKey(header, deps)
+          : checkOpenEoCredentials(header, (token) => findApiKey(token, deps));
+      return checked.then((key) => {
         state.apiKey = key;
         enforcePrincipalRate(ctx, principalRate, `key:${key.id}`, deps.clock());
       });
@@ -209,25 +218,35 @@ const envKeyRecord = (index: number): ApiKeyRecord => ({
  */
 async function checkApiKey(authorization: string, deps: AppDeps): Promise<ApiKeyRecord> {
   const token = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1];
-  if (token !== undefined) {
-    const given = Buffer.from(token);
-    let envIndex = -1;
-    // Every configured key is compared, so the time taken does not tell which one (if any) matched.
-    deps.config.apiKeys.forEach((key, index) => {
-      const candidate = Buffer.from(key);
-      if (candidate.length === given.length && timingSafeEqual(candidate, given) && envIndex < 0) envIndex = index;
-    });
-    if (envIndex >= 0) return envKeyRecord(envIndex);
-    const stored = await deps.apiKeyStore.verify(token);
-    if (stored) return stored;
-  }
+  const key = token === undefined ? null : await findApiKey(token, deps);
+  if (key) return key;
   throw new ServiceError('unauthorized', 'a valid API key is required: Authorization: Bearer <key>');
+}
+
+/** The record of a configured key (compared in constant time) or of a live stored key; null for anything else. */
+export async function findApiKey(
+  token: string,
+  deps: Pick<AppDeps, 'config' | 'apiKeyStore'>,
+): Promise<ApiKeyRecord | null> {
+  const given = Buffer.from(token);
+  let envIndex = -1;
+  // Every configured key is compared, so the time taken does not tell which one (if any) matched.
+  deps.config.apiKeys.forEach((key, index) => {
+    const candidate = Buffer.from(key);
+    if (candidate.length === given.length && timingSafeEqual(candidate, given) && envIndex < 0) envIndex = index;
+  });
+  if (envIndex >= 0) return envKeyRecord(envIndex);
+  return deps.apiKeyStore.verify(token);
 }
 
 /** Gate 2: every named cell is valid; the job cell resolves to country and frameworks. */
 function jurisdictionGate(spec: RouteSpec<unknown>): Gate {
   return (ctx) => {
     const scope = requestScope(parts(ctx));
+    if (spec.cells) {
+      for (const cell of spec.cells(parts(ctx))) scope.cells.push({ where: 'the process graph extent', value: cell });
+      scope.requestedCell ??= scope.cells[0];
+    }
     ctx.state.scope = scope;
     gates(ctx).place = unwrap(
       checkJurisdiction(

@@ -3,13 +3,15 @@ import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { ServiceError } from '../core/errors.js';
 import { openAiError } from '../core/openai-errors.js';
+import { openEoError } from '../core/openeo/errors.js';
 import { isStorageFull, isStoreUnavailable } from '../store/store-errors.js';
 
 /**
  * How a route's errors are written: `svc` is `{ error, detail? }`; `openai` is OpenAI's
- * `{ error: { message, type, param, code } }` (core/openai-errors.ts), for the OpenAI-compatible routes.
+ * `{ error: { message, type, param, code } }` (core/openai-errors.ts), for the OpenAI-compatible routes; `openeo`
+ * is openEO's `{ id, code, message, links }` (core/openeo/errors.ts), for the openEO routes.
  */
-export type ErrorStyle = 'svc' | 'openai';
+export type ErrorStyle = 'svc' | 'openai' | 'openeo';
 
 /**
  * Every failure leaves as JSON in the route's error style (`{ error, detail? }` with the table's status unless
@@ -35,8 +37,13 @@ export function errorMiddleware(logger: Logger, styleOf: (ctx: Context) => Error
       }
       ctx.state.errorCode = failure.code;
       ctx.set(failure.headers);
-      if (styleOf(ctx) === 'openai') {
+      const style = styleOf(ctx);
+      if (style === 'openai') {
         const { status, body } = openAiError(failure);
+        ctx.status = status;
+        ctx.body = body;
+      } else if (style === 'openeo') {
+        const { status, body } = openEoError(failure, (ctx.state.requestId as string | undefined) ?? 'unknown');
         ctx.status = status;
         ctx.body = body;
       } else {

@@ -7,6 +7,8 @@
 import { z, type ZodType } from 'zod';
 import { ERROR_STATUS, type ErrorCode } from '../core/errors.js';
 import { openAiError } from '../core/openai-errors.js';
+import { OPENEO_ERROR_STATUS, openEoError } from '../core/openeo/errors.js';
+import { ServiceError } from '../core/errors.js';
 import { NAMED_SCHEMAS } from './openapi-schemas.js';
 import type { ResponseDocs, RouteDocs, RouteSpec } from './route-spec.js';
 
@@ -33,11 +35,17 @@ export const TAGS: readonly { name: string; description: string }[] = [
   { name: 'Proof store', description: 'Records, sealed epochs and Merkle proofs (docs/protocol.md §2.6)' },
   { name: 'Dashboard', description: 'The operator dashboard and its data' },
   { name: 'Service', description: 'Health, metrics and this reference' },
+  {
+    name: 'openEO',
+    description:
+      "The openEO API 1.2.0 under /openeo/1.2 (docs/protocol.md §16): openEO's error shape `{ id, code, message, links }`",
+  },
 ];
 
 const SCHEMA_DIALECT = 'https://json-schema.org/draft/2020-12/schema';
 const ERROR_REF = '#/components/schemas/Error';
 const OPENAI_ERROR_REF = '#/components/schemas/OpenAiError';
+const OPENEO_ERROR_REF = '#/components/schemas/OpenEoError';
 
 /** Headers any request may carry (docs/protocol.md §4.1 note 3): they feed gates 2 and 3. */
 const SHARED_HEADERS: readonly { key: string; name: string; description: string }[] = [
@@ -64,7 +72,7 @@ function gateErrors(spec: RouteSpec<unknown>): ErrorCode[] {
   if (spec.auth === 'signed') {
     codes.push('signature_required', 'invalid_signature', 'stale_request', 'invalid_public_key', 'delegation_required');
   }
-  if (spec.auth === 'api_key') codes.push('unauthorized');
+  if (spec.auth === 'api_key' || spec.auth === 'openeo') codes.push('unauthorized');
   if (spec.jsonBody) {
     codes.push('invalid_json', 'payload_too_large', 'unsupported_media_type', 'invalid_geometry', 'request_timeout');
     codes.push('storage_full');
@@ -216,6 +224,16 @@ export function buildOpenApiDocument(routes: readonly RouteSpec<unknown>[], opti
           scheme: 'bearer',
           description: 'An API key (`geofabric apikey create`, or API_KEYS): `Authorization: Bearer <key>`.',
         },
+        openEoBearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: "openEO's form of an API key: `Authorization: Bearer basic//<key>` (docs/protocol.md §16.2).",
+        },
+        openEoBasic: {
+          type: 'http',
+          scheme: 'basic',
+          description: 'HTTP Basic with an API key as the password; the user name is not checked.',
+        },
       },
     },
   };
@@ -225,11 +243,13 @@ const usesTag = (operation: Json, tag: string) => (operation.tags as string[]).i
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
 const defaultSecurity = (spec: RouteSpec<unknown>) =>
-  spec.auth === 'signed' ? 'signed' : spec.auth === 'api_key' ? 'api_key' : 'none';
+  spec.auth === 'signed' ? 'signed' : spec.auth === 'api_key' ? 'api_key' : spec.auth === 'openeo' ? 'openeo' : 'none';
 
-function security(kind: 'signed' | 'api_key' | 'none'): Json[] {
+function security(kind: NonNullable<RouteDocs['security']>): Json[] {
   if (kind === 'signed') return [{ signature: [] }];
   if (kind === 'api_key') return [{ apiKey: [] }];
+  if (kind === 'openeo') return [{ openEoBearer: [] }];
+  if (kind === 'openeo_basic') return [{ openEoBasic: [] }];
   return [];
 }
 
@@ -279,10 +299,22 @@ function responses(
     (a, b) => ERROR_STATUS[a] - ERROR_STATUS[b] || order.indexOf(a) - order.indexOf(b),
   );
   const openai = spec.errorStyle === 'openai';
+  const openeo = spec.errorStyle === 'openeo';
   for (const code of all) {
-    // OpenAI-style routes answer some conditions with OpenAI's status and code (an unknown model is 404).
-    const status = openai ? openAiError({ code, status: ERROR_STATUS[code] }).status : ERROR_STATUS[code];
-    codes.set(status, [...(codes.get(status) ?? []), code]);
+    // OpenAI-style routes answer some conditions with OpenAI's status and code (an unknown model is 404), and
+    // openEO routes with openEO's (core/openeo/errors.ts).
+    const status = openai
+      ? openAiError({ code, status: ERROR_STATUS[code] }).status
+      : openeo
+        ? openEoError(new ServiceError(code), '').status
+        : ERROR_STATUS[code];
+    const listed = openeo ? openEoError(new ServiceError(code), '').body.code : code;
+    const list = codes.get(status) ?? [];
+    if (!list.includes(listed as ErrorCode)) codes.set(status, [...list, listed as ErrorCode]);
+  }
+  for (const code of openeo ? (docs.openEoErrors ?? []) : []) {
+    const status = (OPENEO_ERROR_STATUS as Record<string, number>)[code] ?? 400;
+    codes.set(status, [...(codes.get(status) ?? []), code as ErrorCode]);
   }
   for (const [status, list] of codes) {
     const key = String(status);
@@ -293,16 +325,18 @@ function responses(
       out[key] = { ...given, 'x-error-codes': list };
       continue;
     }
-    const schema = openai
-      ? {
-          $ref: OPENAI_ERROR_REF,
-          properties: {
-            error: {
-              properties: { code: { enum: list.map((code) => openAiError({ code, status }).body.error.code) } },
+    const schema = openeo
+      ? { $ref: OPENEO_ERROR_REF, properties: { code: { enum: list } } }
+      : openai
+        ? {
+            $ref: OPENAI_ERROR_REF,
+            properties: {
+              error: {
+                properties: { code: { enum: list.map((code) => openAiError({ code, status }).body.error.code) } },
+              },
             },
-          },
-        }
-      : { $ref: ERROR_REF, properties: { error: { enum: list } } };
+          }
+        : { $ref: ERROR_REF, properties: { error: { enum: list } } };
     out[key] = {
       description: list.join(', '),
       ...retry,
@@ -377,7 +411,7 @@ function components(
   const output = convert(outputs, 'output', (name) => name);
   const firstInput = convert(inputs, 'input', (name) => name);
   // Error is referenced by every error response, not by a route's own schemas.
-  const fromOutputs = reach([...outputs.values(), 'Error', 'OpenAiError'], output);
+  const fromOutputs = reach([...outputs.values(), 'Error', 'OpenAiError', 'OpenEoError'], output);
   const clash = new Set(
     [...reach([...inputs.values()], firstInput)].filter(
       (name) => fromOutputs.has(name) && JSON.stringify(output[name]) !== JSON.stringify(firstInput[name]),

@@ -57,10 +57,12 @@ import {
   toolSchema,
 } from './schemas/service-responses.js';
 import { heartbeatRequestSchema, registerRequestSchema } from './schemas/worker-requests.js';
+import { openEoErrorSchema } from './openeo/schemas.js';
 
 export const NAMED_SCHEMAS: ReadonlyArray<readonly [ZodType, string]> = [
   [errorResponseSchema, 'Error'],
   [openAiErrorResponseSchema, 'OpenAiError'],
+  [openEoErrorSchema, 'OpenEoError'],
   [healthResponseSchema, 'Health'],
   [openApiDocumentSchema, 'OpenApiDocument'],
   [computeRequestSchema, 'ComputeRequest'],

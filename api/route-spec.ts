@@ -11,9 +11,11 @@ import type { ApiKeyRecord } from '../store/api-key-store.js';
 /**
  * How a route authenticates its caller. `signed`: Ed25519 over the canonical body (gate 1);
  * `api_key`: `Authorization: Bearer` with a configured key (API_KEYS) or a live key of the API key store
- * (OpenAI-compatible routes); `public`: anyone.
+ * (OpenAI-compatible routes); `openeo`: the same keys as openEO clients send them (`Authorization: Bearer
+ * basic//<key>`, and HTTP Basic with the key as password on `GET /credentials/basic`; api/openeo/credentials.ts);
+ * `public`: anyone.
  */
-export type AuthPolicy = 'signed' | 'api_key' | 'public';
+export type AuthPolicy = 'signed' | 'api_key' | 'openeo' | 'public';
 
 /** What the gates established, available to the handler. */
 export interface GateState {
@@ -60,8 +62,13 @@ export interface RouteDocs {
    * body parsing) are added from `auth` and `jsonBody`.
    */
   errors?: readonly ErrorCode[];
-  /** Default: from `auth` (`signed` → X-Idn-Signature, `api_key` → bearer, `public` → none). */
-  security?: 'signed' | 'api_key' | 'none';
+  /** openEO routes: the openEO error codes (core/openeo/errors.ts) the route itself can answer. */
+  openEoErrors?: readonly string[];
+  /**
+   * Default: from `auth` (`signed` → X-Idn-Signature, `api_key` → bearer, `openeo` → openEO's bearer, `public`
+   * → none); `openeo_basic` is HTTP Basic (`GET /credentials/basic`).
+   */
+  security?: 'signed' | 'api_key' | 'openeo' | 'openeo_basic' | 'none';
 }
 
 export interface RouteSpec<Input> {
@@ -79,11 +86,18 @@ export interface RouteSpec<Input> {
   bodyLimitBytes?: number;
   /**
    * How errors on this path are written, the gates' included (api/http-errors.ts): `openai` for the
-   * OpenAI-compatible routes, whose clients read OpenAI's error shape. Default `svc`.
+   * OpenAI-compatible routes, whose clients read OpenAI's error shape; `openeo` for the openEO routes
+   * (core/openeo/errors.ts). Default `svc`.
    */
-  errorStyle?: 'svc' | 'openai';
+  errorStyle?: 'svc' | 'openai' | 'openeo';
   /** Gate 2's job cell when the request names none (omit for routes that are not about a place). */
   defaultCell?: string;
+  /**
+   * Cells the request names in a form of its own (an openEO process graph's extents), read from the raw request
+   * for gates 2 and 3 like the cells of docs/protocol.md §1.7; a malformed request names none here and is refused
+   * by the pre-flight. The first is the job cell when the request names no other.
+   */
+  cells?: (parts: RequestParts) => string[];
   /** Delegation facets the route exercises; default: the step types named in the body. */
   facets?: readonly string[];
   /**

@@ -210,6 +210,11 @@ export const envSchema = z.object({
   // has (cores / WEB_CONCURRENCY) less the one its event loop uses, at least 1.
   VERIFY_THREADS: z.coerce.number().int().min(0).max(256).default(0),
   GATEWAY_URL: z.url().default('http://127.0.0.1:8080'),
+  // The gateway's node key: the only writer whose telemetry records a worker's sensor_fusion takes as inputs.
+  GATEWAY_NODE_PK: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex (an Ed25519 public key)')
+    .optional(),
   WORKER_RELAY: boolean.default(false),
   // On SIGTERM/SIGINT a worker leaves the registry, then lets running steps finish for at most this long; with
   // the final sync it stays within Kubernetes' default 30 s grace (docs/operations.md "Worker lifecycle").
@@ -627,6 +632,11 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
     section: 'Worker (`geofabric worker`)',
     description: 'the gateway the worker registers with (and syncs to, unless `CENTRAL_STORE_URL`)',
   },
+  GATEWAY_NODE_PK: {
+    section: 'Worker (`geofabric worker`)',
+    description:
+      "the gateway's node key (hex; its `geofabric keygen` public key, or `node_pk` in its start-up log): `sensor_fusion` steps on this worker take only telemetry records that key wrote (docs/protocol.md §2.10); unset: a `sensor_fusion` step routed to this worker fails (`step_type_unavailable`)",
+  },
   WORKER_RELAY: {
     section: 'Worker (`geofabric worker`)',
     description: 'register as a mobile relay: polls no compute queue, earns `RELAY_FEE_PERCENT` of the steps it routes',
@@ -935,6 +945,8 @@ export interface Config {
   verifyThreads: number;
   /** `geofabric worker`: the gateway it registers with and syncs to. */
   gatewayUrl: string;
+  /** GATEWAY_NODE_PK: the gateway's node key, the one writer of telemetry a worker's fusion trusts. */
+  gatewayNodePk: string | undefined;
   /** `geofabric worker`: a mobile relay (docs/protocol.md §1.4). */
   workerRelay: boolean;
   /** WORKER_DRAIN_SECONDS, in ms. */
@@ -1219,6 +1231,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     verifyThreads:
       e.VERIFY_THREADS > 0 ? e.VERIFY_THREADS : Math.max(1, Math.floor(availableParallelism() / e.WEB_CONCURRENCY) - 1),
     gatewayUrl: e.GATEWAY_URL.replace(/\/+$/, ''),
+    gatewayNodePk: e.GATEWAY_NODE_PK,
     workerRelay: e.WORKER_RELAY,
     workerDrainMs: e.WORKER_DRAIN_SECONDS * 1000,
     perception: {

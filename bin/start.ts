@@ -106,6 +106,8 @@ export async function startGateway(config: Config): Promise<void> {
     logger,
     rateLimits: stores.rateLimits,
     tools: createToolExecutor({ webSearch: createWebSearch(config.webSearch) }),
+    // The embedded worker checks gate 5 again when it takes a completion or step up.
+    toolPolicy: config.toolPolicy,
   });
   await swarm.start();
   const demo = config.demo ? await startDemoUpstream() : undefined;
@@ -138,7 +140,12 @@ export async function startGateway(config: Config): Promise<void> {
     swarm,
     tiles,
     imagery,
-    fusion: { source: telemetry.source, genesisMs: config.epochGenesisMs, epochMs: config.epochMs },
+    fusion: {
+      source: telemetry.source,
+      genesisMs: config.epochGenesisMs,
+      epochMs: config.epochMs,
+      writerPk: node.key.publicKey,
+    },
     nodePk: node.key.publicKey,
     naming: config.naming,
     backbone: config.swarm.backboneUrl !== undefined,

@@ -262,22 +262,29 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
         logger,
         rateLimits,
         tools: createToolExecutor({ webSearch: createWebSearch(config.webSearch) }),
+        toolPolicy: config.toolPolicy,
       });
       await swarm.start();
       const steps = createStepActivities({
         swarm,
         tiles: createTileActivities({ config: config.tiles, proofs: writer, clock, logger }),
         imagery: createImageryActivities({ config: config.imagery, proofs: writer, clock, logger }),
-        // sensor_fusion reads the signed readings the gateway holds, each re-verified here.
-        fusion: {
-          source: httpTelemetrySource({
-            gatewayUrl: config.gatewayUrl,
-            genesisMs: config.epochGenesisMs,
-            epochMs: EPOCH_MS,
-          }),
-          genesisMs: config.epochGenesisMs,
-          epochMs: EPOCH_MS,
-        },
+        // sensor_fusion reads the signed readings the gateway holds, each re-verified here, and takes only those
+        // the gateway's node key wrote: without that key configured this worker cannot tell, and runs no fusion.
+        fusion:
+          config.gatewayNodePk === undefined
+            ? undefined
+            : {
+                source: httpTelemetrySource({
+                  gatewayUrl: config.gatewayUrl,
+                  genesisMs: config.epochGenesisMs,
+                  epochMs: EPOCH_MS,
+                  writerPk: config.gatewayNodePk,
+                }),
+                genesisMs: config.epochGenesisMs,
+                epochMs: EPOCH_MS,
+                writerPk: config.gatewayNodePk,
+              },
         nodePk: pk,
         // Large output fields go to the gateway, so this worker's step results stay far below Temporal's limit.
         blobs: createGatewayBlobStore(gateway),

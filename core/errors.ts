@@ -40,6 +40,8 @@ export const ERROR_STATUS = {
   // A job stored before receipts existed: its signed request was not kept (docs/protocol.md §15).
   receipt_unavailable: 404,
   step_failed: 502,
+  // A step answered an output that is not canonical JSON (a non-finite number…): it cannot be hashed, so it fails.
+  invalid_step_output: 502,
   record_conflict: 409,
   epoch_sealed: 409,
   seal_mismatch: 409,

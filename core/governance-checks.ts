@@ -22,7 +22,8 @@ import {
   verifyDelegationChainStructure,
   type DelegationCertificate,
 } from './delegation-cert.js';
-import { firstToolPolicyRefusal, type ToolPolicy } from './gates/tool-policy.js';
+import { toolScopeRefusal, type ToolPolicy } from './gates/tool-policy.js';
+import { toolScope } from './gates/tool-scope.js';
 import { cellCoveredBy, isCell } from './h3-cell.js';
 import { resolveJurisdiction } from './jurisdiction.js';
 import type { AgentTier } from './tiers.js';
@@ -104,7 +105,8 @@ export interface ToolPolicyReport {
 
 /**
  * The tool policy's verdict on `toolName` for an agent at `agentTier` in `cells` (no worker runs an MCP tool, so a
- * `min_worker_tier` rule refuses). Pure: cells resolve with core/jurisdiction.ts.
+ * `min_worker_tier` rule refuses), as the pre-flight judges it: at every jurisdiction each cell touches. Pure:
+ * cells resolve with core/jurisdiction.ts.
  */
 export function toolPolicyReport(
   policy: ToolPolicy,
@@ -112,8 +114,8 @@ export function toolPolicyReport(
   cells: readonly string[],
   agentTier: AgentTier,
 ): ToolPolicyReport {
-  const places = cells.filter(isCell).map((cell) => resolveJurisdiction(cell));
-  const refusal = firstToolPolicyRefusal(policy, [toolName], places, { agentTier });
+  const tools = toolScope({ kind: 'mcp', tool: toolName });
+  const refusal = toolScopeRefusal(policy, tools, cells.filter(isCell), { agentTier });
   return {
     allowed: refusal === null,
     cells: [...cells],

@@ -18,7 +18,8 @@
  * Failure: once a step fails (or is refused for budget), no further step starts; the steps already running
  * finish (their records and charges stand, and they may fail too); every step never started is `skipped`.
  * The job's error ("the first failure") is that of the failed step that comes first in request order
- * among all the steps that failed, whatever order they failed in.
+ * among all the steps that failed, whatever order they failed in. A step whose output is not canonical JSON (a
+ * non-finite number…) has failed too (`invalid_step_output`): its output could not be hashed into the job's proof.
  *
  * Re-runs: a step that carries `done` (it completed in an earlier run of the same job, which then failed
  * for a transient reason) is not run again: its run is reused as it was, charged again against this run's
@@ -29,7 +30,6 @@
  * histories replay (workflows/compute-job.ts).
  */
 import { canonicalJson, CanonicalJsonError } from './canonical-json.js';
-import { ServiceError } from './errors.js';
 import { dependenciesOf, type JobPlan, type StepType } from './job-plan.js';
 import type { StepResult } from './job-record.js';
 import { fromCreditUnits, toCreditUnits } from './credits.js';
@@ -88,33 +88,12 @@ export interface ScheduleOptions {
   barrier?: boolean;
 }
 
-/**
- * A step whose output has no canonical JSON (a non-finite number, a cycle) fails as `step_failed`, charging nothing:
- * the job's record could not bind its output hash, and finishing the job would throw instead of failing it.
- */
-function checkedOutputs(runStep: RunStep): RunStep {
-  return (step, dependencyOutputs) =>
-    runStep(step, dependencyOutputs).then((run) => {
-      try {
-        canonicalJson(run.output);
-      } catch (error) {
-        if (!(error instanceof CanonicalJsonError)) throw error;
-        throw new ServiceError(
-          'step_failed',
-          `step "${step.id}" answered an output without canonical JSON (${error.message}); nothing was charged`,
-        );
-      }
-      return run;
-    });
-}
-
 export async function runSchedule(
   input: ScheduleInput,
-  unchecked: RunStep,
+  runStep: RunStep,
   describe: DescribeError,
   options: ScheduleOptions = {},
 ): Promise<ScheduleResult> {
-  const runStep = checkedOutputs(unchecked);
   if (options.barrier) return runLevels(input, runStep, describe);
   const results = new Map<string, StepResult>();
   const book = budgetBook(input, results);
@@ -146,7 +125,14 @@ export async function runSchedule(
       .then(
         (run) => {
           reserved -= estimate;
-          book.charge(step, run);
+          const unhashable = outputRefusal(run);
+          if (unhashable === null) {
+            book.charge(step, run);
+            return;
+          }
+          failures.set(step.id, unhashable);
+          results.set(step.id, { ...skipped(step, unhashable.code, unhashable.detail), status: 'failed' });
+          stopped = true;
         },
         (thrown: unknown) => {
           reserved -= estimate;
@@ -290,7 +276,11 @@ async function runLevels(input: ScheduleInput, runStep: RunStep, describe: Descr
       const dependencies = dependenciesOf(step).map((dep) => results.get(dep)!.output);
       running.push(
         runStep(step, dependencies).then(
-          (run) => book.charge(step, run),
+          (run) => {
+            const unhashable = outputRefusal(run);
+            if (unhashable === null) book.charge(step, run);
+            else results.set(id, { ...skipped(step, unhashable.code, unhashable.detail), status: 'failed' });
+          },
           (thrown: unknown) => {
             const failure = describe(thrown);
             results.set(id, { ...skipped(step, failure.code, failure.detail), status: 'failed' });
@@ -306,6 +296,23 @@ async function runLevels(input: ScheduleInput, runStep: RunStep, describe: Descr
     }
   }
   return book.result(error);
+}
+
+/**
+ * Why a step's run cannot complete the step: its output is not canonical JSON (RFC 8785 has no non-finite numbers),
+ * so it has no output hash and the job's proof record could not be written; null when it can.
+ */
+function outputRefusal(run: StepRun): StepError | null {
+  try {
+    canonicalJson(run.output);
+    return null;
+  } catch (error) {
+    if (!(error instanceof CanonicalJsonError)) throw error;
+    return {
+      code: 'invalid_step_output',
+      detail: `the step's output cannot be hashed into the job's proof: ${error.message}`,
+    };
+  }
 }
 
 /** A job stopped before any step ran (e.g. routing found no worker): every step skipped, nothing charged. */

@@ -1,4 +1,5 @@
 import { borders, feature, featuresContaining } from '@rapideditor/country-coder';
+import { bboxOf, cellFootprint, footprintMeets, type Bbox, type PolygonRings } from './cell-footprint.js';
 import { cellCentroid } from './h3-cell.js';
 import {
   DEFAULT_MAX_AUTONOMY_TIER,
@@ -14,7 +15,7 @@ import {
   type RegulatoryFramework,
 } from './regulatory-frameworks.js';
 import { agentTierRank, type AgentTier } from './tiers.js';
-import { usStateAt } from './us-states.js';
+import { usStateAt, usStatesMeeting } from './us-states.js';
 
 export type { RegulatoryFramework } from './regulatory-frameworks.js';
 
@@ -114,16 +115,129 @@ export function resolveJurisdiction(cell: string): Jurisdiction {
   return resolved;
 }
 
+/**
+ * Every place a cell touches (docs/security.md "The fifth gate"): the centroid's place (resolveJurisdiction)
+ * first, then each other distinct place whose borders the cell's outline meets, in the borders data's order. A
+ * cell meets a region when its outline (core/cell-footprint.ts) and one of the region's polygons share a point;
+ * a contiguous-US region is split further into the us-atlas states the cell meets. A rule that refuses at any of
+ * them refuses the cell (fail closed). Limits: the borders are country-coder's, generalised (land borders drawn to
+ * a few kilometres, territorial waters roughly), so a cell within that distance of a border may be judged to touch
+ * it, or not; over open sea a cell touches nothing beyond its centroid's place. The result is frozen and cached per
+ * cell (a large cell near many borders takes about a millisecond; most cells are inside one region and far less).
+ */
+export function touchedJurisdictions(cell: string): readonly Jurisdiction[] {
+  const cached = touchedCache.get(cell);
+  if (cached) {
+    touchedCache.delete(cell);
+    touchedCache.set(cell, cached);
+    return cached;
+  }
+  const touched = computeTouched(cell);
+  if (touchedCache.size >= CACHE_LIMIT) touchedCache.delete(touchedCache.keys().next().value as string);
+  touchedCache.set(cell, touched);
+  return touched;
+}
+
+const touchedCache = new Map<string, readonly Jurisdiction[]>();
+
+/** One polygon of a region country-coder draws (the smallest regions: a point lies in at most one). */
+interface DrawnPolygon {
+  region: RegionProperties;
+  rings: PolygonRings;
+  bbox: Bbox;
+}
+
+let drawn: DrawnPolygon[] | undefined;
+
+/** Built on first use: only the tool policy asks for touched places. */
+function drawnPolygons(): DrawnPolygon[] {
+  drawn ??= (borders.features as unknown[]).flatMap((f) => {
+    const region = propertiesOf(f);
+    const geometry = (f as { geometry?: { type: string; coordinates: unknown } | null }).geometry;
+    if (region === null || !geometry) return [];
+    const polygons =
+      geometry.type === 'Polygon'
+        ? [geometry.coordinates as PolygonRings]
+        : geometry.type === 'MultiPolygon'
+          ? (geometry.coordinates as PolygonRings[])
+          : [];
+    return polygons.map((rings) => ({ region, rings, bbox: bboxOf(rings) }));
+  });
+  return drawn;
+}
+
+const placeKey = (j: Jurisdiction): string =>
+  `${j.country_code}|${j.country_name}|${j.subdivision_code}|${j.groups.join(',')}`;
+
+function computeTouched(cell: string): readonly Jurisdiction[] {
+  const centre = resolveJurisdiction(cell);
+  const places = new Map<string, Jurisdiction>([[placeKey(centre), centre]]);
+  const footprint = cellFootprint(cell);
+  const met = new Set<string>();
+  for (const { region, rings, bbox } of drawnPolygons()) {
+    if (met.has(region.id) || !footprintMeets(footprint, rings, bbox)) continue;
+    met.add(region.id);
+    const containing = (featuresContaining(region.id) as unknown[]).map(propertiesOf).filter((p) => p !== null);
+    const country = countryOf(region);
+    const code = country?.iso1A2 ?? null;
+    const own = code === null ? null : subdivisionOf(code, containing);
+    const states = code === 'US' && own === null ? usStatesMeeting(footprint) : [];
+    for (const subdivision of states.length > 0 ? states : [own]) {
+      const place = placeOf(cell, country, containing, subdivision);
+      const key = placeKey(place);
+      if (!places.has(key)) places.set(key, place);
+    }
+  }
+  return Object.freeze([...places.values()]);
+}
+
 function computeJurisdiction(cell: string): Jurisdiction {
   const { lat, lng } = cellCentroid(cell);
   const location: [number, number] = [lng, lat];
-  const country = propertiesOf(feature(location));
   const containing = (featuresContaining(location) as unknown[]).map(propertiesOf).filter((p) => p !== null);
+  const country = containing[0] === undefined ? null : countryOf(containing[0]);
   const countryCode = country?.iso1A2 ?? null;
   const subdivision =
     countryCode === null
       ? null
       : (subdivisionOf(countryCode, containing) ?? (countryCode === 'US' ? usStateAt(lng, lat) : null));
+  return placeOf(cell, country, containing, subdivision);
+}
+
+/**
+ * The country a point lies in, from the smallest region containing it (the first of `featuresContaining`), as
+ * country-coder's `feature(point)` answers: the region's own country, else the first region of country level or
+ * above among it and its groups.
+ */
+function countryOf(smallest: RegionProperties): RegionProperties | null {
+  const code = smallest.country ?? smallest.iso1A2;
+  const own = code === undefined ? null : propertiesOf(feature(code));
+  if (own !== null) return own;
+  const containing = (featuresContaining(smallest.id) as unknown[]).map(propertiesOf).filter((p) => p !== null);
+  return containing.find((r) => COUNTRY_OR_ABOVE.has(r.level)) ?? null;
+}
+
+/** country-coder's levels from `country` up (its `feature` falls back to the first of these). */
+const COUNTRY_OR_ABOVE: ReadonlySet<string> = new Set([
+  'country',
+  'sharedLandform',
+  'intermediateRegion',
+  'subregion',
+  'region',
+  'subunion',
+  'union',
+  'unitedNations',
+  'world',
+]);
+
+/** The place: a country (or none), the regions containing it (smallest first) and its subdivision. */
+function placeOf(
+  cell: string,
+  country: RegionProperties | null,
+  containing: readonly RegionProperties[],
+  subdivision: string | null,
+): Jurisdiction {
+  const countryCode = country?.iso1A2 ?? null;
   const groups = groupsOf(countryCode, containing);
   const frameworks = frameworksFor(countryCode, subdivision, groups);
 

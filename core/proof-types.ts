@@ -11,9 +11,11 @@ export const COLLECTION_PAYLOAD_TYPES = {
   tile: ['tile/vector', 'tile/raster'],
   compute_job: ['compute/job'],
   // The protocol names only `imagery/ndvi`; every image_process operation records under its own type.
-  imagery: IMAGE_OPERATIONS.map(
-    (operation) => `imagery/${operation}` as const,
-  ) as readonly `imagery/${ImageOperation}`[],
+  imagery: [
+    ...IMAGE_OPERATIONS.map((operation) => `imagery/${operation}` as const),
+    // An openEO result (docs/protocol.md §16.7): the file's hash, the scenes and byte ranges read, the graph's hash.
+    'imagery/openeo_result',
+  ] as readonly (`imagery/${ImageOperation}` | 'imagery/openeo_result')[],
   breadcrumb: ['gns/breadcrumb'],
   telemetry: ['iot/telemetry'],
 } as const;

@@ -10,9 +10,9 @@
  */
 import type { Severity, ViolationType } from './breadcrumb-types.js';
 import type { DelegationCertificate, DelegationGrant } from './delegation-cert.js';
-import { toolPolicyRefusal, type ToolPolicy } from './gates/tool-policy.js';
+import { toolScopeRefusal, type ToolPolicy } from './gates/tool-policy.js';
+import { toolScope } from './gates/tool-scope.js';
 import { cellCoveredBy, isCell } from './h3-cell.js';
-import { resolveJurisdiction } from './jurisdiction.js';
 import type { AgentTier } from './tiers.js';
 
 /** docs/protocol.md §4.3 allowed-tools whitelist: the tools a certificate without `allowed_tools` may use. */
@@ -54,7 +54,7 @@ const blocked = (violation: ViolationType, severity: Severity, detail: string): 
  * h3_cells by H3 containment (a finer or equal cell; a coarser one is outside) else `jurisdiction_breach`;
  * (3) `facet` granted else `facet_violation`; (4) the tool allowed (constraints.allowed_tools, or the protocol's
  * 4.3 whitelist when absent) and not denied, else `facet_violation`; all critical. With `policy`, (4b) the
- * fifth gate (core/gates/tool-policy.ts) at the cell's jurisdiction for the calling agent's tier, else
+ * fifth gate (core/gates/tool-policy.ts) at every jurisdiction the cell touches, for the calling agent's tier, else
  * `jurisdiction_breach` (critical) naming the rule. Then (5) `opsInLastHour` below max_ops_per_hour, else
  * `rate_limit` (warning).
  */
@@ -102,7 +102,9 @@ export function preflightTool(input: {
   }
 
   if (input.policy !== undefined && input.policy.toolPolicy.rules.length > 0) {
-    const refused = toolPolicyRefusal(input.policy.toolPolicy, toolName, resolveJurisdiction(input.cell), {
+    // The same scope and places as every other entry point: the tool called, at every jurisdiction the cell touches.
+    const tools = toolScope({ kind: 'mcp', tool: toolName });
+    const refused = toolScopeRefusal(input.policy.toolPolicy, tools, [input.cell], {
       agentTier: input.policy.agentTier,
     });
     if (refused !== null) return blocked('jurisdiction_breach', 'critical', refused.detail);

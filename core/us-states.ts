@@ -3,6 +3,7 @@ import type { Feature, Geometry } from 'geojson';
 import { feature } from 'topojson-client';
 import type { GeometryCollection, Topology } from 'topojson-specification';
 import statesTopology from 'us-atlas/states-10m.json' with { type: 'json' };
+import { bboxOf, footprintMeets, type Bbox, type Footprint, type PolygonRings } from './cell-footprint.js';
 
 /**
  * US state borders (us-atlas: Census Bureau cartographic boundaries, 1:10m), because state law
@@ -22,6 +23,8 @@ const FIPS_TO_POSTAL: Readonly<Record<string, string>> = {
 interface State {
   code: string;
   shape: Feature<Geometry>;
+  /** The shape's polygons as planar [lng, lat] rings, for `usStatesMeeting`. */
+  polygons: { rings: PolygonRings; bbox: Bbox }[];
 }
 
 let states: State[] | undefined;
@@ -32,7 +35,7 @@ function loadStates(): State[] {
   const collection = feature(topology, topology.objects.states);
   return collection.features.flatMap((shape) => {
     const postal = FIPS_TO_POSTAL[String(shape.id)];
-    return postal ? [{ code: `US-${postal}`, shape }] : [];
+    return postal ? [{ code: `US-${postal}`, shape, polygons: polygonsOf(shape.geometry) }] : [];
   });
 }
 
@@ -40,4 +43,24 @@ function loadStates(): State[] {
 export function usStateAt(lng: number, lat: number): string | null {
   states ??= loadStates();
   return states.find((state) => geoContains(state.shape, [lng, lat]))?.code ?? null;
+}
+
+function polygonsOf(geometry: Geometry): State['polygons'] {
+  const polygons =
+    geometry.type === 'Polygon' ? [geometry.coordinates] : geometry.type === 'MultiPolygon' ? geometry.coordinates : [];
+  return polygons.map((rings) => {
+    const planar = rings as unknown as PolygonRings;
+    return { rings: planar, bbox: bboxOf(planar) };
+  });
+}
+
+/**
+ * ISO 3166-2 codes of the US states (and DC, territories) a cell's outline meets (core/cell-footprint.ts), in
+ * us-atlas order: how a cell over a state line is judged in both states.
+ */
+export function usStatesMeeting(footprint: Footprint): string[] {
+  states ??= loadStates();
+  return states
+    .filter((state) => state.polygons.some(({ rings, bbox }) => footprintMeets(footprint, rings, bbox)))
+    .map((state) => state.code);
 }

@@ -18,6 +18,14 @@ export const CONFIG_DOC_PATH = join(dirname(fileURLToPath(import.meta.url)), '..
 /** Variables read by the benchmarks, the tests and the helper scripts: not service configuration. */
 export const DEV_ENV: Record<string, { where: string; description: string }> = {
   BENCH_SECONDS: { where: '`npm run bench`', description: 'seconds per measurement (default 5)' },
+  RECEIPT_FUZZ_SEED: {
+    where: '`npm test` (test/core/receipt-agreement.test.ts)',
+    description: "seed of the receipt verifiers' differential fuzz (default the corpus seed)",
+  },
+  RECEIPT_FUZZ_COUNT: {
+    where: '`npm test` (test/core/receipt-agreement.test.ts)',
+    description: "mutations the receipt verifiers' differential fuzz makes (default 100)",
+  },
   BENCH_ONLY: {
     where: '`npm run bench`',
     description: 'comma-separated subset: `gates,proofs,tiles,ndvi,chat,jobs,audit`',

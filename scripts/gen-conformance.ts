@@ -30,6 +30,7 @@ import { createSealWithLevels } from '../core/seal.js';
 import { startGateway } from '../test/helpers/gateway.js';
 import { certFor, signJob } from '../test/helpers/jobs.js';
 import { sealThrough } from '../test/helpers/proofs.js';
+import { signedReadings } from '../test/helpers/telemetry.js';
 import { runReceiptJob, twoStepJob } from '../test/helpers/receipt-job.js';
 import { applyPatch } from '../test/helpers/json-patch.js';
 import { RECEIPT_TAMPERS } from '../test/helpers/receipt-tampers.js';
@@ -311,9 +312,11 @@ async function fusionReceipt(): Promise<JobReceipt> {
         unit: 'ug/m3',
         observed_at: new Date(FUSION_START + (5 + k) * 60_000).toISOString(),
       }));
-      const signed = signRequestBody(deviceKey(name).secretKey, {
+      const device = deviceKey(name);
+      const signed = signRequestBody(device.secretKey, {
         h3_cell: cells[i],
-        readings,
+        // Each reading signed by its device over its statement (docs/protocol.md §2.10).
+        readings: signedReadings(device, cells[i]!, readings),
         created_at: new Date(now).toISOString(),
       });
       const res = await gw.post('/v1/telemetry', signed.body, { 'x-idn-signature': signed.signature });
@@ -407,12 +410,12 @@ function fusionCases(fusion: JobReceipt) {
       apply: (r) => void ((inputOf(r, 'b').record!.payload as Obj).value = 12.4),
     },
     {
-      name: "an input's value changed and signed again: the recomputed mean differs",
+      name: "an input's value changed and the record signed again by the node: its device signed another value",
       expected: 'fusion_inputs',
       apply: (r) => resign(r, 'b', (rec) => void ((rec.payload as Obj).value = 12.4)),
     },
     {
-      name: "the outlier's value changed and signed again: only the Merkle root differs",
+      name: "the outlier's value changed and the record signed again by the node: its device signed another value",
       expected: 'fusion_inputs',
       apply: (r) => resign(r, 'f', (rec) => void ((rec.payload as Obj).value = 90)),
     },

@@ -17,7 +17,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { HardwareTier } from '../../core/hardware-tier.js';
 import { resolveJurisdiction, isInJurisdiction } from '../../core/jurisdiction.js';
 import { createModelRegistry, type ModelRegistry } from '../../core/model-registry.js';
-import { firstToolPolicyRefusal, type ToolPolicy } from '../../core/gates/tool-policy.js';
+import { takeUpToolRefusal, type ToolPolicy } from '../../core/gates/tool-policy.js';
 import type { InferenceStepInput } from '../../core/job-steps.js';
 import {
   STEP_MIN_HARDWARE_TIER,
@@ -26,7 +26,7 @@ import {
   type ActivityInputOf,
   type StepType,
 } from '../../core/step-types/index.js';
-import { isWorkerTier, type WorkerTier } from '../../core/tiers.js';
+import { isWorkerTier, WORKER_TIERS, type WorkerTier } from '../../core/tiers.js';
 import { toolMinTiers } from '../../core/tool-registry.js';
 import { meetsWorkerTier } from '../../core/worker-trust.js';
 import type { StepActivities } from './step-activities.js';
@@ -70,14 +70,12 @@ export function stepIneligibility(
         return `tool ${tool} needs trust tier ${tier}; this worker is ${self.trust_tier}`;
       }
     }
-    // Gate 5 again, against this worker's own cell and tier: a worker never runs a tool its jurisdiction
-    // forbids, whatever cell the job named (the agent's tier is not known here: such rules refuse).
-    if (toolPolicy !== undefined && tools.length > 0) {
-      const refusal = firstToolPolicyRefusal(toolPolicy, tools, [resolveJurisdiction(self.h3_cell)], {
-        workerTier: self.trust_tier,
-      });
-      if (refusal !== null) return refusal.detail;
-    }
+    // Gate 5 again, at this worker's tier, against the step's cell and this worker's own: a worker never runs a
+    // tool any jurisdiction either cell touches forbids (the agent's tier is not known here: such rules refuse).
+    // What no worker could pass at the step's cell was refused for good already (stepToolRefusal).
+    const cells = [(input as InferenceStepInput).h3_cell, self.h3_cell];
+    const refusal = takeUpToolRefusal(toolPolicy, { tools, cells, workerTier: self.trust_tier });
+    if (refusal !== null) return refusal.detail;
   }
   if (self.hardware_tier < minHardware) {
     return `a ${type} step needs hardware tier ${minHardware}; this worker is tier ${self.hardware_tier}`;
@@ -96,6 +94,22 @@ export function stepIneligibility(
   return null;
 }
 
+const TOOL_REFUSED = 'tool_not_permitted';
+
+/**
+ * Gate 5 at take-up against the step's own cell (docs/security.md "The fifth gate"): a tool the policy forbids
+ * there is forbidden on every worker, so the step fails for good (`tool_not_permitted`, not retried) instead of
+ * bouncing between pollers. This worker's tier still counts for a `min_worker_tier` rule, which another worker
+ * might meet: such a refusal is left to stepIneligibility's retryable check below.
+ */
+function stepToolRefusal(type: StepType, input: StepInput, policy?: ToolPolicy): string | null {
+  if (type !== 'inference') return null;
+  const { tools, h3_cell: cell } = input as InferenceStepInput;
+  // At the top worker tier: what refuses even there refuses on every worker.
+  const refusal = takeUpToolRefusal(policy, { tools, cells: [cell], workerTier: WORKER_TIERS.at(-1) });
+  return refusal?.detail ?? null;
+}
+
 /**
  * The step activities, each first checking that this worker may take the step (see the file comment). `self`
  * is read on every attempt, so a trust tier the gateway changes applies to the next step.
@@ -107,6 +121,10 @@ export function guardSteps(
 ): StepActivities {
   const models = options.models ?? createModelRegistry();
   const check = (type: StepType, input: StepInput): void => {
+    const refused = stepToolRefusal(type, input, options.toolPolicy);
+    if (refused !== null) {
+      throw ApplicationFailure.nonRetryable(`step "${input.step_id}" of job ${input.job_id}: ${refused}`, TOOL_REFUSED);
+    }
     const why = stepIneligibility(type, input, self(), models, options.toolPolicy);
     if (why !== null) {
       throw ApplicationFailure.retryable(`step "${input.step_id}" of job ${input.job_id}: ${why}`, WORKER_INELIGIBLE);

@@ -27,6 +27,7 @@ import { stepRecordId } from '../../core/proof-record.js';
 import type { NdviResult } from './ndvi.js';
 import { checkOperation, runOperation, type OperationInput, type Outcome } from './run-operation.js';
 import { createComputationCache } from './computation-cache.js';
+import { createCubeLoader } from './openeo-cube.js';
 import { createStacClient } from './stac-client.js';
 import type { SceneSummary } from './stac-item.js';
 
@@ -166,7 +167,22 @@ export function createImageryActivities(deps: ImageryDeps) {
     return { outcome, id };
   };
 
+  const cubes = createCubeLoader({
+    stac,
+    cog: operationDeps.cog,
+    clock: deps.clock,
+    onReadFailure: (detail, context) => deps.logger?.info({ ...context, detail }, 'openEO: a band read failed'),
+  });
+
   return {
+    /** openEO's `load_collection` (docs/protocol.md §16.5): cubes from the catalog's scenes. */
+    cubes,
+    /** The catalog's own document of the collection (openEO's `GET /collections/{id}` takes its extent). */
+    catalogCollection: () => stac.collection(),
+    /** Where results are recorded: the serving paths' proof writer. */
+    proofs: deps.proofs,
+    catalog: operationDeps.catalog,
+
     /** GET /v1/imagery/scenes. */
     async searchScenes(query: ImageryQuery): Promise<ScenesResult> {
       const { outcome, id } = await serve('scene_search', query);

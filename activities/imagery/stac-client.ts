@@ -21,6 +21,8 @@ export interface StacClientConfig {
 
 export interface SceneSearch {
   cell: string;
+  /** Search this GeoJSON geometry instead of the cell's boundary (openEO extents). */
+  intersects?: { type: 'Polygon'; coordinates: number[][][] };
   window: DateWindow;
   /** Maximum `eo:cloud_cover`; undefined → no cloud filter. */
   cloud?: number;
@@ -34,6 +36,8 @@ export interface StacClient {
   searchBody(query: SceneSearch): Record<string, unknown>;
   /** Scenes intersecting the cell, newest first. Upstream failures are ServiceErrors (502 / 504). */
   search(query: SceneSearch): Promise<Scene[]>;
+  /** The catalog's document of the collection (`GET /collections/{id}`), parsed as JSON; failures as search's. */
+  collection(): Promise<unknown>;
 }
 
 /** The cell as a GeoJSON polygon: [lng, lat] vertices, ring closed (h3-js's GeoJSON form). */
@@ -48,7 +52,7 @@ export function cellPolygon(cell: string): { type: 'Polygon'; coordinates: numbe
 export function createStacClient(config: StacClientConfig): StacClient {
   const searchBody = (query: SceneSearch): Record<string, unknown> => ({
     collections: [config.collection],
-    intersects: cellPolygon(query.cell),
+    intersects: query.intersects ?? cellPolygon(query.cell),
     datetime: stacInterval(query.window),
     ...(query.cloud === undefined ? {} : { query: { 'eo:cloud_cover': { lte: query.cloud } } }),
     sortby:
@@ -61,20 +65,22 @@ export function createStacClient(config: StacClientConfig): StacClient {
     limit: query.limit,
   });
 
-  async function post(body: Record<string, unknown>): Promise<unknown> {
-    const url = `${config.stacUrl}/search`;
+  const post = (body: Record<string, unknown>) => fetchJson('POST', '/search', body);
+
+  async function fetchJson(method: 'GET' | 'POST', path: string, body?: Record<string, unknown>): Promise<unknown> {
+    const url = `${config.stacUrl}${path}`;
     try {
       // A redirect stays on the catalog's origin (activities/safe-fetch.ts).
       const res = await safeFetch(
         url,
         {
-          method: 'POST',
+          method,
           headers: {
-            'content-type': 'application/json',
+            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
             accept: 'application/geo+json, application/json',
             'user-agent': config.userAgent,
           },
-          body: JSON.stringify(body),
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
           signal: AbortSignal.timeout(config.timeoutMs),
         },
         sameOriginOnly(url),
@@ -82,7 +88,7 @@ export function createStacClient(config: StacClientConfig): StacClient {
       if (!res.ok) {
         // A 4xx means the catalog refused a query we built: still the catalog's side of the contract.
         await res.body?.cancel();
-        throw new ServiceError('upstream_unavailable', `STAC catalog answered HTTP ${res.status} to POST /search`);
+        throw new ServiceError('upstream_unavailable', `STAC catalog answered HTTP ${res.status} to ${method} ${path}`);
       }
       const bytes = await readBoundedBody(
         res,
@@ -102,6 +108,7 @@ export function createStacClient(config: StacClientConfig): StacClient {
 
   return {
     searchBody,
+    collection: () => fetchJson('GET', `/collections/${encodeURIComponent(config.collection)}`),
     async search(query) {
       const parsed = stacSearchResponseSchema.safeParse(await post(searchBody(query)));
       if (!parsed.success) {

@@ -55,6 +55,8 @@ export interface Scene {
   platform: string | null;
   classShares: ClassShares;
   cloudShadowPercent: number | null;
+  /** Every asset's href by key (openEO reads bands beyond BAND_KEYS); absent on scenes not made by toScene. */
+  assets?: Record<string, string>;
 }
 
 /** An item → a Scene, or a reason it cannot be one (no usable datetime). */
@@ -85,6 +87,7 @@ export function toScene(item: StacItem): Scene | string {
       snow_ice: p['s2:snow_ice_percentage'] ?? null,
     },
     cloudShadowPercent: p['s2:cloud_shadow_percentage'] ?? null,
+    assets: Object.fromEntries(Object.entries(item.assets).map(([key, asset]) => [key, asset.href])),
   };
 }
 

@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { ServiceError } from '../../core/errors.js';
 import { checkCell, DEFAULT_JOB_CELL } from '../../core/h3-cell.js';
 import { createModelRegistry, type ModelInfo } from '../../core/model-registry.js';
+import type { ToolPolicy } from '../../core/gates/tool-policy.js';
 import type { WorkerTier } from '../../core/tiers.js';
 import type { WorkerRegistry } from '../../store/worker-registry.js';
 import type { RateLimitStore } from '../../store/types.js';
@@ -69,6 +70,8 @@ export interface SwarmDeps {
   tools?: ToolRunner;
   /** Counts the free tier's chat messages (shared with the gateway, so the quota holds across processes). */
   rateLimits: RateLimitStore;
+  /** Gate 5 (TOOL_POLICY_FILE): checked again when this process takes a completion or an inference step up. */
+  toolPolicy?: ToolPolicy | undefined;
 }
 
 /** A compound-job `inference` step (docs/protocol.md §2.2) as the job engine schedules it. */
@@ -171,6 +174,7 @@ export function createSwarm(deps: SwarmDeps) {
     clock: deps.clock,
     logger: deps.logger,
     onBackbone: views.noteBackbone,
+    toolPolicy: deps.toolPolicy,
   });
 
   /** The `inference` step activity: retries find the first attempt's record (see inference-engine.ts). */

@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ChatCompletionChunk, ChatCompletionMessage } from 'openai/resources/chat/completions';
 import { ServiceError } from '../../core/errors.js';
+import { takeUpToolRefusal, type ToolPolicy } from '../../core/gates/tool-policy.js';
 import { BACKBONE_MODEL } from '../../core/models.js';
 import { modelCost, type ModelRegistry } from '../../core/model-registry.js';
 import { estimateTokens } from '../../core/pricing.js';
@@ -62,6 +63,8 @@ export interface EngineDeps {
   logger?: Logger | undefined;
   /** Told after each backbone call whether the backbone answered (for /svc/status). */
   onBackbone: (reachable: boolean) => void;
+  /** Gate 5 (TOOL_POLICY_FILE), checked again when this process takes a completion or step up. */
+  toolPolicy?: ToolPolicy | undefined;
 }
 
 interface Prepared {
@@ -93,6 +96,14 @@ export function createInferenceEngine(deps: EngineDeps) {
       cell: job.cell,
     });
     const worker = target.provider === 'worker';
+    // Take-up (docs/security.md "The fifth gate"): whatever entry judged, no tool runs here that the policy
+    // forbids at the job's cell or at the cell of the worker that took it (the tool loop runs in this process).
+    const refused = takeUpToolRefusal(deps.toolPolicy, {
+      tools: job.serverTools.map((t) => t.function.name),
+      cells: worker ? [job.cell, target.worker.h3_cell] : [job.cell],
+      workerTier: worker ? target.worker.trust_tier : undefined,
+    });
+    if (refused !== null) throw new ServiceError('tool_not_permitted', refused.detail);
     const coldStart = worker && deps.local !== null && !deps.local.isWarm(job.model.id);
     if (coldStart) deps.logger?.info({ model: job.model.id, job_id: job.jobId }, 'inference: cold start');
     return {

@@ -3,7 +3,7 @@ import { bytesToHex } from '../../core/hex.js';
 import { merkleLevels } from '../../core/merkle/tree.js';
 import { verifyProofBundle, type ProofBundle } from '../../core/proof-bundle.js';
 import { checkRecord, recordLeaf } from '../../core/proof-record.js';
-import { GENESIS_PREV_HASH, type Seal } from '../../core/proof-types.js';
+import { GENESIS_PREV_HASH, type ProofRecord, type Seal } from '../../core/proof-types.js';
 import { checkSeal, checkSealCoversRecords } from '../../core/seal.js';
 import { checkEpochEnded, checkRecordEpoch, DEFAULT_MAX_BACKFILL_EPOCHS } from '../../core/sync-window.js';
 import type { ProofStore } from '../../store/proof-store.js';
@@ -80,11 +80,12 @@ export function createProofIngest(deps: ProofIngestDeps) {
     pusher: string,
     writer: string,
     what: string,
-    nodeOnly: boolean,
+    /** What only a node key may write (e.g. `compute/job records`), or null. */
+    nodeOnly: string | null,
   ): Promise<string | null> {
     if (role === 'worker' && writer !== pusher) return `${what}: a worker pushes only what it wrote itself`;
     const writerRole = writer === pusher ? role : await deps.roleOf(writer);
-    if (nodeOnly && writerRole !== 'node') return `${what}: only a node key writes compute/job records`;
+    if (nodeOnly !== null && writerRole !== 'node') return `${what}: only a node key writes ${nodeOnly}`;
     return null;
   }
 
@@ -115,14 +116,7 @@ export function createProofIngest(deps: ProofIngestDeps) {
       }
       const record = checked.value;
       const { pk, epoch } = record.address;
-      const refusal = await writerRefusal(
-        role,
-        push.pusher,
-        pk,
-        `record ${record.id}`,
-        // The id prefix too: `compute:<job_id>` names a job's proof, whatever collection a pusher claims.
-        record.collection_type === 'compute_job' || record.id.startsWith('compute:'),
-      );
+      const refusal = await writerRefusal(role, push.pusher, pk, `record ${record.id}`, nodeOnlyKind(record));
       if (refusal !== null) {
         reject('writer_not_allowed', refusal);
         continue;
@@ -147,7 +141,7 @@ export function createProofIngest(deps: ProofIngestDeps) {
     const seal = checked.value;
     const id = sealId(seal);
     const reject = (detail: string): Verdict => ({ id, status: 'rejected', error: 'seal_mismatch', detail });
-    const refusal = await writerRefusal(role, pusher, seal.sealer_pk, `seal ${id}`, false);
+    const refusal = await writerRefusal(role, pusher, seal.sealer_pk, `seal ${id}`, null);
     if (refusal !== null) return { id, status: 'rejected', error: 'writer_not_allowed', detail: refusal };
     // docs/protocol.md §12: only a node key is a custodian; a worker cannot vouch for itself under another key.
     if (seal.custodian_pk !== undefined && (await deps.roleOf(seal.custodian_pk)) !== 'node') {
@@ -222,4 +216,21 @@ function bySealerThenEpoch(a: unknown, b: unknown): number {
   const y = b as Partial<Seal> | null;
   const sealers = String(x?.sealer_pk).localeCompare(String(y?.sealer_pk));
   return sealers !== 0 ? sealers : Number(x?.epoch ?? -1) - Number(y?.epoch ?? -1);
+}
+
+/**
+ * What kind of record only a node key may write, or null: a job's proof (`compute/job`), and telemetry readings,
+ * which fusion and receipts take as evidence of their devices only from the node (docs/protocol.md §2.10). The id
+ * prefix counts too (`compute:<job_id>`, `telemetry:<hash>`), whatever collection or payload type a pusher claims.
+ */
+function nodeOnlyKind(record: ProofRecord): string | null {
+  if (record.collection_type === 'compute_job' || record.id.startsWith('compute:')) return 'compute/job records';
+  if (
+    record.collection_type === 'telemetry' ||
+    record.payload_type === 'iot/telemetry' ||
+    record.id.startsWith('telemetry:')
+  ) {
+    return 'telemetry records';
+  }
+  return null;
 }

@@ -1,8 +1,10 @@
 /**
  * The `sensor_fusion` step activity (docs/protocol.md §2.10): reads the signed telemetry records of the step's
  * cells and window from a TelemetrySource (the gateway's proof store, or the gateway over HTTP on a swarm
- * worker), keeps the verified readings of the quantity whose phenomenon time falls in the window, and fuses them
- * (core/sensor-fusion.ts). No reading: non-retryable `no_readings`, nothing charged. It writes no record of its
+ * worker), keeps the readings that count as evidence (core/telemetry.ts provenReadingOf: written by the node that
+ * writes the job's `compute/job` record, signed by their device, plausible) of the quantity whose phenomenon time
+ * falls in the window, and fuses them with one vote per principal (core/sensor-fusion.ts). Two different records
+ * of one device, quantity and instant are both dropped: neither can be told the true one. No reading: non-retryable `no_readings`, nothing charged. It writes no record of its
  * own: the output names its inputs (record ids, Merkle root) and the job's `compute/job` record binds the output.
  */
 import { ApplicationFailure } from '@temporalio/common';
@@ -21,7 +23,7 @@ import {
   MAX_FUSION_RINGS,
   type FusionReading,
 } from '../../core/sensor-fusion.js';
-import { QUANTITIES, QUANTITY_NAMES, telemetryPayloadOf } from '../../core/telemetry.js';
+import { provenReadingOf, QUANTITIES, QUANTITY_NAMES } from '../../core/telemetry.js';
 import type { TelemetrySource } from './index.js';
 
 const inputSchema = z.object({
@@ -41,6 +43,12 @@ export interface FusionStepDeps {
   genesisMs: number;
   epochMs: number;
   nodePk: string;
+  /**
+   * The only writer whose telemetry records are inputs: the node that writes the job's `compute/job` record (on
+   * the gateway its own node key, on a swarm worker the gateway's, GATEWAY_NODE_PK), never a key a record or the
+   * telemetry page names. A receipt verifier holds the inputs to the same writer.
+   */
+  writerPk: string;
 }
 
 export async function runSensorFusion(deps: FusionStepDeps, input: SensorFusionStepInput): Promise<StepRun> {
@@ -56,27 +64,35 @@ export async function runSensorFusion(deps: FusionStepDeps, input: SensorFusionS
     if (!window.ok) throw new ServiceError(window.error, window.detail);
     const { fromMs, toMs, epochFrom, epochTo } = window.value;
     const cells = fusionCells(step.h3_cell, step.rings);
-    const readings: FusionReading[] = [];
-    // One reading per (device, quantity, instant), even if several writers hold it (synced from other nodes).
-    const seen = new Set<string>();
+    const writerPk = deps.writerPk;
+    // One reading per (device, quantity, instant): the same record read twice counts once; two different records
+    // for one instant (an equivocating device, or a writer that disagrees with itself) are both dropped.
+    const byInstant = new Map<string, FusionReading | null>();
     for (const cell of cells) {
       const records = await deps.source(cell, epochFrom, epochTo);
       for (const record of records) {
-        const payload = telemetryPayloadOf(record.payload);
-        if (payload === null || payload.quantity !== step.quantity) continue;
+        const proven = provenReadingOf(record, writerPk);
+        if (!proven.ok) continue;
+        const payload = proven.value;
+        if (payload.quantity !== step.quantity) continue;
         const at = Date.parse(payload.observed_at);
         if (!(at >= fromMs && at < toMs)) continue;
         const key = `${payload.device_pk}\n${payload.observed_at}`;
-        if (seen.has(key)) continue;
-        seen.add(key);
-        readings.push({
+        const reading: FusionReading = {
           device_pk: payload.device_pk,
+          principal_pk: payload.principal_pk,
           value: payload.value,
           record_id: record.id,
           record_hash: record.record_hash,
-        });
+        };
+        const held = byInstant.get(key);
+        if (held === undefined) byInstant.set(key, reading);
+        else if (held !== null && (held.record_id !== reading.record_id || held.record_hash !== reading.record_hash)) {
+          byInstant.set(key, null);
+        }
       }
     }
+    const readings = [...byInstant.values()].filter((r): r is FusionReading => r !== null);
     const span = {
       from: new Date(fromMs).toISOString(),
       to: new Date(toMs).toISOString(),

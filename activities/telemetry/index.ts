@@ -1,9 +1,9 @@
 /**
  * Telemetry ingest and listing (docs/protocol.md §2.10). Each accepted reading is one `iot/telemetry` proof
- * record, addressed by the device's cell and the epoch of `observed_at`, written by this node's key (the node
- * verified the device's signature; the record's payload names the device key and carries the batch's hash and
- * the device's signature over it). Its id derives from (device, quantity, observed_at), so a reading sent twice
- * is stored once.
+ * record, addressed by the device's cell and the epoch of `observed_at`, written by this node's key (payload
+ * version 2: the device's own signature over the reading statement, and the principal gate 3 traced the device
+ * to). Its id derives from (device, quantity, observed_at), so a reading sent twice is stored once, and a
+ * reading already stored costs nothing against the device's hourly budget (a replayed batch cannot spend it).
  *
  * A writer's records never go back to an epoch it has moved past (store/record-append.ts: a seal covers gapless
  * seqs), so a reading is accepted for the open epoch, or for the previous one while this node has written
@@ -14,6 +14,7 @@ import { ServiceError } from '../../core/errors.js';
 import { epochAt } from '../../core/epoch.js';
 import type { ProofRecord } from '../../core/proof-types.js';
 import { checkRecord } from '../../core/proof-record.js';
+import { writerScopedId } from '../../store/record-append.js';
 import {
   checkReading,
   isRefusal,
@@ -21,6 +22,7 @@ import {
   telemetryPayloadOf,
   telemetryRecordId,
   type CheckedReading,
+  type LegacyTelemetryPayload,
   type ReadingInput,
   type ReadingRefusal,
   type TelemetryPayload,
@@ -44,9 +46,11 @@ export interface TelemetryBatch {
   devicePk: string;
   cell: string;
   readings: readonly ReadingInput[];
-  /** SHA-256 of the JCS of the signed body, and the device's signature. */
-  requestHash: string;
-  signature: string;
+  /**
+   * The voter the device acts for (docs/protocol.md §2.10): gate 3's human principal when the batch carried a
+   * delegation certificate, else the device key itself.
+   */
+  principalPk: string;
 }
 
 export interface AcceptedReading {
@@ -73,10 +77,13 @@ export interface TelemetryQuery {
 
 export interface StoredReading {
   record: ProofRecord;
-  payload: TelemetryPayload;
+  payload: TelemetryPayload | LegacyTelemetryPayload;
 }
 
-/** Reads every telemetry record of `cell` over the epochs, verified (core checkRecord): the fusion step's input. */
+/**
+ * Reads the telemetry records of `cell` over the epochs that its trusted writer wrote, each verified (core
+ * checkRecord): the fusion step's candidates, which it still holds to core's provenReadingOf.
+ */
 export type TelemetrySource = (cell: string, epochFrom: number, epochTo: number) => Promise<ProofRecord[]>;
 
 const PAGE = 1000;
@@ -85,6 +92,29 @@ export const MAX_FUSION_RECORDS = 100_000;
 
 export function createTelemetryActivities(deps: TelemetryDeps) {
   const perHour = deps.readingsPerHour ?? MAX_READINGS_PER_DEVICE_HOUR;
+
+  /** This node's record of a reading id: under the id, or under its writer-scoped id when another key took it. */
+  async function ownRecord(id: string): Promise<ProofRecord | null> {
+    for (const candidate of [id, writerScopedId(deps.signer, id)]) {
+      const record = await deps.store.getRecord(candidate);
+      if (record !== null && record.address.pk === deps.signer.publicKey) return record;
+    }
+    return null;
+  }
+
+  /** A reading against this node's stored record of its id: a duplicate, or a conflict when the value differs. */
+  function againstStored(sent: CheckedReading, record: ProofRecord): AcceptedReading | ReadingRefusal {
+    const payload = telemetryPayloadOf(record.payload);
+    // The device already reported this instant with another value: the stored reading stands.
+    if (payload === null || payload.value !== sent.value || payload.unit !== sent.unit) {
+      return {
+        index: sent.index,
+        code: 'record_conflict',
+        detail: `${sent.quantity} at ${sent.observed_at} is already stored with the value ${payload?.value} (${record.id})`,
+      };
+    }
+    return { index: sent.index, record_id: record.id, epoch: record.address.epoch, duplicate: true };
+  }
 
   return {
     async ingest(batch: TelemetryBatch): Promise<IngestResult> {
@@ -95,15 +125,33 @@ export function createTelemetryActivities(deps: TelemetryDeps) {
       const clock = { nowMs: now, genesisMs: deps.genesisMs, epochMs: deps.epochMs, oldestEpoch };
       const refused: ReadingRefusal[] = [];
       const checked: CheckedReading[] = [];
+      const device = { device_pk: batch.devicePk, h3_cell: batch.cell };
       for (const [index, reading] of batch.readings.entries()) {
-        const outcome = checkReading(reading, index, clock);
+        const outcome = checkReading(reading, index, clock, device);
         if (isRefusal(outcome)) refused.push(outcome);
         else checked.push(outcome);
       }
-      // The per-device budget, counted reading by reading so a partly over-budget batch keeps its first readings.
+      // A reading this node already stored (an earlier send, a replay, or twice in this batch) is answered
+      // from the store and costs nothing: a batch rebuilt from public data and replayed must not spend the
+      // device's budget (docs/security.md). Only new readings are counted, one by one, so a partly
+      // over-budget batch keeps its first readings.
+      const accepted: AcceptedReading[] = [];
       const window = rateWindow(now, deps.genesisMs);
       const within: CheckedReading[] = [];
+      const counted = new Set<string>();
       for (const reading of checked) {
+        const id = telemetryRecordId(batch.devicePk, reading.quantity, reading.observed_at);
+        const stored = await ownRecord(id);
+        if (stored !== null) {
+          const outcome = againstStored(reading, stored);
+          if ('code' in outcome) refused.push(outcome);
+          else accepted.push(outcome);
+          continue;
+        }
+        if (counted.has(id)) {
+          within.push(reading);
+          continue;
+        }
         const count = await deps.rateLimits.increment(
           `telemetry:${batch.devicePk}`,
           window.start,
@@ -115,10 +163,12 @@ export function createTelemetryActivities(deps: TelemetryDeps) {
             code: 'rate_limit',
             detail: `a device may have ${perHour} readings accepted per hour; retry after ${new Date(window.end).toISOString()}`,
           });
-        } else within.push(reading);
+        } else {
+          counted.add(id);
+          within.push(reading);
+        }
       }
       const writtenAt = new Date(now).toISOString();
-      const accepted: AcceptedReading[] = [];
       // Oldest epoch first: once this writer has written the open epoch, it cannot go back.
       const epochs = [...new Set(within.map((r) => r.epoch))].sort((a, b) => a - b);
       for (const epoch of epochs) {
@@ -136,13 +186,11 @@ export function createTelemetryActivities(deps: TelemetryDeps) {
             value: r.value,
             unit: r.unit,
             observed_at: r.observed_at,
-            batch: { request_hash: batch.requestHash, signature: batch.signature },
+            device_signature: r.signature,
+            principal_pk: batch.principalPk,
           } satisfies TelemetryPayload,
           written_at: writtenAt,
         }));
-        // Already stored (an earlier send, or a replay of this one): answered as a duplicate.
-        const stored = new Set<string>();
-        for (const entry of entries) if ((await deps.store.getRecord(entry.id)) !== null) stored.add(entry.id);
         let records: ProofRecord[];
         try {
           records = await deps.store.appendRecords(deps.signer, entries);
@@ -157,26 +205,13 @@ export function createTelemetryActivities(deps: TelemetryDeps) {
           }
           continue;
         }
+        const fresh = new Set<string>();
         records.forEach((record, i) => {
-          const sent = group[i]!;
-          const payload = telemetryPayloadOf(record.payload);
-          // The device already reported this instant with another value: the stored reading stands.
-          if (payload !== null && payload.value !== sent.value) {
-            refused.push({
-              index: sent.index,
-              code: 'record_conflict',
-              detail: `${sent.quantity} at ${sent.observed_at} is already stored with the value ${payload.value} (${record.id})`,
-            });
-            return;
-          }
-          // The same reading twice in one batch: the second is the duplicate.
-          const seen = accepted.some((a) => a.record_id === record.id);
-          accepted.push({
-            index: sent.index,
-            record_id: record.id,
-            epoch,
-            duplicate: stored.has(entries[i]!.id) || seen,
-          });
+          // The same reading twice in one batch: the first is new, the second the duplicate (or a conflict).
+          const outcome = againstStored(group[i]!, record);
+          if ('code' in outcome) refused.push(outcome);
+          else accepted.push({ ...outcome, duplicate: fresh.has(record.id) });
+          fresh.add(record.id);
         });
       }
       accepted.sort((a, b) => a.index - b.index);
@@ -210,15 +245,19 @@ export function createTelemetryActivities(deps: TelemetryDeps) {
       return { readings, nextCursor: page.nextCursor };
     },
 
-    /** The fusion step's source on the gateway: every telemetry record of the cell and epochs, verified. */
-    source: storeTelemetrySource(deps.store),
+    /** The fusion step's source on the gateway: this node's telemetry records of the cell and epochs, verified. */
+    source: storeTelemetrySource(deps.store, deps.signer.publicKey),
   };
 }
 
 export type TelemetryActivities = ReturnType<typeof createTelemetryActivities>;
 
-/** Telemetry records straight from a proof store, each re-checked (hash and writer signature). */
-export function storeTelemetrySource(store: ProofStore): TelemetrySource {
+/**
+ * Telemetry records straight from a proof store, written by `writerPk` (the node that writes the jobs' records:
+ * another writer's are never inputs, and do not count towards MAX_FUSION_RECORDS), each re-checked (hash and
+ * writer signature).
+ */
+export function storeTelemetrySource(store: ProofStore, writerPk: string): TelemetrySource {
   return async (cell, epochFrom, epochTo) => {
     const out: ProofRecord[] = [];
     let cursor: string | undefined;
@@ -231,7 +270,9 @@ export function storeTelemetrySource(store: ProofStore): TelemetrySource {
         limit: PAGE,
         ...(cursor === undefined ? {} : { cursor }),
       });
-      for (const record of page.records) if (checkRecord(record).ok) out.push(record);
+      for (const record of page.records) {
+        if (record.address.pk === writerPk && checkRecord(record).ok) out.push(record);
+      }
       if (out.length > MAX_FUSION_RECORDS) {
         throw new ServiceError('invalid_request', `more than ${MAX_FUSION_RECORDS} readings in the window: narrow it`);
       }

@@ -23,7 +23,8 @@ import { streamChat } from './chat-stream.js';
  * proof_record_id, epoch, cost, cold_start, latency_ms, fallback_reason (why the backbone answered for a
  * worker model), usage_estimated, tool_calls, and `locations` when `svc.locations` asked for them.
  *
- * Order of refusals: 401 unauthorized (gate), 400 invalid_request / invalid_model (pre-flight), 429
+ * Order of refusals: 401 unauthorized (gate), 400 invalid_request / invalid_model (pre-flight), 403
+ * tool_not_permitted (gate 5 over `svc.tools` and the function tools' names; again when the worker takes it), 429
  * quota_exceeded (free tier, counted per answered request: one that fails after it, 503 no_workers included,
  * gives its message back), 503 no_workers, 502 runtime_unavailable / backbone_unavailable, 504 upstream_timeout.
  * Errors are written in OpenAI's shape (`errorStyle: 'openai'`, core/openai-errors.ts).
@@ -92,6 +93,7 @@ export const chatRoutes = (swarm: Swarm) => [
       errors: [
         'invalid_request',
         'invalid_model',
+        'tool_not_permitted',
         'quota_exceeded',
         'runtime_unavailable',
         'backbone_unavailable',

@@ -1,6 +1,5 @@
 import { cellToLatLng } from 'h3-js';
 import { fail, pass, type Check } from '../../core/check.js';
-import { requestHash } from '../../core/job-hash.js';
 import { integerParam } from '../../core/query-params.js';
 import { isQuantity, QUANTITIES, QUANTITY_NAMES } from '../../core/telemetry.js';
 import { parseDateParam } from '../../activities/imagery/date-window.js';
@@ -18,7 +17,6 @@ import { zodCheck } from '../schemas/zod-check.js';
 
 interface IngestInput {
   batch: TelemetryBatchBody;
-  signed: unknown;
 }
 
 interface ListInput {
@@ -45,15 +43,17 @@ export const telemetryRoutes = (telemetry: TelemetryActivities) => [
     facets: [],
     preflight: ({ body }) => {
       const batch = zodCheck(telemetryBatchSchema, body);
-      return batch.ok ? pass({ batch: batch.value, signed: body }) : batch;
+      return batch.ok ? pass({ batch: batch.value }) : batch;
     },
-    handler: async (ctx, { batch, signed }) => {
+    handler: async (ctx, { batch }, gates) => {
+      // The voter of the device's readings (docs/protocol.md §2.10): the human principal gate 3 traced the
+      // device to, else the device itself.
+      const authority = gates.authority;
       const result = await telemetry.ingest({
         devicePk: batch.requester_pk,
         cell: batch.h3_cell,
         readings: batch.readings,
-        requestHash: requestHash(signed),
-        signature: batch.signature,
+        principalPk: authority.kind === 'delegated' ? authority.grant.human_principal_pk : batch.requester_pk,
       });
       const body = {
         device_pk: batch.requester_pk,
@@ -74,8 +74,9 @@ export const telemetryRoutes = (telemetry: TelemetryActivities) => [
       summary: 'Ingest a signed batch of sensor readings',
       description:
         'The body is signed by the device key like a compute request (X-Idn-Signature over the JCS of the body ' +
-        'without `signature`; `requester_pk` is the device key, `h3_cell` its cell). Each reading is checked ' +
-        'alone (known quantity, its unit, plausible range, at most 5 minutes ahead, an epoch the proof store ' +
+        'without `signature`; `requester_pk` is the device key, `h3_cell` its cell); each reading carries the ' +
+        "device's signature over its reading statement. Each reading is checked alone (its signature, known " +
+        'quantity, its unit, plausible range, at most 5 minutes ahead, an epoch the proof store ' +
         'still accepts) and each accepted one becomes an `iot/telemetry` proof record; the same reading sent ' +
         'again is stored once (`duplicate`). 200: all accepted; 207: some refused; 422: none accepted.',
       tags: ['Telemetry'],

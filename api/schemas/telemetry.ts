@@ -13,6 +13,14 @@ export const readingSchema = z.strictObject({
   value: z.number().describe('SensorThings Observation.result, in `unit`'),
   unit: z.string().max(32).describe("SensorThings unitOfMeasurement: the quantity's UCUM code (e.g. Cel, ug/m3)"),
   observed_at: z.string().max(64).describe('SensorThings phenomenonTime: ISO 8601 with zone'),
+  signature: z
+    .string()
+    .regex(/^[0-9a-f]{128}$/, 'must be 128 lowercase hex')
+    .describe(
+      "The device's Ed25519 signature over the reading statement (docs/protocol.md §2.10): the JCS of " +
+        '{type: "geofabric/telemetry-reading", device_pk, h3_cell, quantity, value, unit, observed_at}, ' +
+        'observed_at normalised to ISO 8601 UTC with milliseconds',
+    ),
 });
 
 export const telemetryBatchSchema = z.strictObject({

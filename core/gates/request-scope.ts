@@ -1,3 +1,5 @@
+import { toolScope } from './tool-scope.js';
+
 /**
  * What the gates need to know about a request, read defensively from its raw parts: the body has not
  * been schema-validated yet when gates 2 and 3 run (gate 1 must run before anything else), so nothing
@@ -22,7 +24,7 @@ export interface RequestScope {
   requestedCell: NamedValue | undefined;
   /** Step types the request asks for (delegation facets). */
   stepTypes: string[];
-  /** Tools the request's steps require. */
+  /** Tools the request can cause to run, normalised (core/gates/tool-scope.ts): gates 3 and 5 judge these. */
   tools: string[];
 }
 
@@ -34,7 +36,6 @@ const PATH_CELL_PARAMS = ['h3_cell', 'cell'] as const;
 export function requestScope(parts: RequestParts): RequestScope {
   const cells: NamedValue[] = [];
   const stepTypes = new Set<string>();
-  const tools = new Set<string>();
   const body = isRecord(parts.body) ? parts.body : {};
 
   if (body.h3_cell !== undefined) cells.push({ where: 'body.h3_cell', value: body.h3_cell });
@@ -56,8 +57,9 @@ export function requestScope(parts: RequestParts): RequestScope {
       if (isRecord(step.context) && step.context.h3_cell !== undefined) {
         cells.push({ where: `steps[${i}].context.h3_cell`, value: step.context.h3_cell });
       }
-      if (Array.isArray(step.tools)) for (const tool of step.tools) if (typeof tool === 'string') tools.add(tool);
     });
   }
-  return { cells, requestedCell, stepTypes: [...stepTypes], tools: [...tools] };
+  // Most requests (every GET) have no body, and so no tools.
+  const tools = isRecord(parts.body) ? toolScope({ kind: 'body', body: parts.body }) : [];
+  return { cells, requestedCell, stepTypes: [...stepTypes], tools };
 }

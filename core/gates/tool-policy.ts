@@ -9,13 +9,16 @@
  * denies the tool there; with `min_agent_tier` (the calling agent's ladder) and/or `min_worker_tier` (the
  * executing worker's ladder) it allows the tool only when each named tier is known and met. Every applicable
  * rule must pass; the first that does not is the one the refusal names. The empty policy allows everything.
+ * Tool names compare normalised (core/gates/tool-scope.ts); a cell is judged at every place it touches, not only
+ * at its centroid (`toolScopeRefusal`).
  *
  * A tier not known where the gate runs refuses (fail closed), with one exception: at request entry the worker
  * is not chosen yet, so a `min_worker_tier` condition is left to the worker's own check at take-up.
  */
 import { z } from 'zod';
-import { isInJurisdiction, isKnownJurisdictionCode, type Jurisdiction } from '../jurisdiction.js';
+import { isInJurisdiction, isKnownJurisdictionCode, touchedJurisdictions, type Jurisdiction } from '../jurisdiction.js';
 import { AGENT_TIERS, agentTierRank, WORKER_TIERS, workerTierRank, type AgentTier, type WorkerTier } from '../tiers.js';
+import { normalizeToolName, toolScope } from './tool-scope.js';
 
 export const ANY_TOOL = '*';
 
@@ -80,22 +83,26 @@ export interface ToolPolicyRefusal {
 
 const placeName = (place: Jurisdiction): string => place.subdivision_code ?? place.country_code ?? 'no jurisdiction';
 
-/** Why the rule applies at this place (the code or framework it matched), or null when it does not. */
+/**
+ * Why the rule applies at this place (the code or framework it matched), or null when it does not. `tool` is
+ * normalised (core/gates/tool-scope.ts), and so is each tool the rule names.
+ */
 function matches(rule: ToolPolicyRule, tool: string, place: Jurisdiction): string | null {
-  if (!rule.tools.includes(tool) && !rule.tools.includes(ANY_TOOL)) return null;
+  if (!rule.tools.some((t) => t === ANY_TOOL || normalizeToolName(t) === tool)) return null;
   const code = rule.jurisdictions?.find((c) => isInJurisdiction(place, c));
   if (code !== undefined) return `jurisdiction ${code.toUpperCase()}`;
   const framework = rule.frameworks?.find((f) => place.frameworks.some((pf) => pf.id === f));
   return framework === undefined ? null : `framework ${framework}`;
 }
 
-/** The first rule refusing `tool` at `place` for `caller`, or null when the policy lets it run. */
+/** The first rule refusing tool `name` (in any case, width or spacing) at `place` for `caller`, or null. */
 export function toolPolicyRefusal(
   policy: ToolPolicy,
-  tool: string,
+  name: string,
   place: Jurisdiction,
   caller: ToolCaller,
 ): ToolPolicyRefusal | null {
+  const tool = normalizeToolName(name);
   for (const rule of policy.rules) {
     const why = matches(rule, tool, place);
     if (why === null) continue;
@@ -144,4 +151,34 @@ export function firstToolPolicyRefusal(
     }
   }
   return null;
+}
+
+/**
+ * Gate 5 as every check point runs it (request entry, take-up, the MCP pre-flight): each tool of the scope
+ * (core/gates/tool-scope.ts) at every place each of the (valid) cells touches (core/jurisdiction.ts
+ * `touchedJurisdictions`), so a cell is refused when any jurisdiction it touches refuses. The first refusal, or null.
+ */
+export function toolScopeRefusal(
+  policy: ToolPolicy,
+  tools: readonly string[],
+  cells: readonly string[],
+  caller: ToolCaller,
+): ToolPolicyRefusal | null {
+  if (policy.rules.length === 0 || tools.length === 0) return null;
+  const places = [...new Set(cells)].flatMap((cell) => touchedJurisdictions(cell));
+  return firstToolPolicyRefusal(policy, tools, places, caller);
+}
+
+/**
+ * Gate 5 at take-up, the same check wherever a worker takes a step or a completion (a `geofabric worker`'s guard,
+ * the gateway's embedded worker): the tools it carries, at every place its cells touch (the job's cell, the
+ * worker's own), for this worker's tier. The calling agent is not known there, so a `min_agent_tier` rule refuses.
+ */
+export function takeUpToolRefusal(
+  policy: ToolPolicy | undefined,
+  taken: { tools: readonly string[] | undefined; cells: readonly string[]; workerTier?: WorkerTier | undefined },
+): ToolPolicyRefusal | null {
+  if (policy === undefined || policy.rules.length === 0 || !taken.tools?.length) return null;
+  const tools = toolScope({ kind: 'taken', tools: taken.tools });
+  return toolScopeRefusal(policy, tools, taken.cells, { workerTier: taken.workerTier });
 }

@@ -172,6 +172,35 @@ describe('worker guard (the worker re-checks each step it takes)', () => {
       await guarded.inferenceStep(inference({ tools: ['file-ops'] }));
       assert.deepEqual(steps.calls, ['inference']);
     });
+
+    it("judges the step's own cell too: a worker-tier rule there holds for a worker outside it", async () => {
+      const steps = fakeSteps();
+      const self = laptop({ tools: ['web-search', 'file-ops'], trust_tier: 'explorer', h3_cell: NEW_YORK });
+      await assertIneligible(
+        guardSteps(steps, () => self, { models, toolPolicy }).inferenceStep(inference({ tools: ['file-ops'] })),
+        /cell 861e8050fffffff \(IT, framework GDPR\) by tool policy rule gdpr-file-ops-navigator/,
+      );
+      assert.deepEqual(steps.calls, []);
+    });
+
+    it('fails for good a step whose own cell forbids the tool on every worker (not retried elsewhere)', async () => {
+      const steps = fakeSteps();
+      const guarded = guardSteps(steps, () => laptop({ trust_tier: 'sovereign' }), { models, toolPolicy });
+      // A res-2 cell whose centroid is in North Korea and which covers Dandong, China: judged in China too.
+      for (const cell of [BEIJING, '82302ffffffffff']) {
+        await assert.rejects(guarded.inferenceStep(inference({ h3_cell: cell, tools: ['WEB-SEARCH'] })), (error) => {
+          assert.ok(error instanceof ApplicationFailure, String(error));
+          assert.equal(error.type, 'tool_not_permitted');
+          assert.equal(error.nonRetryable, true);
+          assert.match(
+            error.message,
+            /step "ask" of job job-1: tool web-search .*\(CN, jurisdiction CN\).*cn-no-web-search/,
+          );
+          return true;
+        });
+      }
+      assert.deepEqual(steps.calls, []);
+    });
   });
 
   it('leaves image processing to hardware tier 2 and tiles to any worker', async () => {

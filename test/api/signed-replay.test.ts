@@ -35,6 +35,7 @@ import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runti
 import { startGateway, type TestResponse } from '../helpers/gateway.js';
 import { inferenceJob } from '../helpers/jobs.js';
 import { inferenceEntry, sealThrough } from '../helpers/proofs.js';
+import { signedReading } from '../helpers/telemetry.js';
 
 type Gateway = Awaited<ReturnType<typeof startGateway>>;
 type Body = Record<string, unknown>;
@@ -345,7 +346,14 @@ describe('signed requests: tampering, key swaps and replays', function () {
     setup: async () => {},
     body: (variant) => ({
       h3_cell: DEVICE_CELL,
-      readings: [{ quantity: 'pm2_5', value: 12 + variant, unit: 'ug/m3', observed_at: iso(now + variant * 1000) }],
+      readings: [
+        signedReading(alice, DEVICE_CELL, {
+          quantity: 'pm2_5',
+          value: 12 + variant,
+          unit: 'ug/m3',
+          observed_at: iso(now + variant * 1000),
+        }),
+      ],
       created_at: iso(now),
     }),
     topLevel: (body) => {

@@ -14,6 +14,7 @@ import { sealThrough } from '../helpers/proofs.js';
 import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
 import { startGateway, type TestResponse } from '../helpers/gateway.js';
 import { signJob } from '../helpers/jobs.js';
+import { signedReading, type UnsignedReading } from '../helpers/telemetry.js';
 
 type Gateway = Awaited<ReturnType<typeof startGateway>>;
 
@@ -61,8 +62,19 @@ describe('IoT telemetry and sensor fusion (POST/GET /v1/telemetry, sensor_fusion
   });
   const pm = (value: number, minute: number) => reading('pm2_5', value, 'ug/m3', EPOCH_START + minute * 60_000);
 
+  /** A batch signed by `device`; each reading without a signature of its own is signed by the device too. */
   function batch(device: KeyPair, cell: string, readings: unknown[], extra: Record<string, unknown> = {}) {
-    const signed = signRequestBody(device.secretKey, { h3_cell: cell, readings, created_at: iso(now), ...extra });
+    const each = readings.map((r) =>
+      typeof r === 'object' && r !== null && !('signature' in r)
+        ? signedReading(device, cell, r as UnsignedReading)
+        : r,
+    );
+    const signed = signRequestBody(device.secretKey, {
+      h3_cell: cell,
+      readings: each,
+      created_at: iso(now),
+      ...extra,
+    });
     return { body: signed.body as Record<string, unknown>, headers: { 'x-idn-signature': signed.signature } };
   }
   const send = (gw: Gateway, signed: ReturnType<typeof batch>) => gw.post('/v1/telemetry', signed.body, signed.headers);
@@ -91,8 +103,12 @@ describe('IoT telemetry and sensor fusion (POST/GET /v1/telemetry, sensor_fusion
       assert.deepEqual(record.address, { h3_cell: DEVICE_CELLS[0], epoch: EPOCH, pk: gw.node.publicKey });
       const payload = record.payload as Record<string, unknown>;
       assert.equal(payload.device_pk, device.publicKey);
-      // The device's signature over the batch travels with each reading, so anyone holding the batch can check it.
-      assert.equal((payload.batch as { signature: string }).signature, signed.headers['x-idn-signature']);
+      // The device's own signature over the reading travels with it (payload version 2), so anyone can check it
+      // from the record alone; the device acts as its own principal (no delegation certificate).
+      const sent = (signed.body.readings as { signature: string }[])[body.accepted.indexOf(accepted)]!;
+      assert.equal(payload.device_signature, sent.signature);
+      assert.equal(payload.principal_pk, device.publicKey);
+      assert.equal(payload.batch, undefined);
     }
   });
 
@@ -178,7 +194,7 @@ describe('IoT telemetry and sensor fusion (POST/GET /v1/telemetry, sensor_fusion
     const claimed = { ...forged.body, requester_pk: device.publicKey };
     assert.deepEqual(codeOf(await gw.post('/v1/telemetry', claimed, forged.headers)), [401, 'invalid_signature']);
     // A value changed after signing.
-    const tampered = { ...good.body, readings: [pm(99, 1)] };
+    const tampered = { ...good.body, readings: [signedReading(device, DEVICE_CELLS[0]!, pm(99, 1))] };
     assert.deepEqual(codeOf(await gw.post('/v1/telemetry', tampered, good.headers)), [401, 'invalid_signature']);
     now += 10 * 60_000;
     assert.deepEqual(codeOf(await send(gw, good)), [401, 'stale_request']);
@@ -208,6 +224,68 @@ describe('IoT telemetry and sensor fusion (POST/GET /v1/telemetry, sensor_fusion
         [4, 'rate_limit'],
       ],
     );
+  });
+
+  it('spends nothing of the hourly budget on readings already stored: a replayed batch cannot lock a device out', async () => {
+    const gw = await gateway({ telemetryReadingsPerHour: 3 });
+    const device = generateKeyPair();
+    // The device's batch, as anyone can rebuild it from GET /v1/telemetry?proof=1 and replay it.
+    const genuine = batch(device, DEVICE_CELLS[0]!, [pm(10, 1), pm(11, 2)]);
+    assert.equal((await send(gw, genuine)).status, 200);
+    for (let i = 0; i < 5; i++) {
+      const replay = await send(gw, genuine);
+      assert.equal(replay.status, 200, replay.text);
+      assert.deepEqual(
+        ingest(replay).accepted.map((a) => a.duplicate),
+        [true, true],
+      );
+    }
+    // Its next genuine reading is still within its budget (2 of 3 spent), the one after that is not.
+    now += 1000;
+    const next = await send(gw, batch(device, DEVICE_CELLS[0]!, [pm(12, 3), pm(12, 3), pm(13, 4)]));
+    assert.equal(next.status, 207, next.text);
+    assert.deepEqual(
+      ingest(next).accepted.map((a) => [a.index, a.duplicate]),
+      [
+        [0, false],
+        [1, true],
+      ],
+    );
+    assert.deepEqual(
+      ingest(next).refused.map((r) => [r.index, r.code]),
+      [[2, 'rate_limit']],
+    );
+  });
+
+  it("refuses a reading whose signature is not its device's over the reading statement (invalid_signature)", async () => {
+    const gw = await gateway();
+    const device = generateKeyPair();
+    const other = generateKeyPair();
+    const cell = DEVICE_CELLS[0]!;
+    const good = signedReading(device, cell, pm(10, 1));
+    const res = await send(
+      gw,
+      batch(device, cell, [
+        good,
+        { ...signedReading(device, cell, pm(10, 2)), value: 999 }, // a value changed after the device signed it
+        signedReading(other, cell, pm(10, 3)), // signed by another key
+        signedReading(device, DEVICE_CELLS[1]!, pm(10, 4)), // signed for another cell
+      ]),
+    );
+    assert.equal(res.status, 207, res.text);
+    assert.deepEqual(
+      ingest(res).refused.map((r) => [r.index, r.code]),
+      [
+        [1, 'invalid_signature'],
+        [2, 'invalid_signature'],
+        [3, 'invalid_signature'],
+      ],
+    );
+    const { signature: _, ...unsigned } = good;
+    const bare = signRequestBody(device.secretKey, { h3_cell: cell, readings: [unsigned], created_at: iso(now) });
+    const missing = await gw.post('/v1/telemetry', bare.body, { 'x-idn-signature': bare.signature });
+    assert.equal(missing.status, 400, missing.text);
+    assert.equal((missing.body as { error: string }).error, 'invalid_request');
   });
 
   it('lists readings as a GeoJSON FeatureCollection with SensorThings names, filtered by quantity and time', async () => {
@@ -325,16 +403,18 @@ describe('IoT telemetry and sensor fusion (POST/GET /v1/telemetry, sensor_fusion
       };
       const [fuse, explain] = job.steps;
       assert.equal(fuse!.status, 'complete');
-      const out = fuse!.output as Record<string, unknown> & { rejected: { device_pk: string }[] };
+      const out = fuse!.output as Record<string, unknown> & { rejected: { principal_pk: string }[] };
       assert.equal(out.value, 13.5);
       assert.equal(out.mad, 1.5);
       assert.ok(Math.abs((out.mean as number) - 12.8) < 1e-12);
       assert.ok(Math.abs((out.stderr as number) - Math.sqrt(0.74)) < 1e-12);
+      // Every device its own principal (no certificate): one voter per device, the numbers of one vote per device.
+      assert.equal(out.voter_count, 5);
       assert.equal(out.device_count, 5);
       assert.equal(out.reading_count, 9);
       assert.equal(out.input_device_count, 6, 'the forged batch of device g is not counted');
       assert.deepEqual(
-        out.rejected.map((r) => r.device_pk),
+        out.rejected.map((r) => r.principal_pk),
         [devices.f!.publicKey],
       );
       assert.deepEqual(out.window, {

@@ -56,6 +56,17 @@ describe('gate 5 at request entry: the tool policy refuses a compute step before
     );
   });
 
+  it('judges a cell by every country it touches: a res-2 cell centred in North Korea covers Dandong, China', async () => {
+    gw = await startGateway({ config: { toolPolicy: examplePolicy() } });
+    const border = job('82302ffffffffff', ['web-search']);
+    const res = await gw.post('/v1/compute', border.body, border.headers);
+    assert.equal(res.status, 403, res.text);
+    assert.match(
+      (res.body as { detail: string }).detail,
+      /cell 82302ffffffffff \(CN, jurisdiction CN\).*cn-no-web-search: denied there/,
+    );
+  });
+
   it('lets through what no rule forbids, and defers a worker-tier rule to the worker', async () => {
     gw = await startGateway({ config: { toolPolicy: examplePolicy() } });
     for (const signed of [job(NEW_YORK, ['code-execution']), job(ROME, ['web-search']), job(ROME, ['file-ops'])]) {

@@ -9,6 +9,7 @@ import { DEFAULT_EPOCH_GENESIS_MS } from '../../core/epoch.js';
 import { signRequestBody } from '../../core/gates/signature.js';
 import { generateKeyPair } from '../../core/identity.js';
 import { startGateway } from '../helpers/gateway.js';
+import { signedReadings } from '../helpers/telemetry.js';
 
 interface Summary {
   quantity: string;
@@ -46,7 +47,7 @@ describe('dashboard telemetry summary (dashboard/telemetry-view.js)', () => {
         ];
         const signed = signRequestBody(device.secretKey, {
           h3_cell: CELL,
-          readings,
+          readings: signedReadings(device, CELL, readings),
           created_at: new Date(now).toISOString(),
         });
         const res = await gw.post('/v1/telemetry', signed.body, { 'x-idn-signature': signed.signature });

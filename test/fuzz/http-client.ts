@@ -9,6 +9,7 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
 import { ERROR_STATUS } from '../../core/errors.js';
 import { openAiError } from '../../core/openai-errors.js';
+import { isOpenEoAnswer } from '../../core/openeo/errors.js';
 
 export interface FuzzResponse {
   status: number;
@@ -162,6 +163,7 @@ export function assertCleanAnswer(res: FuzzResponse, context: string, rules: Ans
     assert.fail(`error body is not JSON: ${where}`);
   }
   if (rules.otherErrorBody?.(body, res) === true) return;
+  if (isOpenEoBody(body)) return assertOpenEoError(body, res.status, where);
   const code = (body as { error?: unknown } | null)?.error;
   if ((body as { jsonrpc?: unknown } | null)?.jsonrpc === '2.0') return assertJsonRpcRefusal(code, res.status, where);
   if (typeof code === 'object' && code !== null) return assertOpenAiError(code, res.status, where);
@@ -200,6 +202,25 @@ function assertOpenAiError(error: object, status: number, where: string): void {
     return mapped.body.error.code === e.code && mapped.status === status;
   });
   assert.ok(known, `OpenAI error code not from core/errors.ts at its status: ${where}`);
+}
+
+/** An openEO error body (the openEO routes, core/openeo/errors.ts): `{ id, code, message, links }`. */
+const isOpenEoBody = (body: unknown): body is { id: unknown; code: unknown; message: unknown; links: unknown } =>
+  typeof body === 'object' && body !== null && 'code' in body && 'links' in body && !('error' in body);
+
+/** An openEO error: an id, a message, links, and a code openEO's error writer gives at this status. */
+function assertOpenEoError(
+  body: { id: unknown; code: unknown; message: unknown; links: unknown },
+  status: number,
+  where: string,
+): void {
+  assert.equal(typeof body.id, 'string', `openEO error without an id: ${where}`);
+  assert.equal(typeof body.message, 'string', `openEO error without a message: ${where}`);
+  assert.ok(Array.isArray(body.links), `openEO error without links: ${where}`);
+  assert.ok(
+    typeof body.code === 'string' && isOpenEoAnswer(body.code, status),
+    `openEO error code not openEO's or core/errors.ts's at its status: ${where}`,
+  );
 }
 
 /** Names Object.prototype (and friends) own now: compared after every case to catch pollution. */

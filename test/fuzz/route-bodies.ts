@@ -275,6 +275,42 @@ function validBodies(key: KeyPair, nowMs: number): Record<string, Record<string,
         max_tokens: 16,
       },
     ],
+    '/openeo/1.2/result': [
+      {
+        process: {
+          process_graph: {
+            load: {
+              process_id: 'load_collection',
+              arguments: {
+                id: 'SENTINEL2_L2A',
+                spatial_extent: { west: 12.49, south: 41.89, east: 12.5, north: 41.9 },
+                temporal_extent: ['2026-02-01', '2026-03-01'],
+                bands: ['B04', 'B08'],
+              },
+            },
+            ndvi: { process_id: 'ndvi', arguments: { data: { from_node: 'load' } } },
+            mean: {
+              process_id: 'reduce_dimension',
+              arguments: {
+                data: { from_node: 'ndvi' },
+                dimension: 't',
+                reducer: {
+                  process_graph: {
+                    m: { process_id: 'mean', arguments: { data: { from_parameter: 'data' } }, result: true },
+                  },
+                },
+              },
+            },
+            save: {
+              process_id: 'save_result',
+              arguments: { data: { from_node: 'mean' }, format: 'GTiff' },
+              result: true,
+            },
+          },
+        },
+        budget: 1,
+      },
+    ],
     '/store/sync': [{ records: [record] }],
     '/store/epochs': [{ seals: [seal] }],
     '/store/proof/:record_id': [{ record_id: 'no-such-record', created_at: now }],

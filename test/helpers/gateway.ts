@@ -159,6 +159,8 @@ export async function startGateway(
     logger,
     rateLimits,
     ...(options.swarmTools ? { tools: options.swarmTools } : {}),
+    // The embedded worker's take-up check reads the same policy as gate 5, as bin/start.ts wires it.
+    toolPolicy: config.toolPolicy,
   });
   await swarm.start(); // registers the local worker when a test gives a runtime URL
   const closedPort = 'http://127.0.0.1:9';
@@ -210,7 +212,12 @@ export async function startGateway(
     swarm,
     tiles,
     imagery,
-    fusion: { source: telemetry.source, genesisMs: config.epochGenesisMs, epochMs: config.epochMs ?? EPOCH_MS },
+    fusion: {
+      source: telemetry.source,
+      genesisMs: config.epochGenesisMs,
+      epochMs: config.epochMs ?? EPOCH_MS,
+      writerPk: node.publicKey,
+    },
     nodePk: node.publicKey,
     naming: options.naming ?? DEFAULT_QUEUE_NAMING,
     backbone: options.swarm?.backboneUrl !== undefined,

@@ -1,6 +1,6 @@
 /**
  * A local STAC API on an ephemeral port, speaking enough of the real protocol for the imagery tests:
- * `GET /` (landing page), `POST /search` honouring collections, intersects (by bounding box), datetime
+ * `GET /` (landing page), `GET /collections/sentinel-2-l2a`, `POST /search` honouring collections, intersects (by bounding box), datetime
  * intervals, `query` on eo:cloud_cover, `sortby` and `limit`; and `GET /files/<name>` serving COG bytes
  * with HTTP Range support (206, Accept-Ranges, Content-Range), counting what it sends.
  */
@@ -37,6 +37,8 @@ export interface StacServer {
   /** Every POST /search body received, in order. */
   searches: Record<string, unknown>[];
   fileStats(name: string): FileStats;
+  /** `GET /collections/sentinel-2-l2a`: the collection document (its extent feeds openEO's collection). */
+  collection: Record<string, unknown>;
   /** Faults for /search: an HTTP status, a delay, or a body that is not a STAC response. */
   faults: { searchStatus?: number; searchDelayMs?: number; malformed?: 'not-json' | 'bad-shape' };
   close(): Promise<void>;
@@ -173,6 +175,15 @@ export async function startStacServer(): Promise<StacServer> {
     redirects: new Map<string, string>(),
     searches: [] as Record<string, unknown>[],
     faults: {} as StacServer['faults'],
+    collection: {
+      type: 'Collection',
+      stac_version: '1.0.0',
+      id: 'sentinel-2-l2a',
+      description: 'Test Sentinel-2 L2A',
+      license: 'proprietary',
+      extent: { spatial: { bbox: [[-180, -90, 180, 90]] }, temporal: { interval: [['2015-06-27T10:25:31Z', null]] } },
+      links: [],
+    } as Record<string, unknown>,
   };
   const server = createServer((req, res) => {
     void (async () => {
@@ -180,6 +191,11 @@ export async function startStacServer(): Promise<StacServer> {
       if (req.method === 'GET' && path === '/') {
         res.setHeader('content-type', 'application/json');
         res.end(JSON.stringify({ type: 'Catalog', id: 'test-stac', stac_version: '1.0.0', conformsTo: [], links: [] }));
+      } else if (req.method === 'GET' && path.startsWith('/collections/')) {
+        const id = decodeURIComponent(path.slice('/collections/'.length));
+        if (id !== 'sentinel-2-l2a') return void res.writeHead(404).end('not found');
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify(state.collection));
       } else if (req.method === 'POST' && path === '/search') {
         const chunks: Buffer[] = [];
         for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -221,6 +237,12 @@ export async function startStacServer(): Promise<StacServer> {
       state.items = items;
     },
     files: state.files,
+    get collection() {
+      return state.collection;
+    },
+    set collection(collection) {
+      state.collection = collection;
+    },
     redirects: state.redirects,
     fileUrl: (name) => `${url}/files/${encodeURIComponent(name)}`,
     searches: state.searches,

@@ -17,6 +17,7 @@ import { workerIdentity } from '../../core/worker-identity.js';
 import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
 import type { startGateway } from '../helpers/gateway.js';
 import { signJob } from '../helpers/jobs.js';
+import { signedReadings } from '../helpers/telemetry.js';
 import { registration } from '../store/worker-registry.contract.js';
 import { installTestRuntime } from '../workflows/temporal-runtime.js';
 import { requireEnv, startTemporalGateway, untilPolling } from './live-env.js';
@@ -64,7 +65,7 @@ describe('Sensor fusion jobs on the Temporal dev server (live)', function () {
       }));
       const signed = signRequestBody(device.secretKey, {
         h3_cell: cells[i]!,
-        readings,
+        readings: signedReadings(device, cells[i]!, readings),
         created_at: new Date().toISOString(),
       });
       const res = await gw.post('/v1/telemetry', signed.body, { 'x-idn-signature': signed.signature });
@@ -119,7 +120,12 @@ describe('Sensor fusion jobs on the Temporal dev server (live)', function () {
   it("runs the fusion on the cell's queue when a worker of the cell polls it, reading the gateway over HTTP", async () => {
     const worker = generateKeyPair();
     await gw.workers.register(registration({ pk: worker.publicKey, h3_cell: ROME, tools: [] }), Date.now());
-    const source = httpTelemetrySource({ gatewayUrl: gw.url, genesisMs: DEFAULT_EPOCH_GENESIS_MS, epochMs: EPOCH_MS });
+    const source = httpTelemetrySource({
+      gatewayUrl: gw.url,
+      genesisMs: DEFAULT_EPOCH_GENESIS_MS,
+      epochMs: EPOCH_MS,
+      writerPk: gw.node.publicKey,
+    });
     const cellWorker = await startTemporalWorkers({
       address,
       namespace,
@@ -133,7 +139,13 @@ describe('Sensor fusion jobs on the Temporal dev server (live)', function () {
             {
               sensorFusionStep: (input: SensorFusionStepInput) =>
                 runSensorFusion(
-                  { source, genesisMs: DEFAULT_EPOCH_GENESIS_MS, epochMs: EPOCH_MS, nodePk: worker.publicKey },
+                  {
+                    source,
+                    genesisMs: DEFAULT_EPOCH_GENESIS_MS,
+                    epochMs: EPOCH_MS,
+                    nodePk: worker.publicKey,
+                    writerPk: gw.node.publicKey,
+                  },
                   input,
                 ),
             },

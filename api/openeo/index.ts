@@ -1,0 +1,27 @@
+/**
+ * The openEO API on the gateway (docs/protocol.md §16): discovery, accounts and synchronous processing under
+ * OPENEO_BASE, the well-known document at the root, and FeatureUnsupported for the endpoints not built.
+ */
+import type { AppDeps } from '../app-deps.js';
+import type { RouteSpec } from '../route-spec.js';
+import { accountRoutes } from './account.js';
+import { discoveryRoutes, unbuiltRoutes } from './discovery.js';
+import { resultRoutes } from './result.js';
+
+export { OPENEO_BASE, WELL_KNOWN } from './discovery.js';
+
+/** The openEO routes. Dependencies are read when a request comes, not here (the reference builds routes alone). */
+export function openEoRoutes(deps: AppDeps): RouteSpec<unknown>[] {
+  const built: RouteSpec<unknown>[] = [];
+  built.push(
+    ...discoveryRoutes({
+      catalogCollection: () => deps.imagery.catalogCollection(),
+      endpoints: () => built,
+      clock: () => deps.clock(),
+      logger: deps.logger,
+    }),
+    ...accountRoutes(),
+    ...resultRoutes({ imagery: () => deps.imagery, clock: () => deps.clock() }),
+  );
+  return [...built, ...unbuiltRoutes()];
+}

@@ -1,0 +1,103 @@
+/**
+ * What a swarm worker's sensor_fusion takes from the gateway's telemetry page (activities/telemetry/http-source.ts,
+ * fusion-step.ts; docs/protocol.md §2.10): only records the configured gateway node key wrote, each proven by its
+ * device, and no instant that the page answers with two different records.
+ */
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { cellToChildren } from 'h3-js';
+import { runSensorFusion } from '../../activities/telemetry/fusion-step.js';
+import { httpTelemetrySource } from '../../activities/telemetry/http-source.js';
+import { DEFAULT_EPOCH_GENESIS_MS, EPOCH_MS } from '../../core/epoch.js';
+import { generateKeyPair, type KeyPair } from '../../core/identity.js';
+import type { ProofRecord } from '../../core/proof-types.js';
+import { signReading, telemetryRecordId } from '../../core/telemetry.js';
+import { openSqlite } from '../../store/sqlite/open-database.js';
+import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
+
+const EPOCH = 7000;
+const START = DEFAULT_EPOCH_GENESIS_MS + EPOCH * EPOCH_MS;
+const JOB_CELL = '861e8050fffffff';
+const CELLS = cellToChildren(JOB_CELL, 9).sort();
+const AT = new Date(START + 5 * 60_000).toISOString();
+
+/** `writer`'s telemetry record of one no2 reading of `device` at AT, signed by `signer` (the device by default). */
+async function recordOf(writer: KeyPair, device: KeyPair, cell: string, value: number, signer = device) {
+  const fields = { device_pk: device.publicKey, h3_cell: cell, quantity: 'no2', value, unit: 'ug/m3', observed_at: AT };
+  const store = createSqliteProofStore(openSqlite(':memory:'));
+  const [record] = await store.appendRecords(writer, [
+    {
+      id: telemetryRecordId(device.publicKey, 'no2', AT),
+      h3_cell: cell,
+      epoch: EPOCH,
+      collection_type: 'telemetry',
+      payload_type: 'iot/telemetry',
+      payload: {
+        ...fields,
+        device_signature: signReading(signer.secretKey, fields),
+        principal_pk: device.publicKey,
+      },
+      written_at: AT,
+    },
+  ]);
+  return record!;
+}
+
+describe('sensor_fusion on a worker: the inputs it takes from the telemetry page', () => {
+  let server: Server | undefined;
+  afterEach(async () => {
+    server?.close();
+    server = undefined;
+  });
+
+  /** A telemetry page that answers `records` for every query, as a gateway (honest or not) might. */
+  async function page(records: ProofRecord[]): Promise<string> {
+    server = createServer((_req, res) => {
+      res.setHeader('content-type', 'application/geo+json');
+      res.end(JSON.stringify({ features: records.map((record) => ({ properties: { record } })), next_cursor: null }));
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  it("takes only the gateway node's records signed by their devices, and drops an instant answered twice", async () => {
+    const gateway = generateKeyPair();
+    const mallory = generateKeyPair();
+    const honest = Array.from({ length: 4 }, () => generateKeyPair());
+    const records = await Promise.all(honest.map((d, i) => recordOf(gateway, d, CELLS[i]!, 20 + i)));
+    // The gateway's key wrote it, but its device did not sign 999.
+    const unsigned = await recordOf(gateway, generateKeyPair(), CELLS[4]!, 999, mallory);
+    // Device-signed and valid, but written by another key than the gateway's: the page names mallory as writer.
+    const elsewhere = await recordOf(mallory, generateKeyPair(), CELLS[5]!, 999);
+    // One device's instant answered with two different records, both written by the gateway's key.
+    const twice = generateKeyPair();
+    const first = await recordOf(gateway, twice, CELLS[6]!, 21);
+    const second = await recordOf(gateway, twice, CELLS[6]!, 999);
+    const url = await page([...records, unsigned, elsewhere, first, second, first]);
+
+    const source = httpTelemetrySource({
+      gatewayUrl: url,
+      genesisMs: DEFAULT_EPOCH_GENESIS_MS,
+      epochMs: EPOCH_MS,
+      writerPk: gateway.publicKey,
+    });
+    const worker = generateKeyPair();
+    const run = await runSensorFusion(
+      {
+        source,
+        genesisMs: DEFAULT_EPOCH_GENESIS_MS,
+        epochMs: EPOCH_MS,
+        nodePk: worker.publicKey,
+        writerPk: gateway.publicKey,
+      },
+      { job_id: 'job-1', step_id: 'fuse', quantity: 'no2', h3_cell: JOB_CELL, rings: 0, job_epoch: EPOCH + 1 },
+    );
+    const out = run.output as { value: number; input_device_count: number; record_ids: string[] };
+    assert.equal(out.input_device_count, 4);
+    assert.equal(out.value, 21.5);
+    assert.deepEqual(out.record_ids, records.map((r) => r.id).sort());
+  });
+});
