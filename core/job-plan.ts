@@ -1,4 +1,7 @@
 import { fail, pass, type Check } from './check.js';
+import type { StepType } from './step-types/index.js';
+
+export type { StepType };
 
 /**
  * Job plans (docs/protocol.md §2.2 rule 1): a request's steps resolved into a topological order and into levels
@@ -6,9 +9,6 @@ import { fail, pass, type Check } from './check.js';
  * compute is dispatched; workflows replay it, so it must be deterministic (no Map iteration order
  * surprises, no randomness): ties always keep request order.
  */
-export const STEP_TYPES = ['inference', 'tile_render', 'image_process', 'sensor_fusion'] as const;
-export type StepType = (typeof STEP_TYPES)[number];
-
 export interface PlanStep {
   id: string;
   type: StepType;

@@ -1,7 +1,6 @@
 import { cellArea } from 'h3-js';
 import { fromCreditUnits, toCreditUnits } from './credits.js';
 import { isCell } from './h3-cell.js';
-import type { StepType } from './job-plan.js';
 
 /**
  * docs/protocol.md §8 prices and the cost arithmetic behind budgets and settlement. Binary floating point cannot
@@ -28,7 +27,6 @@ const UNIT_PRICES = {
   tileMiss: toCreditUnits(PRICES.tileMiss),
   megapixel: toCreditUnits(PRICES.imagePerMegapixel),
   cellEpoch: toCreditUnits(PRICES.sensorFusionPerCellEpoch),
-  proof: toCreditUnits(PRICES.merkleProof),
 };
 
 /** The relay's share of a step it routed (docs/protocol.md §1.4 relay fee, configurable). */
@@ -47,25 +45,6 @@ export function relayFee(credits: number, share: number = RELAY_FEE_SHARE): numb
 export const DEFAULT_MAX_TOKENS = 512;
 /** Sentinel-2 L2A ground resolution (docs/protocol.md §2.5): one pixel covers 10 m × 10 m. */
 const SENTINEL2_PIXEL_M2 = 100;
-
-export interface StepEstimateInput {
-  type: StepType;
-  messages?: { role: string; content: string }[];
-  max_tokens?: number;
-  h3_cell?: string;
-  center_cell?: string;
-  zoom?: number;
-  /** sensor_fusion: the cells × epochs the step covers (core/sensor-fusion.ts cellEpochs); default 1. */
-  cell_epochs?: number;
-}
-
-export interface CostEstimate {
-  /** Sum of the step estimates plus the job's one Merkle proof. */
-  total_credits: number;
-  /** Step id → estimated credits (the shape of the settlement breakdown, docs/protocol.md §2.3). */
-  breakdown: Record<string, number>;
-  proof_credits: number;
-}
 
 /**
  * Token count before a tokenizer is known (the serving model is chosen at dispatch): about four
@@ -94,33 +73,6 @@ export function imageCost(megapixels: number): number {
   return fromCreditUnits(imageUnits(megapixels));
 }
 
-/**
- * Worst-case cost of one step before dispatch. Inference is priced at the worker rate because
- * whether a worker or the free backbone serves is unknown until dispatch; a tile as a cache miss;
- * imagery over the step's cell (`h3_cell`, else `center_cell`, else the job cell); sensor fusion by the
- * cell-epochs it covers (`cell_epochs`, default one).
- */
-export function estimateStepCost(step: StepEstimateInput, jobCell: string): number {
-  return fromCreditUnits(stepUnits(step, jobCell));
-}
-
-/** docs/protocol.md §2.2 rule 3: a compound job costs the sum of its steps, and one proof covers all of them. */
-export function estimateJobCost(steps: readonly (StepEstimateInput & { id: string })[], jobCell: string): CostEstimate {
-  // A Map, then fromEntries: step ids are client text, and "__proto__" must stay an ordinary key.
-  const byStep = new Map<string, number>();
-  let total = UNIT_PRICES.proof;
-  for (const step of steps) {
-    const units = stepUnits(step, jobCell);
-    byStep.set(step.id, (byStep.get(step.id) ?? 0) + units);
-    total += units;
-  }
-  return {
-    total_credits: fromCreditUnits(total),
-    breakdown: Object.fromEntries([...byStep].map(([id, units]) => [id, fromCreditUnits(units)])),
-    proof_credits: fromCreditUnits(UNIT_PRICES.proof),
-  };
-}
-
 /** Sum of credit amounts, exact to 1e-8 credits. */
 export function sumCredits(values: readonly number[]): number {
   return fromCreditUnits(values.reduce((sum, value) => sum + toCreditUnits(value), 0));
@@ -129,23 +81,6 @@ export function sumCredits(values: readonly number[]): number {
 /** True when `cost` fits in `budget`; spending exactly the budget is allowed. */
 export function withinBudget(cost: number, budget: number): boolean {
   return toCreditUnits(cost) <= toCreditUnits(budget);
-}
-
-function stepUnits(step: StepEstimateInput, jobCell: string): number {
-  switch (step.type) {
-    case 'inference': {
-      const maxTokens = step.max_tokens ?? DEFAULT_MAX_TOKENS;
-      return tokensUnits(estimateTokens(step.messages ?? []) + checkTokens(maxTokens), 'worker');
-    }
-    case 'tile_render':
-      return UNIT_PRICES.tileMiss;
-    case 'image_process':
-      return imageUnits(cellMegapixels(step.h3_cell ?? step.center_cell ?? jobCell));
-    case 'sensor_fusion':
-      return sensorFusionUnits(step.cell_epochs ?? 1);
-    default:
-      throw new RangeError(`unknown step type: ${JSON.stringify((step as { type: unknown }).type)}`);
-  }
 }
 
 /** A sensor_fusion step's price: 0.0005 credits per cell-epoch covered. */

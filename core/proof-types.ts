@@ -3,21 +3,19 @@
  * sealed per (sealer key, epoch) into RFC 9162 Merkle trees chained seal to seal.
  */
 
+import { IMAGE_OPERATIONS, type ImageOperation } from './imagery-operations.js';
+
 /** docs/protocol.md §2.6 collections and the payload types each may carry. */
 export const COLLECTION_PAYLOAD_TYPES = {
   inference: ['hive/inference'],
   tile: ['tile/vector', 'tile/raster'],
   compute_job: ['compute/job'],
-  // The protocol names only `imagery/ndvi`; the other image_process operations record under matching types.
+  // The protocol names only `imagery/ndvi`; every image_process operation records under its own type.
   imagery: [
-    'imagery/ndvi',
-    'imagery/cloud_mask',
-    'imagery/scene_search',
-    'imagery/atmospheric_correction',
-    'imagery/flood_classify',
+    ...IMAGE_OPERATIONS.map((operation) => `imagery/${operation}` as const),
     // An openEO result (docs/protocol.md §16.7): the file's hash, the scenes and byte ranges read, the graph's hash.
     'imagery/openeo_result',
-  ],
+  ] as readonly (`imagery/${ImageOperation}` | 'imagery/openeo_result')[],
   breadcrumb: ['gns/breadcrumb'],
   telemetry: ['iot/telemetry'],
 } as const;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { JobRecord, JobStatus } from '../core/job-record.js';
-import { STEP_TYPES } from '../core/job-plan.js';
+import { STEP_TYPES } from '../core/step-types/index.js';
 import { describeZodIssue } from '../core/zod-issue.js';
 
 /**

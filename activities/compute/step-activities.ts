@@ -9,13 +9,8 @@
  * are Temporal ApplicationFailures (business errors non-retryable, typed by the spec's error code).
  */
 import { ApplicationFailure } from '@temporalio/common';
-import {
-  STEP_ACTIVITY,
-  type ImageStepInput,
-  type InferenceStepInput,
-  type SensorFusionStepInput,
-  type TileStepInput,
-} from '../../core/job-steps.js';
+import type { ImageStepInput, InferenceStepInput, SensorFusionStepInput, TileStepInput } from '../../core/job-steps.js';
+import type { ActivityInputOf, STEP_ACTIVITY, StepType } from '../../core/step-types/index.js';
 import type { StepRun } from '../../core/job-scheduler.js';
 import type { ImageryActivities } from '../imagery/index.js';
 import type { Swarm } from '../inference/index.js';
@@ -84,5 +79,12 @@ export function createStepActivities(deps: StepActivityDeps) {
 
 export type StepActivities = ReturnType<typeof createStepActivities>;
 
-// The workflow and the embedded runner dispatch by core's STEP_ACTIVITY; keep its names these activities'.
-const _names: Record<keyof typeof STEP_ACTIVITY, keyof StepActivities> = STEP_ACTIVITY;
+/**
+ * The workflow and the embedded runner call each step type's activity by the name its spec declares
+ * (core/step-types/), with the input its spec builds: a type whose activity is missing here, or takes another
+ * input, does not compile.
+ */
+type DeclaredActivities = {
+  [K in StepType as (typeof STEP_ACTIVITY)[K]]: (input: ActivityInputOf<K>) => Promise<StepRun>;
+};
+const _declared = (activities: StepActivities): DeclaredActivities => activities;

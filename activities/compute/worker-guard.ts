@@ -18,13 +18,14 @@ import type { HardwareTier } from '../../core/hardware-tier.js';
 import { resolveJurisdiction, isInJurisdiction } from '../../core/jurisdiction.js';
 import { createModelRegistry, type ModelRegistry } from '../../core/model-registry.js';
 import { takeUpToolRefusal, type ToolPolicy } from '../../core/gates/tool-policy.js';
+import type { InferenceStepInput } from '../../core/job-steps.js';
 import {
   STEP_MIN_HARDWARE_TIER,
-  type ImageStepInput,
-  type InferenceStepInput,
-  type SensorFusionStepInput,
-  type TileStepInput,
-} from '../../core/job-steps.js';
+  STEP_TYPE_SPECS,
+  STEP_TYPES,
+  type ActivityInputOf,
+  type StepType,
+} from '../../core/step-types/index.js';
 import { isWorkerTier, WORKER_TIERS, type WorkerTier } from '../../core/tiers.js';
 import { toolMinTiers } from '../../core/tool-registry.js';
 import { meetsWorkerTier } from '../../core/worker-trust.js';
@@ -42,8 +43,7 @@ export interface WorkerSelf {
 
 export const WORKER_INELIGIBLE = 'worker_ineligible';
 
-type StepType = keyof typeof STEP_MIN_HARDWARE_TIER;
-type StepInput = InferenceStepInput | TileStepInput | ImageStepInput | SensorFusionStepInput;
+type StepInput = ActivityInputOf<StepType>;
 
 /** Why this worker may not take the step, or null when it may. Pure: tested with plain values. */
 export function stepIneligibility(
@@ -130,22 +130,15 @@ export function guardSteps(
       throw ApplicationFailure.retryable(`step "${input.step_id}" of job ${input.job_id}: ${why}`, WORKER_INELIGIBLE);
     }
   };
-  return {
-    async inferenceStep(input) {
-      check('inference', input);
-      return steps.inferenceStep(input);
-    },
-    async tileRenderStep(input) {
-      check('tile_render', input);
-      return steps.tileRenderStep(input);
-    },
-    async imageProcessStep(input) {
-      check('image_process', input);
-      return steps.imageProcessStep(input);
-    },
-    async sensorFusionStep(input) {
-      check('sensor_fusion', input);
-      return steps.sensorFusionStep(input);
-    },
-  };
+  // Every step type's activity, each checking first (the step types and their activities: core/step-types/).
+  const guarded = { ...steps };
+  for (const type of STEP_TYPES) {
+    const name = STEP_TYPE_SPECS[type].activity;
+    const run = steps[name] as (input: StepInput) => ReturnType<StepActivities[typeof name]>;
+    (guarded as Record<string, unknown>)[name] = async (input: StepInput) => {
+      check(type, input);
+      return run(input);
+    };
+  }
+  return guarded;
 }

@@ -1,19 +1,17 @@
 import type { Context } from 'koa';
 import { fail, pass } from '../../core/check.js';
 import { EPOCH_MS, epochAt } from '../../core/epoch.js';
-import { cellEpochs, fusionCells, fusionWindow } from '../../core/sensor-fusion.js';
 import { ERROR_STATUS, ServiceError, type ErrorCode } from '../../core/errors.js';
 import { DEFAULT_JOB_CELL } from '../../core/h3-cell.js';
-import { IMAGE_OPERATIONS } from '../../core/imagery-operations.js';
 import { jobIdFromSignature, requestHash } from '../../core/job-hash.js';
 import { planJob, type JobPlan } from '../../core/job-plan.js';
 import type { ComputeResponse, JobRecord } from '../../core/job-record.js';
 import type { ComputeJobInput } from '../../core/job-steps.js';
-import { isKnownModel } from '../../core/models.js';
-import { estimateJobCost, withinBudget } from '../../core/pricing.js';
+import { PRICES, withinBudget } from '../../core/pricing.js';
 import { integerParam } from '../../core/query-params.js';
 import { TOOL_IDS, unknownStepTool } from '../../core/tool-registry.js';
 import { hasBlobRefs } from '../../core/blob-ref.js';
+import { checkSteps, estimateJob } from '../../core/step-types/index.js';
 import { splitOutput } from '../../core/output-blobs.js';
 import { jobRecordOf, jobRunOf } from '../../activities/compute/job-activities.js';
 import type { JobStore } from '../../store/job-store.js';
@@ -241,14 +239,18 @@ function acceptJob(
   deps: ComputeDeps,
   delegationChain: unknown[] | null,
 ): ComputeJobInput {
-  for (const step of request.steps) checkStepAvailable(step);
+  const refused = checkSteps(request.steps);
+  if (refused !== null && !refused.ok) throw new ServiceError(refused.error, refused.detail);
   const jobCell = gates.place?.jobCell ?? DEFAULT_JOB_CELL;
   const now = deps.clock();
   const epoch = epochAt(now, deps.epochGenesisMs, deps.epochMs);
-  const estimate = estimateJobCost(
-    request.steps.map((step) => withCellEpochs(step, jobCell, epoch, deps)),
-    jobCell,
+  const estimated = estimateJob(
+    request.steps,
+    { jobCell, epoch, epochGenesisMs: deps.epochGenesisMs, epochMs: deps.epochMs ?? EPOCH_MS },
+    PRICES.merkleProof,
   );
+  if (!estimated.ok) throw new ServiceError(estimated.error, estimated.detail);
+  const estimate = estimated.value;
   if (!withinBudget(estimate.total_credits, request.budget_credits)) {
     throw new ServiceError(
       'budget_exceeded',
@@ -395,37 +397,6 @@ function summary(job: JobRecord, ctx: Context, publicUrl: string | undefined) {
     verify_url: response?.proof ? absolute(response.proof.verify_url, ctx, publicUrl) : null,
     error: response?.error ?? null,
   };
-}
-
-/** A sensor_fusion step priced by the cell-epochs it covers (its window is checked here, before anything runs). */
-function withCellEpochs(step: ComputeRequest['steps'][number], jobCell: string, epoch: number, deps: ComputeDeps) {
-  if (step.type !== 'sensor_fusion') return step;
-  const window = fusionWindow({ ...step.context, job_epoch: epoch }, deps.epochGenesisMs, deps.epochMs ?? EPOCH_MS);
-  if (!window.ok) throw new ServiceError(window.error, `step "${step.id}": ${window.detail}`);
-  const cells = fusionCells(step.context?.h3_cell ?? jobCell, step.rings ?? 0).length;
-  return { ...step, cell_epochs: cellEpochs(cells, window.value) };
-}
-
-function checkStepAvailable(step: ComputeRequest['steps'][number]): void {
-  if (step.type === 'sensor_fusion' && step.quantity === undefined) {
-    throw new ServiceError('invalid_request', `step "${step.id}": a sensor_fusion step needs a quantity`);
-  }
-  // An image_process step's model is a classify-endpoint model (flood_classify), not a registry model.
-  if (step.type === 'image_process' && step.model !== undefined && step.operation !== 'flood_classify') {
-    throw new ServiceError(
-      'invalid_request',
-      `step "${step.id}": a model applies to the flood_classify operation only`,
-    );
-  }
-  if (step.type !== 'image_process' && step.model !== undefined && !isKnownModel(step.model)) {
-    throw new ServiceError('invalid_model', `step "${step.id}": model "${step.model}" is not available`);
-  }
-  if (step.type === 'image_process') {
-    const operation = step.operation ?? 'ndvi';
-    if (!(IMAGE_OPERATIONS as readonly string[]).includes(operation)) {
-      throw new ServiceError('invalid_request', `step "${step.id}": unknown image_process operation "${operation}"`);
-    }
-  }
 }
 
 /**

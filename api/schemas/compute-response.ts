@@ -1,10 +1,10 @@
 /**
  * Answers of `/v1/compute*` (docs/protocol.md §2.3) for the API reference: core/job-record.ts `ComputeResponse` and the job
- * summary of api/routes/compute.ts. Step outputs are open objects: their fields depend on the step type (docs/protocol.md
- * 2.3 lists the inference output; tile_render and image_process outputs are described in docs/guide.md).
+ * summary of api/routes/compute.ts. A step's output is its type's (core/step-types/: each declares its `output`),
+ * an empty object when it did not complete.
  */
 import { z } from 'zod';
-import { STEP_TYPES } from '../../core/job-plan.js';
+import { STEP_TYPE_SPECS, STEP_TYPES } from '../../core/step-types/index.js';
 
 const jobStatus = z.enum(['running', 'complete', 'failed']);
 
@@ -12,7 +12,9 @@ export const stepResultSchema = z.object({
   id: z.string(),
   type: z.enum(STEP_TYPES),
   status: z.enum(['complete', 'failed', 'skipped']),
-  output: z.record(z.string(), z.unknown()).describe('The step output; for inference: text, locations, model …'),
+  output: z
+    .union([...STEP_TYPES.map((type) => STEP_TYPE_SPECS[type].output), z.strictObject({})])
+    .describe('The output of the step’s type (docs/protocol.md §2.3); an empty object when it did not complete'),
   latency_ms: z.number(),
   worker_pk: z.string().nullable().describe('Worker key, the backbone marker, or the gateway node key'),
   cost: z.number(),

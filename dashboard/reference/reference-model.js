@@ -130,7 +130,12 @@ function node(doc, raw, name, required, seen, depth) {
       };
     }
     out.type = 'one of';
-    out.children = nonNull.map((v, i) => node(doc, v, `option ${i + 1}`, false, seen, depth + 1));
+    // A union discriminated on `type` (a compute step) names each option by its type.
+    out.children = nonNull.map((v, i) => {
+      const tag = /** @type {Json | undefined} */ (/** @type {Json} */ (v)?.properties)?.type;
+      const name = tag && typeof tag === 'object' && typeof tag.const === 'string' ? tag.const : `option ${i + 1}`;
+      return node(doc, v, name, false, seen, depth + 1);
+    });
     return out;
   }
   if (Array.isArray(s.allOf)) {

@@ -5,6 +5,7 @@ import type { AppDeps } from '../../api/app-deps.js';
 import { createApp } from '../../api/app.js';
 import { TAGS } from '../../api/openapi-document.js';
 import { SERVICE_VERSION } from '../../api/version.js';
+import { STEP_TYPE_SPECS, STEP_TYPES } from '../../core/step-types/index.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -177,22 +178,24 @@ describe('GET /openapi.json', () => {
     }
     assert.deepEqual([...request.required].sort(), ['requester_pk', 'signature', 'steps']);
     assert.equal(request.properties.budget_credits.default, 0.1);
+    // One strict object per step type (core/step-types/), discriminated on `type`.
     const step = resolve(doc, request.properties.steps.items.$ref as string) as Json;
-    for (const field of [
-      'id',
-      'type',
-      'depends_on',
-      'model',
-      'messages',
-      'operation',
-      'center_cell',
-      'zoom',
-      'style',
-    ]) {
-      assert.ok(step.properties[field], field);
+    const variants = step.oneOf as Json[];
+    assert.deepEqual(
+      variants.map((v) => v.properties.type.const),
+      [...STEP_TYPES],
+    );
+    const variant = (type: string) => variants.find((v) => v.properties.type.const === type)!;
+    for (const v of variants) {
+      assert.equal(v.additionalProperties, false);
+      for (const field of ['id', 'type', 'depends_on', 'context']) assert.ok(v.properties[field], field);
     }
-    assert.deepEqual(step.properties.type.enum, ['inference', 'tile_render', 'image_process', 'sensor_fusion']);
-    assert.deepEqual([step.properties.zoom.minimum, step.properties.zoom.maximum], [0, 20]);
+    for (const type of STEP_TYPES) {
+      for (const field of Object.keys(STEP_TYPE_SPECS[type].fields)) assert.ok(variant(type).properties[field], field);
+    }
+    const tile = variant('tile_render');
+    assert.deepEqual([tile.properties.zoom.minimum, tile.properties.zoom.maximum], [0, 20]);
+    assert.equal(tile.properties.messages, undefined);
   });
 
   it('lists the docs/protocol.md §7 error codes where routes produce them, on the shared Error schema', () => {

@@ -5,7 +5,6 @@ import {
   DEFAULT_TILE_ZOOM,
   MAX_CONTEXT_CHARS,
   STEP_ACTIVITY,
-  requiredTools,
   stepActivityInput,
   toScheduledStep,
   type ComputeJobInput,
@@ -14,6 +13,7 @@ import {
   type JobStepSpec,
   type TileStepInput,
 } from '../../core/job-steps.js';
+import { STEP_TYPE_SPECS, STEP_TYPES, requestStepSchema, requiredTools } from '../../core/step-types/index.js';
 
 const JOB_CELL = '861e8050fffffff';
 const OTHER_CELL = '861e8051fffffff';
@@ -323,14 +323,11 @@ describe('job steps: activity inputs (docs/protocol.md §2.2 rules 1, 2)', () =>
   });
 
   it('names a distinct step activity for every step type that has an activity input', () => {
-    const j = job([
-      { id: 'a', type: 'inference' },
-      { id: 't', type: 'tile_render' },
-      { id: 'i', type: 'image_process' },
-      { id: 's', type: 'sensor_fusion', quantity: 'pm2_5' },
-    ]);
+    const j = job(
+      STEP_TYPES.map((type) => ({ id: type, type, ...(type === 'sensor_fusion' ? { quantity: 'pm2_5' } : {}) })),
+    );
     const types = j.steps.map((s) => stepActivityInput(j, s, []).type);
-    assert.deepEqual(types, ['inference', 'tile_render', 'image_process', 'sensor_fusion']);
+    assert.deepEqual(types, [...STEP_TYPES]);
     const names = types.map((t) => STEP_ACTIVITY[t]);
     assert.ok(names.every((n) => typeof n === 'string' && n.length > 0));
     assert.equal(new Set(names).size, names.length);
@@ -349,9 +346,11 @@ describe('job steps: tools and scheduling', () => {
     assert.deepEqual(requiredTools({ id: 'a', type: 'inference' }), []);
   });
 
-  it('requires no tools of non-inference steps, even when the request lists some', () => {
-    for (const type of ['tile_render', 'image_process', 'sensor_fusion'] as const) {
-      assert.deepEqual(requiredTools({ id: 'a', type, tools: ['web-search'] }), [], type);
+  it('refuses tools on any step type that does not require them (a field of another type)', () => {
+    for (const type of STEP_TYPES.filter((t) => !('tools' in STEP_TYPE_SPECS[t].fields))) {
+      const parsed = requestStepSchema.safeParse({ id: 'a', type, tools: ['web-search'] });
+      assert.equal(parsed.success, false, type);
+      assert.match(parsed.error!.issues[0]!.message, new RegExp(`"tools" is not a field of a ${type} step`));
     }
   });
 

@@ -4,8 +4,6 @@ import { DEFAULT_JOB_CELL, DEFAULT_PERCEPTION_CELL } from '../../core/h3-cell.js
 import {
   PRICES,
   RELAY_FEE_SHARE,
-  estimateJobCost,
-  estimateStepCost,
   estimateTokens,
   fromCreditUnits,
   relayFee,
@@ -15,6 +13,20 @@ import {
   tokensCost,
   withinBudget,
 } from '../../core/pricing.js';
+import { estimateJob, estimateStep, type RequestStep } from '../../core/step-types/index.js';
+
+// The estimates are each step type's price of its worst case (core/step-types/); a job accepted in epoch 1.
+const entry = (jobCell: string) => ({ jobCell, epoch: 1, epochGenesisMs: 0, epochMs: 3_600_000 });
+const estimateStepCost = (step: { type: string; [field: string]: unknown }, jobCell: string): number => {
+  const estimate = estimateStep({ id: 'a', ...step } as RequestStep, entry(jobCell));
+  assert.ok(estimate.ok);
+  return estimate.value;
+};
+const estimateJobCost = (steps: readonly { id: string; type: string; [field: string]: unknown }[], jobCell: string) => {
+  const estimate = estimateJob(steps as RequestStep[], entry(jobCell), PRICES.merkleProof);
+  assert.ok(estimate.ok);
+  return estimate.value;
+};
 
 describe('pricing (docs/protocol.md §8)', () => {
   it('lists the docs/protocol.md §8 prices', () => {

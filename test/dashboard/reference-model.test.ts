@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { STEP_TYPES } from '../../core/step-types/index.js';
 import { startGateway } from '../helpers/gateway.js';
 
 interface SchemaNode {
@@ -109,13 +110,20 @@ describe('API reference page model (dashboard/reference/reference-model.js)', ()
     const steps = child(request, 'steps');
     assert.equal(steps.type, 'array of ComputeStep');
     assert.ok(steps.facts.includes('min items 1') && steps.facts.includes('max items 32'), steps.facts.join());
+    // One option per step type (core/step-types/), named by it, each with its own fields only.
     const step = steps.children[0]!;
-    assert.ok(child(step, 'type').facts.includes('one of: inference, tile_render, image_process, sensor_fusion'));
+    assert.equal(step.type, 'one of');
     assert.deepEqual(
-      child(step, 'zoom').facts.filter((f) => /^m(in|ax) /.test(f)),
+      step.children.map((option) => option.name),
+      [...STEP_TYPES],
+    );
+    for (const option of step.children) assert.ok(child(option, 'type').facts.includes(`always ${option.name}`));
+    assert.deepEqual(
+      child(child(step, 'tile_render'), 'zoom').facts.filter((f) => /^m(in|ax) /.test(f)),
       ['min 0', 'max 20'],
     );
-    assert.ok(child(step, 'messages').children[0]?.children.some((c) => c.name === 'role'));
+    assert.ok(child(child(step, 'inference'), 'messages').children[0]?.children.some((c) => c.name === 'role'));
+    assert.ok(!child(step, 'tile_render').children.some((c) => c.name === 'messages'));
   });
 
   it('lists parameters, responses with their schemas and headers, and the error codes per status', () => {

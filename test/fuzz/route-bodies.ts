@@ -6,6 +6,8 @@
  */
 import fc from 'fast-check';
 import { DEFAULT_JOB_CELL } from '../../core/h3-cell.js';
+import { IMAGE_OPERATIONS } from '../../core/imagery-operations.js';
+import { STEP_TYPES } from '../../core/step-types/index.js';
 import type { KeyPair } from '../../core/identity.js';
 import { signRecord } from '../../core/proof-record.js';
 import { createSeal } from '../../core/seal.js';
@@ -57,7 +59,7 @@ function objectOf(fields: Record<string, fc.Arbitrary<unknown>>): fc.Arbitrary<R
 }
 
 const stepId = fc.constantFrom('a', 'b', 'c', 'ask', 'map', 'x'.repeat(65), '', 'a b', '__proto__', 'constructor');
-const stepType = fc.constantFrom('inference', 'tile_render', 'image_process', 'sensor_fusion', 'teleport', '');
+const stepType = fc.constantFrom(...STEP_TYPES, 'teleport', '');
 
 const step = objectOf({
   id: stepId,
@@ -71,7 +73,7 @@ const step = objectOf({
     },
   ),
   max_tokens: fc.constantFrom(1, 16, 32_768, 32_769, 0, -5),
-  operation: fc.constantFrom('ndvi', 'cloud_mask', 'scene_search', 'atmospheric_correction', 'flood_classify', 'x'),
+  operation: fc.constantFrom(...IMAGE_OPERATIONS, 'x'),
   center_cell: hostileCell,
   zoom: fc.constantFrom(-1, 0, 10, 20, 21, 1.5),
   style: fc.constantFrom(...TILE_STYLES, 'neon'),

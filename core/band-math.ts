@@ -1,0 +1,183 @@
+/**
+ * Band math over Sentinel-2 bands (the `band_math` imagery operation): an arithmetic expression of `+ - * /`,
+ * parentheses, numbers and band names, as titiler's `expression` and Sentinel Hub's band math take. Parsed by a
+ * small recursive-descent grammar, never `eval`; the text is bounded in length and in nesting, so a hostile
+ * expression costs at most a few hundred steps to refuse or to evaluate per pixel.
+ *
+ *   expression := term (("+" | "-") term)*
+ *   term       := unary (("*" | "/") unary)*
+ *   unary      := "-" unary | primary
+ *   primary    := number | band | "(" expression ")"
+ */
+import { fail, pass, type Check } from './check.js';
+
+/** The Sentinel-2 L2A bands an expression may name; all are read onto the 10 m grid. */
+export const BAND_MATH_BANDS = ['B02', 'B03', 'B04', 'B05', 'B06', 'B07', 'B08', 'B8A', 'B11', 'B12'] as const;
+export type BandName = (typeof BAND_MATH_BANDS)[number];
+
+export const MAX_EXPRESSION_LENGTH = 256;
+/** Deepest nesting of parentheses and unary minus. */
+export const MAX_EXPRESSION_DEPTH = 16;
+
+/** A parsed expression: a tree of operations over numbers and bands. */
+export type BandExpression =
+  | { kind: 'number'; value: number }
+  | { kind: 'band'; band: BandName }
+  | { kind: 'negate'; operand: BandExpression }
+  | { kind: 'binary'; operator: '+' | '-' | '*' | '/'; left: BandExpression; right: BandExpression };
+
+export interface ParsedExpression {
+  tree: BandExpression;
+  /** The bands the expression reads, in BAND_MATH_BANDS order. */
+  bands: BandName[];
+}
+
+const isBand = (name: string): name is BandName => (BAND_MATH_BANDS as readonly string[]).includes(name);
+
+interface Token {
+  text: string;
+  at: number;
+}
+
+const TOKEN = /\s*(?:(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)|([A-Za-z][A-Za-z0-9]*)|([-+*/()]))/y;
+
+function tokenize(text: string): Check<Token[]> {
+  const tokens: Token[] = [];
+  TOKEN.lastIndex = 0;
+  while (TOKEN.lastIndex < text.length) {
+    const start = TOKEN.lastIndex;
+    if (/^\s*$/.test(text.slice(start))) break;
+    const match = TOKEN.exec(text);
+    if (match === null) {
+      const at = start + (text.slice(start).length - text.slice(start).trimStart().length);
+      return fail('invalid_request', `expression: unexpected ${JSON.stringify(text[at])} at character ${at + 1}`);
+    }
+    const value = match[1] ?? match[2] ?? match[3]!;
+    tokens.push({ text: value, at: match.index + match[0].length - value.length });
+  }
+  return pass(tokens);
+}
+
+/**
+ * Parses `text`, or says what is wrong with it (too long, too deep, a character or token out of place, an
+ * unknown band, naming the bands there are) as a 400 `invalid_request`.
+ */
+export function parseBandExpression(text: unknown): Check<ParsedExpression> {
+  if (typeof text !== 'string' || text.trim() === '') {
+    return fail('invalid_request', 'expression: a band_math expression is required, e.g. (B08-B04)/(B08+B04)');
+  }
+  if (text.length > MAX_EXPRESSION_LENGTH) {
+    return fail('invalid_request', `expression: ${text.length} characters; at most ${MAX_EXPRESSION_LENGTH}`);
+  }
+  const tokens = tokenize(text);
+  if (!tokens.ok) return tokens;
+  const list = tokens.value;
+  let next = 0;
+  const bands = new Set<BandName>();
+  const where = (token: Token | undefined) => (token ? `at character ${token.at + 1}` : 'at the end');
+
+  // Each function returns a tree or a failure; depth counts parentheses and unary minus.
+  const expression = (depth: number): Check<BandExpression> => {
+    let left = term(depth);
+    while (left.ok && (list[next]?.text === '+' || list[next]?.text === '-')) {
+      const operator = list[next++]!.text as '+' | '-';
+      const right = term(depth);
+      if (!right.ok) return right;
+      left = pass({ kind: 'binary', operator, left: left.value, right: right.value });
+    }
+    return left;
+  };
+  const term = (depth: number): Check<BandExpression> => {
+    let left = unary(depth);
+    while (left.ok && (list[next]?.text === '*' || list[next]?.text === '/')) {
+      const operator = list[next++]!.text as '*' | '/';
+      const right = unary(depth);
+      if (!right.ok) return right;
+      left = pass({ kind: 'binary', operator, left: left.value, right: right.value });
+    }
+    return left;
+  };
+  const tooDeep = (): Check<BandExpression> =>
+    fail('invalid_request', `expression: nested more than ${MAX_EXPRESSION_DEPTH} levels deep`);
+  const unary = (depth: number): Check<BandExpression> => {
+    if (list[next]?.text !== '-') return primary(depth);
+    if (depth >= MAX_EXPRESSION_DEPTH) return tooDeep();
+    next++;
+    const operand = unary(depth + 1);
+    return operand.ok ? pass({ kind: 'negate', operand: operand.value }) : operand;
+  };
+  const primary = (depth: number): Check<BandExpression> => {
+    const token = list[next];
+    if (token === undefined) return fail('invalid_request', 'expression: ends where a number, band or ( is expected');
+    if (token.text === '(') {
+      if (depth >= MAX_EXPRESSION_DEPTH) return tooDeep();
+      next++;
+      const inner = expression(depth + 1);
+      if (!inner.ok) return inner;
+      if (list[next]?.text !== ')') {
+        return fail('invalid_request', `expression: expected ) ${where(list[next])}`);
+      }
+      next++;
+      return inner;
+    }
+    if (/^[\d.]/.test(token.text)) {
+      next++;
+      const value = Number(token.text);
+      return Number.isFinite(value)
+        ? pass({ kind: 'number', value })
+        : fail('invalid_request', `expression: the number ${token.text} is out of range`);
+    }
+    if (/^[A-Za-z]/.test(token.text)) {
+      const name = token.text.toUpperCase();
+      if (!isBand(name)) {
+        return fail(
+          'invalid_request',
+          `expression: unknown band ${token.text} ${where(token)}; the bands are ${BAND_MATH_BANDS.join(', ')}`,
+        );
+      }
+      next++;
+      bands.add(name);
+      return pass({ kind: 'band', band: name });
+    }
+    return fail('invalid_request', `expression: unexpected ${token.text} ${where(token)}`);
+  };
+
+  const tree = expression(0);
+  if (!tree.ok) return tree;
+  if (next < list.length) {
+    return fail('invalid_request', `expression: unexpected ${list[next]!.text} ${where(list[next])}`);
+  }
+  return pass({ tree: tree.value, bands: BAND_MATH_BANDS.filter((band) => bands.has(band)) });
+}
+
+/**
+ * The expression's value for one pixel, given each band's value there; null where it has none (a division by
+ * zero, or a result that is not a finite number): such a pixel is no-data, not Infinity.
+ */
+export function evaluateBandExpression(tree: BandExpression, value: (band: BandName) => number): number | null {
+  const result = evaluate(tree, value);
+  return result !== null && Number.isFinite(result) ? result : null;
+}
+
+function evaluate(node: BandExpression, value: (band: BandName) => number): number | null {
+  switch (node.kind) {
+    case 'number':
+      return node.value;
+    case 'band':
+      return value(node.band);
+    case 'negate': {
+      const operand = evaluate(node.operand, value);
+      return operand === null ? null : -operand;
+    }
+    case 'binary': {
+      const left = evaluate(node.left, value);
+      if (left === null) return null;
+      const right = evaluate(node.right, value);
+      if (right === null) return null;
+      if (node.operator === '+') return left + right;
+      if (node.operator === '-') return left - right;
+      if (node.operator === '*') return left * right;
+      return right === 0 ? null : left / right;
+    }
+  }
+}
