@@ -122,14 +122,12 @@ export function discoveryRoutes(deps: DiscoveryDeps): RouteSpec<unknown>[] {
     link(ctx, `${OPENEO_BASE}/`, 'root', 'application/json', 'The openEO API'),
   ];
   const cors = { expose: [] };
+  /** A public GET of a discovery document: no body, no input, CORS without extra headers. */
+  const publicGet = (spec: Pick<RouteSpec<undefined>, 'path' | 'handler' | 'docs'>) =>
+    openEoRoute({ method: 'GET', auth: 'public', cors, facets: [], preflight: noInput, ...spec });
   return [
-    openEoRoute({
-      method: 'GET',
+    publicGet({
       path: WELL_KNOWN,
-      auth: 'public',
-      cors,
-      facets: [],
-      preflight: noInput,
       handler: async (ctx) => {
         ctx.body = {
           versions: [{ url: `${serviceOrigin(ctx)}${OPENEO_BASE}`, production: true, api_version: '1.2.0' }],
@@ -198,13 +196,8 @@ export function discoveryRoutes(deps: DiscoveryDeps): RouteSpec<unknown>[] {
         },
       }),
     ),
-    openEoRoute({
-      method: 'GET',
+    publicGet({
       path: `${OPENEO_BASE}/conformance`,
-      auth: 'public',
-      cors,
-      facets: [],
-      preflight: noInput,
       handler: async (ctx) => {
         ctx.body = { conformsTo: CONFORMANCE };
       },
@@ -214,13 +207,8 @@ export function discoveryRoutes(deps: DiscoveryDeps): RouteSpec<unknown>[] {
         responses: { 200: { description: 'The conformance classes', schema: conformanceSchema } },
       },
     }),
-    openEoRoute({
-      method: 'GET',
+    publicGet({
       path: `${OPENEO_BASE}/file_formats`,
-      auth: 'public',
-      cors,
-      facets: [],
-      preflight: noInput,
       handler: async (ctx) => {
         ctx.body = FILE_FORMATS;
       },
@@ -231,13 +219,8 @@ export function discoveryRoutes(deps: DiscoveryDeps): RouteSpec<unknown>[] {
         responses: { 200: { description: 'The file formats', schema: fileFormatsSchema } },
       },
     }),
-    openEoRoute({
-      method: 'GET',
+    publicGet({
       path: `${OPENEO_BASE}/collections`,
-      auth: 'public',
-      cors,
-      facets: [],
-      preflight: noInput,
       handler: async (ctx) => {
         ctx.body = {
           collections: [collectionSummary(await extent(), collectionLinks(ctx))],
@@ -275,13 +258,8 @@ export function discoveryRoutes(deps: DiscoveryDeps): RouteSpec<unknown>[] {
         openEoErrors: ['CollectionNotFound'],
       },
     }),
-    openEoRoute({
-      method: 'GET',
+    publicGet({
       path: `${OPENEO_BASE}/processes`,
-      auth: 'public',
-      cors,
-      facets: [],
-      preflight: noInput,
       handler: async (ctx) => {
         ctx.body = {
           processes: PROCESS_DEFINITIONS,
@@ -299,13 +277,8 @@ export function discoveryRoutes(deps: DiscoveryDeps): RouteSpec<unknown>[] {
       ['udf_runtimes', 'openEO UDF runtimes (none)'],
       ['service_types', 'openEO secondary web service types (none)'],
     ].map(([name, summary]) =>
-      openEoRoute({
-        method: 'GET',
+      publicGet({
         path: `${OPENEO_BASE}/${name}`,
-        auth: 'public',
-        cors,
-        facets: [],
-        preflight: noInput,
         handler: async (ctx) => {
           ctx.body = {};
         },
