@@ -20,6 +20,7 @@ import { pass } from '../../core/check.js';
 import { noneMatchFails } from '../../core/etag.js';
 import { sha256Hex } from '../../core/hash.js';
 import { dimsOfType, isCube, makeCube, shapeOf, type BandInfo, type Dimension } from '../../core/openeo/cube.js';
+import { ServiceError } from '../../core/errors.js';
 import { OpenEoError } from '../../core/openeo/errors.js';
 import { extentCells, extentRecordCell } from '../../core/openeo/extent.js';
 import { checkProcessGraph, evaluateGraph, type ProcessGraph } from '../../core/openeo/graph.js';
@@ -250,6 +251,13 @@ interface RenderedTile {
   cost: number;
 }
 
+interface CreateInput {
+  parsed: z.infer<typeof createServiceSchema>;
+  configuration: XyzConfiguration;
+  graph: ProcessGraph;
+  graphSha256: string;
+}
+
 interface TileInput {
   service: XyzService;
   tile: TileAddress;
@@ -440,7 +448,7 @@ export function serviceRoutes(deps: ServiceDeps): { api: RouteSpec<unknown>[]; t
         responses: { 200: { description: 'The service types', schema: serviceTypesSchema } },
       },
     }),
-    openEoRoute({
+    openEoRoute<CreateInput>({
       method: 'POST',
       path: `${OPENEO_BASE}/services`,
       auth: 'openeo',
@@ -455,12 +463,7 @@ export function serviceRoutes(deps: ServiceDeps): { api: RouteSpec<unknown>[]; t
         return pass({ parsed, configuration, ...graphOf(parsed.process) });
       },
       handler: async (ctx, input, gates) => {
-        const { parsed, configuration, graph, graphSha256 } = input as {
-          parsed: z.infer<typeof createServiceSchema>;
-          configuration: XyzConfiguration;
-          graph: ProcessGraph;
-          graphSha256: string;
-        };
+        const { parsed, configuration, graph, graphSha256 } = input;
         await probeGraph(graph);
         const service = registry.create({
           owner: ownerOf(gates),
@@ -694,8 +697,7 @@ export function serviceRoutes(deps: ServiceDeps): { api: RouteSpec<unknown>[]; t
           try {
             found = await pending;
           } catch (error) {
-            const message =
-              error instanceof Error && 'detail' in error ? String((error as { detail?: string }).detail) : 'failed';
+            const message = error instanceof ServiceError ? (error.detail ?? error.code) : 'an internal error';
             registry.log(service, 'error', `tile ${tile.z}/${tile.x}/${tile.y} refused: ${message}`, deps.clock());
             throw error;
           }
