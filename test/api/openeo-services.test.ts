@@ -250,6 +250,56 @@ describe('openEO XYZ services', function () {
     await failure(unknown, 'ServiceNotFound');
   });
 
+  it('paints a band-math mask in the two water colours', async () => {
+    const element = (label: string) => ({
+      process_id: 'array_element',
+      arguments: { data: { from_parameter: 'data' }, label },
+    });
+    const mask: Graph = {
+      load: load(),
+      index: {
+        process_id: 'reduce_dimension',
+        arguments: {
+          data: { from_node: 'load' },
+          dimension: 'bands',
+          reducer: {
+            process_graph: {
+              red: element('B04'),
+              nir: element('B08'),
+              nd: {
+                process_id: 'normalized_difference',
+                arguments: { x: { from_node: 'nir' }, y: { from_node: 'red' } },
+              },
+              wet: { process_id: 'gt', arguments: { x: { from_node: 'nd' }, y: 0.5 }, result: true },
+            },
+          },
+        },
+      },
+      latest: {
+        process_id: 'reduce_dimension',
+        arguments: {
+          data: { from_node: 'index' },
+          dimension: 't',
+          reducer: {
+            process_graph: {
+              max: { process_id: 'max', arguments: { data: { from_parameter: 'data' } }, result: true },
+            },
+          },
+        },
+        result: true,
+      },
+    };
+    const id = await create({
+      process: { process_graph: mask },
+      type: 'XYZ',
+      configuration: { colormap: 'water', range: [0, 1] },
+    });
+    const t = await tile((await describe_(id)).url, centre);
+    assert.equal(t.res.status, 200);
+    // NDVI 0.6 > 0.5: 1, the water colour.
+    assert.deepEqual((await pixels(t.bytes))(centre.px, centre.py), [33, 102, 172, 255]);
+  });
+
   it('refuses a graph that yields more than one band, another type, and a bad configuration', async () => {
     const bands: Graph = { load: { ...load(), result: true } };
     const message = await failure(
