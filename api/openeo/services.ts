@@ -57,6 +57,39 @@ export const XYZ_TILE_ROUTE = `${OPENEO_BASE}/xyz/:token/:z/:x/:y`;
 export const TILE_MAX_SAMPLES = SYNC_MAX_SAMPLES;
 /** Rendered tiles kept in memory, all services together. */
 const TILE_CACHE_BYTES = 64 * 1024 * 1024;
+/**
+ * Tiles rendered at once, all services together (each may hold 4 million values, 32 MB, and its COG reads), and
+ * tiles waiting for a turn: a map client asks for a screenful at once and does not retry a refusal, so tiles wait;
+ * beyond the queue, 503 InfrastructureBusy with retry-after.
+ */
+export const TILE_RENDERS_AT_ONCE = 4;
+export const TILE_RENDER_QUEUE = 256;
+
+/** Runs at most `slots` works at once, `queue` more waiting in order; beyond, InfrastructureBusy. */
+export function renderSlots(slots: number, queue: number) {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  return async <T>(work: () => Promise<T>): Promise<T> => {
+    if (running >= slots) {
+      if (waiting.length >= queue) {
+        const busy = new OpenEoError('InfrastructureBusy', 'Too many tiles are being rendered: retry shortly.', 503);
+        busy.headers['retry-after'] = '2';
+        throw busy;
+      }
+      await new Promise<void>((resolve) => waiting.push(resolve));
+    } else {
+      running++;
+    }
+    try {
+      return await work();
+    } finally {
+      // The slot passes to the next waiting tile as is, or frees.
+      const next = waiting.shift();
+      if (next) next();
+      else running--;
+    }
+  };
+}
 
 const DEFAULT_CONFIGURATION: XyzConfiguration = { colormap: 'RdYlGn', range: [-1, 1] };
 
@@ -298,6 +331,7 @@ export function serviceRoutes(deps: ServiceDeps): { api: RouteSpec<unknown>[]; t
     sizeCalculation: (t) => t.bytes.length + 512,
   });
   const inflight = new Map<string, Promise<RenderedTile>>();
+  const slot = renderSlots(TILE_RENDERS_AT_ONCE, TILE_RENDER_QUEUE);
 
   const tileUrl = (origin: string, service: XyzService) => `${origin}${OPENEO_BASE}/xyz/${service.token}/{z}/{x}/{y}`;
   const summary = (origin: string, s: XyzService) => ({
@@ -689,9 +723,8 @@ export function serviceRoutes(deps: ServiceDeps): { api: RouteSpec<unknown>[]; t
         if (found === undefined) {
           let pending = inflight.get(key);
           if (pending === undefined) {
-            pending = render(service, tile, (ctx.state.requestId as string | undefined) ?? null).finally(() =>
-              inflight.delete(key),
-            );
+            const requestId = (ctx.state.requestId as string | undefined) ?? null;
+            pending = slot(() => render(service, tile, requestId)).finally(() => inflight.delete(key));
             inflight.set(key, pending);
           }
           try {
