@@ -1,12 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { verifyReceipt, type JobReceipt } from '../core/receipt.js';
-import {
-  RECOMPUTE_EXIT,
-  recomputeExitCode,
-  recomputeLine,
-  type StepRecomputation,
-} from '../core/receipt-recompute.js';
+import { RECOMPUTE_EXIT, recomputeExitCode, recomputeLine, type StepRecomputation } from '../core/receipt-recompute.js';
 import { loadConfig } from './config.js';
 import type { AnchoredVerdict } from './receipt-anchor.js';
 import { createProgress, type ProgressStream } from './progress.js';

@@ -102,7 +102,11 @@ export function guardedIo(options: RecomputeOptions): RecomputeIo {
     });
   };
 
-  function get(url: string, headers: Record<string, string>, limit: number): Promise<{ res: IncomingMessage; body: Buffer }> {
+  function get(
+    url: string,
+    headers: Record<string, string>,
+    limit: number,
+  ): Promise<{ res: IncomingMessage; body: Buffer }> {
     let parsed: URL;
     try {
       parsed = new URL(url);
@@ -111,7 +115,9 @@ export function guardedIo(options: RecomputeOptions): RecomputeIo {
     }
     if (parsed.protocol !== 'https:' && !(parsed.protocol === 'http:' && options.allowHttp)) {
       return Promise.reject(
-        new InputUnavailable(`${parsed.origin}: only https URLs are fetched${parsed.protocol === 'http:' ? ' (--allow-http)' : ''}`),
+        new InputUnavailable(
+          `${parsed.origin}: only https URLs are fetched${parsed.protocol === 'http:' ? ' (--allow-http)' : ''}`,
+        ),
       );
     }
     const literal = parsed.hostname.replace(/^\[|\]$/g, '');
@@ -120,13 +126,24 @@ export function guardedIo(options: RecomputeOptions): RecomputeIo {
     }
     const send = parsed.protocol === 'https:' ? httpsRequest : httpRequest;
     return new Promise((resolve, reject) => {
-      const fail = (why: string) => reject(new InputUnavailable(`GET ${url}${headers.range ? ` ${headers.range}` : ''}: ${why}`));
-      const req = send(parsed, { method: 'GET', headers: { ...headers, 'user-agent': USER_AGENT }, lookup: guardedLookup });
+      const fail = (why: string) =>
+        reject(new InputUnavailable(`GET ${url}${headers.range ? ` ${headers.range}` : ''}: ${why}`));
+      const req = send(parsed, {
+        method: 'GET',
+        headers: { ...headers, 'user-agent': USER_AGENT },
+        lookup: guardedLookup,
+      });
       const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
       req.on('error', (error: NodeJS.ErrnoException) => {
         clearTimeout(timer);
         if (error instanceof InputUnavailable) return reject(error);
-        fail(error.code === 'ECONNREFUSED' ? 'connection refused' : error.code === 'ENOTFOUND' ? 'host not found' : error.message);
+        fail(
+          error.code === 'ECONNREFUSED'
+            ? 'connection refused'
+            : error.code === 'ENOTFOUND'
+              ? 'host not found'
+              : error.message,
+        );
       });
       req.on('response', (res) => {
         const chunks: Buffer[] = [];
@@ -134,7 +151,9 @@ export function guardedIo(options: RecomputeOptions): RecomputeIo {
         res.on('data', (chunk: Buffer) => {
           size += chunk.length;
           if (size > limit || size > budget) {
-            req.destroy(new Error(size > budget ? 'the recomputation byte budget is spent' : `more than ${limit} bytes`));
+            req.destroy(
+              new Error(size > budget ? 'the recomputation byte budget is spent' : `more than ${limit} bytes`),
+            );
             return;
           }
           chunks.push(chunk);
@@ -157,7 +176,9 @@ export function guardedIo(options: RecomputeOptions): RecomputeIo {
       const where = `GET ${href} ${range}`;
       if (res.statusCode !== 206) {
         const redirect = res.statusCode !== undefined && res.statusCode >= 300 && res.statusCode < 400;
-        throw new InputUnavailable(`${where}: answered HTTP ${res.statusCode}${redirect ? ' (redirects are not followed)' : ''}`);
+        throw new InputUnavailable(
+          `${where}: answered HTTP ${res.statusCode}${redirect ? ' (redirects are not followed)' : ''}`,
+        );
       }
       const start = /^bytes (\d+)-/.exec(res.headers['content-range'] ?? '');
       if (!start || Number(start[1]) !== offset) throw new InputUnavailable(`${where}: answered another range`);

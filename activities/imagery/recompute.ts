@@ -21,11 +21,12 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 export type FetchedBytes = ReadonlyMap<string, readonly { offset: number; bytes: Uint8Array }[]>;
 
 export type ImageRecomputation =
-  /** The step's output as recomputed; `failure` when the computation itself refused (it read other bytes …). */
-  | { output: Obj; failure?: undefined; note?: string }
-  | { output?: undefined; failure: string }
+  /** The step's output as recomputed (`note`: a read that fell back, for the logs of whoever investigates). */
+  | { kind: 'output'; output: Obj; note?: string }
+  /** The computation itself refused (it asked for bytes the record does not list, another grid …). */
+  | { kind: 'failure'; failure: string }
   /** Not derived from bytes (a metadata estimate, a model's answer …): why. */
-  | { output?: undefined; notRecomputable: string; failure?: undefined };
+  | { kind: 'not_recomputable'; why: string };
 
 /** Imagery operations recomputed from bytes, and how (the other operations are not derived from pixels). */
 export const RECOMPUTED_OPERATIONS: Partial<
@@ -86,10 +87,16 @@ const stepOutput = (operation: string, cell: string, result: Obj, recorded: Obj)
   result: { ...result, processingMs: (recorded.result as Obj | undefined)?.processingMs },
 });
 
-async function recomputeNdvi(payload: Obj, output: Obj, _request: Obj, bytes: FetchedBytes) {
+async function recomputeNdvi(
+  payload: Obj,
+  output: Obj,
+  _request: Obj,
+  bytes: FetchedBytes,
+): Promise<ImageRecomputation> {
   if (payload.method !== 'pixels') {
     return {
-      notRecomputable: `the NDVI was estimated from the scene's metadata, not read from pixels (${String(payload.fallback_reason)})`,
+      kind: 'not_recomputable',
+      why: `the NDVI was estimated from the scene's metadata, not read from pixels (${String(payload.fallback_reason)})`,
     };
   }
   const result = (output.result ?? {}) as Obj;
@@ -110,17 +117,27 @@ async function recomputeNdvi(payload: Obj, output: Obj, _request: Obj, bytes: Fe
     onFallback: (reason, detail) => (fallback = detail ?? reason),
   });
   const recomputed = stepOutput('ndvi', String(payload.h3_cell), outcome.result as unknown as Obj, output);
-  return fallback === undefined ? { output: recomputed } : { output: recomputed, note: fallback };
+  return fallback === undefined
+    ? { kind: 'output', output: recomputed }
+    : { kind: 'output', output: recomputed, note: fallback };
 }
 
-async function recomputeFlood(payload: Obj, output: Obj, request: Obj, bytes: FetchedBytes) {
+async function recomputeFlood(
+  payload: Obj,
+  output: Obj,
+  request: Obj,
+  bytes: FetchedBytes,
+): Promise<ImageRecomputation> {
   if (payload.method !== 'pixels') {
-    return { notRecomputable: `classified by the model ${String(payload.model)} on ${String(payload.endpoint)}` };
+    return {
+      kind: 'not_recomputable',
+      why: `classified by the model ${String(payload.model)} on ${String(payload.endpoint)}`,
+    };
   }
   const result = (output.result ?? {}) as Obj;
   const hasReference = typeof payload.reference_item_id === 'string';
   if (hasReference && !('reference_processing_baseline' in payload)) {
-    return { notRecomputable: "the record does not state the reference scene's processing baseline" };
+    return { kind: 'not_recomputable', why: "the record does not state the reference scene's processing baseline" };
   }
   const bands = (prefix: string) => ({
     green: hrefOf(payload, `${prefix}green`),
@@ -148,11 +165,15 @@ async function recomputeFlood(payload: Obj, output: Obj, request: Obj, bytes: Fe
       )
     : null;
   try {
-    const outcome = await computeFlood(scene, reference, String(payload.h3_cell), { cog: cogFrom(bytes), clock: () => 0 });
+    const outcome = await computeFlood(scene, reference, String(payload.h3_cell), {
+      cog: cogFrom(bytes),
+      clock: () => 0,
+    });
     const computed = outcome.result as unknown as Obj;
-    if (typeof request.model === 'string') computed.description = String(computed.description) + modelNotUsed(request.model);
-    return { output: stepOutput('flood_classify', String(payload.h3_cell), computed, output) };
+    if (typeof request.model === 'string')
+      computed.description = String(computed.description) + modelNotUsed(request.model);
+    return { kind: 'output', output: stepOutput('flood_classify', String(payload.h3_cell), computed, output) };
   } catch (error) {
-    return { failure: (error as Error).message };
+    return { kind: 'failure', failure: (error as Error).message };
   }
 }

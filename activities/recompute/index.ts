@@ -55,7 +55,7 @@ const notRecomputable =
 
 /** Why an imagery operation that is not derived from pixels is not recomputed. */
 const IMAGE_NOT_RECOMPUTABLE: Partial<Record<ImageOperation, string>> = {
-  scene_search: "a catalog search answers with what the catalog held then; it is not derived from pixels",
+  scene_search: 'a catalog search answers with what the catalog held then; it is not derived from pixels',
   atmospheric_correction: "the answer restates the catalog's L2A metadata; no pixel is read",
 };
 
@@ -89,10 +89,16 @@ export async function recomputeReceipt(receipt: JobReceipt, io: RecomputeIo): Pr
   for (const step of receiptSteps(receipt)) {
     const payloadType = step.record?.payload_type;
     const operation = isObj(step.record?.payload) ? step.record.payload.operation : undefined;
-    const what = step.answer.type === 'image_process' && typeof operation === 'string' ? `image_process ${operation}` : step.answer.type;
+    const what =
+      step.answer.type === 'image_process' && typeof operation === 'string'
+        ? `image_process ${operation}`
+        : step.answer.type;
     let outcome: Outcome;
     if (step.answer.status !== 'complete') {
-      outcome = { kind: 'not_recomputable', detail: `the step did not complete (${step.answer.error?.code ?? step.answer.status})` };
+      outcome = {
+        kind: 'not_recomputable',
+        detail: `the step did not complete (${step.answer.error?.code ?? step.answer.status})`,
+      };
     } else {
       const table = RECOMPUTERS[step.answer.type] as Partial<Record<string, Recomputer>> | undefined;
       const recompute = table?.[payloadType ?? 'none'];
@@ -123,21 +129,27 @@ function imageRecomputer(operation: ImageOperation): Recomputer {
     const inputDiffs: RecomputeDifference[] = [];
     for (const asset of assets) {
       const pieces: { offset: number; bytes: Uint8Array }[] = [];
-      for (const [offset, length] of asset.ranges) pieces.push({ offset, bytes: await io.fetchRange(asset.href, offset, length) });
+      for (const [offset, length] of asset.ranges)
+        pieces.push({ offset, bytes: await io.fetchRange(asset.href, offset, length) });
       const hash = assetBytesHash(pieces.map((p) => p.bytes));
-      if (hash !== asset.sha256) inputDiffs.push({ field: `assets.${asset.band}.sha256`, recorded: asset.sha256, recomputed: hash });
+      if (hash !== asset.sha256)
+        inputDiffs.push({ field: `assets.${asset.band}.sha256`, recorded: asset.sha256, recomputed: hash });
       fetched.set(asset.href, [...(fetched.get(asset.href) ?? []), ...pieces]);
     }
     const done = await compute(payload, step.answer.output, step.request, fetched as FetchedBytes);
-    if ('notRecomputable' in done && done.notRecomputable !== undefined) {
-      return { kind: 'not_recomputable', detail: done.notRecomputable };
-    }
-    const bytesNote = inputDiffs.length > 0 ? 'the recorded bytes are not served any more' : 'every recorded byte range matches its SHA-256';
-    if (done.failure !== undefined) {
+    if (done.kind === 'not_recomputable') return { kind: 'not_recomputable', detail: done.why };
+    const bytesNote =
+      inputDiffs.length > 0
+        ? 'the recorded bytes are not served any more'
+        : 'every recorded byte range matches its SHA-256';
+    if (done.kind === 'failure') {
       return {
         kind: 'differs',
         detail: `the recomputation fails: ${done.failure}`,
-        differences: [{ field: 'output', recorded: 'the recorded answer', recomputed: `failure: ${done.failure}` }, ...inputDiffs],
+        differences: [
+          { field: 'output', recorded: 'the recorded answer', recomputed: `failure: ${done.failure}` },
+          ...inputDiffs,
+        ],
       };
     }
     // The step's cost is the result's (what the pixels read were charged), shown beside the output.
@@ -148,7 +160,8 @@ function imageRecomputer(operation: ImageOperation): Recomputer {
     if (outputDiffs.length === 0 && inputDiffs.length === 0) {
       return { kind: 'recomputed', detail: `${bytesNote}; output_hash ${outputHash(done.output).slice(0, 12)}… equal` };
     }
-    return { kind: 'differs', detail: bytesNote, differences: [...outputDiffs, ...inputDiffs] };
+    const fellBack = done.note === undefined ? '' : `; the recomputation could not read the pixels: ${done.note}`;
+    return { kind: 'differs', detail: bytesNote + fellBack, differences: [...outputDiffs, ...inputDiffs] };
   };
 }
 
@@ -171,7 +184,10 @@ async function recomputeTile(step: ReceiptStep, io: RecomputeIo): Promise<Outcom
   const url = tileUrl(template, Number(p.zoom), Number(p.x), Number(p.y));
   const host = new URL(url).host;
   if (host !== p.upstream_host) {
-    return { kind: 'inputs_unavailable', detail: `--tile-url names ${host}, the record's upstream is ${String(p.upstream_host)}` };
+    return {
+      kind: 'inputs_unavailable',
+      detail: `--tile-url names ${host}, the record's upstream is ${String(p.upstream_host)}`,
+    };
   }
   const tile = await io.fetchBytes(url);
   const tileHash = sha256Hex(tile);
@@ -199,10 +215,21 @@ async function recomputeTile(step: ReceiptStep, io: RecomputeIo): Promise<Outcom
   }
   const imageHash = sha256Hex(image);
   if (imageHash !== p.sha256) {
-    return { kind: 'differs', detail: 'the annotated image', differences: [{ field: 'sha256', recorded: p.sha256, recomputed: imageHash }] };
+    return {
+      kind: 'differs',
+      detail: 'the annotated image',
+      differences: [{ field: 'sha256', recorded: p.sha256, recomputed: imageHash }],
+    };
   }
   if (canonicalJson(step.answer.output.sha256) !== canonicalJson(p.sha256)) {
-    return { kind: 'differs', detail: 'the output', differences: [{ field: 'output.sha256', recorded: step.answer.output.sha256, recomputed: imageHash }] };
+    return {
+      kind: 'differs',
+      detail: 'the output',
+      differences: [{ field: 'output.sha256', recorded: step.answer.output.sha256, recomputed: imageHash }],
+    };
   }
-  return { kind: 'recomputed', detail: `the upstream tile matches tile_sha256${image === tile ? '' : ', the annotations redrawn give sha256'}` };
+  return {
+    kind: 'recomputed',
+    detail: `the upstream tile matches tile_sha256${image === tile ? '' : ', the annotations redrawn give sha256'}`,
+  };
 }

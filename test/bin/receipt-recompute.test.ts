@@ -141,7 +141,7 @@ describe('geofabric receipt verify --recompute (docs/protocol.md §15.4)', funct
     ];
     xyz = await startXyzServer();
     worker = await startFakeRuntime(WORKER_MODEL, () => ({
-      content: 'Sure: {"text":"Villa Borghese.","locations":[{"name":"Villa Borghese","h3_cell":"861e8050fffffff"}]}',
+      content: 'Sure: {"text":"Villa Borghese.","locations":[{"name":"Villa Borghese","address":"Roma"}]}',
       usage: { prompt_tokens: 20, completion_tokens: 10 },
     }));
     gw = await startGateway({
@@ -196,7 +196,10 @@ describe('geofabric receipt verify --recompute (docs/protocol.md §15.4)', funct
     assert.equal(run.code, 0, run.stderr);
     const lines = run.stdout.trim().split('\n');
     assert.equal(lines.at(-2), 'valid');
-    assert.match(lines.at(-1)!, /^ {2}ndvi \(image_process ndvi\): recomputed \(every recorded byte range matches its SHA-256; output_hash [0-9a-f]{12}… equal\)$/);
+    assert.match(
+      lines.at(-1)!,
+      /^ {2}ndvi \(image_process ndvi\): recomputed \(every recorded byte range matches its SHA-256; output_hash [0-9a-f]{12}… equal\)$/,
+    );
     const usage = await runGeofabricCli(['receipt', 'verify', files.ndvi, '--allow-http'], { env: process.env });
     assert.equal(usage.code, 2);
     assert.match(usage.stderr, /--allow-http, --allow-private and --tile-url go with --recompute/);
@@ -205,7 +208,10 @@ describe('geofabric receipt verify --recompute (docs/protocol.md §15.4)', funct
   it('fetches nothing without --allow-http and --allow-private: https and public addresses only by default', async () => {
     const before = catalog.stac.fileStats('rome-red.tif').rangeResponses;
     const plain = await verify([files.ndvi, '--recompute']);
-    assert.match(plain.steps[0]!, /inputs unavailable \(http:\/\/127\.0\.0\.1:\d+: only https URLs are fetched \(--allow-http\)\)/);
+    assert.match(
+      plain.steps[0]!,
+      /inputs unavailable \(http:\/\/127\.0\.0\.1:\d+: only https URLs are fetched \(--allow-http\)\)/,
+    );
     assert.equal(plain.code, 4);
     const http = await verify([files.ndvi, '--recompute', '--allow-http']);
     assert.match(http.steps[0]!, /inputs unavailable \(127\.0\.0\.1:\d+ is a non-public address \(--allow-private\)\)/);
@@ -232,16 +238,25 @@ describe('geofabric receipt verify --recompute (docs/protocol.md §15.4)', funct
   it('a tile step whose upstream changed says so; inference shows what is bound; a catalog search is not recomputable', async () => {
     const template = xyz.template('png');
     const same = await verify([files.mixed, '--recompute', ...LOCAL, '--tile-url', template]);
-    assert.match(same.steps[0]!, /^ask \(inference\): not recomputable \(a model's answer is not a function of public inputs; bound: model lfm2\.5-1\.2b-instruct, provider \S+, worker_pk [0-9a-f]{12}…, prompt_sha256 [0-9a-f]{12}…, answer_sha256 [0-9a-f]{12}…/);
-    assert.match(same.steps[1]!, /^map \(tile_render\): recomputed \(the upstream tile matches tile_sha256/);
+    assert.match(
+      same.steps[0]!,
+      /^ask \(inference\): not recomputable \(a model's answer is not a function of public inputs; bound: model lfm2\.5-1\.2b-instruct, provider \S+, worker_pk [0-9a-f]{12}…, prompt_sha256 [0-9a-f]{12}…, answer_sha256 [0-9a-f]{12}…/,
+    );
+    assert.equal(same.steps[1]!, 'map (tile_render): recomputed (the upstream tile matches tile_sha256)');
     assert.match(same.steps[2]!, /^search \(image_process scene_search\): not recomputable \(a catalog search/);
     assert.equal(same.code, 0, same.out.join('\n'));
     const none = await verify([files.mixed, '--recompute', ...LOCAL]);
-    assert.match(none.steps[1]!, /^map \(tile_render\): inputs unavailable \(the record names the tile upstream by host only/);
+    assert.match(
+      none.steps[1]!,
+      /^map \(tile_render\): inputs unavailable \(the record names the tile upstream by host only/,
+    );
     assert.equal(none.code, 4);
     xyz.change();
     const changed = await verify([files.mixed, '--recompute', ...LOCAL, '--tile-url', template]);
-    assert.match(changed.steps[1]!, /^map \(tile_render\): upstream changed \(tile_sha256: recorded [0-9a-f]{12}…, 127\.0\.0\.1:\d+ now serves [0-9a-f]{12}…\)/);
+    assert.match(
+      changed.steps[1]!,
+      /^map \(tile_render\): upstream changed \(tile_sha256: recorded [0-9a-f]{12}…, 127\.0\.0\.1:\d+ now serves [0-9a-f]{12}…\)/,
+    );
     assert.equal(changed.code, 4);
   });
 
@@ -261,7 +276,9 @@ describe('geofabric receipt verify --recompute (docs/protocol.md §15.4)', funct
       );
       assert.equal(run.code, 3);
       const json = await verify([files.ndvi, '--recompute', ...LOCAL, '--json']);
-      const parsed = JSON.parse(json.out.join('\n')) as { recompute: { kind: string; differences: { field: string }[] }[] };
+      const parsed = JSON.parse(json.out.join('\n')) as {
+        recompute: { kind: string; differences: { field: string }[] }[];
+      };
       assert.equal(parsed.recompute[0]!.kind, 'differs');
       assert.deepEqual(
         parsed.recompute[0]!.differences.map((d) => d.field),
@@ -276,7 +293,10 @@ describe('geofabric receipt verify --recompute (docs/protocol.md §15.4)', funct
     await catalog.stac.close();
     catalogOpen = false;
     const run = await verify([files.flood, '--recompute', ...LOCAL]);
-    assert.match(run.steps[0]!, /^flood \(image_process flood_classify\): inputs unavailable \(GET http:\/\/127\.0\.0\.1:\d+\/files\/flood-now-green\.tif bytes=0-\d+: connection refused\)$/);
+    assert.match(
+      run.steps[0]!,
+      /^flood \(image_process flood_classify\): inputs unavailable \(GET http:\/\/127\.0\.0\.1:\d+\/files\/flood-now-green\.tif bytes=0-\d+: connection refused\)$/,
+    );
     assert.equal(run.code, 4);
   });
 
