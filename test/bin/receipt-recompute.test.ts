@@ -6,15 +6,17 @@
  * shows what is bound; a receipt that fails the offline checks fetches nothing.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RECOMPUTERS } from '../../activities/recompute/index.js';
+import { recomputeLine, recomputeReceipt } from '../../clients/typescript/src/index.js';
 import type { TileConfig } from '../../activities/tiles/index.js';
 import { receiptCommand } from '../../bin/receipt-commands.js';
 import { isPublicAddress } from '../../bin/receipt-recompute.js';
 import { generateKeyPair } from '../../core/identity.js';
 import type { JobReceipt } from '../../core/receipt.js';
+import type { StepRecomputation } from '../../core/receipt-recompute.js';
 import { STEP_TYPE_SPECS, STEP_TYPES } from '../../core/step-types/index.js';
 import { TILE_STYLES } from '../../core/tile-styles.js';
 import { ROME_CELL } from '../helpers/cog-fixture.js';
@@ -223,7 +225,7 @@ describe('geofabric receipt verify --recompute (docs/protocol.md §15.4)', funct
   });
 
   it('recomputes nothing, and fetches nothing, when the offline verification fails', async () => {
-    const receipt = JSON.parse((await import('node:fs')).readFileSync(files.ndvi, 'utf8')) as JobReceipt;
+    const receipt = JSON.parse(readFileSync(files.ndvi, 'utf8')) as JobReceipt;
     const forged = join(dir, 'forged.json');
     const result = receipt.job!.steps[0]!.output.result as Record<string, unknown>;
     result.meanNdvi = flip(String(result.meanNdvi));
@@ -260,6 +262,41 @@ describe('geofabric receipt verify --recompute (docs/protocol.md §15.4)', funct
     assert.equal(changed.code, 4);
   });
 
+  it('the TypeScript client (recomputeReceipt through a given fetch) confirms the same inputs and agrees on every other step', async () => {
+    const read = (name: keyof typeof files) => JSON.parse(readFileSync(files[name], 'utf8')) as JobReceipt;
+    const options = { fetch, allowHttp: true, tileTemplates: { '*': xyz.template('png') } };
+    for (const name of ['ndvi', 'flood'] as const) {
+      const { verdict, steps } = await recomputeReceipt(read(name), options);
+      assert.equal(verdict.ok, true);
+      assert.equal(steps![0]!.kind, 'not_recomputable');
+      assert.match(
+        recomputeLine(steps![0]!),
+        /by this client, which does not decode COGs: every recorded byte range of its [36] assets matches its SHA-256/,
+      );
+    }
+    const mixed = await recomputeReceipt(read('mixed'), options);
+    const cli = JSON.parse(
+      (await verify([files.mixed, '--recompute', ...LOCAL, '--tile-url', xyz.template('png'), '--json'])).out.join(
+        '\n',
+      ),
+    ) as { recompute: StepRecomputation[] };
+    // The tile changed in the test before: both say upstream changed; inference binds the same fields.
+    assert.deepEqual(
+      mixed.steps!.map((s) => [s.step_id, s.kind, s.bound ?? null]),
+      cli.recompute.map((s) => [s.step_id, s.kind, s.bound ?? null]),
+    );
+    const forged = read('ndvi');
+    (forged.job!.steps[0]!.output.result as Record<string, unknown>).meanNdvi = 0.1;
+    let fetched = 0;
+    const refused = await recomputeReceipt(forged, {
+      fetch: (...args: Parameters<typeof fetch>) => (fetched++, fetch(...args)),
+      allowHttp: true,
+    });
+    assert.equal(refused.verdict.failedCheck, 'step_outputs');
+    assert.equal(refused.steps, null);
+    assert.equal(fetched, 0);
+  });
+
   it('one changed pixel of the served COG: differs, naming the field, recorded vs recomputed', async () => {
     const original = catalog.stac.files.get('rome-red.tif')!;
     const changed = original.slice();
@@ -284,6 +321,9 @@ describe('geofabric receipt verify --recompute (docs/protocol.md §15.4)', funct
         parsed.recompute[0]!.differences.map((d) => d.field),
         ['result.minNdvi', 'assets.red.sha256'],
       );
+      const client = await recomputeReceipt(JSON.parse(readFileSync(files.ndvi, 'utf8')), { fetch, allowHttp: true });
+      assert.equal(client.steps![0]!.kind, 'differs');
+      assert.deepEqual(client.steps![0]!.differences, parsed.recompute[0]!.differences.slice(1));
     } finally {
       catalog.stac.files.set('rome-red.tif', original);
     }
@@ -298,6 +338,12 @@ describe('geofabric receipt verify --recompute (docs/protocol.md §15.4)', funct
       /^flood \(image_process flood_classify\): inputs unavailable \(GET http:\/\/127\.0\.0\.1:\d+\/files\/flood-now-green\.tif bytes=0-\d+: connection refused\)$/,
     );
     assert.equal(run.code, 4);
+    const client = await recomputeReceipt(JSON.parse(readFileSync(files.flood, 'utf8')), { fetch, allowHttp: true });
+    assert.equal(client.steps![0]!.kind, 'inputs_unavailable');
+    assert.match(
+      client.steps![0]!.detail,
+      /^GET http:\/\/127\.0\.0\.1:\d+\/files\/flood-now-green\.tif bytes=0-\d+: fetch failed$/,
+    );
   });
 
   it('has a recomputation entry for every payload type of every step type in the registry, and no other', () => {
