@@ -7,6 +7,7 @@
  * of the original run and is carried over, not recomputed.
  */
 import type { ImageOperation } from '../../core/imagery-operations.js';
+import { computeCloudMask } from './cloud-mask.js';
 import type { CogOptions } from './cog-reader.js';
 import { computeFlood } from './flood.js';
 import { computeNdvi } from './ndvi.js';
@@ -34,6 +35,7 @@ export const RECOMPUTED_OPERATIONS: Partial<
 > = {
   ndvi: recomputeNdvi,
   flood_classify: recomputeFlood,
+  cloud_mask: recomputeCloudMask,
 };
 
 const cogFrom = (bytes: FetchedBytes): CogOptions => ({
@@ -176,4 +178,39 @@ async function recomputeFlood(
   } catch (error) {
     return { kind: 'failure', failure: (error as Error).message };
   }
+}
+
+async function recomputeCloudMask(
+  payload: Obj,
+  output: Obj,
+  _request: Obj,
+  bytes: FetchedBytes,
+): Promise<ImageRecomputation> {
+  const href = hrefOf(payload, 'scl');
+  if (href === undefined) {
+    return {
+      kind: 'not_recomputable',
+      why: `no scene classification pixel was read (${String(payload.fallback_reason)}): the answer is the catalog's cloud cover`,
+    };
+  }
+  const result = (output.result ?? {}) as Obj;
+  const scene = recordedScene(
+    payload.item_id,
+    payload.item_datetime,
+    null,
+    false,
+    result.cloudCover,
+    { scl: href },
+    null,
+  );
+  let failure: string | undefined;
+  const outcome = await computeCloudMask(scene, String(payload.h3_cell), {
+    cog: cogFrom(bytes),
+    clock: () => 0,
+    onReadFailure: (detail) => (failure = detail),
+  });
+  const recomputed = stepOutput('cloud_mask', String(payload.h3_cell), outcome.result as unknown as Obj, output);
+  return failure === undefined
+    ? { kind: 'output', output: recomputed }
+    : { kind: 'output', output: recomputed, note: failure };
 }

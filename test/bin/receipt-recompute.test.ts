@@ -42,6 +42,12 @@ const ndviJob = {
       operation: 'ndvi',
       context: { h3_cell: ROME_CELL, date_from: '2026-02-08', date_to: '2026-02-12' },
     },
+    {
+      id: 'clouds',
+      type: 'image_process',
+      operation: 'cloud_mask',
+      context: { h3_cell: ROME_CELL, date_from: '2026-02-08', date_to: '2026-02-12' },
+    },
   ],
   budget_credits: 0.1,
 };
@@ -185,8 +191,12 @@ describe('geofabric receipt verify --recompute (docs/protocol.md §15.4)', funct
 
   it('recomputes a real NDVI job and a real flood job from the recorded byte ranges, bit for bit', async () => {
     const ndvi = await verify([files.ndvi, '--recompute', ...LOCAL]);
-    assert.deepEqual(ndvi.steps.length, 1, ndvi.out.join('\n'));
+    assert.deepEqual(ndvi.steps.length, 2, ndvi.out.join('\n'));
     assert.match(ndvi.steps[0]!, /^ndvi \(image_process ndvi\): recomputed \(every recorded byte range matches/);
+    assert.match(
+      ndvi.steps[1]!,
+      /^clouds \(image_process cloud_mask\): recomputed \(every recorded byte range matches/,
+    );
     assert.equal(ndvi.code, 0, ndvi.out.join('\n'));
     const flood = await verify([files.flood, '--recompute', ...LOCAL]);
     assert.match(flood.steps[0]!, /^flood \(image_process flood_classify\): recomputed \(/, flood.out.join('\n'));
@@ -197,11 +207,12 @@ describe('geofabric receipt verify --recompute (docs/protocol.md §15.4)', funct
     const run = await runGeofabricCli(['receipt', 'verify', files.ndvi, '--recompute', ...LOCAL], { env: process.env });
     assert.equal(run.code, 0, run.stderr);
     const lines = run.stdout.trim().split('\n');
-    assert.equal(lines.at(-2), 'valid');
+    assert.equal(lines.at(-3), 'valid');
     assert.match(
-      lines.at(-1)!,
+      lines.at(-2)!,
       /^ {2}ndvi \(image_process ndvi\): recomputed \(every recorded byte range matches its SHA-256; output_hash [0-9a-f]{12}… equal\)$/,
     );
+    assert.match(lines.at(-1)!, /^ {2}clouds \(image_process cloud_mask\): recomputed \(/);
     const usage = await runGeofabricCli(['receipt', 'verify', files.ndvi, '--allow-http'], { env: process.env });
     assert.equal(usage.code, 2);
     assert.match(usage.stderr, /--allow-http, --allow-private and --tile-url go with --recompute/);

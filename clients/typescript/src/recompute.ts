@@ -3,10 +3,10 @@
  * a fetch the caller supplies. Written from the protocol alone, like the verifier.
  *
  * What this client does per step type:
- * - `image_process` (`ndvi`, `flood_classify` from pixels): re-fetches every recorded byte range of every asset
- *   (HTTP Range, only the URLs the record lists) and checks each asset's SHA-256; a mismatch `differs`, naming
- *   the asset. It does not decode Cloud-Optimized GeoTIFFs, so a match is reported as `not_recomputable` here
- *   with the inputs confirmed; `geofabric receipt verify --recompute` recomputes the answer itself.
+ * - `image_process` (`ndvi`, `flood_classify`, `cloud_mask` from pixels): re-fetches every recorded byte range
+ *   of every asset (HTTP Range, only the URLs the record lists) and checks each asset's SHA-256; a mismatch
+ *   `differs`, naming the asset. It does not decode Cloud-Optimized GeoTIFFs, so a match is reported as
+ *   `not_recomputable` with the inputs confirmed; `geofabric receipt verify --recompute` recomputes the answer.
  * - `tile_render`: fetches the tile from the caller's URL template (the record names the upstream by host only)
  *   and compares it with `tile_sha256`: equal and unannotated is `recomputed`; another tile is `upstream_changed`.
  * - `inference`: `not_recomputable`, with what the record binds (model, provider, prompt and answer hashes).
@@ -142,7 +142,7 @@ function getter(options: RecomputeOptions): Get {
   };
 }
 
-const IMAGE_PIXEL_OPERATIONS = ['ndvi', 'flood_classify'];
+const IMAGE_PIXEL_OPERATIONS = ['ndvi', 'flood_classify', 'cloud_mask'];
 
 async function recomputeStep(
   answer: Obj,
