@@ -126,44 +126,50 @@ export function guardedIo(options: RecomputeOptions): RecomputeIo {
     }
     const send = parsed.protocol === 'https:' ? httpsRequest : httpRequest;
     return new Promise((resolve, reject) => {
-      const fail = (why: string) =>
-        reject(new InputUnavailable(`GET ${url}${headers.range ? ` ${headers.range}` : ''}: ${why}`));
+      let settled = false;
+      const where = `GET ${url}${headers.range ? ` ${headers.range}` : ''}`;
+      // The first outcome wins; the connection is then torn down without another error to handle.
+      const fail = (why: string | InputUnavailable) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        reject(why instanceof InputUnavailable ? why : new InputUnavailable(`${where}: ${why}`));
+        req.destroy();
+      };
       const req = send(parsed, {
         method: 'GET',
         headers: { ...headers, 'user-agent': USER_AGENT },
         lookup: guardedLookup,
       });
-      const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
-      req.on('error', (error: NodeJS.ErrnoException) => {
-        clearTimeout(timer);
-        if (error instanceof InputUnavailable) return reject(error);
+      const timer = setTimeout(() => fail(`no answer within ${timeoutMs / 1000} s`), timeoutMs);
+      req.on('error', (error: NodeJS.ErrnoException) =>
         fail(
-          error.code === 'ECONNREFUSED'
-            ? 'connection refused'
-            : error.code === 'ENOTFOUND'
-              ? 'host not found'
-              : error.message,
-        );
-      });
+          error instanceof InputUnavailable
+            ? error
+            : error.code === 'ECONNREFUSED'
+              ? 'connection refused'
+              : error.code === 'ENOTFOUND'
+                ? 'host not found'
+                : error.message,
+        ),
+      );
       req.on('response', (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
         res.on('data', (chunk: Buffer) => {
           size += chunk.length;
-          if (size > limit || size > budget) {
-            req.destroy(
-              new Error(size > budget ? 'the recomputation byte budget is spent' : `more than ${limit} bytes`),
-            );
-            return;
-          }
+          if (size > budget) return fail('the recomputation byte budget is spent');
+          if (size > limit) return fail(`more than ${limit} bytes`);
           chunks.push(chunk);
         });
         res.on('end', () => {
+          if (settled) return;
+          settled = true;
           clearTimeout(timer);
           budget -= size;
           resolve({ res, body: Buffer.concat(chunks, size) });
         });
-        res.on('error', () => undefined);
+        res.on('error', (error) => fail(error.message));
       });
       req.end();
     });

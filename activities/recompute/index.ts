@@ -103,11 +103,14 @@ export async function recomputeReceipt(receipt: JobReceipt, io: RecomputeIo): Pr
       const table = RECOMPUTERS[step.answer.type] as Partial<Record<string, Recomputer>> | undefined;
       const recompute = table?.[payloadType ?? 'none'];
       outcome = recompute
-        ? await recompute(step, io, receipt).catch((error: unknown) =>
-            error instanceof InputUnavailable
-              ? ({ kind: 'inputs_unavailable', detail: error.message } as Outcome)
-              : Promise.reject(error),
-          )
+        ? await recompute(step, io, receipt).catch((error: unknown): Outcome => ({
+            kind: 'inputs_unavailable',
+            // A fetch that failed says which and why; anything else (a tile that does not decode …) concludes nothing.
+            detail:
+              error instanceof InputUnavailable
+                ? error.message
+                : `the recomputation could not run: ${(error as Error).message}`,
+          }))
         : { kind: 'not_recomputable', detail: `no recomputation is defined for ${payloadType ?? step.answer.type}` };
     }
     out.push({ step_id: step.answer.id, what, ...outcome });

@@ -6,6 +6,9 @@
  * shows what is bound; a receipt that fails the offline checks fetches nothing.
  */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +16,7 @@ import { RECOMPUTERS } from '../../activities/recompute/index.js';
 import { recomputeLine, recomputeReceipt } from '../../clients/typescript/src/index.js';
 import type { TileConfig } from '../../activities/tiles/index.js';
 import { receiptCommand } from '../../bin/receipt-commands.js';
-import { isPublicAddress } from '../../bin/receipt-recompute.js';
+import { guardedIo, isPublicAddress } from '../../bin/receipt-recompute.js';
 import { generateKeyPair } from '../../core/identity.js';
 import type { JobReceipt } from '../../core/receipt.js';
 import type { StepRecomputation } from '../../core/receipt-recompute.js';
@@ -233,6 +236,49 @@ describe('geofabric receipt verify --recompute (docs/protocol.md §15.4)', funct
     assert.equal(isPublicAddress('::ffff:10.0.0.1'), false);
     assert.equal(isPublicAddress('fd00::1'), false);
     assert.equal(isPublicAddress('93.184.216.34'), true);
+  });
+
+  it('bounds what the CLI fetches: a name resolving to loopback, too many bytes, a redirect, a stalled answer', async () => {
+    const server = createServer((req, res) => {
+      if (req.url === '/big')
+        return void res.writeHead(206, { 'content-range': 'bytes 0-9/100' }).end(Buffer.alloc(50));
+      if (req.url === '/stall') return void res.writeHead(206, { 'content-range': 'bytes 0-9/100' }).write('ab');
+      if (req.url === '/moved') return void res.writeHead(302, { location: 'http://169.254.169.254/' }).end();
+      res.writeHead(206, { 'content-range': 'bytes 0-9/100' }).end(Buffer.alloc(10));
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const named = base.replace('127.0.0.1', 'localhost');
+    const refusal = (promise: Promise<unknown>) =>
+      promise.then(
+        () => 'fetched',
+        (error: Error) => `${error.name}: ${error.message.replace(base, 'BASE')}`,
+      );
+    try {
+      const strict = guardedIo({ allowHttp: true, allowPrivate: false, tileTemplates: {} });
+      assert.equal(
+        await refusal(strict.fetchRange(`${named}/ok`, 0, 10)),
+        'InputUnavailable: localhost resolves to the non-public address 127.0.0.1 (--allow-private)',
+      );
+      const local = guardedIo({ allowHttp: true, allowPrivate: true, tileTemplates: {}, timeoutMs: 500 });
+      assert.equal((await local.fetchRange(`${named}/ok`, 0, 10)).length, 10);
+      assert.equal(
+        await refusal(local.fetchRange(`${base}/big`, 0, 10)),
+        'InputUnavailable: GET BASE/big bytes=0-9: more than 10 bytes',
+      );
+      assert.equal(
+        await refusal(local.fetchRange(`${base}/moved`, 0, 10)),
+        'InputUnavailable: GET BASE/moved bytes=0-9: answered HTTP 302 (redirects are not followed)',
+      );
+      assert.equal(
+        await refusal(local.fetchRange(`${base}/stall`, 0, 10)),
+        'InputUnavailable: GET BASE/stall bytes=0-9: no answer within 0.5 s',
+      );
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
   });
 
   it('recomputes nothing, and fetches nothing, when the offline verification fails', async () => {
