@@ -75,11 +75,15 @@ export const RECOMPUTERS: { [K in StepType]: Partial<Record<PayloadType | 'none'
     }),
   },
   sensor_fusion: {
-    // verifyReceipt's fusion_inputs check recomputed it from its signed inputs before anything is fetched.
-    none: async (step) => ({
-      kind: 'recomputed',
-      detail: `from its ${String((step.answer.output.record_ids as unknown[] | undefined)?.length ?? 0)} signed readings by the fusion_inputs check`,
-    }),
+    // verifyReceipt's fusion_inputs check recomputed it from its signed inputs before anything is fetched, unless
+    // some were pending (a receipt verified with --allow-pending).
+    none: async (step, _io, receipt) => {
+      const ids = Array.isArray(step.answer.output.record_ids) ? step.answer.output.record_ids : [];
+      const held = receipt.records.filter((r) => r.role === 'input' && r.step_id === step.answer.id && r.record);
+      return held.length === ids.length
+        ? { kind: 'recomputed', detail: `from its ${ids.length} signed readings by the fusion_inputs check` }
+        : { kind: 'inputs_unavailable', detail: `${ids.length - held.length} of its signed readings are pending` };
+    },
   },
 };
 
@@ -94,7 +98,10 @@ export async function recomputeReceipt(receipt: JobReceipt, io: RecomputeIo): Pr
         ? `image_process ${operation}`
         : step.answer.type;
     let outcome: Outcome;
-    if (step.answer.status !== 'complete') {
+    if (step.answer.status === 'complete' && step.answer.record_id !== null && step.record === null) {
+      // A pending receipt (--allow-pending): nothing to recompute from until the record is synced.
+      outcome = { kind: 'inputs_unavailable', detail: `its record ${step.answer.record_id} is not in the receipt yet` };
+    } else if (step.answer.status !== 'complete') {
       outcome = {
         kind: 'not_recomputable',
         detail: `the step did not complete (${step.answer.error?.code ?? step.answer.status})`,

@@ -294,6 +294,25 @@ describe('geofabric receipt verify --recompute (docs/protocol.md §15.4)', funct
     assert.equal(catalog.stac.fileStats('rome-red.tif').rangeResponses, before);
   });
 
+  it('a pending receipt (--allow-pending) whose step record is not synced yet: inputs unavailable, nothing fetched', async () => {
+    const receipt = JSON.parse(readFileSync(files.ndvi, 'utf8')) as JobReceipt;
+    const entry = receipt.records.find((r) => r.step_id === 'ndvi')!;
+    Object.assign(entry, { record: null, seal: null, proof: null, anchor: null });
+    Object.assign(receipt, { status: 'pending', pending: [`record ${entry.record_id} not synced yet`] });
+    const pending = join(dir, 'pending.json');
+    writeFileSync(pending, JSON.stringify(receipt));
+    const before = catalog.stac.fileStats('rome-red.tif').rangeResponses;
+    const run = await verify([pending, '--allow-pending', '--recompute', ...LOCAL]);
+    assert.equal(
+      run.steps[0],
+      `ndvi (image_process): inputs unavailable (its record ${entry.record_id} is not in the receipt yet)`,
+    );
+    assert.equal(run.code, 4);
+    assert.equal(catalog.stac.fileStats('rome-red.tif').rangeResponses, before);
+    const client = await recomputeReceipt(receipt, { fetch, allowHttp: true, allowPending: true });
+    assert.equal(client.steps![0]!.kind, 'inputs_unavailable');
+  });
+
   it('a tile step whose upstream changed says so; inference shows what is bound; a catalog search is not recomputable', async () => {
     const template = xyz.template('png');
     const same = await verify([files.mixed, '--recompute', ...LOCAL, '--tile-url', template]);

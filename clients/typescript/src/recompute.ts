@@ -74,8 +74,16 @@ export async function recomputeReceipt(receipt: unknown, options: RecomputeOptio
         ? `image_process ${payload.operation}`
         : String(answer.type);
     let outcome: Omit<StepRecomputation, 'step_id' | 'what'>;
+    const inputs = records.filter((e) => e.role === 'input' && e.step_id === id);
     try {
-      outcome = await recomputeStep(answer, payload, get, options);
+      if (answer.status === 'complete' && typeof answer.record_id === 'string' && !isObj(record)) {
+        outcome = { kind: 'inputs_unavailable', detail: `its record ${answer.record_id} is not in the receipt yet` };
+      } else if (answer.type === 'sensor_fusion' && inputs.some((e) => !isObj(e.record))) {
+        outcome = {
+          kind: 'inputs_unavailable',
+          detail: `${inputs.filter((e) => !isObj(e.record)).length} of its signed readings are pending`,
+        };
+      } else outcome = await recomputeStep(answer, payload, get, options);
     } catch (error) {
       if (!(error instanceof Unavailable)) throw error;
       outcome = { kind: 'inputs_unavailable', detail: error.message };
