@@ -33,7 +33,8 @@ const DEFAULT_WAIT_S = 7_200;
  * stderr) until it is sealed. Exit codes: 0 valid (get: fetched, and sealed when waiting), 1 invalid (get: still
  * pending after the wait, or an error answer), 2 usage, an unreadable file or (get) the gateway unreachable.
  * `verify --recompute` then recomputes each step from its public inputs (bin/receipt-recompute.ts), one line per
- * step, and adds exit codes 3 (a step differs) and 4 (inputs unavailable or an upstream changed; core/receipt-recompute.ts).
+ * step, and adds exit codes 3 (a step differs) and 4 (inputs unavailable or an upstream changed;
+ * core/receipt-recompute.ts).
  */
 export async function receiptCommand(argv: string[], io: ReceiptCommandIo): Promise<number> {
   const [sub, ...rest] = argv;

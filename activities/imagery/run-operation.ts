@@ -251,7 +251,7 @@ export async function runOperation(deps: OperationDeps, input: OperationInput): 
   };
 }
 
-/** flood_classify's note when a model was asked for but no classify endpoint is configured (recompute.ts adds it too). */
+/** flood_classify's note for a model asked for without a classify endpoint (recompute.ts adds it too). */
 export const modelNotUsed = (model: string): string =>
   ` Model ${model} not used: no classify endpoint is configured (CLASSIFY_URL).`;
 
