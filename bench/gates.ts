@@ -128,7 +128,12 @@ export interface GateRejectsResult {
  * the lighter bench/keepalive-load.ts sending the same request bytes (`client: 'raw'`).
  * 500 bodies from 64 keys are signed up front, so client signing is not part of the figure.
  */
-export async function benchGateRejects(processes = 1, client: LoadClient = 'autocannon'): Promise<GateRejectsResult> {
+export async function benchGateRejects(
+  processes = 1,
+  client: LoadClient = 'autocannon',
+  /** `bare`: the floor, a bare Koa server reading, parsing, canonicalising and verifying the same bodies. */
+  target: 'gateway' | 'bare' = 'gateway',
+): Promise<GateRejectsResult> {
   const server = spawn(
     process.execPath,
     [
@@ -140,7 +145,10 @@ export async function benchGateRejects(processes = 1, client: LoadClient = 'auto
       'tsx',
       process.env.BENCH_GATE_SERVER ?? 'bench/gate-server.ts',
     ],
-    { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, BENCH_GATE_PROCESSES: String(processes) } },
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, BENCH_GATE_PROCESSES: String(processes), BENCH_GATE_BARE: target === 'bare' ? '1' : '' },
+    },
   );
   try {
     const [chunk] = (await once(server.stdout, 'data')) as [Buffer];

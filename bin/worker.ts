@@ -207,6 +207,8 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
     signer: node.key,
     clock,
     genesisMs: config.epochGenesisMs,
+    // A step's activity completes only once its record is stored: no waiting for neighbours a worker rarely has.
+    awaitedWriteDelayMs: 0,
     onError: (error, { dropped }) => logger.error({ err: error, dropped }, 'worker: writing proof records failed'),
   });
 

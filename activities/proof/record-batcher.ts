@@ -66,6 +66,12 @@ export interface RecordBatcherDeps {
    * `write()` does not wait for it: an awaited record is written within a few ms, batched with its neighbours.
    */
   flushMs?: number;
+  /**
+   * How long an awaited record (`write`) waits for neighbours to share its transaction (default 5 ms, a gateway's
+   * many concurrent requests). 0: written on the next turn of the event loop, with what arrived in this one (a
+   * swarm worker, whose step waits on its record before its activity can complete).
+   */
+  awaitedWriteDelayMs?: number;
   /** Records per transaction. */
   maxBatch?: number;
   /** Queue length past which new records are dropped (and counted) rather than growing memory unbounded. */
@@ -99,7 +105,10 @@ export function createRecordBatcher(deps: RecordBatcherDeps): ProofWriter & { dr
   let queue: Pending[] = [];
   let aggregates = new Map<string, Aggregate>();
   let timer: NodeJS.Timeout | undefined;
-  let soon: NodeJS.Timeout | undefined;
+  let soon: NodeJS.Timeout | NodeJS.Immediate | undefined;
+  const awaitedDelayMs = deps.awaitedWriteDelayMs ?? AWAITED_WRITE_DELAY_MS;
+  const cancelSoon = (pending: NodeJS.Timeout | NodeJS.Immediate) =>
+    awaitedDelayMs === 0 ? clearImmediate(pending as NodeJS.Immediate) : clearTimeout(pending as NodeJS.Timeout);
   let running: Promise<void> | undefined;
   let closed = false;
   let dropped = 0;
@@ -207,10 +216,11 @@ export function createRecordBatcher(deps: RecordBatcherDeps): ProofWriter & { dr
 
   /** Someone awaits a record: write within a few ms, together with whatever else arrives meanwhile. */
   function drainSoon(): void {
-    soon ??= setTimeout(() => {
+    const go = () => {
       soon = undefined;
       void drain();
-    }, AWAITED_WRITE_DELAY_MS);
+    };
+    soon ??= awaitedDelayMs === 0 ? setImmediate(go) : setTimeout(go, awaitedDelayMs);
   }
 
   function drain(): Promise<void> {
@@ -263,7 +273,7 @@ export function createRecordBatcher(deps: RecordBatcherDeps): ProofWriter & { dr
       await drain();
       closed = true;
       if (timer) clearTimeout(timer);
-      if (soon) clearTimeout(soon);
+      if (soon) cancelSoon(soon);
       timer = undefined;
       soon = undefined;
       for (const p of queue) p.settle?.reject(new Error('proof writer closed before the record was stored'));

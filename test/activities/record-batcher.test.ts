@@ -48,6 +48,48 @@ describe('record batcher (the proof writer of serving paths)', () => {
   });
   afterEach(() => db.close());
 
+  it('writes an awaited record on the next turn of the event loop when it need not wait for neighbours (a worker)', async () => {
+    const appends: number[] = [];
+    const counting: ProofStore = {
+      ...store,
+      appendRecords: (signer, entries) => {
+        appends.push(entries.length);
+        return store.appendRecords(signer, entries);
+      },
+    };
+    const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+    const worker = createRecordBatcher({
+      store: counting,
+      signer: node,
+      clock: () => now,
+      genesisMs: GENESIS,
+      awaitedWriteDelayMs: 0,
+    });
+    const both = [worker.write(tileEntry('w1')), worker.write(tileEntry('w2'))];
+    await nextTurn();
+    assert.deepEqual(appends, [2], 'the worker writes at once, with what came in the same turn');
+    assert.deepEqual(
+      (await Promise.all(both)).map((r) => r.id),
+      ['w1', 'w2'],
+    );
+    await worker.close();
+
+    // The option is the wait: one told to wait a minute has written nothing a moment later, and writes on close.
+    appends.length = 0;
+    const patient = createRecordBatcher({
+      store: counting,
+      signer: node,
+      clock: () => now,
+      genesisMs: GENESIS,
+      awaitedWriteDelayMs: 60_000,
+    });
+    const later = patient.write(tileEntry('p'));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.deepEqual(appends, []);
+    await patient.close();
+    assert.equal((await later).id, 'p');
+  });
+
   it('records with the epoch and time of the moment they were queued, signed by the node', async () => {
     const writer = batcher({ flushMs: 60_000 });
     assert.deepEqual(writer.record(tileEntry('a')), { id: 'a', epoch: EPOCH });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { Client } from '@temporalio/client';
-import { temporalQueuePollers } from '../../api/temporal-queue-pollers.js';
+import { POLLERS_CACHE_MS, temporalQueuePollers } from '../../api/temporal-queue-pollers.js';
 import {
   ACTIVE_POLLER_MS,
   activeGateways,
@@ -76,5 +76,45 @@ describe('temporalQueuePollers (api/temporal-queue-pollers.ts)', () => {
     assert.deepEqual(requests, [
       { namespace: 'default', taskQueue: { name: 'geofabric/851e8053fffffff', kind: 1 }, taskQueueType: 2 },
     ]);
+  });
+  it('asks Temporal once per queue and second: routing many jobs pays no round trip each, a failure is not kept', async () => {
+    let now = 1_800_000_000_000;
+    const pk = 'ab'.repeat(32);
+    const asked: string[] = [];
+    let failNext = false;
+    const client = {
+      workflowService: {
+        describeTaskQueue: async (request: { taskQueue: { name: string } }) => {
+          asked.push(request.taskQueue.name);
+          if (failNext) {
+            failNext = false;
+            throw new Error('unavailable');
+          }
+          return {
+            pollers: [{ identity: workerIdentity(pk), lastAccessTime: { seconds: Math.floor(now / 1000), nanos: 0 } }],
+          };
+        },
+      },
+    } as unknown as Client;
+    const pollers = temporalQueuePollers(client, 'default', () => now);
+    const [a, b] = await Promise.all([pollers('q/one'), pollers('q/one')]);
+    assert.deepEqual([...a], [pk]);
+    assert.deepEqual([...b], [pk]);
+    now += POLLERS_CACHE_MS - 1;
+    await pollers('q/one');
+    await pollers('q/two');
+    assert.deepEqual(asked, ['q/one', 'q/two'], 'one look-up per queue within the window');
+
+    now += 1;
+    failNext = true;
+    await assert.rejects(pollers('q/one'), /unavailable/);
+    assert.deepEqual([...(await pollers('q/one'))], [pk], 'the failed look-up is asked again');
+    assert.deepEqual(asked, ['q/one', 'q/two', 'q/one', 'q/one']);
+
+    // A kept answer is still judged against the clock: a poller silent for ACTIVE_POLLER_MS no longer counts.
+    const stale = temporalQueuePollers(client, 'default', () => now, undefined, ACTIVE_POLLER_MS * 2);
+    await stale('q/three');
+    now += ACTIVE_POLLER_MS + 1_000;
+    assert.deepEqual([...(await stale('q/three'))], []);
   });
 });
