@@ -147,6 +147,9 @@ export function parseBandExpression(text: unknown): Check<ParsedExpression> {
   if (next < list.length) {
     return fail('invalid_request', `expression: unexpected ${list[next]!.text} ${where(list[next])}`);
   }
+  if (bands.size === 0) {
+    return fail('invalid_request', `expression: names no band; the bands are ${BAND_MATH_BANDS.join(', ')}`);
+  }
   return pass({ tree: tree.value, bands: BAND_MATH_BANDS.filter((band) => bands.has(band)) });
 }
 
@@ -180,4 +183,104 @@ function evaluate(node: BandExpression, value: (band: BandName) => number): numb
       return right === 0 ? null : left / right;
     }
   }
+}
+
+/**
+ * One band of an expression on the output (10 m) pixel grid: its digital numbers, and for a band read on another
+ * grid (20 m), the index into `data` of the pixel under each output pixel's centre, −1 where there is none
+ * (nearest neighbour, as flood_classify resamples B11).
+ */
+export interface BandPixels {
+  data: ArrayLike<number>;
+  index: ArrayLike<number> | null;
+}
+
+export interface BandMathStats {
+  /** Pixels that produced a value. */
+  validPixels: number;
+  /**
+   * Pixels kept by the mask but with no value: a band without data there (DN 0, or no pixel under the centre), a
+   * division by zero or a result that is not a finite number.
+   */
+  droppedPixels: number;
+  /** All null when validPixels is 0. */
+  mean: number | null;
+  min: number | null;
+  max: number | null;
+  p10: number | null;
+  p50: number | null;
+  p90: number | null;
+}
+
+/**
+ * The nearest-rank percentile of sorted values: the smallest value with at least `p` % of the values at or below
+ * it, so it is always one of the pixels' own values.
+ */
+const nearestRank = (sorted: Float64Array, p: number): number =>
+  sorted[Math.max(0, Math.ceil((p * sorted.length) / 100) - 1)]!;
+
+/**
+ * The expression over the pixels whose `keep` byte is 1 (docs/protocol.md §2.5 band_math): each band's value is
+ * max(0, DN + offset), the digital number with core/ndvi's baseline offset clamped at 0 as NDVI does, and a DN of
+ * 0 is Sentinel-2's no-data. Pure: the bytes a record names, decoded, give the same statistics, so a verifier can
+ * recompute them. The mean sums in pixel order as core/ndvi `ndviStats` does, so `(B08-B04)/(B08+B04)` gives its
+ * statistics bit for bit.
+ */
+export function bandMathStats(
+  parsed: ParsedExpression,
+  bands: Partial<Record<BandName, BandPixels>>,
+  keep: Uint8Array,
+  offset: number,
+): BandMathStats {
+  const used = parsed.bands.map((band) => {
+    const pixels = bands[band];
+    if (pixels === undefined) throw new RangeError(`no pixels for band ${band}`);
+    if (pixels.index === null ? pixels.data.length !== keep.length : pixels.index.length !== keep.length) {
+      throw new RangeError(`band ${band} and mask sizes differ`);
+    }
+    return { band, ...pixels };
+  });
+  const current: Partial<Record<BandName, number>> = {};
+  const valueOf = (band: BandName) => current[band]!;
+  const values = new Float64Array(keep.reduce((sum, byte) => sum + (byte === 1 ? 1 : 0), 0));
+  let validPixels = 0;
+  let droppedPixels = 0;
+  let sum = 0;
+  let min = Infinity;
+  let max = -Infinity;
+  pixels: for (let i = 0; i < keep.length; i++) {
+    if (keep[i] !== 1) continue;
+    for (const { band, data, index } of used) {
+      const at = index === null ? i : index[i]!;
+      const dn = at < 0 ? 0 : data[at]!;
+      if (dn === 0) {
+        droppedPixels++;
+        continue pixels;
+      }
+      current[band] = Math.max(0, dn + offset);
+    }
+    const value = evaluateBandExpression(parsed.tree, valueOf);
+    if (value === null) {
+      droppedPixels++;
+      continue;
+    }
+    values[validPixels++] = value;
+    sum += value;
+    if (value < min) min = value;
+    if (value > max) max = value;
+  }
+  if (validPixels === 0) {
+    return { validPixels, droppedPixels, mean: null, min: null, max: null, p10: null, p50: null, p90: null };
+  }
+  const sorted = values.subarray(0, validPixels).sort();
+  return {
+    validPixels,
+    droppedPixels,
+    mean: sum / validPixels,
+    min,
+    max,
+    p10: nearestRank(sorted, 10),
+    p50: nearestRank(sorted, 50),
+    p90: nearestRank(sorted, 90),
+  };
 }

@@ -5,5 +5,6 @@ export const IMAGE_OPERATIONS = [
   'scene_search',
   'atmospheric_correction',
   'flood_classify',
+  'band_math',
 ] as const;
 export type ImageOperation = (typeof IMAGE_OPERATIONS)[number];

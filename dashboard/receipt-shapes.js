@@ -128,6 +128,7 @@ const COLLECTION_PAYLOAD_TYPES = {
     'imagery/scene_search',
     'imagery/atmospheric_correction',
     'imagery/flood_classify',
+    'imagery/band_math',
     'imagery/openeo_result',
     'imagery/openeo_tile',
   ],

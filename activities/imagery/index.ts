@@ -70,6 +70,8 @@ export interface ImageryQuery {
   reference?: { fromMs: number; toMs: number };
   /** flood_classify: the model to classify with (used when a classify endpoint is configured). */
   model?: string;
+  /** band_math: the expression (core/band-math.ts). */
+  expression?: string;
 }
 
 export interface ScenesResult {
@@ -103,6 +105,7 @@ export const imageStepSchema = z.object({
   reference_from: z.string().optional(),
   reference_to: z.string().optional(),
   model: z.string().min(1).max(256).optional(),
+  expression: z.string().optional(),
 });
 export type ImageStep = z.input<typeof imageStepSchema>;
 
@@ -147,6 +150,7 @@ export function createImageryActivities(deps: ImageryDeps) {
     if (query.cloud !== undefined) input.cloud = query.cloud;
     if (query.limit !== undefined) input.limit = query.limit;
     if (query.model !== undefined) input.model = query.model;
+    if (query.expression !== undefined) input.expression = query.expression;
     if (query.reference !== undefined) {
       input.reference = unwrap(resolveWindow(query.reference.fromMs, query.reference.toMs, deps.clock()));
     }
@@ -242,6 +246,13 @@ export function createImageryActivities(deps: ImageryDeps) {
             throw new ServiceError('invalid_request', 'an image_process model applies to flood_classify only');
           }
           query.model = step.model;
+        }
+        // band_math parses its expression where it runs (runOperation): the input may come from an older gateway.
+        if (step.expression !== undefined) {
+          if (operation !== 'band_math') {
+            throw new ServiceError('invalid_request', 'an expression applies to the band_math operation only');
+          }
+          query.expression = step.expression;
         }
         const outcome = await run(operation, query);
         const record = await deps.proofs.write({

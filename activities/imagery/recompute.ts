@@ -1,12 +1,14 @@
 /**
  * An imagery step recomputed from the bytes its record lists (docs/protocol.md §15.4). The step's own code runs
- * again (computeNdvi, computeFlood: the one function from an asset's bytes to the answer), with the COG bytes
+ * again (computeNdvi, computeFlood, computeBandMath: the one function from an asset's bytes to the answer), with the COG bytes
  * served from the re-fetched, hash-checked ranges (recorded-bytes.ts) instead of the network, and the scene's
  * catalog facts (item id and date, processing baseline, catalog offset flag, cloud cover) as the record states
  * them: they are the catalog's metadata, not derived from pixels. The answer's `processingMs` is a measurement
  * of the original run and is carried over, not recomputed.
  */
+import { parseBandExpression } from '../../core/band-math.js';
 import type { ImageOperation } from '../../core/imagery-operations.js';
+import { computeBandMath } from './band-math.js';
 import { computeCloudMask } from './cloud-mask.js';
 import type { CogOptions } from './cog-reader.js';
 import { computeFlood } from './flood.js';
@@ -36,6 +38,7 @@ export const RECOMPUTED_OPERATIONS: Partial<
   ndvi: recomputeNdvi,
   flood_classify: recomputeFlood,
   cloud_mask: recomputeCloudMask,
+  band_math: recomputeBandMath,
 };
 
 const cogFrom = (bytes: FetchedBytes): CogOptions => ({
@@ -213,4 +216,49 @@ async function recomputeCloudMask(
   return failure === undefined
     ? { kind: 'output', output: recomputed }
     : { kind: 'output', output: recomputed, note: failure };
+}
+
+async function recomputeBandMath(
+  payload: Obj,
+  output: Obj,
+  _request: Obj,
+  bytes: FetchedBytes,
+): Promise<ImageRecomputation> {
+  const parsed = parseBandExpression(payload.expression);
+  if (!parsed.ok) return { kind: 'failure', failure: `the record's expression: ${parsed.detail}` };
+  const result = (output.result ?? {}) as Obj;
+  // The bands under the item asset names the record lists (as the catalog keyed them), the classification apart.
+  const assets: Record<string, string> = {};
+  let scl: string | undefined;
+  for (const asset of payload.assets as unknown[]) {
+    if (!isObj(asset) || typeof asset.href !== 'string') continue;
+    if (asset.band === 'SCL') scl = asset.href;
+    else if (typeof asset.asset === 'string') assets[asset.asset] = asset.href;
+  }
+  const scene: Scene = {
+    ...recordedScene(
+      payload.item_id,
+      payload.item_datetime,
+      payload.processing_baseline,
+      payload.catalog_offset_applied,
+      result.cloudCover,
+      scl ? { scl } : {},
+      null,
+    ),
+    assets,
+  };
+  try {
+    const outcome = await computeBandMath(
+      scene,
+      String(payload.h3_cell),
+      { text: String(payload.expression), parsed: parsed.value },
+      { cog: cogFrom(bytes), clock: () => 0 },
+    );
+    return {
+      kind: 'output',
+      output: stepOutput('band_math', String(payload.h3_cell), outcome.result as unknown as Obj, output),
+    };
+  } catch (error) {
+    return { kind: 'failure', failure: (error as Error).message };
+  }
 }

@@ -1,8 +1,10 @@
 import { fail, pass, type Check } from '../../core/check.js';
 import { ServiceError } from '../../core/errors.js';
 import { IMAGE_OPERATIONS, type ImageOperation } from '../../core/imagery-operations.js';
+import { parseBandExpression, type ParsedExpression } from '../../core/band-math.js';
 import { baselineOffset } from '../../core/ndvi.js';
 import type { PayloadType } from '../../core/proof-types.js';
+import { computeBandMath } from './band-math.js';
 import { computeCloudMask } from './cloud-mask.js';
 import type { ComputationCache } from './computation-cache.js';
 import { ImageDataError, publicReadFailure, type CogOptions } from './cog-reader.js';
@@ -44,6 +46,8 @@ export interface OperationInput {
   reference?: DateWindow;
   /** flood_classify only: classify with this model on the classify endpoint, when one is configured. */
   model?: string;
+  /** band_math only: the expression (core/band-math.ts). */
+  expression?: string;
 }
 
 /** One processing, before it is recorded: its payload lacks only the record-level fields. */
@@ -70,19 +74,26 @@ export interface OperationDeps {
 /** `compute` through the cache when there is one: by `inputs`, kept unless a read failed. */
 function computed<T>(
   deps: OperationDeps,
-  inputs: { operation: ImageOperation; cell: string; scene: Scene; reference?: Scene | null },
+  inputs: { operation: ImageOperation; cell: string; scene: Scene; reference?: Scene | null; expression?: string },
   compute: () => Promise<{ value: T; keep: boolean }>,
 ): Promise<T> {
   return deps.cache ? deps.cache.run(inputs, compute) : compute().then((outcome) => outcome.value);
 }
 
 /**
- * Runs one operation: the STAC search, the scene choice, the computation. ndvi, flood_classify (and its
+ * Runs one operation: the STAC search, the scene choice, the computation. ndvi, band_math, flood_classify (and its
  * reference window) and atmospheric_correction use the least cloudy scene of the window (ties → newest); cloud_mask the newest
  * (it describes the current sky); scene_search lists scenes newest first.
  */
 export async function runOperation(deps: OperationDeps, input: OperationInput): Promise<Outcome> {
   const started = deps.clock();
+  // Refused before the catalog is asked.
+  let expression: ParsedExpression | undefined;
+  if (input.operation === 'band_math') {
+    const parsed = parseBandExpression(input.expression);
+    if (!parsed.ok) throw new ServiceError(parsed.error, parsed.detail);
+    expression = parsed.value;
+  }
   if (input.operation === 'flood_classify' && input.model !== undefined && deps.classify !== undefined) {
     const { result, payload } = await classifyFloodByModel(deps.classify, input.cell, input.model, deps.clock);
     return {
@@ -212,6 +223,37 @@ export async function runOperation(deps: OperationDeps, input: OperationInput): 
         ...flood.payload,
         result: full,
       },
+    };
+  }
+  if (expression !== undefined) {
+    const text = input.expression!;
+    const parsed = expression;
+    let outcome;
+    try {
+      outcome = await computed(
+        deps,
+        { operation: 'band_math', cell: input.cell, scene, expression: text },
+        async () => ({
+          value: await computeBandMath(scene, input.cell, { text, parsed }, cog),
+          keep: true,
+        }),
+      );
+    } catch (error) {
+      // As flood_classify: what the image is goes to the caller, what failed upstream to the logs only.
+      if (error instanceof ImageDataError) throw new ServiceError('imagery_unavailable', error.message);
+      deps.onFallback?.('band_math read failed', {
+        cell: input.cell,
+        sceneId: scene.id,
+        detail: (error as Error).message,
+      });
+      throw new ServiceError('upstream_unavailable', `reading the band pixels failed: ${publicReadFailure(error)}`);
+    }
+    const full = { ...outcome.result, processingMs: Math.max(0, deps.clock() - started) };
+    return {
+      payloadType: 'imagery/band_math',
+      result: full,
+      cost: outcome.result.cost,
+      payload: { ...common, ...item, ...outcome.payload, result: full },
     };
   }
   if (input.operation === 'cloud_mask') {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseBandExpression } from '../../core/band-math.js';
 import { fail, pass, type Check } from '../../core/check.js';
 import type { ImageOperation } from '../../core/imagery-operations.js';
 import { integerIn } from '../../core/query-params.js';
@@ -92,6 +93,8 @@ const processBodySchema = z.strictObject({
   reference_to: z.unknown().optional(),
   /** flood_classify only: a classify-endpoint model. */
   model: z.string().min(1).max(256).optional(),
+  /** band_math only: the expression, parsed below so a refusal names what is wrong. */
+  expression: z.unknown().optional(),
   /** scene_search only. */
   cloud: z.unknown().optional(),
   limit: z.unknown().optional(),
@@ -102,7 +105,7 @@ export interface ProcessInput {
   query: ImageryQuery;
 }
 
-/** POST /v1/imagery/process {operation, h3_cell, date_from?, date_to?, cloud?, limit?, reference_from?, reference_to?} */
+/** POST /v1/imagery/process {operation, h3_cell, date_from?, date_to?, cloud?, limit?, reference_from?, reference_to?, model?, expression?} */
 export function processBody(body: unknown): Check<ProcessInput> {
   const shape = zodCheck(processBodySchema, body);
   if (!shape.ok) return shape;
@@ -126,6 +129,12 @@ export function processBody(body: unknown): Check<ProcessInput> {
   if (b.model !== undefined && operation.value !== 'flood_classify') {
     return fail('invalid_request', 'model applies to the flood_classify operation only');
   }
+  if (operation.value === 'band_math') {
+    const parsed = parseBandExpression(b.expression);
+    if (!parsed.ok) return parsed;
+  } else if (b.expression !== undefined) {
+    return fail('invalid_request', 'expression applies to the band_math operation only');
+  }
   return pass({
     operation: operation.value,
     query: {
@@ -136,6 +145,7 @@ export function processBody(body: unknown): Check<ProcessInput> {
       ...(limit.value === undefined ? {} : { limit: limit.value }),
       ...(reference.value === undefined ? {} : { reference: reference.value }),
       ...(b.model === undefined ? {} : { model: b.model }),
+      ...(operation.value === 'band_math' ? { expression: b.expression as string } : {}),
     },
   });
 }

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { DEFAULT_WINDOW_DAYS } from '../../activities/imagery/date-window.js';
 import { DEFAULT_LIMIT as DEFAULT_SCENES, MAX_LIMIT as MAX_SCENES } from '../../activities/imagery/run-operation.js';
+import { BAND_MATH_BANDS, MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_LENGTH } from '../../core/band-math.js';
 import { IMAGE_OPERATIONS } from '../../core/imagery-operations.js';
 import { DEFAULT_STATS_HOURS, MAX_STATS_HOURS } from '../../core/query-params.js';
 import { MAX_GRID_RINGS } from '../../core/tile-grid.js';
@@ -75,7 +76,10 @@ export const ndviQueryDocs = z.object({ cell, ...window });
 export const processBodyDocs = z.strictObject({
   operation: z
     .enum(IMAGE_OPERATIONS)
-    .describe('flood_classify: MNDWI water over the cell, and new water against the reference window'),
+    .describe(
+      'flood_classify: MNDWI water over the cell, and new water against the reference window; band_math: the ' +
+        'statistics of `expression` over the cell',
+    ),
   h3_cell: cell,
   date_from: date.optional(),
   date_to: date.optional(),
@@ -87,4 +91,13 @@ export const processBodyDocs = z.strictObject({
     .string()
     .optional()
     .describe('flood_classify only: classify with this model on the classify endpoint (CLASSIFY_URL), when configured'),
+  expression: z
+    .string()
+    .max(MAX_EXPRESSION_LENGTH)
+    .optional()
+    .describe(
+      `band_math only, and required there: + - * /, parentheses, numbers and the bands ${BAND_MATH_BANDS.join(' ')}, ` +
+        `at most ${MAX_EXPRESSION_LENGTH} characters and ${MAX_EXPRESSION_DEPTH} levels deep`,
+    )
+    .meta({ examples: ['(B08-B04)/(B08+B04)'] }),
 });

@@ -3,6 +3,7 @@
  * the same operations `POST /v1/imagery/process` runs.
  */
 import { z } from 'zod';
+import { parseBandExpression } from '../band-math.js';
 import { fail, pass } from '../check.js';
 import { IMAGE_OPERATIONS } from '../imagery-operations.js';
 import { cellMegapixels, imageCost } from '../pricing.js';
@@ -18,6 +19,9 @@ export const imageProcess = defineStepType({
     center_cell: z.string().optional(),
     // A classify-endpoint model (flood_classify), not a registry model.
     model: z.string().min(1).optional(),
+    // band_math: an expression of Sentinel-2 bands, e.g. (B08-B04)/(B08+B04); `check` parses it (core/band-math.ts),
+    // so a refusal says what is wrong and where.
+    expression: z.string().optional(),
   },
   check: (step) => {
     if (step.model !== undefined && step.operation !== 'flood_classify') {
@@ -26,6 +30,12 @@ export const imageProcess = defineStepType({
     const operation = step.operation ?? DEFAULT_IMAGE_OPERATION;
     if (!(IMAGE_OPERATIONS as readonly string[]).includes(operation)) {
       return fail('invalid_request', `step "${step.id}": unknown image_process operation "${operation}"`);
+    }
+    if (operation === 'band_math') {
+      const parsed = parseBandExpression(step.expression);
+      if (!parsed.ok) return fail(parsed.error, `step "${step.id}": ${parsed.detail}`);
+    } else if (step.expression !== undefined) {
+      return fail('invalid_request', `step "${step.id}": an expression applies to the band_math operation only`);
     }
     return null;
   },

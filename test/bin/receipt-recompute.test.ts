@@ -73,6 +73,20 @@ const floodJob = {
   budget_credits: 0.1,
 };
 
+const mathJob = {
+  h3_cell: ROME_CELL,
+  steps: [
+    {
+      id: 'mndwi',
+      type: 'image_process',
+      operation: 'band_math',
+      expression: '(B03 - B11) / (B03 + B11)',
+      context: { date_from: '2026-02-20', date_to: '2026-02-28' },
+    },
+  ],
+  budget_credits: 0.1,
+};
+
 const mixedJob = {
   h3_cell: ROME_CELL,
   steps: [
@@ -120,7 +134,7 @@ describe('geofabric receipt verify --recompute (docs/protocol.md §15.4)', funct
   let worker: FakeRuntime;
   let gw: Awaited<ReturnType<typeof startGateway>>;
   let catalogOpen = true;
-  const files: Record<'ndvi' | 'flood' | 'mixed', string> = { ndvi: '', flood: '', mixed: '' };
+  const files: Record<'ndvi' | 'flood' | 'mixed' | 'math', string> = { ndvi: '', flood: '', mixed: '', math: '' };
 
   const verify = async (args: string[]) => {
     const c = capture();
@@ -164,7 +178,7 @@ describe('geofabric receipt verify --recompute (docs/protocol.md §15.4)', funct
       },
       swarm: { workerRuntimeUrl: worker.url, workerModels: [WORKER_MODEL] },
     });
-    const jobs = { ndvi: ndviJob, flood: floodJob, mixed: mixedJob };
+    const jobs = { ndvi: ndviJob, flood: floodJob, mixed: mixedJob, math: mathJob };
     const ids: Record<string, string> = {};
     let epoch = 0;
     for (const [name, body] of Object.entries(jobs)) {
@@ -204,6 +218,13 @@ describe('geofabric receipt verify --recompute (docs/protocol.md §15.4)', funct
     const flood = await verify([files.flood, '--recompute', ...LOCAL]);
     assert.match(flood.steps[0]!, /^flood \(image_process flood_classify\): recomputed \(/, flood.out.join('\n'));
     assert.equal(flood.code, 0);
+  });
+
+  it('recomputes a band_math step (20 m band by nearest neighbour, SCL mask) from its recorded byte ranges', async () => {
+    const math = await verify([files.math, '--recompute', ...LOCAL]);
+    assert.equal(math.steps.length, 1, math.out.join('\n'));
+    assert.match(math.steps[0]!, /^mndwi \(image_process band_math\): recomputed \(every recorded byte range matches/);
+    assert.equal(math.code, 0);
   });
 
   it('runs through the real CLI, printing the offline checks then one line per step', async () => {

@@ -292,6 +292,21 @@ describe('job steps: activity inputs (docs/protocol.md §2.2 rules 1, 2)', () =>
       });
     });
 
+    it('passes a band_math expression through, and no expression key otherwise (recorded inputs keep their shape)', () => {
+      const j = job([
+        { id: 'math', type: 'image_process', operation: 'band_math', expression: '(B08-B04)/(B08+B04)' },
+        { id: 'ndvi', type: 'image_process', operation: 'ndvi' },
+      ]);
+      assert.deepEqual(imageInput(j, 'math'), {
+        job_id: 'job-1',
+        step_id: 'math',
+        operation: 'band_math',
+        h3_cell: JOB_CELL,
+        expression: '(B08-B04)/(B08+B04)',
+      });
+      assert.equal('expression' in imageInput(j, 'ndvi'), false);
+    });
+
     it('passes one date without inventing the other', () => {
       const j = job([{ id: 'scene', type: 'image_process', context: { date_to: '2026-02-01' } }]);
       const input = imageInput(j, 'scene');

@@ -61,6 +61,23 @@ function objectOf(fields: Record<string, fc.Arbitrary<unknown>>): fc.Arbitrary<R
 const stepId = fc.constantFrom('a', 'b', 'c', 'ask', 'map', 'x'.repeat(65), '', 'a b', '__proto__', 'constructor');
 const stepType = fc.constantFrom(...STEP_TYPES, 'teleport', '');
 
+/** band_math expressions: well formed, malformed, too long, too deep, unknown bands, not text. */
+const hostileExpression = fc.constantFrom(
+  '(B08-B04)/(B08+B04)',
+  'B03 / (B11 - B11)',
+  '(B08-B04',
+  'B09 + B04',
+  'constructor',
+  '__proto__ * B04',
+  '('.repeat(40) + 'B04' + ')'.repeat(40),
+  '-'.repeat(40) + 'B04',
+  'B04+'.repeat(100) + 'B04',
+  '1e999 * B04',
+  '',
+  42,
+  null,
+);
+
 const step = objectOf({
   id: stepId,
   type: stepType,
@@ -74,6 +91,7 @@ const step = objectOf({
   ),
   max_tokens: fc.constantFrom(1, 16, 32_768, 32_769, 0, -5),
   operation: fc.constantFrom(...IMAGE_OPERATIONS, 'x'),
+  expression: hostileExpression,
   center_cell: hostileCell,
   zoom: fc.constantFrom(-1, 0, 10, 20, 21, 1.5),
   style: fc.constantFrom(...TILE_STYLES, 'neon'),
@@ -152,14 +170,8 @@ const BODIES: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     nonce: fc.string({ maxLength: 10 }),
   }),
   '/v1/imagery/process': objectOf({
-    operation: fc.constantFrom(
-      'ndvi',
-      'cloud_mask',
-      'scene_search',
-      'atmospheric_correction',
-      'flood_classify',
-      'NDVI',
-    ),
+    operation: fc.constantFrom(...IMAGE_OPERATIONS, 'NDVI'),
+    expression: hostileExpression,
     h3_cell: fc.oneof(hostileCell, fc.constant(DEFAULT_JOB_CELL)),
     date_from: hostileDate,
     date_to: hostileDate,

@@ -243,6 +243,7 @@ describe('perception server (MCP)', function () {
         assert.deepEqual(Object.keys(byName.get('perception_fetch_tile')!.inputSchema.properties ?? {}).sort(), [
           'bands',
           'days_back',
+          'expression',
           'h3_cell',
           'max_cloud_cover',
         ]);

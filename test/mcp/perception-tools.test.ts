@@ -3,6 +3,7 @@ import { runInNewContext } from 'node:vm';
 import { cellToBoundary, cellToLatLng } from 'h3-js';
 import { z } from 'zod';
 import { DEFAULT_PERCEPTION_CELL } from '../../core/h3-cell.js';
+import { roundNdvi } from '../../core/ndvi.js';
 import { REPORT_UI_MIME, REPORT_UI_URI, renderReportUi } from '../../mcp/perception/report-ui.js';
 import { ToolError, type PerceptionTool, type PerceptionToolContext } from '../../mcp/perception/tool-def.js';
 import { createClassifyTool } from '../../mcp/perception/tools/classify.js';
@@ -10,6 +11,7 @@ import { createEmbedTool } from '../../mcp/perception/tools/embed.js';
 import { createFetchTileTool } from '../../mcp/perception/tools/fetch-tile.js';
 import { WEATHER_TEST_CELL, createWeatherTool, weatherStatus } from '../../mcp/perception/tools/weather.js';
 import { startClassifyServer, type ClassifyServer } from '../helpers/classify-server.js';
+import { ROME_CELL } from '../helpers/cog-fixture.js';
 import { TEST_NOW, startImageryCatalog, type ImageryCatalog } from '../helpers/imagery-fixtures.js';
 import { startOpenMeteoServer, type OpenMeteoServer } from '../helpers/open-meteo-server.js';
 
@@ -362,12 +364,12 @@ describe('perception tools', () => {
 
   describe('perception_fetch_tile', () => {
     let catalog: ImageryCatalog;
-    const tool = () =>
+    const tool = (timeoutMs = 300) =>
       createFetchTileTool({
         stac: {
           stacUrl: catalog.stac.url,
           collection: 'sentinel-2-l2a',
-          timeoutMs: 300,
+          timeoutMs,
           userAgent: 'geofabric-test/1',
         },
       });
@@ -423,6 +425,26 @@ describe('perception tools', () => {
         band_urls: { B02: assets.blue, B03: assets.green, B04: assets.red, B08: assets.nir },
         missing_bands: [],
       });
+    });
+
+    it('adds band_math statistics over the chosen scene for an expression, and refuses a bad expression', async () => {
+      const t = tool(20_000); // pixel reads, not only a search
+      const result = (await t.run(parse(t, { h3_cell: ROME_CELL, expression: '(B08-B04)/(B08+B04)' }), context())) as {
+        scene: { id: string };
+        band_math?: Record<string, unknown>;
+      };
+      const math = result.band_math;
+      assert.ok(math, 'band_math is in the answer');
+      assert.equal(math.sceneId, result.scene.id);
+      assert.equal(math.expression, '(B08-B04)/(B08+B04)');
+      assert.ok((math.validPixels as number) > 0);
+      assert.equal(roundNdvi(math.mean as number), 0.6); // the fixture's vegetation, baseline 05.10 offset
+      assert.equal(refusedField(t, { h3_cell: ROME_CELL, expression: '(B08-B04' }), 'expression');
+      const unknown = z.object(t.inputSchema).safeParse({ h3_cell: ROME_CELL, expression: 'B09 + B04' });
+      assert.equal(unknown.success, false);
+      assert.match(unknown.error!.issues[0]!.message, /unknown band B09 .*the bands are B02, B03, B04/);
+      const plain = (await t.run(parse(t, { h3_cell: ROME_CELL }), context())) as object;
+      assert.equal('band_math' in plain, false);
     });
 
     it('searches the cell polygon, the 30 days before now and the cloud limit, clearest first', async () => {

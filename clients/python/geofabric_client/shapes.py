@@ -196,6 +196,7 @@ _COLLECTION_PAYLOAD_TYPES = {
         "imagery/scene_search",
         "imagery/atmospheric_correction",
         "imagery/flood_classify",
+        "imagery/band_math",
     ),
     "breadcrumb": ("gns/breadcrumb",),
     "telemetry": ("iot/telemetry",),

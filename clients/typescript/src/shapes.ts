@@ -116,6 +116,7 @@ const COLLECTION_PAYLOAD_TYPES: Readonly<Record<string, readonly string[]>> = {
     'imagery/scene_search',
     'imagery/atmospheric_correction',
     'imagery/flood_classify',
+    'imagery/band_math',
   ],
   breadcrumb: ['gns/breadcrumb'],
   telemetry: ['iot/telemetry'],

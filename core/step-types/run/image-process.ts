@@ -7,6 +7,7 @@ interface ImageRunStep {
   operation?: string | undefined;
   center_cell?: string | undefined;
   model?: string | undefined;
+  expression?: string | undefined;
   context?: StepContext | undefined;
 }
 
@@ -24,6 +25,8 @@ export interface ImageStepInput {
   reference_to?: string;
   /** flood_classify: a classify-endpoint model (the step's `model`). */
   model?: string;
+  /** band_math: the step's expression. */
+  expression?: string;
 }
 
 export const imageProcessRun = defineStepRun({
@@ -41,6 +44,8 @@ export const imageProcessRun = defineStepRun({
     if (step.context?.reference_from !== undefined) input.reference_from = step.context.reference_from;
     if (step.context?.reference_to !== undefined) input.reference_to = step.context.reference_to;
     if (step.model !== undefined) input.model = step.model;
+    // Only when set: an input without it has the shape histories recorded before band_math.
+    if (step.expression !== undefined) input.expression = step.expression;
     return input;
   },
 });

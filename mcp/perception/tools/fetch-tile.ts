@@ -12,6 +12,10 @@
  * are looked up. B10 (cirrus) does not exist in L2A products and is refused by the schema.
  */
 import { z } from 'zod';
+import { computeBandMath, type BandMathResult } from '../../../activities/imagery/band-math.js';
+import { ImageDataError, publicReadFailure } from '../../../activities/imagery/cog-reader.js';
+import { originSet } from '../../../activities/safe-fetch.js';
+import { BAND_MATH_BANDS, MAX_EXPRESSION_LENGTH, parseBandExpression } from '../../../core/band-math.js';
 import { DEFAULT_WINDOW_DAYS, resolveWindow, stacInterval } from '../../../activities/imagery/date-window.js';
 import { createStacClient, type StacClientConfig } from '../../../activities/imagery/stac-client.js';
 import {
@@ -80,12 +84,28 @@ export const fetchTileInputSchema = {
     .default(() => [...DEFAULT_BANDS])
     .describe(`Sentinel-2 L2A bands among ${BAND_NAMES.join(', ')} (default B02, B03, B04, B08)`)
     .meta({ examples: [[...DEFAULT_BANDS]] }),
+  expression: z
+    .string()
+    .max(MAX_EXPRESSION_LENGTH)
+    .superRefine((text, ctx) => {
+      const parsed = parseBandExpression(text);
+      if (!parsed.ok) ctx.addIssue({ code: 'custom', message: parsed.detail });
+    })
+    .optional()
+    .describe(
+      `band math over the scene's pixels in the cell (docs/protocol.md §2.5 band_math): + - * /, parentheses, ` +
+        `numbers and the bands ${BAND_MATH_BANDS.join(' ')}; the answer adds its statistics as band_math`,
+    )
+    .meta({ examples: ['(B08-B04)/(B08+B04)'] }),
 };
 type FetchTileArgs = z.infer<z.ZodObject<typeof fetchTileInputSchema>>;
 
 export interface FetchTileDeps {
-  /** The imagery catalog's configuration (STAC API root, collection, per-request timeout, user agent). */
-  stac: StacClientConfig;
+  /**
+   * The imagery catalog's configuration (STAC API root, collection, per-request timeout, user agent) and the
+   * origins band assets may be read from besides the catalog's (IMAGERY_ASSET_ORIGINS), for `expression`.
+   */
+  stac: StacClientConfig & { assetOrigins?: readonly string[] | undefined };
 }
 
 export interface FetchTileResult {
@@ -109,6 +129,8 @@ export interface FetchTileResult {
   /** Requested band → asset href; bands the scene lacks are in `missing_bands` instead. */
   band_urls: Partial<Record<BandName, string>>;
   missing_bands: BandName[];
+  /** With `expression`: its statistics over the scene's pixels in the cell, as the band_math operation gives. */
+  band_math?: BandMathResult;
 }
 
 /** The asset of `band` under any of the names catalogs use for it. */
@@ -153,13 +175,18 @@ export function createFetchTileTool(deps: FetchTileDeps): PerceptionTool {
     title: 'Sentinel-2 scene over an H3 cell',
     description:
       'Finds the least cloudy (then newest) Sentinel-2 L2A scene of the last days_back days (default 30) over an H3 cell under a cloud ' +
-      'cover limit, and returns its STAC metadata and the URLs of the requested bands (Cloud-Optimized GeoTIFFs).',
+      'cover limit, and returns its STAC metadata and the URLs of the requested bands (Cloud-Optimized GeoTIFFs); ' +
+      'with an expression such as (B08-B04)/(B08+B04), also its statistics over the pixels of the scene in the cell.',
     inputSchema: fetchTileInputSchema,
     outputSchema: {
       h3_cell: z.string(),
       window: z.looseObject({ from: z.string(), to: z.string() }).describe('the searched date window (ISO 8601)'),
       scene_count: z.number().int().describe('scenes matching the cell, window and cloud filter'),
       band_urls: z.record(z.string(), z.string()).describe('requested band → Cloud-Optimized GeoTIFF URL'),
+      band_math: z
+        .looseObject({ expression: z.string(), mean: z.number().nullable(), validPixels: z.number().int() })
+        .optional()
+        .describe('with expression: mean, min, max, p10, p50, p90 and pixel counts over the cell'),
     },
     facet: 'perception',
     cellOf: (args) => args.h3_cell,
@@ -220,6 +247,8 @@ export function createFetchTileTool(deps: FetchTileDeps): PerceptionTool {
         else missing.push(band);
       }
       const [from, to] = interval.split('/') as [string, string];
+      const bandMath =
+        args.expression === undefined ? undefined : await expressionOver(best, args.h3_cell, args.expression);
       return {
         h3_cell: args.h3_cell,
         collection: config.collection,
@@ -239,8 +268,25 @@ export function createFetchTileTool(deps: FetchTileDeps): PerceptionTool {
         },
         band_urls: bandUrls,
         missing_bands: missing,
+        ...(bandMath === undefined ? {} : { band_math: bandMath }),
       };
     },
+  };
+  const cog = {
+    timeoutMs: config.timeoutMs,
+    userAgent: config.userAgent,
+    origins: originSet([stacUrl, ...(config.assetOrigins ?? [])]),
+  };
+  /** The band_math operation's computation over the chosen scene (activities/imagery/band-math.ts). */
+  const expressionOver = async (scene: Scene, cell: string, text: string): Promise<BandMathResult> => {
+    const parsed = parseBandExpression(text);
+    if (!parsed.ok) throw new ToolError(parsed.error, parsed.detail);
+    try {
+      return (await computeBandMath(scene, cell, { text, parsed: parsed.value }, { cog, clock: Date.now })).result;
+    } catch (error) {
+      if (error instanceof ImageDataError) throw new ToolError('imagery_unavailable', error.message);
+      throw new ToolError('upstream_unavailable', `reading the band pixels failed: ${publicReadFailure(error)}`);
+    }
   };
   // Widened for PerceptionTool[] lists: cellOf's argument type is what keeps the typed tool from widening itself.
   return tool as PerceptionTool;
