@@ -68,6 +68,7 @@ export function createApp(deps: AppDeps): Koa {
       proofs: deps.proofs,
       ledger: deps.ledger,
       networkPassphrase: deps.networkPassphrase,
+      headSigner: deps.headSigner,
     }),
     ...modelRoutes(deps.swarm),
     ...tileRoutes(deps.tiles),

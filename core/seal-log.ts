@@ -109,7 +109,8 @@ export function signSealHead(
   log: { sealerPk: string; firstEpoch: number; leaves: readonly Uint8Array[] },
   size: number = log.leaves.length,
 ): SealHead {
-  if (!Number.isSafeInteger(size) || size < 1 || size > log.leaves.length) throw new TypeError(`no head of size ${size}`);
+  if (!Number.isSafeInteger(size) || size < 1 || size > log.leaves.length)
+    throw new TypeError(`no head of size ${size}`);
   const unsigned: UnsignedSealHead = {
     version: 1,
     sealer_pk: log.sealerPk,

@@ -172,7 +172,7 @@ function withJobSeal(valid: JobReceipt, edit: (seal: Obj) => void): JobReceipt {
   const hash = sealHash(unsigned as Seal);
   const seal = { ...unsigned, seal_hash: hash, signature: signMessage(CONFORMANCE_NODE.secretKey, hash) } as Seal;
   for (const e of copy.records) if (e.seal?.seal_hash === old.seal_hash) e.seal = seal;
-  for (const c of copy.seal_chains) c.seals = c.seals.map((s) => (s.seal_hash === old.seal_hash ? seal : s));
+  for (const c of copy.seal_chains ?? []) c.seals = c.seals.map((s) => (s.seal_hash === old.seal_hash ? seal : s));
   return copy;
 }
 
