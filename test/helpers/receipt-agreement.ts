@@ -64,6 +64,8 @@ export function agreementBases(): Record<string, JobReceipt> {
     pending: load('receipt-pending.json'),
     'created-at': load('receipt-created-at.json'),
     custodial: load('receipt-custodial.json'),
+    // Version 1 (every seal since the sealer's first) still verifies in all four (docs/protocol.md §15.4).
+    v1: load('receipt-v1.json'),
     fusion: fusionReceipt(load('receipt-fusion.json')),
   };
 }
