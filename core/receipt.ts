@@ -744,13 +744,17 @@ function sealLogs(receipt: JobReceipt, jobEntry: ReceiptRecord | undefined, seal
     heads.set(head.sealer_pk, head);
   }
   const needed = new Set<string>();
+  // The records of one epoch share one seal: each distinct seal is checked once (the same verdict, fewer signatures).
+  const checkedSeals = new Map<string, ReturnType<typeof checkSeal>>();
   let proven = 0;
   for (const entry of receipt.records) {
     if (entry.seal === null) {
       if (entry.seal_proof !== null) return bad(`${entry.record_id}: a seal_proof without a seal`);
       continue;
     }
-    const seal = checkSeal(entry.seal);
+    const key = canonicalJson(entry.seal);
+    const seal = checkedSeals.get(key) ?? checkSeal(entry.seal);
+    checkedSeals.set(key, seal);
     if (!seal.ok) return bad(`${entry.record_id}: ${seal.detail}`);
     const head = heads.get(seal.value.sealer_pk);
     if (head === undefined) return bad(`${entry.record_id}: no head of sealer ${seal.value.sealer_pk}`);
