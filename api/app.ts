@@ -113,6 +113,7 @@ export function createApp(deps: AppDeps): Koa {
       ledger: deps.ledger,
       platformPk: deps.nodePk,
       networkPassphrase: deps.networkPassphrase,
+      headSigner: deps.headSigner,
     }),
     ...dashboardRoutes({ perceptionUrl: deps.config.perceptionUrl }),
     ...openEoRoutes(deps),

@@ -8,6 +8,8 @@ import assert from 'node:assert/strict';
 import type { TileConfig } from '../../activities/tiles/index.js';
 import { generateKeyPair } from '../../core/identity.js';
 import { verifyReceipt, type JobReceipt } from '../../core/receipt.js';
+import type { InclusionProof, Seal } from '../../core/proof-types.js';
+import { checkSealHead, sealInclusionIssue, type SealHead } from '../../core/seal-log.js';
 import { TILE_STYLES } from '../../core/tile-styles.js';
 import { ROME_CELL } from '../helpers/cog-fixture.js';
 import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
@@ -183,6 +185,19 @@ describe('job receipts over HTTP (docs/protocol.md §15)', function () {
     assert.ok(JSON.stringify(later).length - before <= hashes * 67, 'the receipt grows by its proof hashes only');
     assert.equal(verifyReceipt(later, { sealerPk: gw.node.publicKey }).ok, true);
     sealed = later;
+  });
+
+  it("serves /store/proof with the seal's inclusion proof in a signed head of its sealer's log", async () => {
+    const entry = sealed.records[1]!;
+    const res = await gw.get(`/store/proof/${encodeURIComponent(entry.record_id)}`);
+    assert.equal(res.status, 200, res.text);
+    const bundle = res.body as { seal: Seal; seal_head: SealHead; seal_proof: InclusionProof };
+    const head = checkSealHead(bundle.seal_head);
+    assert.ok(head.ok);
+    assert.equal(head.value.signer_pk, gw.node.publicKey);
+    assert.equal(head.value.tree_size, sealed.seal_heads![0]!.head.tree_size);
+    assert.equal(sealInclusionIssue(bundle.seal, head.value, bundle.seal_proof), undefined);
+    assert.deepEqual(bundle.seal_proof, entry.seal_proof);
   });
 
   it('fails the sealer check when another key is pinned', () => {
