@@ -1,4 +1,5 @@
 import type { ToolPolicy } from '../core/gates/tool-policy.js';
+import type { KeyPair } from '../core/identity.js';
 import type { Logger } from 'pino';
 import type { ImageryActivities } from '../activities/imagery/index.js';
 import type { Swarm } from '../activities/inference/index.js';
@@ -89,6 +90,11 @@ export interface AppDeps {
   ledger: LedgerStore;
   /** This node's key: it seals the proofs it serves and earns what they are bought for. */
   nodePk: string;
+  /**
+   * This node's key pair: it signs the heads of the seal logs its receipts carry (docs/protocol.md §15.4). Without
+   * it, receipts are version 1 (every seal since each sealer's first).
+   */
+  headSigner?: KeyPair | undefined;
   /** The Stellar network of settlements and anchors (LEDGER=stellar), shown with each anchor. */
   networkPassphrase?: string | undefined;
   /**

@@ -1,6 +1,6 @@
 // `npm run bench`: prints figures, asserts nothing. BENCH_SECONDS sets the duration of each timed run;
 // BENCH_SEAL_RECORDS the size of the sealed epoch (default 1,000,000); BENCH_ONLY a comma-separated list of
-// sections to run (gates, proofs, tiles, ndvi, chat, jobs, audit, receipt); BENCH_AUDIT_BLOCKS the chain length of the audit
+// sections to run (gates, proofs, tiles, ndvi, chat, jobs, audit, receipt; receipt-year only when named); BENCH_AUDIT_BLOCKS the chain length of the audit
 // report figure (default 100,000). `--json FILE` (or BENCH_JSON=FILE) writes every figure with its unit and floor
 // (bench/figures.ts); the run ends with them as a Markdown table.
 import { cpus, loadavg } from 'node:os';
@@ -12,6 +12,7 @@ import { benchEmbeddedJobs, benchScheduler } from './jobs.js';
 import { benchNdvi } from './ndvi.js';
 import { benchTileHits } from './tiles.js';
 import { benchReceipt, describeReceiptBench } from './receipt.js';
+import { benchReceiptYear, receiptYearTable } from './receipt-year.js';
 import { against, resultsDocument, jsonTarget, markdownTable, writeBenchJson, type Figure } from './figures.js';
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -282,6 +283,18 @@ if (wanted('receipt')) {
       ? []
       : [{ name: 'receipt.verify_python_client', value: receipt.pythonMs, unit: 'ms' }]),
   );
+}
+
+// Minutes, not seconds (26,280 seals made, and the version-1 receipt verified for contrast): only when named.
+if (only?.includes('receipt-year')) {
+  const points = await benchReceiptYear();
+  console.log(receiptYearTable(points));
+  for (const p of points) {
+    add(
+      { name: `receipt.bytes_4_step_day_${p.day}`, value: p.bytes, unit: 'B' },
+      { name: `receipt.verify_server_day_${p.day}`, value: p.verifyMs, unit: 'ms' },
+    );
+  }
 }
 
 load.push(loadavg()[0]!);

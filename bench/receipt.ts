@@ -96,7 +96,7 @@ export async function benchReceipt(): Promise<ReceiptBench> {
     const result: ReceiptBench = {
       steps: 4,
       records: receipt.records.length,
-      seals: receipt.seal_chains.reduce((n, c) => n + c.seals.length, 0),
+      seals: (receipt.seal_heads ?? []).reduce((n, h) => n + h.head.tree_size, 0),
       bytes: Buffer.byteLength(text),
       gzipBytes: gzipSync(text).length,
       serverMs: timeMs(() => verifyReceipt(receipt, { sealerPk })),
@@ -120,7 +120,7 @@ export async function benchReceipt(): Promise<ReceiptBench> {
 export function describeReceiptBench(r: ReceiptBench): string {
   const py = r.pythonMs === null ? (r.pythonNote ?? 'skipped') : `${r.pythonMs.toFixed(2)} ms`;
   return (
-    `job receipt (${r.steps}-step delegated job, ${r.records} records, ${r.seals} seal(s) in its chain): ` +
+    `job receipt (${r.steps}-step delegated job, ${r.records} records, ${r.seals} seal(s) in its sealer's log): ` +
     `${r.bytes.toLocaleString('en-US')} bytes JSON (${r.gzipBytes.toLocaleString('en-US')} gzipped); offline ` +
     `verification: server core ${r.serverMs.toFixed(2)} ms, TypeScript client ${r.clientMs.toFixed(2)} ms, ` +
     `Python client ${py}`

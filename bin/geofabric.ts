@@ -72,7 +72,7 @@ const USAGE = `geofabric <command>
                                  checks a job receipt offline (docs/protocol.md §15): signed request, job hash,
                                  step records, inclusion proofs, seal chains; exit 1 if invalid
       [--recompute [--allow-http] [--allow-private] [--tile-url [STYLE=]TEMPLATE]...]
-                                 then recomputes each step from the public inputs its record names (§15.4),
+                                 then recomputes each step from the public inputs its record names (§15.6),
                                  one line per step: recomputed | differs (field: recorded vs recomputed) |
                                  upstream changed | inputs unavailable (why) | not recomputable (why); fetches
                                  only the recorded asset byte ranges and --tile-url tiles, https only unless

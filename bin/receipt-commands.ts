@@ -92,7 +92,7 @@ async function verifyCommand(args: string[], io: ReceiptCommandIo): Promise<numb
     const { withLedgerAnchors } = await import('./receipt-anchor.js');
     verdict = await withLedgerAnchors(receipt as JobReceipt, offline, horizonUrl);
   }
-  // Recomputation fetches what the receipt names: only once the offline checks trust it (docs/protocol.md §15.4).
+  // Recomputation fetches what the receipt names: only once the offline checks trust it (docs/protocol.md §15.6).
   let steps: StepRecomputation[] | null = null;
   if (recompute && verdict.ok) {
     const { recomputeWithPolicy, tileTemplates } = await import('./receipt-recompute.js');

@@ -1,5 +1,5 @@
 /**
- * `geofabric receipt verify --recompute` (docs/protocol.md §15.4): after the offline checks passed, each step is
+ * `geofabric receipt verify --recompute` (docs/protocol.md §15.6): after the offline checks passed, each step is
  * recomputed from the public inputs its record names (activities/recompute/). The URLs come from a receipt a
  * stranger may have handed over, so what this fetches is bounded here:
  *

@@ -214,6 +214,7 @@ export async function startGateway(config: Config): Promise<void> {
     jobRunner: orchestration.runner,
     ledger: stores.ledger,
     nodePk: node.key.publicKey,
+    headSigner: node.key,
     networkPassphrase: config.ledger.mode === 'stellar' ? config.ledger.networkPassphrase : undefined,
   });
   // Seals this node's epochs (an hour plus the grace after they close), catching up after downtime; under

@@ -1,5 +1,5 @@
 /**
- * Recomputing a verified receipt (docs/protocol.md §15.4): the pure parts. What each step's outcome may be, how it
+ * Recomputing a verified receipt (docs/protocol.md §15.6): the pure parts. What each step's outcome may be, how it
  * is printed and what exit code a set of outcomes gives; which recorded values differ from recomputed ones; the
  * byte ranges an imagery record lists and the hash they must give; what an inference record binds. The fetching and
  * the per-type recomputations live in activities/recompute/ (they read upstreams and decode images).

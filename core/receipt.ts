@@ -2,7 +2,8 @@
  * Job receipts (docs/protocol.md §15): one document per job that anyone checks offline. Pure: no I/O, no
  * clock. The gateway builds it (activities/proof/job-receipt.ts); `verifyReceipt` re-derives every link:
  * request signature → job id → the `compute/job` record's request and job hash → each step's output and record
- * → each record's inclusion in its signed seal → the sealer's chain from its first seal → the anchor's root.
+ * → each record's inclusion in its signed seal → that seal's place in its sealer's log, under a signed head (version
+ * 2, core/seal-log.ts) or in the chain from the sealer's first seal (version 1) → the anchor's root.
  */
 import { z } from 'zod';
 import type { AnchorView } from './anchor-view.js';
@@ -17,12 +18,25 @@ import { verifyProofBundle } from './proof-bundle.js';
 import { checkRecord } from './proof-record.js';
 import type { InclusionProof, ProofRecord, Seal } from './proof-types.js';
 import { checkSeal, checkSealChain } from './seal.js';
+import {
+  checkSealHead,
+  sealConsistencyProof,
+  sealInclusionIssue,
+  sealInclusionProof,
+  sealLogLeaves,
+  signSealHead,
+  verifySealConsistency,
+  type SealHead,
+} from './seal-log.js';
+import { hexToBytes } from './hex.js';
 import { sha256Hex } from './hash.js';
 import { cellCover, isCell } from './h3-cell.js';
 import { fuseReadings, type FusionReading } from './sensor-fusion.js';
 import { provenReadingOf } from './telemetry.js';
 
-export const RECEIPT_VERSION = 1;
+/** The version a node builds (docs/protocol.md §15.4); version 1 (full seal chains) still verifies. */
+export const RECEIPT_VERSION = 2;
+export const RECEIPT_VERSIONS: readonly number[] = [1, 2];
 
 /** One record of the job, with what proves it: its seal, its audit path and its epoch's anchor. */
 export interface ReceiptRecord {
@@ -39,10 +53,19 @@ export interface ReceiptRecord {
   seal: Seal | null;
   proof: InclusionProof | null;
   anchor: AnchorView | null;
+  /** Version 2: the inclusion of `seal` in its sealer's head in `seal_heads`; null while there is no seal. */
+  seal_proof?: InclusionProof | null;
+}
+
+/** Version 2, one per sealer of a record: a signed head of its seal log, and the anchored head it extends. */
+export interface SealHeadEntry {
+  head: SealHead;
+  /** The head ending at the latest anchored seal of this sealer among the records, with a consistency proof. */
+  anchored: { head: SealHead; consistency: string[] } | null;
 }
 
 export interface JobReceipt {
-  receipt_version: 1;
+  receipt_version: 1 | 2;
   /** `complete`: every record is there and sealed; `pending`: fetch it again later. */
   status: 'complete' | 'pending';
   job_id: string;
@@ -52,8 +75,55 @@ export interface JobReceipt {
   /** The job's answer as stored (docs/protocol.md §2.3); null while the job runs. */
   job: ComputeResponse | null;
   records: ReceiptRecord[];
-  /** Per sealer of a record: its seals from its first up to the latest epoch a record needs, by epoch. */
-  seal_chains: { sealer_pk: string; seals: Seal[] }[];
+  /** Version 1, per sealer of a record: its seals from its first up to the latest epoch a record needs, by epoch. */
+  seal_chains?: { sealer_pk: string; seals: Seal[] }[];
+  /** Version 2, per sealer of a record: a signed head of its seal log (docs/protocol.md §15.4). */
+  seal_heads?: SealHeadEntry[];
+}
+
+/**
+ * Version 2's `seal_heads`, and each entry's `seal_proof` set (docs/protocol.md §15.4), from each sealer's seals as a
+ * store holds them, signed with `secretKey` (the node's): per sealer of a record, the head over its log from its
+ * first seal up to its first gap, and, when a record of it is anchored, the head ending at the latest anchored epoch
+ * with the consistency proof between them. An entry whose seal is not the log's seal of its epoch gets a null proof
+ * (and fails verification): the caller reports it pending.
+ */
+export function sealHeadsFor(
+  records: ReceiptRecord[],
+  logs: ReadonlyMap<string, readonly Seal[]>,
+  secretKey: string,
+): SealHeadEntry[] {
+  const heads: SealHeadEntry[] = [];
+  const sealers = [...new Set(records.flatMap((r) => (r.seal === null ? [] : [r.seal.sealer_pk])))].sort();
+  for (const record of records) record.seal_proof = null;
+  for (const sealer of sealers) {
+    const sorted = [...(logs.get(sealer) ?? [])].sort((a, b) => a.epoch - b.epoch);
+    const seals: Seal[] = [];
+    for (const seal of sorted) if (seal.epoch === (sorted[0] as Seal).epoch + seals.length) seals.push(seal);
+    if (seals.length === 0) continue;
+    const { firstEpoch, leaves } = sealLogLeaves(seals);
+    const head = signSealHead(secretKey, { sealerPk: sealer, firstEpoch, leaves });
+    let latestAnchor = -1;
+    for (const record of records) {
+      if (record.seal?.sealer_pk !== sealer) continue;
+      const index = record.seal.epoch - firstEpoch;
+      if (seals[index]?.seal_hash !== record.seal.seal_hash) continue;
+      record.seal_proof = sealInclusionProof(leaves, index, leaves.length);
+      if (record.anchor !== null) latestAnchor = Math.max(latestAnchor, record.anchor.epoch);
+    }
+    const size = latestAnchor - firstEpoch + 1;
+    heads.push({
+      head,
+      anchored:
+        size >= 1 && size <= leaves.length
+          ? {
+              head: signSealHead(secretKey, { sealerPk: sealer, firstEpoch, leaves }, size),
+              consistency: sealConsistencyProof(leaves, size, leaves.length),
+            }
+          : null,
+    });
+  }
+  return heads;
 }
 
 export type ReceiptCheckName =
@@ -158,8 +228,10 @@ export function verifyReceipt(value: unknown, options: VerifyReceiptOptions = {}
   add('step_records', () => stepRecords(receipt, payload, allowPending));
   add('fusion_inputs', () => fusionInputs(receipt, jobEntry, allowPending));
   add('inclusion', () => inclusion(receipt, jobEntry, options.sealerPk));
-  add('seal_chain', () => sealChains(receipt));
-  add('anchor', () => anchors(receipt));
+  add('seal_chain', () =>
+    receipt.receipt_version === 1 ? sealChains(receipt) : sealLogs(receipt, jobEntry, options.sealerPk),
+  );
+  add('anchor', () => anchors(receipt, jobEntry, options.sealerPk));
   add('sealer', () => sealerCheck(jobEntry, options.sealerPk));
   add('sealed', () => sealed(receipt, allowPending));
   return verdict(checks);
@@ -185,9 +257,8 @@ const ENTRY_OBJECTS = ['record', 'seal', 'proof', 'anchor'] as const;
 
 function receiptFormat(value: unknown): Outcome {
   if (!isObj(value)) return bad('a receipt is a JSON object');
-  if (value.receipt_version !== RECEIPT_VERSION) {
-    return bad(`receipt_version ${JSON.stringify(value.receipt_version)} is not ${RECEIPT_VERSION}`);
-  }
+  const version = value.receipt_version;
+  if (version !== 1 && version !== 2) return bad(`receipt_version ${JSON.stringify(version)} is not 1 or 2`);
   if (value.status !== 'complete' && value.status !== 'pending') return bad('status must be complete or pending');
   if (typeof value.job_id !== 'string') return bad('job_id must be a string');
   if (!Array.isArray(value.pending) || !value.pending.every((p) => typeof p === 'string')) {
@@ -209,17 +280,33 @@ function receiptFormat(value: unknown): Outcome {
     // Every field present (docs/protocol.md §15.1): an absent `seal` is not a null one, and no verifier may guess.
     if (r.step_id !== null && typeof r.step_id !== 'string')
       return bad(`records[${i}].step_id must be a string or null`);
-    const field = ENTRY_OBJECTS.find((k) => r[k] !== null && !isObj(r[k]));
+    const field = (version === 2 ? [...ENTRY_OBJECTS, 'seal_proof'] : ENTRY_OBJECTS).find(
+      (k) => r[k] !== null && !isObj(r[k]),
+    );
     if (field !== undefined) return bad(`records[${i}].${field} must be an object or null`);
   }
   if (value.records.filter((r) => (r as Obj).role === 'job').length > 1) return bad('more than one job record');
-  if (!Array.isArray(value.seal_chains)) return bad('seal_chains must be an array');
-  for (const [i, c] of value.seal_chains.entries()) {
-    if (!isObj(c) || typeof c.sealer_pk !== 'string' || !Array.isArray(c.seals)) {
-      return bad(`seal_chains[${i}] needs sealer_pk and seals`);
+  if (version === 1) {
+    if (!Array.isArray(value.seal_chains)) return bad('seal_chains must be an array');
+    for (const [i, c] of value.seal_chains.entries()) {
+      if (!isObj(c) || typeof c.sealer_pk !== 'string' || !Array.isArray(c.seals)) {
+        return bad(`seal_chains[${i}] needs sealer_pk and seals`);
+      }
+    }
+  } else {
+    if ('seal_chains' in value) return bad('a version 2 receipt has seal_heads, not seal_chains');
+    if (!Array.isArray(value.seal_heads)) return bad('seal_heads must be an array');
+    for (const [i, h] of value.seal_heads.entries()) {
+      const anchored = isObj(h) ? h.anchored : undefined;
+      if (!isObj(h) || !isObj(h.head) || (anchored !== null && !isObj(anchored))) {
+        return bad(`seal_heads[${i}] needs head (an object) and anchored (an object or null)`);
+      }
+      if (isObj(anchored) && (!isObj(anchored.head) || !Array.isArray(anchored.consistency))) {
+        return bad(`seal_heads[${i}].anchored needs head and consistency`);
+      }
     }
   }
-  return ok(`receipt version ${RECEIPT_VERSION}, ${value.records.length} records`);
+  return ok(`receipt version ${version}, ${value.records.length} records`);
 }
 
 function requestSignature(body: Obj): Outcome {
@@ -602,7 +689,7 @@ function sealChains(receipt: JobReceipt): Outcome {
   const sealers = new Set(receipt.records.flatMap((r) => (r.seal === null ? [] : [r.seal.sealer_pk])));
   let links = 0;
   for (const sealer of sealers) {
-    const chain = receipt.seal_chains.find((c) => c.sealer_pk === sealer);
+    const chain = (receipt.seal_chains ?? []).find((c) => c.sealer_pk === sealer);
     if (chain === undefined) return bad(`no seal chain for sealer ${sealer}`);
     for (const seal of chain.seals) {
       const checked = checkSeal(seal);
@@ -624,7 +711,120 @@ function sealChains(receipt: JobReceipt): Outcome {
   return ok(`${sealers.size} sealer chain(s), ${links} seal(s), each from the sealer's first`);
 }
 
-function anchors(receipt: JobReceipt): Outcome {
+/**
+ * Who may sign a head over `sealer`'s log (docs/protocol.md §15.4): the sealer itself, or the node that keeps the
+ * log, under the custodian rule (the writer of the job record and, when pinned, the pinned key).
+ */
+function headSignerIssue(head: SealHead, jobWriter: unknown, sealerPk: string | undefined): string | undefined {
+  if (head.signer_pk === head.sealer_pk) return undefined;
+  if (sealerPk !== undefined && head.signer_pk !== sealerPk) {
+    return `head of ${head.sealer_pk}'s log signed by ${head.signer_pk}, not by the pinned node ${sealerPk}`;
+  }
+  if (head.signer_pk !== jobWriter) {
+    return `head of ${head.sealer_pk}'s log signed by ${head.signer_pk}, neither the sealer nor the node that wrote the job record`;
+  }
+  return undefined;
+}
+
+/**
+ * Version 2 (docs/protocol.md §15.4): one signed head per sealer of a record, none for another sealer, each signed
+ * by the sealer or the node; each record's seal checks and its proof leads from its leaf (at its epoch less the
+ * head's first epoch) to its head's root.
+ */
+function sealLogs(receipt: JobReceipt, jobEntry: ReceiptRecord | undefined, sealerPk: string | undefined): Outcome {
+  const jobWriter = isObj(jobEntry?.record?.address) ? jobEntry.record.address.pk : undefined;
+  const heads = new Map<string, SealHead>();
+  for (const [i, entry] of (receipt.seal_heads ?? []).entries()) {
+    const checked = checkSealHead(entry.head);
+    if (!checked.ok) return bad(`seal_heads[${i}]: ${checked.detail}`);
+    const head = checked.value;
+    if (heads.has(head.sealer_pk)) return bad(`two heads of sealer ${head.sealer_pk}`);
+    const issue = headSignerIssue(head, jobWriter, sealerPk);
+    if (issue !== undefined) return bad(`seal_heads[${i}]: ${issue}`);
+    heads.set(head.sealer_pk, head);
+  }
+  const needed = new Set<string>();
+  // The records of one epoch share one seal: each distinct seal is checked once (the same verdict, fewer signatures).
+  const checkedSeals = new Map<string, ReturnType<typeof checkSeal>>();
+  let proven = 0;
+  for (const entry of receipt.records) {
+    if (entry.seal === null) {
+      if (entry.seal_proof !== null) return bad(`${entry.record_id}: a seal_proof without a seal`);
+      continue;
+    }
+    const key = canonicalJson(entry.seal);
+    const seal = checkedSeals.get(key) ?? checkSeal(entry.seal);
+    checkedSeals.set(key, seal);
+    if (!seal.ok) return bad(`${entry.record_id}: ${seal.detail}`);
+    const head = heads.get(seal.value.sealer_pk);
+    if (head === undefined) return bad(`${entry.record_id}: no head of sealer ${seal.value.sealer_pk}`);
+    needed.add(head.sealer_pk);
+    if (entry.seal_proof == null) return bad(`${entry.record_id}: no proof of its seal in the head`);
+    const issue = sealInclusionIssue(seal.value, head, entry.seal_proof);
+    if (issue !== undefined) return bad(`${entry.record_id}: its seal of epoch ${seal.value.epoch}: ${issue}`);
+    proven++;
+  }
+  const stray = [...heads.keys()].find((pk) => !needed.has(pk));
+  if (stray !== undefined) return bad(`a head of sealer ${stray}, whose seal no record needs`);
+  return ok(`${proven} seal(s) proven in ${heads.size} signed head(s) of their sealers' logs`);
+}
+
+/**
+ * Version 2: per sealer with an anchored record, the head ending at its latest anchored epoch (the anchored head)
+ * is signed like the head, of the same log, and the head is consistent with it (docs/protocol.md §15.4).
+ */
+function anchoredHeads(
+  receipt: JobReceipt,
+  jobEntry: ReceiptRecord | undefined,
+  sealerPk: string | undefined,
+): Outcome {
+  const jobWriter = isObj(jobEntry?.record?.address) ? jobEntry.record.address.pk : undefined;
+  let consistent = 0;
+  for (const [i, entry] of (receipt.seal_heads ?? []).entries()) {
+    const checked = checkSealHead(entry.head);
+    if (!checked.ok) return bad(`seal_heads[${i}]: ${checked.detail}`);
+    const head = checked.value;
+    const epochs = receipt.records.flatMap((r) =>
+      r.anchor != null && r.seal?.sealer_pk === head.sealer_pk ? [r.anchor.epoch] : [],
+    );
+    if (epochs.length === 0) {
+      if (entry.anchored !== null)
+        return bad(`seal_heads[${i}]: an anchored head, but no record of ${head.sealer_pk} is anchored`);
+      continue;
+    }
+    const latest = Math.max(...epochs);
+    if (entry.anchored === null)
+      return bad(`seal_heads[${i}]: epoch ${latest} is anchored, but there is no anchored head`);
+    const anchoredCheck = checkSealHead(entry.anchored.head);
+    if (!anchoredCheck.ok) return bad(`seal_heads[${i}].anchored: ${anchoredCheck.detail}`);
+    const anchored = anchoredCheck.value;
+    const issue = headSignerIssue(anchored, jobWriter, sealerPk);
+    if (issue !== undefined) return bad(`seal_heads[${i}].anchored: ${issue}`);
+    if (anchored.sealer_pk !== head.sealer_pk || anchored.first_epoch !== head.first_epoch) {
+      return bad(`seal_heads[${i}]: the anchored head is of another log`);
+    }
+    if (anchored.tree_size !== latest - anchored.first_epoch + 1) {
+      return bad(`seal_heads[${i}]: the anchored head does not end at the anchored epoch ${latest}`);
+    }
+    const proof = entry.anchored.consistency;
+    if (proof.length > 64 || !proof.every((h) => isHex(h, 32))) {
+      return bad(`seal_heads[${i}]: consistency must be at most 64 hashes of 64 lowercase hex`);
+    }
+    const holds = verifySealConsistency(
+      anchored.tree_size,
+      head.tree_size,
+      hexToBytes(anchored.root_hash),
+      hexToBytes(head.root_hash),
+      proof.map(hexToBytes),
+    );
+    if (!holds)
+      return bad(`seal_heads[${i}]: the head of size ${head.tree_size} is not consistent with the anchored head`);
+    consistent++;
+  }
+  return ok(`${consistent} head(s) consistent with their anchored heads`);
+}
+
+function anchors(receipt: JobReceipt, jobEntry: ReceiptRecord | undefined, sealerPk: string | undefined): Outcome {
   let anchored = 0;
   for (const entry of receipt.records) {
     if (entry.anchor === null || entry.anchor === undefined) continue;
@@ -634,11 +834,13 @@ function anchors(receipt: JobReceipt): Outcome {
     }
     anchored++;
   }
-  return ok(
+  const heads = receipt.receipt_version === 2 ? anchoredHeads(receipt, jobEntry, sealerPk) : undefined;
+  if (heads !== undefined && !heads.ok) return heads;
+  const named =
     anchored === 0
       ? 'no anchor yet'
-      : `${anchored} anchor(s) name their seal's root (look the transactions up on the ledger)`,
-  );
+      : `${anchored} anchor(s) name their seal's root (look the transactions up on the ledger)`;
+  return ok(heads === undefined ? named : `${named}; ${heads.detail}`);
 }
 
 function sealerCheck(entry: ReceiptRecord | undefined, sealerPk: string | undefined): Outcome {

@@ -25,6 +25,38 @@ function hasKeys(value, required, optional = []) {
   return Object.keys(value).every((key) => required.includes(key) || optional.includes(key));
 }
 
+// ---- seal log heads and proofs (docs/protocol.md §15.4) ----
+
+const HEAD_KEYS = [
+  'version',
+  'sealer_pk',
+  'first_epoch',
+  'tree_size',
+  'root_hash',
+  'signer_pk',
+  'head_hash',
+  'signature',
+];
+
+/** Why `head` is not a seal log head's shape, or undefined. @param {unknown} head @returns {string | undefined} */
+export function headShapeIssue(head) {
+  if (!isObj(head) || !hasKeys(head, HEAD_KEYS)) return 'has not the fields of a head';
+  if (head.version !== 1 || !isHex64(head.sealer_pk) || !isHex64(head.signer_pk)) return 'malformed';
+  if (!isIndex(head.first_epoch) || !isIndex(head.tree_size, 1)) return 'first_epoch or tree_size is malformed';
+  if (!isHex64(head.root_hash) || !isHex64(head.head_hash) || !isHex128(head.signature)) return 'hashes are malformed';
+  return undefined;
+}
+
+/** Why `proof` is not an inclusion proof's shape, or undefined. @param {unknown} proof @returns {string | undefined} */
+export function proofShapeIssue(proof) {
+  if (!isObj(proof) || !hasKeys(proof, ['leaf_index', 'tree_size', 'hashes'])) return 'has not the fields of a proof';
+  if (!isIndex(proof.leaf_index) || !isIndex(proof.tree_size, 1)) return 'leaf_index or tree_size is malformed';
+  if (!Array.isArray(proof.hashes) || proof.hashes.length > 64 || !proof.hashes.every(isHex64)) {
+    return 'hashes are malformed';
+  }
+  return undefined;
+}
+
 // ---- H3 cells: 15 lowercase hex digits that H3 calls a valid cell ----
 
 const PENTAGON_BASE_CELLS = new Set([4, 14, 24, 38, 49, 58, 63, 72, 83, 97, 107, 117]);

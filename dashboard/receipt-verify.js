@@ -20,8 +20,10 @@ import {
   cellCovered,
   certShapeIssue,
   fuse,
+  headShapeIssue,
   isCell,
   isObj,
+  proofShapeIssue,
   provenReading,
   recordShapeIssue,
   sealShapeIssue,
@@ -107,8 +109,10 @@ export async function verifyReceipt(value, options = {}) {
     await add('step_records', () => stepRecords(receipt, payload, allowPending));
     await add('fusion_inputs', () => fusionInputs(receipt, jobEntry, allowPending));
     await add('inclusion', () => inclusion(receipt, jobEntry, options.sealerPk || undefined));
-    await add('seal_chain', () => sealChains(receipt));
-    await add('anchor', () => anchors(receipt));
+    await add('seal_chain', () =>
+      receipt.receipt_version === 1 ? sealChains(receipt) : sealLogs(receipt, jobEntry, options.sealerPk || undefined),
+    );
+    await add('anchor', () => anchors(receipt, jobEntry, options.sealerPk || undefined));
     await add('sealer', () => sealerCheck(jobEntry, options.sealerPk));
     await add('sealed', () => sealed(receipt, allowPending));
   }
@@ -122,7 +126,8 @@ const ENTRY_OBJECTS = ['record', 'seal', 'proof', 'anchor'];
 /** @param {unknown} value @returns {Outcome} */
 function receiptFormat(value) {
   if (!isObj(value)) return bad('a receipt is a JSON object');
-  if (value.receipt_version !== 1) return bad(`receipt_version ${JSON.stringify(value.receipt_version)} is not 1`);
+  const version = value.receipt_version;
+  if (version !== 1 && version !== 2) return bad(`receipt_version ${JSON.stringify(version)} is not 1 or 2`);
   if (value.status !== 'complete' && value.status !== 'pending') return bad('status must be complete or pending');
   if (typeof value.job_id !== 'string') return bad('job_id must be a string');
   if (!strings(value.pending)) return bad('pending must be an array of strings');
@@ -141,18 +146,34 @@ function receiptFormat(value) {
     }
     if (r.step_id !== null && typeof r.step_id !== 'string')
       return bad(`records[${i}].step_id must be a string or null`);
-    const field = ENTRY_OBJECTS.find((k) => r[k] !== null && !isObj(r[k]));
+    // Version 2 adds `seal_proof` (docs/protocol.md §15.4), present like the others.
+    const fields = version === 2 ? [...ENTRY_OBJECTS, 'seal_proof'] : ENTRY_OBJECTS;
+    const field = fields.find((k) => r[k] !== null && !isObj(r[k]));
     if (field !== undefined) return bad(`records[${i}].${field} must be an object or null`);
   }
   if (value.records.filter((/** @type {any} */ r) => r.role === 'job').length > 1)
     return bad('more than one job record');
-  if (!Array.isArray(value.seal_chains)) return bad('seal_chains must be an array');
-  for (const [i, c] of value.seal_chains.entries()) {
-    if (!isObj(c) || typeof c.sealer_pk !== 'string' || !Array.isArray(c.seals)) {
-      return bad(`seal_chains[${i}] needs sealer_pk and seals`);
+  if (version === 1) {
+    if (!Array.isArray(value.seal_chains)) return bad('seal_chains must be an array');
+    for (const [i, c] of value.seal_chains.entries()) {
+      if (!isObj(c) || typeof c.sealer_pk !== 'string' || !Array.isArray(c.seals)) {
+        return bad(`seal_chains[${i}] needs sealer_pk and seals`);
+      }
+    }
+  } else {
+    if (Object.hasOwn(value, 'seal_chains')) return bad('a version 2 receipt has seal_heads, not seal_chains');
+    if (!Array.isArray(value.seal_heads)) return bad('seal_heads must be an array');
+    for (const [i, h] of value.seal_heads.entries()) {
+      const anchored = isObj(h) ? h.anchored : undefined;
+      if (!isObj(h) || !isObj(h.head) || (anchored !== null && !isObj(anchored))) {
+        return bad(`seal_heads[${i}] needs head (an object) and anchored (an object or null)`);
+      }
+      if (isObj(anchored) && (!isObj(anchored.head) || !Array.isArray(anchored.consistency))) {
+        return bad(`seal_heads[${i}].anchored needs head and consistency`);
+      }
     }
   }
-  return ok(`receipt version 1, ${value.records.length} records`);
+  return ok(`receipt version ${version}, ${value.records.length} records`);
 }
 
 /** @param {Record<string, any>} body */
@@ -722,7 +743,7 @@ async function sealChains(receipt) {
   );
   let links = 0;
   for (const sealer of sealers) {
-    const chain = receipt.seal_chains.find((/** @type {any} */ c) => c.sealer_pk === sealer);
+    const chain = (receipt.seal_chains ?? []).find((/** @type {any} */ c) => c.sealer_pk === sealer);
     if (chain === undefined) return bad(`no seal chain for sealer ${sealer}`);
     /** @type {Record<string, any>[]} */
     const seals = [...chain.seals];
@@ -754,8 +775,188 @@ async function sealChains(receipt) {
   return ok(`${sealers.size} sealer chain(s), ${links} seal(s), each from the sealer's first`);
 }
 
-/** @param {Record<string, any>} receipt */
-function anchors(receipt) {
+// ---- version 2: seal logs (docs/protocol.md §15.4) ----
+
+const HEAD_TAG = 'geofabric/seal-head/v1';
+const LOG_LEAF_PREFIX = [0, ...new TextEncoder().encode('geofabric/seal-log/v1')];
+
+/** SHA-256(0x00 ‖ "geofabric/seal-log/v1" ‖ the 32 bytes of seal_hash). @param {string} sealHash */
+async function sealLeafHash(sealHash) {
+  const input = new Uint8Array([...LOG_LEAF_PREFIX, ...hexToBytes(sealHash)]);
+  return new Uint8Array(await crypto.subtle.digest('SHA-256', input));
+}
+
+/**
+ * Shape, then head_hash (SHA-256 of the tag, a newline and JCS of the unsigned head), then signer_pk's signature.
+ * @param {unknown} head @returns {Promise<string | undefined>}
+ */
+async function headIssue(head) {
+  const shape = headShapeIssue(head);
+  if (shape !== undefined) return shape;
+  const checked = /** @type {Record<string, any>} */ (head);
+  const hash = await sha256Hex(`${HEAD_TAG}\n${canonicalJson(without(checked, ['head_hash', 'signature']))}`);
+  if (hash !== checked.head_hash) return 'head_hash does not match the head';
+  if (!(await verifyEd25519(checked.signer_pk, checked.head_hash, checked.signature))) {
+    return 'the head signature does not verify';
+  }
+  return undefined;
+}
+
+/**
+ * Who may sign a head of a sealer's log: the sealer, or the node under the custodian rule.
+ * @param {Record<string, any>} head @param {unknown} jobWriter @param {string | undefined} sealerPk
+ */
+function headSignerIssue(head, jobWriter, sealerPk) {
+  if (head.signer_pk === head.sealer_pk) return undefined;
+  if (sealerPk !== undefined && head.signer_pk !== sealerPk)
+    return `head signed by ${head.signer_pk}, not the pinned node`;
+  if (head.signer_pk !== jobWriter) return `head signed by ${head.signer_pk}, neither the sealer nor the node`;
+  return undefined;
+}
+
+/** @param {any} jobEntry */
+const jobWriterOf = (jobEntry) =>
+  isObj(jobEntry?.record) && isObj(jobEntry.record.address) ? jobEntry.record.address.pk : undefined;
+
+/** @param {Record<string, any>} receipt @param {any} jobEntry @param {string | undefined} sealerPk */
+async function sealLogs(receipt, jobEntry, sealerPk) {
+  const jobWriter = jobWriterOf(jobEntry);
+  /** @type {Map<string, Record<string, any>>} */
+  const heads = new Map();
+  for (const [i, entry] of receipt.seal_heads.entries()) {
+    const issue = await headIssue(entry.head);
+    if (issue !== undefined) return bad(`seal_heads[${i}]: ${issue}`);
+    const sealer = entry.head.sealer_pk;
+    if (heads.has(sealer)) return bad(`two heads of sealer ${sealer}`);
+    const signer = headSignerIssue(entry.head, jobWriter, sealerPk);
+    if (signer !== undefined) return bad(`seal_heads[${i}]: ${signer}`);
+    heads.set(sealer, entry.head);
+  }
+  /** @type {Set<string>} */
+  const needed = new Set();
+  let proven = 0;
+  for (const entry of receipt.records) {
+    if (entry.seal === null) {
+      if (entry.seal_proof !== null) return bad(`${entry.record_id}: a seal_proof without a seal`);
+      continue;
+    }
+    const sealProblem = await sealIssue(entry.seal);
+    if (sealProblem !== undefined) return bad(`${entry.record_id}: ${sealProblem}`);
+    const seal = entry.seal;
+    const head = heads.get(seal.sealer_pk);
+    if (head === undefined) return bad(`${entry.record_id}: no head of sealer ${seal.sealer_pk}`);
+    needed.add(seal.sealer_pk);
+    const proof = entry.seal_proof;
+    if (proof === null || proof === undefined) return bad(`${entry.record_id}: no proof of its seal in the head`);
+    const shape = proofShapeIssue(proof);
+    if (shape !== undefined) return bad(`${entry.record_id}: seal_proof ${shape}`);
+    if (proof.leaf_index !== seal.epoch - head.first_epoch) {
+      return bad(`${entry.record_id}: leaf_index is not its epoch less the head's first epoch`);
+    }
+    if (proof.tree_size !== head.tree_size) return bad(`${entry.record_id}: the proof is not of the head's size`);
+    const root = await rootOf(
+      proof.leaf_index,
+      proof.tree_size,
+      await sealLeafHash(seal.seal_hash),
+      proof.hashes.map((/** @type {string} */ h) => hexToBytes(h)),
+    );
+    if (typeof root === 'string') return bad(`${entry.record_id}: ${root}`);
+    if (bytesToHex(root) !== head.root_hash)
+      return bad(`${entry.record_id}: the proof does not lead to the head's root`);
+    proven++;
+  }
+  const stray = [...heads.keys()].find((pk) => !needed.has(pk));
+  if (stray !== undefined) return bad(`a head of sealer ${stray}, whose seal no record needs`);
+  return ok(`${proven} seal(s) proven in ${heads.size} signed head(s)`);
+}
+
+/**
+ * RFC 9162 §2.1.4.2; for m = n the proof is empty and the roots equal (two roots of one size: equivocation).
+ * @param {number} m @param {number} n @param {Uint8Array} oldRoot @param {Uint8Array} newRoot @param {Uint8Array[]} proof
+ */
+async function consistent(m, n, oldRoot, newRoot, proof) {
+  const same = (/** @type {Uint8Array} */ a, /** @type {Uint8Array} */ b) => bytesToHex(a) === bytesToHex(b);
+  if (!(m >= 1 && m <= n)) return false;
+  if (m === n) return proof.length === 0 && same(oldRoot, newRoot);
+  const path = (m & (m - 1)) === 0 ? [oldRoot, ...proof] : [...proof];
+  if (path.length === 0) return false;
+  let fn = m - 1;
+  let sn = n - 1;
+  while (fn % 2 === 1) {
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  let fr = path[0];
+  let sr = path[0];
+  for (const c of path.slice(1)) {
+    if (sn === 0) return false;
+    if (fn % 2 === 1 || fn === sn) {
+      fr = await nodeHash(c, fr);
+      sr = await nodeHash(c, sr);
+      while (fn % 2 === 0 && fn !== 0) {
+        fn = Math.floor(fn / 2);
+        sn = Math.floor(sn / 2);
+      }
+    } else sr = await nodeHash(sr, c);
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return sn === 0 && same(fr, oldRoot) && same(sr, newRoot);
+}
+
+/**
+ * Per sealer with an anchored record: the head ending at its latest anchored epoch, and the head consistent with it.
+ * @param {Record<string, any>} receipt @param {any} jobEntry @param {string | undefined} sealerPk
+ */
+async function anchoredHeads(receipt, jobEntry, sealerPk) {
+  const jobWriter = jobWriterOf(jobEntry);
+  let consistentHeads = 0;
+  for (const [i, entry] of receipt.seal_heads.entries()) {
+    const issue = await headIssue(entry.head);
+    if (issue !== undefined) return bad(`seal_heads[${i}]: ${issue}`);
+    const head = entry.head;
+    /** @type {number[]} */
+    const epochs = receipt.records.flatMap((/** @type {any} */ r) =>
+      r.anchor !== null && r.anchor !== undefined && isObj(r.seal) && r.seal.sealer_pk === head.sealer_pk
+        ? [r.anchor.epoch]
+        : [],
+    );
+    if (epochs.length === 0) {
+      if (entry.anchored !== null) return bad(`seal_heads[${i}]: an anchored head, but no record is anchored`);
+      continue;
+    }
+    const latest = Math.max(...epochs);
+    if (entry.anchored === null) return bad(`seal_heads[${i}]: epoch ${latest} is anchored, but no anchored head`);
+    const anchoredIssue = await headIssue(entry.anchored.head);
+    if (anchoredIssue !== undefined) return bad(`seal_heads[${i}].anchored: ${anchoredIssue}`);
+    const anchored = entry.anchored.head;
+    const signer = headSignerIssue(anchored, jobWriter, sealerPk);
+    if (signer !== undefined) return bad(`seal_heads[${i}].anchored: ${signer}`);
+    if (anchored.sealer_pk !== head.sealer_pk || anchored.first_epoch !== head.first_epoch) {
+      return bad(`seal_heads[${i}]: the anchored head is of another log`);
+    }
+    if (anchored.tree_size !== latest - anchored.first_epoch + 1) {
+      return bad(`seal_heads[${i}]: the anchored head does not end at the anchored epoch`);
+    }
+    const proof = entry.anchored.consistency;
+    if (proof.length > 64 || !proof.every((/** @type {unknown} */ h) => isHex(h, 32))) {
+      return bad(`seal_heads[${i}]: consistency is malformed`);
+    }
+    const holds = await consistent(
+      anchored.tree_size,
+      head.tree_size,
+      hexToBytes(anchored.root_hash),
+      hexToBytes(head.root_hash),
+      proof.map((/** @type {string} */ h) => hexToBytes(h)),
+    );
+    if (!holds) return bad(`seal_heads[${i}]: the head is not consistent with the anchored head`);
+    consistentHeads++;
+  }
+  return ok(`${consistentHeads} head(s) consistent with their anchored heads`);
+}
+
+/** @param {Record<string, any>} receipt @param {any} jobEntry @param {string | undefined} sealerPk */
+async function anchors(receipt, jobEntry, sealerPk) {
   let anchored = 0;
   for (const entry of receipt.records) {
     if (entry.anchor === null || entry.anchor === undefined) continue;
@@ -765,7 +966,10 @@ function anchors(receipt) {
     }
     anchored++;
   }
-  return ok(anchored === 0 ? 'no anchor yet' : `${anchored} anchor(s) name their seal's root (not looked up here)`);
+  const named = anchored === 0 ? 'no anchor yet' : `${anchored} anchor(s) name their seal's root (not looked up here)`;
+  if (receipt.receipt_version === 1) return ok(named);
+  const heads = await anchoredHeads(receipt, jobEntry, sealerPk);
+  return heads.ok ? ok(`${named}; ${heads.detail}`) : heads;
 }
 
 /** @param {any} entry @param {string | undefined} sealerPk */

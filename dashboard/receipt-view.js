@@ -3,7 +3,8 @@
 /**
  * The receipt checker (Epochs & proofs tab): a job receipt (`geofabric receipt get`, `GET /v1/compute/:id/receipt`)
  * dropped on the box, chosen as a file or pasted, is verified in this page by receipt-verify.js — nothing is
- * sent anywhere — and each check is listed with its outcome (docs/protocol.md §15).
+ * sent anywhere — and each check is listed with its outcome (docs/protocol.md §15). Only what verified is shown
+ * as verified: the checks after the first that failed are listed as not counted, without their details.
  */
 import { byId, fill, h } from './dom.js';
 import { verifyReceipt } from './receipt-verify.js';
@@ -49,15 +50,15 @@ export function createReceiptView() {
       h(
         'ul',
         { class: 'checks', id: 'receipt-checks', 'aria-label': 'Receipt checks' },
-        ...verdict.checks.map((c) =>
+        ...receiptRows(verdict).map((row) =>
           h(
             'li',
-            { class: c.ok ? 'pass' : 'fail', 'data-check': c.name },
-            h('span', { class: 'mark', 'aria-hidden': 'true' }, c.ok ? '✓' : '✗'),
-            h('strong', {}, c.name),
-            h('span', { class: 'visually-hidden' }, c.ok ? ' passed: ' : ' failed: '),
+            { class: row.state, 'data-check': row.name },
+            h('span', { class: 'mark', 'aria-hidden': 'true' }, MARKS[row.state]),
+            h('strong', {}, row.name),
+            h('span', { class: 'visually-hidden' }, ` ${row.state}: `),
             ' ',
-            h('span', { class: 'check-detail' }, c.detail),
+            h('span', { class: 'check-detail' }, row.detail),
           ),
         ),
       ),
@@ -100,6 +101,26 @@ export function createReceiptView() {
   // A paste is checked at once: the pasted text is the whole receipt.
   text.addEventListener('paste', () => setTimeout(() => void check(), 0));
   return { check };
+}
+
+const MARKS = { pass: '✓', fail: '✗', unverified: '–' };
+
+/**
+ * The rows the checker lists: each check up to the first that failed with its outcome and detail; every check
+ * after it as `unverified`, its detail withheld. A check after a failure may still pass (the answer matches a job
+ * record whose signature failed), and its detail would then show the receipt's values as if proven; verification
+ * reports the first failure only (docs/protocol.md §15.2).
+ * @param {{ checks: { name: string, ok: boolean, detail: string }[] }} verdict
+ * @returns {{ name: string, state: 'pass' | 'fail' | 'unverified', detail: string }[]}
+ */
+export function receiptRows(verdict) {
+  const failed = verdict.checks.findIndex((c) => !c.ok);
+  return verdict.checks.map((c, i) => {
+    if (failed === -1 || i < failed) return { name: c.name, state: 'pass', detail: c.detail };
+    if (i === failed) return { name: c.name, state: 'fail', detail: c.detail };
+    const first = verdict.checks[failed]?.name ?? '';
+    return { name: c.name, state: 'unverified', detail: `not counted: the ${first} check failed` };
+  });
 }
 
 /** @param {'verified' | 'failed' | 'running'} kind @param {string} text */

@@ -19,13 +19,14 @@ import { epochAt, epochWindow } from '../core/epoch.js';
 import { requestSigningMessage, signRequestBody } from '../core/gates/signature.js';
 import { DEFAULT_JOB_CELL } from '../core/h3-cell.js';
 import { bytesToHex } from '../core/hex.js';
-import { keyPairFromSecret } from '../core/identity.js';
+import { keyPairFromSecret, signMessage } from '../core/identity.js';
 import { jobIdFromSignature, requestHash } from '../core/job-hash.js';
 import { sha256Hex } from '../core/hash.js';
 import { inclusionProofFromLevels } from '../core/merkle/inclusion.js';
 import { signRecord } from '../core/proof-record.js';
 import { GENESIS_PREV_HASH, type ProofRecord } from '../core/proof-types.js';
-import { verifyReceipt, type JobReceipt } from '../core/receipt.js';
+import { sealHeadsFor, verifyReceipt, type JobReceipt } from '../core/receipt.js';
+import { sealHeadHash, type SealHead, type UnsignedSealHead } from '../core/seal-log.js';
 import { createSealWithLevels } from '../core/seal.js';
 import { startGateway } from '../test/helpers/gateway.js';
 import { certFor, signJob } from '../test/helpers/jobs.js';
@@ -178,6 +179,9 @@ async function receipts() {
     await job.seal();
     // The job record's epoch root as if anchored on a ledger (a made-up transaction: nothing is looked up).
     const seal = (await job.receipt()).records[0]!.seal!;
+    // Later epochs sealed too, so the receipt's head is later than the record's seal: the seal's inclusion proof
+    // and the consistency proof from the anchored head have nodes to tamper with (docs/protocol.md §15.4).
+    await sealThrough(job.gateway.proofs, NODE, job.epoch + LATER_SEALS);
     await job.gateway.ledger.recordAnchor({
       version: 1,
       sealer_pk: seal.sealer_pk,
@@ -249,7 +253,7 @@ async function receipts() {
         options: {},
         expected: { ok: false, failed_check: 'anchor' },
       },
-      ...RECEIPT_TAMPERS.map((tamper) => {
+      ...RECEIPT_TAMPERS.filter((t) => t.appliesTo?.(valid) !== false).map((tamper) => {
         const copy = structuredClone(valid);
         tamper.apply(copy);
         const verdict = check(copy, { allowPending: tamper.options?.allow_pending === true });
@@ -263,6 +267,7 @@ async function receipts() {
         };
       }),
     ];
+    cases.push(...signedHeadCases(valid), ...v1Cases());
     const createdAt = await createdAtReceipt(chain);
     cases.push(
       { name: 'signed created_at: valid', base: 'created-at', patch: [], options: {}, expected: { ok: true } },
@@ -281,6 +286,103 @@ async function receipts() {
   } finally {
     await job.close();
   }
+}
+
+/** Epochs the node seals after the job's, before the receipt is fetched: its head is of 1 + this many seals. */
+const LATER_SEALS = 4;
+
+/** A head re-signed by `key` after `edit` (any signer: the check is who may sign, not whether it signed). */
+function resignedHead(head: SealHead, key: typeof NODE, edit: (h: Record<string, unknown>) => void): SealHead {
+  const { head_hash: _h, signature: _s, ...unsigned } = structuredClone(head) as SealHead;
+  edit(unsigned as unknown as Record<string, unknown>);
+  const hash = sealHeadHash(unsigned as UnsignedSealHead);
+  return { ...(unsigned as UnsignedSealHead), head_hash: hash, signature: signMessage(key.secretKey, hash) };
+}
+
+/**
+ * Version 2 attacks that need a signature (docs/protocol.md §15.4): heads re-signed by the node or by another key.
+ * Each must fail the named check in every verifier.
+ */
+function signedHeadCases(valid: JobReceipt): ReceiptCase[] {
+  const entry = valid.seal_heads![0]!;
+  const head = entry.head;
+  const variant = (name: string, expected: string, edit: (r: JobReceipt) => void): ReceiptCase => {
+    const copy = structuredClone(valid);
+    edit(copy);
+    const verdict = verifyReceipt(copy);
+    if (verdict.failedCheck !== expected) throw new Error(`${name}: fails ${verdict.failedCheck ?? 'nothing'}`);
+    return {
+      name,
+      base: 'valid',
+      patch: diff(valid, copy),
+      options: {},
+      expected: { ok: false, failed_check: expected },
+    };
+  };
+  const otherRoot = sha256Hex('another history');
+  return [
+    variant('head signed by a key neither the sealer nor the node', 'seal_chain', (r) => {
+      r.seal_heads![0]!.head = resignedHead(head, ROGUE, (h) => void (h.signer_pk = ROGUE.publicKey));
+    }),
+    variant('head of another sealer, signed by the node', 'seal_chain', (r) => {
+      r.seal_heads![0]!.head = resignedHead(head, NODE, (h) => void (h.sealer_pk = WORKER.publicKey));
+    }),
+    variant('head over a log with a seal omitted (first_epoch shifted), signed by the node', 'seal_chain', (r) => {
+      r.seal_heads![0]!.head = resignedHead(head, NODE, (h) => void (h.first_epoch = (h.first_epoch as number) - 1));
+    }),
+    variant('head of another size and root, signed by the node, proof unchanged', 'seal_chain', (r) => {
+      r.seal_heads![0]!.head = resignedHead(head, NODE, (h) => {
+        h.tree_size = (h.tree_size as number) + 1;
+        h.root_hash = otherRoot;
+      });
+    }),
+    variant('equivocation: an anchored head of the same size, another root, signed by the node', 'anchor', (r) => {
+      r.seal_heads![0]!.anchored = {
+        head: resignedHead(head, NODE, (h) => void (h.root_hash = otherRoot)),
+        consistency: [],
+      };
+    }),
+    variant('anchored head of another size than the anchored epoch, signed by the node', 'anchor', (r) => {
+      const anchored = r.seal_heads![0]!.anchored!;
+      anchored.head = resignedHead(anchored.head, NODE, (h) => void (h.tree_size = (h.tree_size as number) + 1));
+    }),
+    variant('anchored head signed by another key', 'anchor', (r) => {
+      const anchored = r.seal_heads![0]!.anchored!;
+      anchored.head = resignedHead(anchored.head, ROGUE, (h) => void (h.signer_pk = ROGUE.publicKey));
+    }),
+  ];
+}
+
+/**
+ * Version 1 (every seal since the sealer's first, docs/protocol.md §15.1) still verifies: `receipt-v1.json` is the
+ * valid receipt as this repository made it before version 2, kept as it was, with its tampered cases.
+ */
+function v1Cases(): ReceiptCase[] {
+  const v1 = read<JobReceipt>('receipt-v1.json');
+  if (!verifyReceipt(v1, { sealerPk: NODE.publicKey }).ok) throw new Error('the version 1 receipt fails');
+  return [
+    { name: 'v1: valid', base: 'v1', patch: [], options: {}, expected: { ok: true } },
+    {
+      name: 'v1: valid, node pinned',
+      base: 'v1',
+      patch: [],
+      options: { sealer_pk: NODE.publicKey },
+      expected: { ok: true },
+    },
+    ...RECEIPT_TAMPERS.filter((t) => t.appliesTo?.(v1) !== false).map((tamper) => {
+      const copy = structuredClone(v1);
+      tamper.apply(copy);
+      const verdict = verifyReceipt(copy, { allowPending: tamper.options?.allow_pending === true });
+      if (verdict.failedCheck !== tamper.expected) throw new Error(`v1: ${tamper.name}: fails ${verdict.failedCheck}`);
+      return {
+        name: `v1: ${tamper.name}`,
+        base: 'v1',
+        patch: diff(v1, copy),
+        options: tamper.options ?? {},
+        expected: { ok: false, failed_check: tamper.expected },
+      };
+    }),
+  ];
 }
 
 /** Six devices (fixed keys) report PM2.5 in the epoch before NOW's: decimals, a chatty device, an outlier. */
@@ -541,7 +643,7 @@ const ROGUE = keyPairFromSecret(sha256Hex('geofabric conformance rogue custodian
  * custodial seal (docs/protocol.md §12.3), as when a worker left for good before sealing it. The job record, its
  * seal and anchor are the node's, untouched; the step records carry no anchor.
  */
-function withCustodialSteps(valid: JobReceipt, custodian: typeof NODE): JobReceipt {
+function withCustodialSteps(valid: JobReceipt, custodian: typeof NODE, headSigner = custodian): JobReceipt {
   const copy = structuredClone(valid);
   const steps = copy.records.filter((r) => r.role === 'step');
   const records = steps.map((entry, i) => {
@@ -572,7 +674,8 @@ function withCustodialSteps(valid: JobReceipt, custodian: typeof NODE): JobRecei
     };
     entry.anchor = null;
   });
-  copy.seal_chains.push({ sealer_pk: WORKER.publicKey, seals: [seal] });
+  // The worker's log is this one custodial seal; its head is signed by the custodian, the node keeping the log.
+  copy.seal_heads!.push(...sealHeadsFor(steps, new Map([[WORKER.publicKey, [seal]]]), headSigner.secretKey));
   return copy;
 }
 
@@ -581,6 +684,7 @@ function custodialVectors(valid: JobReceipt) {
   const custodial = withCustodialSteps(valid, NODE);
   if (!verifyReceipt(custodial, { sealerPk: NODE.publicKey }).ok) throw new Error('the custodial receipt fails');
   const rogue = diff(custodial, withCustodialSteps(valid, ROGUE));
+  const rogueHead = diff(custodial, withCustodialSteps(valid, NODE, ROGUE));
   const cases: ReceiptCase[] = [
     { name: 'custodial: steps sealed by the node', base: 'custodial', patch: [], options: {}, expected: { ok: true } },
     {
@@ -603,6 +707,13 @@ function custodialVectors(valid: JobReceipt) {
       patch: rogue,
       options: {},
       expected: { ok: false, failed_check: 'inclusion' },
+    },
+    {
+      name: "custodial: the node's custodial seal, the worker's log head signed by another key",
+      base: 'custodial',
+      patch: rogueHead,
+      options: {},
+      expected: { ok: false, failed_check: 'seal_chain' },
     },
     {
       name: 'custodial: steps sealed by another key as custodian, that key pinned',

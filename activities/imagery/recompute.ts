@@ -1,5 +1,5 @@
 /**
- * An imagery step recomputed from the bytes its record lists (docs/protocol.md §15.4). The step's own code runs
+ * An imagery step recomputed from the bytes its record lists (docs/protocol.md §15.6). The step's own code runs
  * again (computeNdvi, computeFlood, computeBandMath: the one function from an asset's bytes to the answer), with the COG bytes
  * served from the re-fetched, hash-checked ranges (recorded-bytes.ts) instead of the network, and the scene's
  * catalog facts (item id and date, processing baseline, catalog offset flag, cloud cover) as the record states

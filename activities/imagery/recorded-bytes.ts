@@ -3,7 +3,7 @@ import type { AssetRead } from './asset-client.js';
 import type { CogByteClient } from './cog-reader.js';
 
 /**
- * A geotiff byte client over bytes fetched before (a receipt's recomputation, docs/protocol.md §15.4): it answers
+ * A geotiff byte client over bytes fetched before (a receipt's recomputation, docs/protocol.md §15.6): it answers
  * each range request from the pieces a record lists, re-fetched and hash-checked, and fails a request for bytes
  * they do not cover, so the computation can only have read what the record names. Nothing here touches a network.
  */

@@ -1,11 +1,14 @@
 /**
  * Builds a job's receipt (docs/protocol.md §15) from the stores: the signed request kept with the job, the records
  * the job's answer names (their ids as answered: a record may live at its writer-scoped id, docs/security.md §7),
- * each record's proof bundle (readProof, as `/store/proof` serves it), the anchor of each seal, and each
- * sealer's chain from its first seal. Verification is core/receipt.ts's `verifyReceipt`.
+ * each record's proof bundle (readProof, as `/store/proof` serves it), the anchor of each seal, and per sealer a head
+ * of its seal log signed by this node with each seal's inclusion proof (version 2, docs/protocol.md §15.4), or its
+ * chain from its first seal when no node key signs heads (version 1). Verification is core/receipt.ts's
+ * `verifyReceipt`.
  */
 import { anchorView } from '../../core/anchor-view.js';
-import { RECEIPT_VERSION, type JobReceipt, type ReceiptRecord } from '../../core/receipt.js';
+import type { KeyPair } from '../../core/identity.js';
+import { sealHeadsFor, type JobReceipt, type ReceiptRecord } from '../../core/receipt.js';
 import type { Seal } from '../../core/proof-types.js';
 import type { JobStore } from '../../store/job-store.js';
 import type { LedgerStore } from '../../store/ledger-store.js';
@@ -17,6 +20,8 @@ export interface ReceiptSources {
   proofs: ProofStore;
   ledger: LedgerStore;
   networkPassphrase?: string | undefined;
+  /** The node's key: it signs the heads of the seal logs a version-2 receipt carries. Without it, version 1. */
+  headSigner?: KeyPair | undefined;
 }
 
 export type ReceiptLookup = { found: true; receipt: JobReceipt } | { found: false; reason: 'no_job' | 'no_request' };
@@ -57,24 +62,29 @@ export async function buildJobReceipt(sources: ReceiptSources, jobId: string): P
       anchor: anchorView(anchor, sources.networkPassphrase),
     });
   }
-  return {
-    found: true,
-    receipt: {
-      receipt_version: RECEIPT_VERSION,
-      status: pending.length === 0 ? 'complete' : 'pending',
-      job_id: job.job_id,
-      pending,
-      request: job.request,
-      job: response,
-      records,
-      seal_chains: await sealChains(sources.proofs, records),
-    },
-  };
+  const common = { job_id: job.job_id, pending, request: job.request, job: response, records };
+  if (sources.headSigner === undefined) {
+    const seal_chains = await sealChains(sources.proofs, records);
+    const status = pending.length === 0 ? 'complete' : 'pending';
+    return { found: true, receipt: { receipt_version: 1, status, ...common, seal_chains } };
+  }
+  const logs = new Map<string, Seal[]>();
+  for (const { seal } of records) {
+    if (seal !== null && !logs.has(seal.sealer_pk))
+      logs.set(seal.sealer_pk, await sources.proofs.sealsOf(seal.sealer_pk));
+  }
+  const seal_heads = sealHeadsFor(records, logs, sources.headSigner.secretKey);
+  for (const r of records) {
+    if (r.seal !== null && r.seal_proof === null)
+      pending.push(`record ${r.record_id}: its seal is not in its sealer's log yet`);
+  }
+  const status = pending.length === 0 ? 'complete' : 'pending';
+  return { found: true, receipt: { receipt_version: 2, status, ...common, seal_heads } };
 }
 
 /**
- * Each sealer's seals from its first up to the latest epoch a record needs. Kept simple (no checkpoints): the
- * chain grows by one seal per epoch, about 600 bytes an hour per sealer (docs/protocol.md §15).
+ * Version 1: each sealer's seals from its first up to the latest epoch a record needs; the chain grows by one seal
+ * per epoch, about 600 bytes an hour per sealer (docs/protocol.md §15.1).
  */
 async function sealChains(proofs: ProofStore, records: readonly ReceiptRecord[]) {
   const latest = new Map<string, number>();

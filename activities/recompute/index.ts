@@ -1,5 +1,5 @@
 /**
- * Recomputing a verified receipt's steps from the public inputs their records name (docs/protocol.md §15.4):
+ * Recomputing a verified receipt's steps from the public inputs their records name (docs/protocol.md §15.6):
  * `geofabric receipt verify --recompute` runs it after the offline checks passed. One entry of RECOMPUTERS per
  * step type of the registry (core/step-types/), by the payload type of the record the step writes ('none' for a
  * type that writes none): adding a recomputable type is one entry there.

@@ -6,7 +6,7 @@ import { route } from '../route-spec.js';
 import { jobIdParams } from '../schemas/param-docs.js';
 
 const receiptSchema = z.looseObject({
-  receipt_version: z.literal(1),
+  receipt_version: z.union([z.literal(1), z.literal(2)]),
   status: z.enum(['complete', 'pending']),
   job_id: z.string(),
   pending: z.array(z.string()),
@@ -16,7 +16,11 @@ const receiptSchema = z.looseObject({
   }),
   job: z.record(z.string(), z.unknown()).nullable(),
   records: z.array(z.record(z.string(), z.unknown())),
-  seal_chains: z.array(z.looseObject({ sealer_pk: z.string(), seals: z.array(z.unknown()) })),
+  // Version 1: every seal since each sealer's first; version 2: a signed head per sealer (docs/protocol.md §15.4).
+  seal_chains: z.array(z.looseObject({ sealer_pk: z.string(), seals: z.array(z.unknown()) })).optional(),
+  seal_heads: z
+    .array(z.looseObject({ head: z.record(z.string(), z.unknown()), anchored: z.unknown().nullable() }))
+    .optional(),
 });
 
 /**
@@ -46,7 +50,7 @@ export const receiptRoutes = (sources: ReceiptSources) => [
       summary: "A job's receipt",
       description:
         'The signed request, its delegation chain, the job answer, the `compute/job` record and every step record ' +
-        "with inclusion proofs, seals, anchors and each sealer's seal chain: check it offline with " +
+        "with inclusion proofs, seals, anchors and a signed head of each sealer's seal log: check it offline with " +
         '`geofabric receipt verify`. `status` is `pending` until every record is sealed.',
       tags: ['Compute'],
       params: jobIdParams,

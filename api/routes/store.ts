@@ -6,7 +6,11 @@ import { ERROR_STATUS, ServiceError } from '../../core/errors.js';
 import { sha256Hex } from '../../core/hash.js';
 import { proofPurchaseEntries } from '../../core/ledger-entries.js';
 import { anchorView, type AnchorView } from '../../core/anchor-view.js';
+import type { KeyPair } from '../../core/identity.js';
 import type { ProofBundle } from '../../core/proof-bundle.js';
+import type { InclusionProof } from '../../core/proof-types.js';
+import { sealHeadsFor, type ReceiptRecord } from '../../core/receipt.js';
+import type { SealHead } from '../../core/seal-log.js';
 import type { ProofIngest, Verdict } from '../../activities/proof/proof-ingest.js';
 import { route, type RouteDocs } from '../route-spec.js';
 import { recordIdParams } from '../schemas/param-docs.js';
@@ -44,6 +48,8 @@ export interface StoreRouteDeps {
   platformPk: string;
   /** The Stellar network anchors are written to, shown with each anchor so a verifier asks the right one. */
   networkPassphrase?: string | undefined;
+  /** This node's key: it signs the head of the sealer's log a proof comes with (docs/protocol.md §15.4). */
+  headSigner?: KeyPair | undefined;
 }
 
 /**
@@ -202,11 +208,27 @@ export const storeRoutes = (deps: StoreRouteDeps) => [
 async function anchoredProof(
   deps: StoreRouteDeps,
   recordId: string,
-): Promise<ProofBundle & { anchor: AnchorView | null }> {
+): Promise<
+  ProofBundle & { anchor: AnchorView | null; seal_head?: SealHead | null; seal_proof?: InclusionProof | null }
+> {
   const bundle = await deps.ingest.proofOf(recordId);
   if (!bundle) throw new ServiceError('record_not_found', `no record with id ${JSON.stringify(recordId)}`);
   const anchor = bundle.seal ? await deps.ledger.anchor(bundle.seal.sealer_pk, bundle.seal.epoch) : null;
-  return { ...bundle, anchor: anchorView(anchor, deps.networkPassphrase) };
+  const anchored = { ...bundle, anchor: anchorView(anchor, deps.networkPassphrase) };
+  if (deps.headSigner === undefined) return anchored;
+  // The seal's inclusion in a head of its sealer's log, as a receipt carries it (docs/protocol.md §15.4).
+  const entry: ReceiptRecord = {
+    role: 'job',
+    step_id: null,
+    record_id: recordId,
+    record: bundle.record,
+    seal: bundle.seal,
+    proof: bundle.proof,
+    anchor: null,
+  };
+  const logs = new Map(bundle.seal ? [[bundle.seal.sealer_pk, await deps.proofs.sealsOf(bundle.seal.sealer_pk)]] : []);
+  const [log] = sealHeadsFor([entry], logs, deps.headSigner.secretKey);
+  return { ...anchored, seal_head: entry.seal_proof == null ? null : log!.head, seal_proof: entry.seal_proof ?? null };
 }
 
 /** A push of records or seals by a node: signed (gate 1), no delegation facet, per-item verdicts. */

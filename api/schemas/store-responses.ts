@@ -42,6 +42,15 @@ export const proofBundleSchema = z.object({
   verified: z.boolean().describe('Recomputed by the server per call; verify offline with `geofabric proof verify`'),
   pending: z.literal(true).optional().describe('The epoch is not sealed yet'),
   anchor: anchorSchema.nullable().describe("Where the epoch's root was written on the ledger, once submitted"),
+  seal_head: z
+    .record(z.string(), z.unknown())
+    .nullable()
+    .optional()
+    .describe("A signed head of the sealer's seal log (docs/protocol.md §15.4); null while unsealed"),
+  seal_proof: inclusionProofSchema
+    .nullable()
+    .optional()
+    .describe("The seal's inclusion proof in `seal_head` (docs/protocol.md §15.4)"),
 });
 
 export const proofPurchaseResponseSchema = proofBundleSchema.extend({

@@ -8,6 +8,8 @@ import assert from 'node:assert/strict';
 import type { TileConfig } from '../../activities/tiles/index.js';
 import { generateKeyPair } from '../../core/identity.js';
 import { verifyReceipt, type JobReceipt } from '../../core/receipt.js';
+import type { InclusionProof, Seal } from '../../core/proof-types.js';
+import { checkSealHead, sealInclusionIssue, type SealHead } from '../../core/seal-log.js';
 import { TILE_STYLES } from '../../core/tile-styles.js';
 import { ROME_CELL } from '../helpers/cog-fixture.js';
 import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
@@ -119,7 +121,8 @@ describe('job receipts over HTTP (docs/protocol.md §15)', function () {
 
     const pending = await receiptOf(job.job_id);
     assert.equal(pending.status, 'pending');
-    assert.equal(pending.receipt_version, 1);
+    assert.equal(pending.receipt_version, 2);
+    assert.deepEqual(pending.seal_heads, []);
     assert.deepEqual(pending.request, { body: signed.body, delegation_chain: null });
     assert.ok(pending.pending.length > 0);
     const early = verifyReceipt(pending);
@@ -137,8 +140,10 @@ describe('job receipts over HTTP (docs/protocol.md §15)', function () {
     );
     assert.equal(sealed.records.length, 5);
     assert.ok(sealed.records.every((r) => r.seal !== null && r.proof !== null));
-    assert.equal(sealed.seal_chains.length, 1);
-    assert.equal(sealed.seal_chains[0]!.sealer_pk, gw.node.publicKey);
+    assert.equal(sealed.receipt_version, 2);
+    assert.equal(sealed.seal_heads!.length, 1);
+    assert.equal(sealed.seal_heads![0]!.head.sealer_pk, gw.node.publicKey);
+    assert.ok(sealed.records.every((r) => r.seal_proof !== null));
     const verdict = verifyReceipt(sealed, { sealerPk: gw.node.publicKey });
     assert.deepEqual(
       verdict.checks.filter((c) => !c.ok),
@@ -159,6 +164,40 @@ describe('job receipts over HTTP (docs/protocol.md §15)', function () {
         `${tamper.name}: ${JSON.stringify(verdict.checks.find((c) => !c.ok))}`,
       );
     }
+  });
+
+  it('proves the same seals in a later head after more epochs are sealed, in a receipt of the same size', async () => {
+    const epoch = sealed.records[0]!.seal!.epoch;
+    const before = JSON.stringify(sealed).length;
+    // Four more epochs: the head grows from the job's epoch to 5 seals, the proofs to 2 or 3 hashes.
+    await sealThrough(gw.proofs, gw.node, epoch + 4);
+    const later = await receiptOf(sealed.job_id);
+    const head = later.seal_heads![0]!.head;
+    assert.equal(head.tree_size - sealed.seal_heads![0]!.head.tree_size, 4);
+    assert.deepEqual(
+      later.records.map((r) => r.seal!.seal_hash),
+      sealed.records.map((r) => r.seal!.seal_hash),
+    );
+    assert.ok(later.records.every((r) => r.seal_proof!.tree_size === head.tree_size));
+    // It grows by the proof hashes (67 bytes of JSON each), not by the four seals (about 600 bytes each).
+    const hashes = later.records.reduce((n, r) => n + r.seal_proof!.hashes.length, 0);
+    assert.ok(hashes <= later.records.length * 3);
+    assert.ok(JSON.stringify(later).length - before <= hashes * 67, 'the receipt grows by its proof hashes only');
+    assert.equal(verifyReceipt(later, { sealerPk: gw.node.publicKey }).ok, true);
+    sealed = later;
+  });
+
+  it("serves /store/proof with the seal's inclusion proof in a signed head of its sealer's log", async () => {
+    const entry = sealed.records[1]!;
+    const res = await gw.get(`/store/proof/${encodeURIComponent(entry.record_id)}`);
+    assert.equal(res.status, 200, res.text);
+    const bundle = res.body as { seal: Seal; seal_head: SealHead; seal_proof: InclusionProof };
+    const head = checkSealHead(bundle.seal_head);
+    assert.ok(head.ok);
+    assert.equal(head.value.signer_pk, gw.node.publicKey);
+    assert.equal(head.value.tree_size, sealed.seal_heads![0]!.head.tree_size);
+    assert.equal(sealInclusionIssue(bundle.seal, head.value, bundle.seal_proof), undefined);
+    assert.deepEqual(bundle.seal_proof, entry.seal_proof);
   });
 
   it('fails the sealer check when another key is pinned', () => {
@@ -184,6 +223,12 @@ describe('job receipts over HTTP (docs/protocol.md §15)', function () {
     const anchored = await receiptOf(sealed.job_id);
     assert.equal(anchored.records[0]!.anchor?.root, seal.merkle_root);
     assert.equal(verifyReceipt(anchored).ok, true);
+    // The head ending at the anchored seal, and the proof that the receipt's head extends it (docs/protocol.md §15.4).
+    const log = anchored.seal_heads![0]!;
+    assert.equal(log.anchored!.head.tree_size, seal.epoch - log.head.first_epoch + 1);
+    const unanchored = structuredClone(anchored);
+    unanchored.seal_heads![0]!.anchored = null;
+    assert.equal(verifyReceipt(unanchored).failedCheck, 'anchor');
     anchored.records[0]!.anchor!.root = seal.merkle_root.replace(/^./, (c) => (c === '0' ? '1' : '0'));
     assert.equal(verifyReceipt(anchored).failedCheck, 'anchor');
   });

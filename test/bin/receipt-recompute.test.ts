@@ -1,5 +1,5 @@
 /**
- * `geofabric receipt verify --recompute` (docs/protocol.md §15.4): real NDVI, flood and mixed jobs on a gateway
+ * `geofabric receipt verify --recompute` (docs/protocol.md §15.6): real NDVI, flood and mixed jobs on a gateway
  * against the local STAC/COG server, sealed, their receipts fetched over HTTP; each imagery step recomputes from
  * the recorded byte ranges bit for bit; one changed pixel of a served COG differs, naming the field; the server
  * down leaves the inputs unavailable; a tile whose upstream changed says so; inference is not recomputable and
@@ -124,7 +124,7 @@ function capture() {
   return { out, err, io: { log: (l: string) => out.push(l), error: (l: string) => err.push(l) } };
 }
 
-describe('geofabric receipt verify --recompute (docs/protocol.md §15.4)', function () {
+describe('geofabric receipt verify --recompute (docs/protocol.md §15.6)', function () {
   this.timeout(60_000);
   const now = TEST_NOW + 60_000;
   const dir = mkdtempSync(join(tmpdir(), 'receipt-recompute-'));

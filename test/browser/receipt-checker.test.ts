@@ -100,6 +100,12 @@ describe('the dashboard receipt checker in Chromium (playwright-core)', function
     assert.equal(await verdict(), 'Invalid: the inclusion check failed.');
     assert.ok((await marks()).includes('inclusion:fail'));
     assert.ok((await marks()).includes('request_signature:pass'));
+    // Only what verified is shown as verified: the checks after the failed one are not counted.
+    const after = RECEIPT_CHECKS.slice(RECEIPT_CHECKS.indexOf('inclusion') + 1);
+    assert.deepEqual(
+      (await marks()).slice(-after.length),
+      after.map((name) => `${name}:unverified`),
+    );
     await page.locator('#receipt-result').screenshot({ path: join(ARTIFACTS, 'receipt-tampered.png') });
   });
 

@@ -14,7 +14,7 @@ import { outputHash } from '../../core/job-hash.js';
 import { inclusionProofFromLevels } from '../../core/merkle/inclusion.js';
 import { signRecord } from '../../core/proof-record.js';
 import { GENESIS_PREV_HASH, type ProofRecord, type Seal } from '../../core/proof-types.js';
-import type { JobReceipt, ReceiptRecord } from '../../core/receipt.js';
+import { sealHeadsFor, type JobReceipt, type ReceiptRecord } from '../../core/receipt.js';
 import { createSealWithLevels } from '../../core/seal.js';
 import { FUSION_METHOD, fuseReadings } from '../../core/sensor-fusion.js';
 import { signReading, telemetryRecordId, type ReadingFields } from '../../core/telemetry.js';
@@ -188,7 +188,14 @@ export function resealed(receipt: JobReceipt, writers: ReadonlyMap<string, KeyPa
       seals.push(seal);
       prev = seal.seal_hash;
     }
-    copy.seal_chains = [...copy.seal_chains.filter((c) => c.sealer_pk !== pk), { sealer_pk: pk, seals }];
+    if (copy.receipt_version === 1) {
+      copy.seal_chains = [...copy.seal_chains!.filter((c) => c.sealer_pk !== pk), { sealer_pk: pk, seals }];
+      continue;
+    }
+    // Version 2: the writer's log is these seals; its head, signed by the writer, replaces the old one.
+    const mine = copy.records.filter((e) => e.seal?.sealer_pk === pk);
+    const heads = sealHeadsFor(mine, new Map([[pk, seals]]), writer.secretKey);
+    copy.seal_heads = [...copy.seal_heads!.filter((h) => h.head.sealer_pk !== pk), ...heads];
   }
   return copy;
 }

@@ -257,6 +257,7 @@ export async function startGateway(
     jobRunner,
     ledger,
     nodePk: node.publicKey,
+    headSigner: node,
     networkPassphrase: options.networkPassphrase,
     metrics: options.metrics,
     draining: options.draining,

@@ -64,6 +64,8 @@ export function agreementBases(): Record<string, JobReceipt> {
     pending: load('receipt-pending.json'),
     'created-at': load('receipt-created-at.json'),
     custodial: load('receipt-custodial.json'),
+    // Version 1 (every seal since the sealer's first) still verifies in all four (docs/protocol.md §15.4).
+    v1: load('receipt-v1.json'),
     fusion: fusionReceipt(load('receipt-fusion.json')),
   };
 }
@@ -172,7 +174,7 @@ function withJobSeal(valid: JobReceipt, edit: (seal: Obj) => void): JobReceipt {
   const hash = sealHash(unsigned as Seal);
   const seal = { ...unsigned, seal_hash: hash, signature: signMessage(CONFORMANCE_NODE.secretKey, hash) } as Seal;
   for (const e of copy.records) if (e.seal?.seal_hash === old.seal_hash) e.seal = seal;
-  for (const c of copy.seal_chains) c.seals = c.seals.map((s) => (s.seal_hash === old.seal_hash ? seal : s));
+  for (const c of copy.seal_chains ?? []) c.seals = c.seals.map((s) => (s.seal_hash === old.seal_hash ? seal : s));
   return copy;
 }
 

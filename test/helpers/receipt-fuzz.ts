@@ -52,6 +52,9 @@ function isSigned(path: Path): boolean {
   const [a, , c, d] = path;
   if (a === 'records') return c === 'record' || c === 'seal';
   if (a === 'seal_chains') return c === 'seals' && d !== undefined;
+  // A seal log head's fields (docs/protocol.md §15.4); its proofs are not signed.
+  if (a === 'seal_heads')
+    return (c === 'head' && d !== undefined) || (c === 'anchored' && d === 'head' && path[4] !== undefined);
   if (a === 'request') return path[1] === 'body' || (path[1] === 'delegation_chain' && path.length > 3);
   return false;
 }

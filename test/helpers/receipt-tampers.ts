@@ -24,6 +24,15 @@ export interface ReceiptTamper {
   appliesTo?: (receipt: JobReceipt) => boolean;
 }
 
+const v1 = (r: JobReceipt) => r.receipt_version === 1;
+const v2 = (r: JobReceipt) => r.receipt_version === 2;
+/** The head of the job record's sealer. */
+const head = (r: JobReceipt) =>
+  r.seal_heads!.find((h) => h.head.sealer_pk === r.records[0]!.seal!.sealer_pk)!.head as unknown as Obj & {
+    tree_size: number;
+    first_epoch: number;
+  };
+const edit = (o: Obj, key: string) => void (o[key] = flip(String(o[key])));
 const payload = (r: JobReceipt, i: number) => r.records[i]!.record!.payload as Obj;
 const firstStep = (r: JobReceipt) => (r.request.body.steps as Obj[])[0]!;
 
@@ -31,7 +40,7 @@ export const RECEIPT_TAMPERS: readonly ReceiptTamper[] = [
   {
     name: 'receipt_version',
     expected: 'receipt_format',
-    apply: (r) => void ((r as unknown as Obj).receipt_version = 2),
+    apply: (r) => void ((r as unknown as Obj).receipt_version = 3),
   },
   {
     name: 'request step id',
@@ -121,12 +130,81 @@ export const RECEIPT_TAMPERS: readonly ReceiptTamper[] = [
   {
     name: 'chain seal prev_epoch_hash',
     expected: 'seal_chain',
+    appliesTo: v1,
     apply: (r) => {
-      const seal = r.seal_chains[0]!.seals[0]!;
+      const seal = r.seal_chains![0]!.seals[0]!;
       seal.prev_epoch_hash = flip(seal.prev_epoch_hash);
     },
   },
-  { name: 'seal chain dropped', expected: 'seal_chain', apply: (r) => void (r.seal_chains = []) },
+  { name: 'seal chain dropped', expected: 'seal_chain', appliesTo: v1, apply: (r) => void (r.seal_chains = []) },
+  // Version 2 (docs/protocol.md §15.4): the head of the job record's sealer and the seal's proof in it.
+  { name: 'seal head signature', expected: 'seal_chain', appliesTo: v2, apply: (r) => void edit(head(r), 'signature') },
+  { name: 'seal head root_hash', expected: 'seal_chain', appliesTo: v2, apply: (r) => void edit(head(r), 'root_hash') },
+  {
+    name: 'seal head tree_size (one more seal claimed)',
+    expected: 'seal_chain',
+    appliesTo: v2,
+    apply: (r) => void (head(r).tree_size += 1),
+  },
+  {
+    name: 'seal head first_epoch',
+    expected: 'seal_chain',
+    appliesTo: v2,
+    apply: (r) => void (head(r).first_epoch += 1),
+  },
+  { name: 'seal head sealer_pk', expected: 'seal_chain', appliesTo: v2, apply: (r) => void edit(head(r), 'sealer_pk') },
+  { name: 'seal heads dropped', expected: 'seal_chain', appliesTo: v2, apply: (r) => void (r.seal_heads = []) },
+  {
+    name: 'seal proof node',
+    expected: 'seal_chain',
+    appliesTo: (r) => v2(r) && r.records[0]!.seal_proof!.hashes.length > 0,
+    apply: (r) => void (r.records[0]!.seal_proof!.hashes[0] = flip(r.records[0]!.seal_proof!.hashes[0]!)),
+  },
+  {
+    name: 'seal proof leaf_index (another epoch)',
+    expected: 'seal_chain',
+    appliesTo: (r) => v2(r) && r.records[0]!.seal_proof!.tree_size > 1,
+    apply: (r) => void (r.records[0]!.seal_proof!.leaf_index ^= 1),
+  },
+  {
+    name: 'seal proof tree_size',
+    expected: 'seal_chain',
+    appliesTo: v2,
+    apply: (r) => void (r.records[0]!.seal_proof!.tree_size += 1),
+  },
+  {
+    name: 'seal proof null on a sealed record',
+    expected: 'seal_chain',
+    appliesTo: v2,
+    apply: (r) => void (r.records[0]!.seal_proof = null),
+  },
+  {
+    name: 'record entry without its seal_proof field',
+    expected: 'receipt_format',
+    appliesTo: v2,
+    apply: (r) => void delete (r.records[0] as unknown as Obj).seal_proof,
+  },
+  {
+    name: 'anchored head dropped',
+    expected: 'anchor',
+    appliesTo: (r) => v2(r) && r.seal_heads![0]!.anchored !== null,
+    apply: (r) => void (r.seal_heads![0]!.anchored = null),
+  },
+  {
+    name: 'anchored head signature',
+    expected: 'anchor',
+    appliesTo: (r) => v2(r) && r.seal_heads![0]!.anchored !== null,
+    apply: (r) => void edit(r.seal_heads![0]!.anchored!.head as unknown as Obj, 'signature'),
+  },
+  {
+    name: 'consistency proof node',
+    expected: 'anchor',
+    appliesTo: (r) => v2(r) && (r.seal_heads![0]!.anchored?.consistency.length ?? 0) > 0,
+    apply: (r) => {
+      const proof = r.seal_heads![0]!.anchored!.consistency;
+      proof[0] = flip(proof[0]!);
+    },
+  },
   {
     // Outside the nine signed fields, so no signature breaks: the shape check must refuse it, in every verifier.
     name: 'delegation certificate with an extra unsigned field',
@@ -144,6 +222,7 @@ export const RECEIPT_TAMPERS: readonly ReceiptTamper[] = [
   {
     name: 'status complete while pending',
     expected: 'sealed',
-    apply: (r) => Object.assign(r.records[1]!, { seal: null, proof: null, anchor: null }),
+    apply: (r) =>
+      Object.assign(r.records[1]!, { seal: null, proof: null, anchor: null }, v2(r) ? { seal_proof: null } : {}),
   },
 ];

@@ -20,11 +20,13 @@ from .shapes import (
     cert_shape_issue,
     fuse,
     get,
+    head_shape_issue,
     is_cell,
     is_index,
     is_obj,
     number,
     opt,
+    proof_shape_issue,
     proven_reading,
     record_shape_issue,
     same,
@@ -118,8 +120,9 @@ def verify_receipt(receipt: Any, sealer_pk: Optional[str] = None, allow_pending:
         add("step_records", lambda: _step_records(value, payload, allow_pending))
         add("fusion_inputs", lambda: _fusion_inputs(value, job_entry, allow_pending))
         add("inclusion", lambda: _inclusion(value, job_entry, sealer_pk))
-        add("seal_chain", lambda: _seal_chains(value))
-        add("anchor", lambda: _anchors(value))
+        v1 = same(value["receipt_version"], 1)
+        add("seal_chain", lambda: _seal_chains(value) if v1 else _seal_logs(value, job_entry, sealer_pk))
+        add("anchor", lambda: _anchors(value, job_entry, sealer_pk))
         add("sealer", lambda: _sealer(job_entry, sealer_pk))
         add("sealed", lambda: _sealed(value, allow_pending))
     failed = next((c for c in checks if not c.ok), None)
@@ -133,8 +136,9 @@ _ENTRY_OBJECTS = ("record", "seal", "proof", "anchor")
 def _receipt_format(value: Any) -> tuple[bool, str]:
     if not is_obj(value):
         return False, "a receipt is a JSON object"
-    if not same(get(value, "receipt_version"), 1):
-        return False, f"receipt_version {get(value, 'receipt_version')!r} is not 1"
+    version = get(value, "receipt_version")
+    if not same(version, 1) and not same(version, 2):
+        return False, f"receipt_version {version!r} is not 1 or 2"
     if get(value, "status") not in ("complete", "pending"):
         return False, "status must be complete or pending"
     if not isinstance(get(value, "job_id"), str):
@@ -160,18 +164,35 @@ def _receipt_format(value: Any) -> tuple[bool, str]:
         step_id = get(r, "step_id")
         if step_id is not None and not isinstance(step_id, str):
             return False, f"records[{i}].step_id must be a string or null"
-        field_ = next((k for k in _ENTRY_OBJECTS if get(r, k) is not None and not is_obj(get(r, k))), None)
+        # Version 2 adds seal_proof (docs/protocol.md §15.4), present like the others.
+        fields = _ENTRY_OBJECTS + ("seal_proof",) if same(version, 2) else _ENTRY_OBJECTS
+        field_ = next((k for k in fields if get(r, k) is not None and not is_obj(get(r, k))), None)
         if field_ is not None:
             return False, f"records[{i}].{field_} must be an object or null"
     if sum(1 for r in records if r["role"] == "job") > 1:
         return False, "more than one job record"
-    chains = get(value, "seal_chains")
-    if not isinstance(chains, list):
-        return False, "seal_chains must be an array"
-    for i, c in enumerate(chains):
-        if not is_obj(c) or not isinstance(get(c, "sealer_pk"), str) or not isinstance(get(c, "seals"), list):
-            return False, f"seal_chains[{i}] needs sealer_pk and seals"
-    return True, f"receipt version 1, {len(records)} records"
+    if same(version, 1):
+        chains = get(value, "seal_chains")
+        if not isinstance(chains, list):
+            return False, "seal_chains must be an array"
+        for i, c in enumerate(chains):
+            if not is_obj(c) or not isinstance(get(c, "sealer_pk"), str) or not isinstance(get(c, "seals"), list):
+                return False, f"seal_chains[{i}] needs sealer_pk and seals"
+        return True, f"receipt version 1, {len(records)} records"
+    if "seal_chains" in value:
+        return False, "a version 2 receipt has seal_heads, not seal_chains"
+    heads = get(value, "seal_heads")
+    if not isinstance(heads, list):
+        return False, "seal_heads must be an array"
+    for i, h in enumerate(heads):
+        anchored = get(h, "anchored") if is_obj(h) else UNDEFINED
+        if not is_obj(h) or not is_obj(get(h, "head")) or (anchored is not None and not is_obj(anchored)):
+            return False, f"seal_heads[{i}] needs head (an object) and anchored (an object or null)"
+        if is_obj(anchored) and (
+            not is_obj(get(anchored, "head")) or not isinstance(get(anchored, "consistency"), list)
+        ):
+            return False, f"seal_heads[{i}].anchored needs head and consistency"
+    return True, f"receipt version 2, {len(records)} records"
 
 
 def _request_signature(body: dict) -> tuple[bool, str]:
@@ -743,7 +764,7 @@ def _seal_chains(receipt: dict) -> tuple[bool, str]:
             sealers.append(get(r["seal"], "sealer_pk"))
     links = 0
     for sealer in sealers:
-        chain = next((c for c in receipt["seal_chains"] if same(c["sealer_pk"], sealer)), None)
+        chain = next((c for c in receipt.get("seal_chains", []) if same(c["sealer_pk"], sealer)), None)
         if chain is None:
             return False, f"no seal chain for sealer {sealer}"
         for seal in chain["seals"]:
@@ -776,7 +797,174 @@ def _seal_chains(receipt: dict) -> tuple[bool, str]:
     return True, f"{len(sealers)} sealer chain(s), {links} seal(s), each from the sealer's first"
 
 
-def _anchors(receipt: dict) -> tuple[bool, str]:
+# ---- version 2: seal logs (docs/protocol.md §15.4) ----
+
+_HEAD_TAG = "geofabric/seal-head/v1"
+_LOG_LEAF_PREFIX = b"\x00" + b"geofabric/seal-log/v1"
+
+
+def _head_issue(head: Any) -> Optional[str]:
+    """Shape, then head_hash (SHA-256 of the tag, a newline and JCS of the unsigned head), then signer_pk's
+    signature."""
+    shape = head_shape_issue(head)
+    if shape is not None:
+        return shape
+    unsigned = {k: v for k, v in head.items() if k not in ("head_hash", "signature")}
+    if sha256_hex(f"{_HEAD_TAG}\n{canonicalize(unsigned)}") != head["head_hash"]:
+        return "head_hash does not match the head"
+    if not verify(head["signer_pk"], head["head_hash"], head["signature"]):
+        return "the head signature does not verify"
+    return None
+
+
+def _head_signer_issue(head: dict, job_writer: Any, sealer_pk: Optional[str]) -> Optional[str]:
+    """Who may sign a head of a sealer's log: the sealer, or the node under the custodian rule."""
+    if head["signer_pk"] == head["sealer_pk"]:
+        return None
+    if sealer_pk is not None and head["signer_pk"] != sealer_pk:
+        return f"head signed by {head['signer_pk']}, not the pinned node"
+    if not same(head["signer_pk"], job_writer):
+        return f"head signed by {head['signer_pk']}, neither the sealer nor the node"
+    return None
+
+
+def _job_writer(job_entry: Optional[dict]) -> Any:
+    address = opt(opt(job_entry, "record"), "address")
+    return get(address, "pk") if is_obj(address) else UNDEFINED
+
+
+def _seal_logs(receipt: dict, job_entry: Optional[dict], sealer_pk: Optional[str]) -> tuple[bool, str]:
+    job_writer = _job_writer(job_entry)
+    heads: dict[str, dict] = {}
+    for i, entry in enumerate(receipt["seal_heads"]):
+        issue = _head_issue(entry["head"])
+        if issue is not None:
+            return False, f"seal_heads[{i}]: {issue}"
+        sealer = entry["head"]["sealer_pk"]
+        if sealer in heads:
+            return False, f"two heads of sealer {sealer}"
+        signer = _head_signer_issue(entry["head"], job_writer, sealer_pk)
+        if signer is not None:
+            return False, f"seal_heads[{i}]: {signer}"
+        heads[sealer] = entry["head"]
+    needed: set[str] = set()
+    proven = 0
+    for entry in receipt["records"]:
+        seal = entry["seal"]
+        if seal is None:
+            if entry["seal_proof"] is not None:
+                return False, f"{entry['record_id']}: a seal_proof without a seal"
+            continue
+        issue = _seal_issue(seal)
+        if issue is not None:
+            return False, f"{entry['record_id']}: {issue}"
+        head = heads.get(seal["sealer_pk"])
+        if head is None:
+            return False, f"{entry['record_id']}: no head of sealer {seal['sealer_pk']}"
+        needed.add(seal["sealer_pk"])
+        proof = entry["seal_proof"]
+        if proof is None:
+            return False, f"{entry['record_id']}: no proof of its seal in the head"
+        shape = proof_shape_issue(proof)
+        if shape is not None:
+            return False, f"{entry['record_id']}: seal_proof {shape}"
+        if not same(proof["leaf_index"], seal["epoch"] - head["first_epoch"]):
+            return False, f"{entry['record_id']}: leaf_index is not its epoch less the head's first epoch"
+        if not same(proof["tree_size"], head["tree_size"]):
+            return False, f"{entry['record_id']}: the proof is not of the head's size"
+        leaf = _sha(_LOG_LEAF_PREFIX + bytes.fromhex(seal["seal_hash"]))
+        root = _root_of(proof["leaf_index"], proof["tree_size"], leaf, [bytes.fromhex(h) for h in proof["hashes"]])
+        if isinstance(root, str):
+            return False, f"{entry['record_id']}: {root}"
+        if root.hex() != head["root_hash"]:
+            return False, f"{entry['record_id']}: the proof does not lead to the head's root"
+        proven += 1
+    stray = next((pk for pk in heads if pk not in needed), None)
+    if stray is not None:
+        return False, f"a head of sealer {stray}, whose seal no record needs"
+    return True, f"{proven} seal(s) proven in {len(heads)} signed head(s)"
+
+
+def _consistent(m: int, n: int, old_root: bytes, new_root: bytes, proof: list[bytes]) -> bool:
+    """RFC 9162 §2.1.4.2; for m = n the proof is empty and the roots equal (two roots of one size: equivocation)."""
+    if not 1 <= m <= n:
+        return False
+    if m == n:
+        return not proof and old_root == new_root
+    path = [old_root, *proof] if m & (m - 1) == 0 else list(proof)
+    if not path:
+        return False
+    fn, sn = m - 1, n - 1
+    while fn % 2 == 1:
+        fn //= 2
+        sn //= 2
+    fr = sr = path[0]
+    for c in path[1:]:
+        if sn == 0:
+            return False
+        if fn % 2 == 1 or fn == sn:
+            fr = _sha(b"\x01" + c + fr)
+            sr = _sha(b"\x01" + c + sr)
+            while fn % 2 == 0 and fn != 0:
+                fn //= 2
+                sn //= 2
+        else:
+            sr = _sha(b"\x01" + sr + c)
+        fn //= 2
+        sn //= 2
+    return sn == 0 and fr == old_root and sr == new_root
+
+
+def _anchored_heads(receipt: dict, job_entry: Optional[dict], sealer_pk: Optional[str]) -> tuple[bool, str]:
+    """Per sealer with an anchored record: the head ending at its latest anchored epoch, and the head consistent
+    with it."""
+    job_writer = _job_writer(job_entry)
+    consistent = 0
+    for i, entry in enumerate(receipt["seal_heads"]):
+        issue = _head_issue(entry["head"])
+        if issue is not None:
+            return False, f"seal_heads[{i}]: {issue}"
+        head = entry["head"]
+        epochs = [
+            get(r["anchor"], "epoch")
+            for r in receipt["records"]
+            if r["anchor"] is not None and is_obj(r["seal"]) and same(get(r["seal"], "sealer_pk"), head["sealer_pk"])
+        ]
+        if not epochs:
+            if entry["anchored"] is not None:
+                return False, f"seal_heads[{i}]: an anchored head, but no record is anchored"
+            continue
+        latest = max(epochs)
+        if entry["anchored"] is None:
+            return False, f"seal_heads[{i}]: epoch {latest} is anchored, but no anchored head"
+        issue = _head_issue(entry["anchored"]["head"])
+        if issue is not None:
+            return False, f"seal_heads[{i}].anchored: {issue}"
+        anchored = entry["anchored"]["head"]
+        signer = _head_signer_issue(anchored, job_writer, sealer_pk)
+        if signer is not None:
+            return False, f"seal_heads[{i}].anchored: {signer}"
+        if anchored["sealer_pk"] != head["sealer_pk"] or not same(anchored["first_epoch"], head["first_epoch"]):
+            return False, f"seal_heads[{i}]: the anchored head is of another log"
+        if not same(anchored["tree_size"], latest - anchored["first_epoch"] + 1):
+            return False, f"seal_heads[{i}]: the anchored head does not end at the anchored epoch"
+        proof = entry["anchored"]["consistency"]
+        if len(proof) > 64 or not all(is_hex(h, 32) for h in proof):
+            return False, f"seal_heads[{i}]: consistency is malformed"
+        holds = _consistent(
+            int(anchored["tree_size"]),
+            int(head["tree_size"]),
+            bytes.fromhex(anchored["root_hash"]),
+            bytes.fromhex(head["root_hash"]),
+            [bytes.fromhex(h) for h in proof],
+        )
+        if not holds:
+            return False, f"seal_heads[{i}]: the head is not consistent with the anchored head"
+        consistent += 1
+    return True, f"{consistent} head(s) consistent with their anchored heads"
+
+
+def _anchors(receipt: dict, job_entry: Optional[dict], sealer_pk: Optional[str]) -> tuple[bool, str]:
     anchored = 0
     for entry in receipt["records"]:
         anchor = entry["anchor"]
@@ -789,7 +977,11 @@ def _anchors(receipt: dict) -> tuple[bool, str]:
         if not same_root or not same(get(anchor, "epoch"), get(seal, "epoch")):
             return False, f"{entry['record_id']}: the anchor's root or epoch is not the seal's"
         anchored += 1
-    return True, "no anchor yet" if anchored == 0 else f"{anchored} anchor(s) name their seal's root"
+    named = "no anchor yet" if anchored == 0 else f"{anchored} anchor(s) name their seal's root"
+    if same(receipt["receipt_version"], 1):
+        return True, named
+    ok, detail = _anchored_heads(receipt, job_entry, sealer_pk)
+    return (True, f"{named}; {detail}") if ok else (False, detail)
 
 
 def _sealer(entry: Optional[dict], sealer_pk: Optional[str]) -> tuple[bool, str]:

@@ -86,6 +86,36 @@ def _has_keys(value: dict, required: tuple, optional: tuple = ()) -> bool:
     return all(k in value for k in required) and all(k in required or k in optional for k in value)
 
 
+# ---- seal log heads and proofs (docs/protocol.md §15.4) ----
+
+_HEAD_KEYS = ("version", "sealer_pk", "first_epoch", "tree_size", "root_hash", "signer_pk", "head_hash", "signature")
+
+
+def head_shape_issue(head: Any) -> Optional[str]:
+    """Why ``head`` is not a seal log head's shape (before its hash and signature are checked), or None."""
+    if not is_obj(head) or not _has_keys(head, _HEAD_KEYS):
+        return "has not the fields of a head"
+    if not same(head["version"], 1) or not is_hex64(head["sealer_pk"]) or not is_hex64(head["signer_pk"]):
+        return "malformed"
+    if not is_index(head["first_epoch"]) or not is_index(head["tree_size"], 1):
+        return "first_epoch or tree_size is malformed"
+    if not is_hex64(head["root_hash"]) or not is_hex64(head["head_hash"]) or not is_hex128(head["signature"]):
+        return "hashes are malformed"
+    return None
+
+
+def proof_shape_issue(proof: Any) -> Optional[str]:
+    """Why ``proof`` is not an inclusion proof's shape (leaf_index, tree_size, at most 64 hashes), or None."""
+    if not is_obj(proof) or not _has_keys(proof, ("leaf_index", "tree_size", "hashes")):
+        return "has not the fields of a proof"
+    if not is_index(proof["leaf_index"]) or not is_index(proof["tree_size"], 1):
+        return "leaf_index or tree_size is malformed"
+    hashes = proof["hashes"]
+    if not isinstance(hashes, list) or len(hashes) > 64 or not all(is_hex64(h) for h in hashes):
+        return "hashes are malformed"
+    return None
+
+
 # ---- H3 cells: 15 lowercase hex digits that H3 calls a valid cell ----
 
 _PENTAGON_BASE_CELLS = {4, 14, 24, 38, 49, 58, 63, 72, 83, 97, 107, 117}

@@ -5,7 +5,17 @@
  */
 import { canonicalize, CanonicalJsonError } from './jcs.js';
 import { hexToBytes, isHex, publicKeyIssue, sha256Hex, verify } from './crypto.js';
-import { cellCovered, certShapeIssue, isCell, isObj, recordShapeIssue, sealShapeIssue, timestampMs } from './shapes.js';
+import {
+  cellCovered,
+  certShapeIssue,
+  headShapeIssue,
+  isCell,
+  isObj,
+  proofShapeIssue,
+  recordShapeIssue,
+  sealShapeIssue,
+  timestampMs,
+} from './shapes.js';
 import { fuse, provenReading, type FusionReading } from './telemetry.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
@@ -84,16 +94,22 @@ interface Entry {
   seal: Obj | null;
   proof: Obj | null;
   anchor: Obj | null;
+  seal_proof?: Obj | null;
+}
+interface HeadEntry {
+  head: Obj;
+  anchored: { head: Obj; consistency: unknown[] } | null;
 }
 interface Receipt {
-  receipt_version: 1;
+  receipt_version: 1 | 2;
   status: 'complete' | 'pending';
   job_id: string;
   pending: string[];
   request: { body: Obj; delegation_chain: Obj[] | null };
   job: (Obj & { job_id: string; steps: Obj[]; proof?: Obj | null }) | null;
   records: Entry[];
-  seal_chains: { sealer_pk: string; seals: Obj[] }[];
+  seal_chains?: { sealer_pk: string; seals: Obj[] }[];
+  seal_heads?: HeadEntry[];
 }
 
 /** The job id of a signature: the first 128 bits of SHA-256("geofabric/job\n" + signature) as a UUIDv8. */
@@ -139,8 +155,10 @@ export function verifyReceipt(value: unknown, options: VerifyReceiptOptions = {}
   add('step_records', () => stepRecords(receipt, payload, allowPending));
   add('fusion_inputs', () => fusionInputs(receipt, jobEntry, allowPending));
   add('inclusion', () => inclusion(receipt, jobEntry, options.sealerPk));
-  add('seal_chain', () => sealChains(receipt));
-  add('anchor', () => anchors(receipt));
+  add('seal_chain', () =>
+    receipt.receipt_version === 1 ? sealChains(receipt) : sealLogs(receipt, jobEntry, options.sealerPk),
+  );
+  add('anchor', () => anchors(receipt, jobEntry, options.sealerPk));
   add('sealer', () => sealerCheck(jobEntry, options.sealerPk));
   add('sealed', () => sealed(receipt, allowPending));
   return verdict(checks);
@@ -156,7 +174,8 @@ const ENTRY_OBJECTS = ['record', 'seal', 'proof', 'anchor'] as const;
 
 function receiptFormat(value: unknown): Outcome {
   if (!isObj(value)) return bad('a receipt is a JSON object');
-  if (value.receipt_version !== 1) return bad(`receipt_version ${JSON.stringify(value.receipt_version)} is not 1`);
+  const version = value.receipt_version;
+  if (version !== 1 && version !== 2) return bad(`receipt_version ${JSON.stringify(version)} is not 1 or 2`);
   if (value.status !== 'complete' && value.status !== 'pending') return bad('status must be complete or pending');
   if (typeof value.job_id !== 'string') return bad('job_id must be a string');
   if (!Array.isArray(value.pending) || !value.pending.every((p) => typeof p === 'string')) {
@@ -177,17 +196,33 @@ function receiptFormat(value: unknown): Outcome {
     }
     if (r.step_id !== null && typeof r.step_id !== 'string')
       return bad(`records[${i}].step_id must be a string or null`);
-    const field = ENTRY_OBJECTS.find((k) => r[k] !== null && !isObj(r[k]));
+    // Version 2 adds `seal_proof` (docs/protocol.md §15.4), present like the others.
+    const fields: readonly string[] = version === 2 ? [...ENTRY_OBJECTS, 'seal_proof'] : ENTRY_OBJECTS;
+    const field = fields.find((k) => r[k] !== null && !isObj(r[k]));
     if (field !== undefined) return bad(`records[${i}].${field} must be an object or null`);
   }
   if (value.records.filter((r) => (r as Obj).role === 'job').length > 1) return bad('more than one job record');
-  if (!Array.isArray(value.seal_chains)) return bad('seal_chains must be an array');
-  for (const [i, c] of value.seal_chains.entries()) {
-    if (!isObj(c) || typeof c.sealer_pk !== 'string' || !Array.isArray(c.seals)) {
-      return bad(`seal_chains[${i}] needs sealer_pk and seals`);
+  if (version === 1) {
+    if (!Array.isArray(value.seal_chains)) return bad('seal_chains must be an array');
+    for (const [i, c] of value.seal_chains.entries()) {
+      if (!isObj(c) || typeof c.sealer_pk !== 'string' || !Array.isArray(c.seals)) {
+        return bad(`seal_chains[${i}] needs sealer_pk and seals`);
+      }
+    }
+  } else {
+    if (Object.hasOwn(value, 'seal_chains')) return bad('a version 2 receipt has seal_heads, not seal_chains');
+    if (!Array.isArray(value.seal_heads)) return bad('seal_heads must be an array');
+    for (const [i, h] of value.seal_heads.entries()) {
+      const anchored = isObj(h) ? h.anchored : undefined;
+      if (!isObj(h) || !isObj(h.head) || (anchored !== null && !isObj(anchored))) {
+        return bad(`seal_heads[${i}] needs head (an object) and anchored (an object or null)`);
+      }
+      if (isObj(anchored) && (!isObj(anchored.head) || !Array.isArray(anchored.consistency))) {
+        return bad(`seal_heads[${i}].anchored needs head and consistency`);
+      }
     }
   }
-  return ok(`receipt version 1, ${value.records.length} records`);
+  return ok(`receipt version ${version}, ${value.records.length} records`);
 }
 
 function requestSignature(body: Obj): Outcome {
@@ -745,7 +780,7 @@ function sealChains(receipt: Receipt): Outcome {
   const sealers = new Set(receipt.records.flatMap((r) => (isObj(r.seal) ? [r.seal.sealer_pk] : [])));
   let links = 0;
   for (const sealer of sealers) {
-    const chain = receipt.seal_chains.find((c) => c.sealer_pk === sealer);
+    const chain = (receipt.seal_chains ?? []).find((c) => c.sealer_pk === sealer);
     if (chain === undefined) return bad(`no seal chain for sealer ${sealer}`);
     const seals = [...chain.seals];
     for (const seal of seals) {
@@ -776,7 +811,167 @@ function sealChains(receipt: Receipt): Outcome {
   return ok(`${sealers.size} sealer chain(s), ${links} seal(s), each from the sealer's first`);
 }
 
-function anchors(receipt: Receipt): Outcome {
+// ---- version 2: seal logs (docs/protocol.md §15.4) ----
+
+const HEAD_TAG = 'geofabric/seal-head/v1';
+const LOG_LEAF_PREFIX = [0, ...new TextEncoder().encode('geofabric/seal-log/v1')];
+const sealLeafHash = (sealHash: string) => sha256(new Uint8Array([...LOG_LEAF_PREFIX, ...hexToBytes(sealHash)]));
+
+/** Shape, then head_hash (SHA-256 of the tag, a newline and JCS of the unsigned head), then signer_pk's signature. */
+function headIssue(head: unknown): string | undefined {
+  const shape = headShapeIssue(head);
+  if (shape !== undefined) return shape;
+  const checked = head as Obj;
+  const { head_hash: _h, signature: _s, ...unsigned } = checked;
+  if (sha256Hex(`${HEAD_TAG}\n${canonicalize(unsigned)}`) !== checked.head_hash)
+    return 'head_hash does not match the head';
+  if (!verify(checked.signer_pk as string, checked.head_hash as string, checked.signature as string)) {
+    return 'the head signature does not verify';
+  }
+  return undefined;
+}
+
+/** Who may sign a head of a sealer's log: the sealer, or the node under the custodian rule. */
+function headSignerIssue(head: Obj, jobWriter: unknown, sealerPk: string | undefined): string | undefined {
+  if (head.signer_pk === head.sealer_pk) return undefined;
+  if (sealerPk !== undefined && head.signer_pk !== sealerPk)
+    return `head signed by ${String(head.signer_pk)}, not the pinned node`;
+  if (head.signer_pk !== jobWriter) return `head signed by ${String(head.signer_pk)}, neither the sealer nor the node`;
+  return undefined;
+}
+
+const jobWriterOf = (jobEntry: Entry | undefined): unknown => {
+  const address = isObj(jobEntry?.record) ? (jobEntry.record as Obj).address : undefined;
+  return isObj(address) ? address.pk : undefined;
+};
+
+function sealLogs(receipt: Receipt, jobEntry: Entry | undefined, sealerPk: string | undefined): Outcome {
+  const jobWriter = jobWriterOf(jobEntry);
+  const heads = new Map<string, Obj>();
+  for (const [i, entry] of (receipt.seal_heads ?? []).entries()) {
+    const issue = headIssue(entry.head);
+    if (issue !== undefined) return bad(`seal_heads[${i}]: ${issue}`);
+    const sealer = entry.head.sealer_pk as string;
+    if (heads.has(sealer)) return bad(`two heads of sealer ${sealer}`);
+    const signer = headSignerIssue(entry.head, jobWriter, sealerPk);
+    if (signer !== undefined) return bad(`seal_heads[${i}]: ${signer}`);
+    heads.set(sealer, entry.head);
+  }
+  const needed = new Set<string>();
+  let proven = 0;
+  for (const entry of receipt.records) {
+    if (entry.seal === null) {
+      if (entry.seal_proof !== null) return bad(`${entry.record_id}: a seal_proof without a seal`);
+      continue;
+    }
+    const sealProblem = sealIssue(entry.seal);
+    if (sealProblem !== undefined) return bad(`${entry.record_id}: ${sealProblem}`);
+    const seal = entry.seal;
+    const head = heads.get(seal.sealer_pk as string);
+    if (head === undefined) return bad(`${entry.record_id}: no head of sealer ${String(seal.sealer_pk)}`);
+    needed.add(seal.sealer_pk as string);
+    const proof = entry.seal_proof;
+    if (proof === null || proof === undefined) return bad(`${entry.record_id}: no proof of its seal in the head`);
+    const shape = proofShapeIssue(proof);
+    if (shape !== undefined) return bad(`${entry.record_id}: seal_proof ${shape}`);
+    if (proof.leaf_index !== (seal.epoch as number) - (head.first_epoch as number)) {
+      return bad(`${entry.record_id}: leaf_index is not its epoch less the head's first epoch`);
+    }
+    if (proof.tree_size !== head.tree_size) return bad(`${entry.record_id}: the proof is not of the head's size`);
+    const root = rootOf(
+      proof.leaf_index as number,
+      proof.tree_size as number,
+      sealLeafHash(seal.seal_hash as string),
+      (proof.hashes as string[]).map(hexToBytes),
+    );
+    if (typeof root === 'string') return bad(`${entry.record_id}: ${root}`);
+    if (bytesToHex(root) !== head.root_hash)
+      return bad(`${entry.record_id}: the proof does not lead to the head's root`);
+    proven++;
+  }
+  const stray = [...heads.keys()].find((pk) => !needed.has(pk));
+  if (stray !== undefined) return bad(`a head of sealer ${stray}, whose seal no record needs`);
+  return ok(`${proven} seal(s) proven in ${heads.size} signed head(s)`);
+}
+
+/** RFC 9162 §2.1.4.2; for m = n the proof is empty and the roots equal (two roots of one size: equivocation). */
+function consistent(m: number, n: number, oldRoot: Uint8Array, newRoot: Uint8Array, proof: Uint8Array[]): boolean {
+  const same = (a: Uint8Array, b: Uint8Array) => bytesToHex(a) === bytesToHex(b);
+  if (!(m >= 1 && m <= n)) return false;
+  if (m === n) return proof.length === 0 && same(oldRoot, newRoot);
+  const path = (m & (m - 1)) === 0 ? [oldRoot, ...proof] : [...proof];
+  if (path.length === 0) return false;
+  let fn = m - 1;
+  let sn = n - 1;
+  while (fn % 2 === 1) {
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  let fr = path[0]!;
+  let sr = path[0]!;
+  for (const c of path.slice(1)) {
+    if (sn === 0) return false;
+    if (fn % 2 === 1 || fn === sn) {
+      fr = nodeHash(c, fr);
+      sr = nodeHash(c, sr);
+      while (fn % 2 === 0 && fn !== 0) {
+        fn = Math.floor(fn / 2);
+        sn = Math.floor(sn / 2);
+      }
+    } else sr = nodeHash(sr, c);
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return sn === 0 && same(fr, oldRoot) && same(sr, newRoot);
+}
+
+/** Per sealer with an anchored record: the head ending at its latest anchored epoch, and the head consistent with it. */
+function anchoredHeads(receipt: Receipt, jobEntry: Entry | undefined, sealerPk: string | undefined): Outcome {
+  const jobWriter = jobWriterOf(jobEntry);
+  let consistentHeads = 0;
+  for (const [i, entry] of (receipt.seal_heads ?? []).entries()) {
+    const issue = headIssue(entry.head);
+    if (issue !== undefined) return bad(`seal_heads[${i}]: ${issue}`);
+    const head = entry.head;
+    const epochs = receipt.records.flatMap((r) =>
+      r.anchor !== null && r.anchor !== undefined && isObj(r.seal) && r.seal.sealer_pk === head.sealer_pk
+        ? [r.anchor.epoch as number]
+        : [],
+    );
+    if (epochs.length === 0) {
+      if (entry.anchored !== null) return bad(`seal_heads[${i}]: an anchored head, but no record is anchored`);
+      continue;
+    }
+    const latest = Math.max(...epochs);
+    if (entry.anchored === null) return bad(`seal_heads[${i}]: epoch ${latest} is anchored, but no anchored head`);
+    const anchoredIssue = headIssue(entry.anchored.head);
+    if (anchoredIssue !== undefined) return bad(`seal_heads[${i}].anchored: ${anchoredIssue}`);
+    const anchored = entry.anchored.head;
+    const signer = headSignerIssue(anchored, jobWriter, sealerPk);
+    if (signer !== undefined) return bad(`seal_heads[${i}].anchored: ${signer}`);
+    if (anchored.sealer_pk !== head.sealer_pk || anchored.first_epoch !== head.first_epoch) {
+      return bad(`seal_heads[${i}]: the anchored head is of another log`);
+    }
+    if (anchored.tree_size !== latest - (anchored.first_epoch as number) + 1) {
+      return bad(`seal_heads[${i}]: the anchored head does not end at the anchored epoch`);
+    }
+    const proof = entry.anchored.consistency;
+    if (proof.length > 64 || !proof.every((h) => isHex(h, 32)))
+      return bad(`seal_heads[${i}]: consistency is malformed`);
+    const holds = consistent(
+      anchored.tree_size as number,
+      head.tree_size as number,
+      hexToBytes(anchored.root_hash as string),
+      hexToBytes(head.root_hash as string),
+      (proof as string[]).map(hexToBytes),
+    );
+    if (!holds) return bad(`seal_heads[${i}]: the head is not consistent with the anchored head`);
+    consistentHeads++;
+  }
+  return ok(`${consistentHeads} head(s) consistent with their anchored heads`);
+}
+
+function anchors(receipt: Receipt, jobEntry: Entry | undefined, sealerPk: string | undefined): Outcome {
   let anchored = 0;
   for (const entry of receipt.records) {
     if (entry.anchor === null || entry.anchor === undefined) continue;
@@ -786,7 +981,10 @@ function anchors(receipt: Receipt): Outcome {
     }
     anchored++;
   }
-  return ok(anchored === 0 ? 'no anchor yet' : `${anchored} anchor(s) name their seal's root`);
+  const named = anchored === 0 ? 'no anchor yet' : `${anchored} anchor(s) name their seal's root`;
+  if (receipt.receipt_version === 1) return ok(named);
+  const heads = anchoredHeads(receipt, jobEntry, sealerPk);
+  return heads.ok ? ok(`${named}; ${heads.detail}`) : heads;
 }
 
 function sealerCheck(entry: Entry | undefined, sealerPk: string | undefined): Outcome {

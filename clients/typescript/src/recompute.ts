@@ -1,5 +1,5 @@
 /**
- * Recomputing a verified receipt's steps from the public inputs their records name (docs/protocol.md §15.4), through
+ * Recomputing a verified receipt's steps from the public inputs their records name (docs/protocol.md §15.6), through
  * a fetch the caller supplies. Written from the protocol alone, like the verifier.
  *
  * What this client does per step type:

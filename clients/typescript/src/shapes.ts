@@ -195,6 +195,38 @@ export function sealShapeIssue(seal: unknown, emptyRoot: string): string | undef
   return undefined;
 }
 
+// ---- seal log heads and proofs (docs/protocol.md §15.4) ----
+
+const HEAD_KEYS = [
+  'version',
+  'sealer_pk',
+  'first_epoch',
+  'tree_size',
+  'root_hash',
+  'signer_pk',
+  'head_hash',
+  'signature',
+];
+
+/** Why `head` is not a seal log head's shape (before its hash and signature are checked), or undefined. */
+export function headShapeIssue(head: unknown): string | undefined {
+  if (!isObj(head) || !hasKeys(head, HEAD_KEYS)) return 'has not the fields of a head';
+  if (head.version !== 1 || !isHex64(head.sealer_pk) || !isHex64(head.signer_pk)) return 'malformed';
+  if (!isIndex(head.first_epoch) || !isIndex(head.tree_size, 1)) return 'first_epoch or tree_size is malformed';
+  if (!isHex64(head.root_hash) || !isHex64(head.head_hash) || !isHex128(head.signature)) return 'hashes are malformed';
+  return undefined;
+}
+
+/** Why `proof` is not an inclusion proof's shape (leaf_index, tree_size, at most 64 hashes), or undefined. */
+export function proofShapeIssue(proof: unknown): string | undefined {
+  if (!isObj(proof) || !hasKeys(proof, ['leaf_index', 'tree_size', 'hashes'])) return 'has not the fields of a proof';
+  if (!isIndex(proof.leaf_index) || !isIndex(proof.tree_size, 1)) return 'leaf_index or tree_size is malformed';
+  if (!Array.isArray(proof.hashes) || proof.hashes.length > 64 || !proof.hashes.every(isHex64)) {
+    return 'hashes are malformed';
+  }
+  return undefined;
+}
+
 // ---- delegation certificates (docs/protocol.md §10.5) ----
 
 const CERT_KEYS = [

@@ -1,5 +1,5 @@
 /**
- * recomputeReceipt (docs/protocol.md §15.4) on the conformance vectors: inference steps are not recomputable and
+ * recomputeReceipt (docs/protocol.md §15.6) on the conformance vectors: inference steps are not recomputable and
  * show what their records bind; a receipt that fails the offline checks fetches nothing.
  */
 import assert from 'node:assert/strict';
