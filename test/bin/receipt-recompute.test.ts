@@ -318,7 +318,7 @@ describe('geofabric receipt verify --recompute (docs/protocol.md §15.6)', funct
   it('a pending receipt (--allow-pending) whose step record is not synced yet: inputs unavailable, nothing fetched', async () => {
     const receipt = JSON.parse(readFileSync(files.ndvi, 'utf8')) as JobReceipt;
     const entry = receipt.records.find((r) => r.step_id === 'ndvi')!;
-    Object.assign(entry, { record: null, seal: null, proof: null, anchor: null });
+    Object.assign(entry, { record: null, seal: null, proof: null, anchor: null, seal_proof: null });
     Object.assign(receipt, { status: 'pending', pending: [`record ${entry.record_id} not synced yet`] });
     const pending = join(dir, 'pending.json');
     writeFileSync(pending, JSON.stringify(receipt));
