@@ -1,8 +1,8 @@
 // `npm run bench`: prints figures, asserts nothing. BENCH_SECONDS sets the duration of each timed run;
 // BENCH_SEAL_RECORDS the size of the sealed epoch (default 1,000,000); BENCH_ONLY a comma-separated list of
 // sections to run (gates, proofs, tiles, ndvi, chat, jobs, audit, receipt); BENCH_AUDIT_BLOCKS the chain length of the audit
-// report figure (default 100,000). `--growth` prints the cost curves instead (bench/growth.ts: BENCH_GROWTH_SIZES,
-// BENCH_GROWTH_REPORT_MAX). `--json FILE` (or BENCH_JSON=FILE) writes every figure with its unit and floor
+// report figure (default 100,000). `--growth` prints the cost curves instead (bench/growth.ts: BENCH_GROWTH_SIZES and the
+// bounds beside it). `--json FILE` (or BENCH_JSON=FILE) writes every figure with its unit and floor
 // (bench/figures.ts); the run ends with them as a Markdown table.
 import { cpus, loadavg } from 'node:os';
 import { benchAuditOverhead, benchReport, benchVerifyChain } from './audit.js';
