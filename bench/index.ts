@@ -1,7 +1,8 @@
 // `npm run bench`: prints figures, asserts nothing. BENCH_SECONDS sets the duration of each timed run;
 // BENCH_SEAL_RECORDS the size of the sealed epoch (default 1,000,000); BENCH_ONLY a comma-separated list of
 // sections to run (gates, proofs, tiles, ndvi, chat, jobs, audit, receipt; receipt-year only when named); BENCH_AUDIT_BLOCKS the chain length of the audit
-// report figure (default 100,000). `--json FILE` (or BENCH_JSON=FILE) writes every figure with its unit and floor
+// report figure (default 100,000). `--growth` prints the cost curves instead (bench/growth.ts: BENCH_GROWTH_SIZES and the
+// bounds beside it). `--json FILE` (or BENCH_JSON=FILE) writes every figure with its unit and floor
 // (bench/figures.ts); the run ends with them as a Markdown table.
 import { cpus, loadavg } from 'node:os';
 import { benchAuditOverhead, benchReport, benchVerifyChain } from './audit.js';
@@ -16,6 +17,14 @@ import { benchReceiptYear, receiptYearTable } from './receipt-year.js';
 import { against, resultsDocument, jsonTarget, markdownTable, writeBenchJson, type Figure } from './figures.js';
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+
+// `npm run bench -- --growth`: the cost curves (bench/growth.ts) instead of the hot paths.
+if (process.argv.includes('--growth')) {
+  const { runGrowth } = await import('./growth.js');
+  console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}`);
+  await runGrowth();
+  process.exit(0);
+}
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
 const wanted = (section: string) => !only || only.includes(section);
 const jsonFile = jsonTarget();

@@ -21,7 +21,9 @@ import type { SealProcessJob, SealProcessResult } from './seal-process.js';
 const CELL = '891e8052a3bffff';
 const EPOCH = 5;
 
-async function withStore<T>(run: (store: ProofStore, db: SqliteDatabase, path: string) => Promise<T>): Promise<T> {
+export async function withStore<T>(
+  run: (store: ProofStore, db: SqliteDatabase, path: string) => Promise<T>,
+): Promise<T> {
   const dir = mkdtempSync(join(tmpdir(), 'geofabric-bench-proofs-'));
   const path = join(dir, 'proofs.db');
   const db = openSqlite(path);
@@ -84,7 +86,7 @@ export function benchSign(signatures = 20_000): { nodePerSecond: number; noblePe
  * Records shaped like signed ones (hash and signature fields of the right length) but not hashed or signed:
  * what only the store costs. `ingestRecords` trusts its caller to have checked them, so it accepts these.
  */
-function unsignedBatch(pk: string, from: number, n: number): ProofRecord[] {
+export function unsignedBatch(pk: string, from: number, n: number): ProofRecord[] {
   const signature = 'cd'.repeat(64);
   return Array.from({ length: n }, (_, i) => ({
     version: 1 as const,
@@ -136,7 +138,7 @@ const mib = (bytes: number) => Math.round(bytes / 2 ** 20);
 const SEALED_AT = '2026-01-01T06:01:00.000Z';
 
 /** Seals `path`'s epoch in a fresh process (bench/seal-process.ts, run through tsx as the bench is). */
-function sealInChildProcess(job: SealProcessJob): Promise<SealProcessResult> {
+export function sealInChildProcess(job: SealProcessJob): Promise<SealProcessResult> {
   return new Promise((resolve, reject) => {
     const child = fork(fileURLToPath(new URL('./seal-process.ts', import.meta.url)), {
       execArgv: ['--import', 'tsx'],

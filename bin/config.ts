@@ -121,6 +121,9 @@ export const envSchema = z.object({
     .min(1)
     .max(16 * 1024 * 1024)
     .optional(),
+  // How long a worker's counted job outcome is kept to refuse a second count of that job (then pruned); must
+  // outlast the longest job run, checked in loadConfig.
+  WORKER_OUTCOME_RETENTION_HOURS: z.coerce.number().int().min(1).max(87_600).default(192),
   MONGODB_URI: z.string().optional(),
   MONGODB_DB: z.string().min(1).default('geofabric'),
   NODE_SECRET_KEY: z.string().optional(),
@@ -438,6 +441,11 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
     description:
       'cap on each SQLite store file (`max_page_count`); when full (or the disk is): 507 `storage_full`, nothing half-written',
     shownDefault: 'unset (the disk)',
+  },
+  WORKER_OUTCOME_RETENTION_HOURS: {
+    section: 'Stores',
+    description:
+      'how long each counted worker outcome (`worker_outcomes`) is kept so a retried or replayed job never counts twice, then pruned; must exceed `JOB_RUN_TIMEOUT_SECONDS` plus 5 minutes (docs/operations.md "Retention")',
   },
   MONGODB_URI: {
     section: 'Stores',
@@ -905,6 +913,8 @@ export interface Config {
   mcpSessions: SessionLimits;
   /** STORE_MAX_MB in bytes: the SQLite store's cap; undefined: none but the disk. */
   storeMaxBytes: number | undefined;
+  /** WORKER_OUTCOME_RETENTION_HOURS in ms: counted outcomes older than this are pruned. */
+  workerOutcomeRetentionMs: number;
   mongo: { uri: string; db: string } | null;
   nodeSecretKey: string | undefined;
   /** Seal an epoch this long after it closes; longer than the sync interval so late pushes land first. */
@@ -1139,6 +1149,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       throw new ConfigError(`configuration: EPOCH_GENESIS: ${(error as Error).message}`);
     }
   }
+  // A job's outcome can be recorded again while its run lasts and while its signed request may be replayed
+  // (5 minutes, core/gates/signature.ts): a shorter window would let that job count twice.
+  if (e.WORKER_OUTCOME_RETENTION_HOURS * 3600 <= e.JOB_RUN_TIMEOUT_SECONDS + 300) {
+    throw new ConfigError(
+      `configuration: WORKER_OUTCOME_RETENTION_HOURS: ${e.WORKER_OUTCOME_RETENTION_HOURS} h does not outlast ` +
+        `JOB_RUN_TIMEOUT_SECONDS (${e.JOB_RUN_TIMEOUT_SECONDS} s) plus the 5-minute replay window`,
+    );
+  }
   const dev = devSettings(e, env);
   return {
     port: e.PORT,
@@ -1176,6 +1194,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       inFlightPerClient: e.MCP_REQUESTS_IN_FLIGHT_PER_CLIENT,
     },
     storeMaxBytes: e.STORE_MAX_MB === undefined ? undefined : e.STORE_MAX_MB * 1024 * 1024,
+    workerOutcomeRetentionMs: e.WORKER_OUTCOME_RETENTION_HOURS * 3_600_000,
     mongo: e.MONGODB_URI ? { uri: e.MONGODB_URI, db: e.MONGODB_DB } : null,
     nodeSecretKey: e.NODE_SECRET_KEY,
     sealGraceMs: dev.sealGraceMs,

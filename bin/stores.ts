@@ -65,7 +65,7 @@ export async function openStores(config: Config): Promise<Stores> {
     const stores: OpenStores = {
       rateLimits: await createMongoRateLimitStore(db),
       proofs: await createMongoProofStore(db),
-      workers: await createMongoWorkerRegistry(db),
+      workers: await createMongoWorkerRegistry(db, { outcomeRetentionMs: config.workerOutcomeRetentionMs }),
       apiKeys: await createMongoApiKeyStore(db),
       jobs: await createMongoJobStore(db),
       audit: await createMongoAuditStore(db),
@@ -80,7 +80,7 @@ export async function openStores(config: Config): Promise<Stores> {
   const stores: OpenStores = {
     rateLimits: createSqliteRateLimitStore(db),
     proofs: createSqliteProofStore(db),
-    workers: createSqliteWorkerRegistry(db),
+    workers: createSqliteWorkerRegistry(db, { outcomeRetentionMs: config.workerOutcomeRetentionMs }),
     apiKeys: createSqliteApiKeyStore(db),
     jobs: createSqliteJobStore(db),
     audit: createSqliteAuditStore(db),

@@ -196,7 +196,7 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
   // STORE_MAX_MB bounds an edge worker's disk use too: past it, steps fail with storage_full, nothing half-written.
   const db = openSqlite(join(dir, 'worker.db'), { maxBytes: config.storeMaxBytes });
   const proofs = createSqliteProofStore(db);
-  const localWorkers = createSqliteWorkerRegistry(db);
+  const localWorkers = createSqliteWorkerRegistry(db, { outcomeRetentionMs: config.workerOutcomeRetentionMs });
   const rateLimits = createSqliteRateLimitStore(db);
   const closeStores = async () => {
     await Promise.all([proofs.close(), localWorkers.close(), rateLimits.close()]);

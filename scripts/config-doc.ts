@@ -18,6 +18,22 @@ export const CONFIG_DOC_PATH = join(dirname(fileURLToPath(import.meta.url)), '..
 /** Variables read by the benchmarks, the tests and the helper scripts: not service configuration. */
 export const DEV_ENV: Record<string, { where: string; description: string }> = {
   BENCH_SECONDS: { where: '`npm run bench`', description: 'seconds per measurement (default 5)' },
+  BENCH_GROWTH_SIZES: {
+    where: '`npm run bench -- --growth`',
+    description: 'comma-separated sizes of the cost curves (default 1000,10000,100000,1000000)',
+  },
+  BENCH_GROWTH_STORE_MIN: {
+    where: '`npm run bench -- --growth`',
+    description: 'smallest size for the store figures: append, seal, inclusion proof, recent pages (default 10000)',
+  },
+  BENCH_GROWTH_FUSION_MAX: {
+    where: '`npm run bench -- --growth`',
+    description: 'largest size the fusion is measured at (default 100000)',
+  },
+  BENCH_GROWTH_CHAIN_MAX: {
+    where: '`npm run bench -- --growth`',
+    description: 'largest size of the audit chain and seal chain figures (default 100000)',
+  },
   OPENEO_PYTHON: {
     where: '`npm test` (test/api/openeo-python-client.test.ts)',
     description:

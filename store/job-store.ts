@@ -6,6 +6,12 @@
  */
 import type { JobRecord } from '../core/job-record.js';
 
+/** A job's place in `recent`'s order: its created_at and job_id. */
+export interface RecentKey {
+  createdAt: string;
+  jobId: string;
+}
+
 export interface JobStore {
   /**
    * Inserts a new `running` job, or returns the stored one when `job_id` exists (a replayed request):
@@ -31,8 +37,10 @@ export interface JobStore {
   get(jobId: string): Promise<JobRecord | null>;
   /**
    * Newest first (created_at of the stored record, then job_id, descending). `limit` is clamped to 1..100;
-   * a non-integer is a caller bug: RangeError. With `requesterPk`, only that requester's jobs.
+   * a non-integer is a caller bug: RangeError. With `requesterPk`, only that requester's jobs. With `before`,
+   * only jobs after that key in this order (the last job of the previous page): a keyset page, which costs the
+   * same however deep it is (an index seek, no rows skipped).
    */
-  recent(limit: number, filter?: { requesterPk?: string }): Promise<JobRecord[]>;
+  recent(limit: number, filter?: { requesterPk?: string; before?: RecentKey }): Promise<JobRecord[]>;
   close(): Promise<void>;
 }

@@ -88,6 +88,9 @@ export interface WorkerRegistry {
    * worker as stored (a call racing the one that counts may return it from just before that count). Different
    * job ids count separately, also when recorded concurrently; of concurrent calls with one (pk, jobId) exactly
    * one counts. An empty `jobId` is a caller bug: RangeError.
+   * "Ever" within the retention window (OutcomeRetention): an outcome's claim is kept that long after it was
+   * recorded and then pruned, so a call for that job after the window would count again. The window outlasts
+   * every way a job's outcome is recorded again (docs/operations.md "Retention").
    */
   recordOutcome(pk: string, outcome: 'completed' | 'failed', jobId: string): Promise<WorkerRecord | null>;
   close(): Promise<void>;
@@ -99,3 +102,22 @@ export const staleDeclaration = (pk: string): ServiceError =>
     'stale_request',
     `worker ${pk} holds a newer registration than this one (created_at is older): a replay?`,
   );
+
+/**
+ * How long a worker's counted outcome (the (pk, job id) claim) is kept, and the clock that stamps it. The claim
+ * is only read to refuse a second count of the same job, which can come from a retried final activity (within
+ * the job's run, JOB_RUN_TIMEOUT_SECONDS at most 7 days) or a replayed signed request (within 5 minutes of its
+ * created_at, core/gates/signature.ts): a window longer than both keeps every refusal that can matter.
+ */
+export interface OutcomeRetention {
+  /** Claims older than this are pruned (ms). Default DEFAULT_OUTCOME_RETENTION_MS. */
+  outcomeRetentionMs?: number;
+  /** Now, in ms since the epoch (tests move it). Default Date.now. */
+  clock?: () => number;
+}
+
+/** 8 days: the longest job run (7 days) plus a day. */
+export const DEFAULT_OUTCOME_RETENTION_MS = 8 * 86_400_000;
+
+/** How often a registry prunes its expired claims: the window's tenth, at most hourly. */
+export const outcomePruneEveryMs = (retentionMs: number): number => Math.min(3_600_000, Math.ceil(retentionMs / 10));

@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { fail, pass } from '../../core/check.js';
+import { fail, pass, type Check } from '../../core/check.js';
 import { EPOCH_MS, epochAt } from '../../core/epoch.js';
 import { ERROR_STATUS, ServiceError, type ErrorCode } from '../../core/errors.js';
 import { DEFAULT_JOB_CELL } from '../../core/h3-cell.js';
@@ -14,7 +14,7 @@ import { hasBlobRefs } from '../../core/blob-ref.js';
 import { checkSteps, estimateJob } from '../../core/step-types/index.js';
 import { splitOutput } from '../../core/output-blobs.js';
 import { jobRecordOf, jobRunOf } from '../../activities/compute/job-activities.js';
-import type { JobStore } from '../../store/job-store.js';
+import type { JobStore, RecentKey } from '../../store/job-store.js';
 import type { JobRunner } from '../job-runner.js';
 import { serviceOrigin } from '../proxy-trust.js';
 import { route, type GateState } from '../route-spec.js';
@@ -59,7 +59,32 @@ export interface ComputeDeps {
 
 interface RecentQuery {
   limit: number;
+  /** `cursor`: the page after this job (the previous page's `next_cursor`). */
+  before: RecentKey | undefined;
   query: Record<string, unknown>;
+}
+
+/** `next_cursor` of a full page: its last job's place in the order, opaque to the client (base64url JSON). */
+const recentCursor = (jobs: readonly JobRecord[], limit: number): string | null => {
+  const last = jobs[jobs.length - 1];
+  return jobs.length < limit || last === undefined
+    ? null
+    : Buffer.from(JSON.stringify([last.created_at, last.job_id])).toString('base64url');
+};
+
+function recentKeyOf(cursor: unknown): Check<RecentKey | undefined> {
+  if (cursor === undefined) return pass(undefined);
+  const bad = fail('invalid_request', 'cursor is not one this server issued (use next_cursor as given)');
+  if (typeof cursor !== 'string' || !/^[A-Za-z0-9_-]{1,400}$/.test(cursor)) return bad;
+  try {
+    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (Array.isArray(value) && value.length === 2 && value.every((v) => typeof v === 'string')) {
+      return pass({ createdAt: value[0] as string, jobId: value[1] as string });
+    }
+  } catch {
+    // Not JSON: refused below.
+  }
+  return bad;
 }
 
 export const DEFAULT_RECENT_JOBS = 20;
@@ -165,23 +190,34 @@ export const computeRoutes = (deps: ComputeDeps) => [
         { min: 1, max: MAX_RECENT_JOBS, fallback: DEFAULT_RECENT_JOBS },
         'invalid_limit',
       );
-      return limit.ok ? pass({ limit: limit.value, query }) : limit;
+      if (!limit.ok) return limit;
+      const before = recentKeyOf(query.cursor);
+      return before.ok ? pass({ limit: limit.value, before: before.value, query }) : before;
     },
-    handler: async (ctx, { limit, query }) => {
+    handler: async (ctx, { limit, before, query }) => {
+      const page = before === undefined ? {} : { before };
       if (isOperator(ctx, deps.operatorToken)) {
-        const jobs = (await deps.jobs.recent(limit)).map((job) => summary(job, ctx, deps.publicUrl));
-        ctx.body = { view: 'operator', limit, count: jobs.length, jobs };
+        const found = await deps.jobs.recent(limit, page);
+        const jobs = found.map((job) => summary(job, ctx, deps.publicUrl));
+        ctx.body = { view: 'operator', limit, count: jobs.length, jobs, next_cursor: recentCursor(found, limit) };
         return;
       }
       const signature = ctx.get('x-idn-signature');
       if (signature !== '') {
         const pk = signedLister(query, signature, deps.clock());
-        const jobs = (await deps.jobs.recent(limit, { requesterPk: pk })).map((job) =>
-          summary(job, ctx, deps.publicUrl),
-        );
-        ctx.body = { view: 'requester', limit, count: jobs.length, requester_pk: pk, jobs };
+        const found = await deps.jobs.recent(limit, { requesterPk: pk, ...page });
+        const jobs = found.map((job) => summary(job, ctx, deps.publicUrl));
+        ctx.body = {
+          view: 'requester',
+          limit,
+          count: jobs.length,
+          requester_pk: pk,
+          jobs,
+          next_cursor: recentCursor(found, limit),
+        };
         return;
       }
+      // The public view counts the newest jobs only: no pages (a cursor would carry a job id, a capability).
       ctx.body = { view: 'public', limit, ...aggregate(await deps.jobs.recent(limit)) };
     },
     docs: {
@@ -190,15 +226,25 @@ export const computeRoutes = (deps: ComputeDeps) => [
         'Newest first. Job ids are capabilities, so only the operator (`Authorization: Bearer <OPERATOR_TOKEN>`) ' +
         'lists every job, and a requester its own: `requester_pk`, `created_at` (within 5 minutes) and an optional ' +
         '`nonce` in the query, signed like a compute request (X-Idn-Signature = Ed25519 over the JCS of those ' +
-        'fields). Anyone else gets counts by status and step type over the newest `limit` jobs, without ids.',
+        'fields). Anyone else gets counts by status and step type over the newest `limit` jobs, without ids. ' +
+        "The operator and requester views page: pass a full page's `next_cursor` as `cursor` for the next, " +
+        'older jobs (null once a page is not full, so the last page may be empty); every page costs the same however deep.',
       tags: ['Compute'],
       query: limitQuery(MAX_RECENT_JOBS, DEFAULT_RECENT_JOBS).extend({
         requester_pk: z.string().optional().describe('Signed listing: the requester whose jobs to list'),
         created_at: z.string().optional().describe('Signed listing: ISO 8601, within 5 minutes of the server clock'),
         nonce: z.string().optional().describe('Signed listing: optional, signed with the other two'),
+        cursor: z.string().optional().describe('The previous page’s `next_cursor` (operator and requester views)'),
       }),
       responses: { 200: { description: 'Recent jobs, or counts', schema: recentJobsSchema } },
-      errors: ['invalid_limit', 'unauthorized', 'invalid_signature', 'invalid_public_key', 'stale_request'],
+      errors: [
+        'invalid_limit',
+        'invalid_request',
+        'unauthorized',
+        'invalid_signature',
+        'invalid_public_key',
+        'stale_request',
+      ],
     },
   }),
   route<string>({

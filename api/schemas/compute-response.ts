@@ -80,6 +80,11 @@ export const recentJobsSchema = z.object({
   count: z.int(),
   requester_pk: z.string().optional().describe('The signed requester (view `requester`)'),
   jobs: z.array(jobSummarySchema).optional().describe('Views `operator` and `requester` only'),
+  next_cursor: z
+    .string()
+    .nullable()
+    .optional()
+    .describe('Views `operator` and `requester`: `cursor` for the next, older page; null on the last page'),
   by_status: counts.optional().describe('View `public`: jobs by status'),
   by_step_type: counts.optional().describe('View `public`: jobs containing each step type'),
 });

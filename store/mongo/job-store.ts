@@ -134,7 +134,16 @@ export async function createMongoJobStore(db: Db, options: MongoJobStoreOptions 
       return (await current(jobId))?.job ?? null;
     },
     async recent(limit, filter) {
-      const query = filter?.requesterPk === undefined ? {} : { requester_pk: filter.requesterPk };
+      const query: Record<string, unknown> =
+        filter?.requesterPk === undefined ? {} : { requester_pk: filter.requesterPk };
+      const before = filter?.before;
+      if (before !== undefined) {
+        // Keyset page: the `recent` indexes seek past the previous page's last job instead of skipping rows.
+        query.$or = [
+          { created_at: { $lt: before.createdAt } },
+          { created_at: before.createdAt, _id: { $lt: before.jobId } },
+        ];
+      }
       const docs = await jobs.find(query).sort({ created_at: -1, _id: -1 }).limit(recentLimit(limit)).toArray();
       if (docs.length === 0) return [];
       const later = await revisions.find({ job_id: { $in: docs.map((d) => d._id) } }, NO_ID).toArray();

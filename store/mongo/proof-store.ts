@@ -1,18 +1,22 @@
+import { randomUUID } from 'node:crypto';
 import { Binary, MongoBulkWriteError, MongoServerError, type Db, type Filter } from 'mongodb';
 import { ServiceError } from '../../core/errors.js';
 import type { ProofRecord, Seal } from '../../core/proof-types.js';
 import type { KeyPair } from '../../core/identity.js';
 import type { IngestOutcome, NewRecord, ProofStore, RecordQuery, SealLeaf } from '../proof-store.js';
-import { createLeafPacker } from '../epoch-leaf-packer.js';
-import { sealEpochOverLevels } from '../seal-epoch.js';
+import { createMerkleTreeBuilder } from '../../core/merkle/tree-builder.js';
+import type { EpochTree } from '../../core/seal.js';
+import { createLeafPacker, createLeafStreamer } from '../epoch-leaf-packer.js';
 import { prepareAppend, signFresh, writerScopedId, type WriterTail } from '../record-append.js';
 import { cellAncestors, checkRecordQuery, encodeRecordCursor } from '../record-query.js';
 import {
   auditPathFromPages,
   auditPathNodes,
   checkSealLevels,
+  checkSealOverTree,
   leafIndexInSeal,
   pageKey,
+  SEAL_PAGE_NODES,
   sealTreePages,
 } from '../seal-tree-pages.js';
 import { ensureIndexes } from './ensure-indexes.js';
@@ -424,9 +428,78 @@ export async function createMongoProofStore(db: Db): Promise<ProofStore> {
       return 'inserted';
     },
 
-    // Pages are keyed by seal_hash here, so the tree is built in memory before the seal exists.
-    sealEpoch(pk, epoch, sign) {
-      return sealEpochOverLevels(store, pk, epoch, sign);
+    // The tree streams into pages as the leaves are read (O(log n) memory, as the SQLite adapter): the pages go
+    // in under a staging seal_hash nobody reads, then take the seal's hash once it is signed, then the seal goes
+    // in with putSeal's checks. A sealer that dies half-way leaves staging pages no proof ever reads.
+    async sealEpoch(pk, epoch, sign) {
+      const stored = await sealed(pk, epoch);
+      if (stored !== null) return { seal: stored, status: 'exists' as const };
+      const staging = { sealer_pk: pk, epoch, seal_hash: `staging:${randomUUID()}` };
+      const dropStaging = () => nodes.deleteMany(staging).catch(() => undefined);
+      try {
+        let batch: SealNodeDoc[] = [];
+        const flush = async () => {
+          if (batch.length === 0) return;
+          const full = batch;
+          batch = [];
+          await nodes.insertMany(full, { ordered: false });
+        };
+        const leaves = createLeafStreamer(
+          createMerkleTreeBuilder(SEAL_PAGE_NODES, (level, page, bytes) => {
+            // `bytes` is reused by the builder: copied into the document.
+            batch.push({ ...staging, level, page, nodes: new Binary(Buffer.from(bytes)) });
+          }),
+        );
+        const cursor = records
+          .find({ 'address.pk': pk, 'address.epoch': epoch }, { projection: { _id: 0, seq: 1, record_hash: 1 } })
+          .sort({ seq: 1 });
+        for await (const doc of cursor) {
+          leaves.add(doc.seq, doc.record_hash);
+          if (batch.length >= INSERT_CHUNK) await flush();
+        }
+        const tree: EpochTree = leaves.finish();
+        await flush();
+        const seal = sign(tree);
+        checkSealOverTree(seal, pk, epoch, tree);
+        const mismatch = (held: number) =>
+          new ServiceError(
+            'seal_mismatch',
+            `epoch ${epoch}: the store holds ${held} records, the seal covers ${seal.record_count}`,
+          );
+        const before = await countEpoch(pk, epoch);
+        if (before !== seal.record_count) throw mismatch(before);
+        const key = { sealer_pk: pk, epoch, seal_hash: seal.seal_hash };
+        const winner = await sealed(pk, epoch);
+        if (winner !== null) {
+          await dropStaging();
+          return { seal: winner, status: 'exists' as const };
+        }
+        try {
+          await nodes.updateMany(staging, { $set: { seal_hash: seal.seal_hash } });
+        } catch (error) {
+          // Another sealer stored the identical tree meanwhile (unique page keys): its seal is the answer.
+          if (!isDuplicateKey(error)) throw error;
+        }
+        try {
+          await seals.insertOne({ ...key, synced: false, json: JSON.stringify(seal) });
+        } catch (error) {
+          if (!isDuplicateKey(error)) throw error;
+          const other = await sealed(pk, epoch);
+          if (other === null) throw error;
+          await dropStaging();
+          return { seal: other, status: 'exists' as const };
+        }
+        // No transaction: a record may have landed since the count. Then this seal does not cover it.
+        const after = await countEpoch(pk, epoch);
+        if (after !== seal.record_count) {
+          await seals.deleteOne(key);
+          await nodes.deleteMany(key);
+          throw mismatch(after);
+        }
+        return { seal, status: 'inserted' as const };
+      } finally {
+        await dropStaging();
+      }
     },
 
     async getSeal(sealerPk, epoch) {

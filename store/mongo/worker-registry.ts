@@ -2,7 +2,10 @@ import { MongoServerError, type Collection, type Db } from 'mongodb';
 import { ServiceError } from '../../core/errors.js';
 import { applyOutcome, INITIAL_TRUST, type JobOutcome, type TrustState } from '../../core/worker-trust.js';
 import {
+  DEFAULT_OUTCOME_RETENTION_MS,
+  outcomePruneEveryMs,
   staleDeclaration,
+  type OutcomeRetention,
   type WorkerRecord,
   type WorkerRegistration,
   type WorkerRegistry,
@@ -47,6 +50,8 @@ interface OutcomeClaim {
   pk: string;
   job_id: string;
   outcome: JobOutcome;
+  /** When it was counted: claims older than the retention window are pruned (absent only before the upgrade). */
+  recorded_at?: Date;
 }
 
 /** Revision `rev` of a worker's trust state; the highest revision is the current one. */
@@ -55,7 +60,7 @@ interface TrustDoc extends TrustState {
   rev: number;
 }
 
-export interface MongoWorkerRegistryOptions {
+export interface MongoWorkerRegistryOptions extends OutcomeRetention {
   /** Trust revisions tried per outcome before giving up; each failed one means another outcome landed first. */
   maxAttempts?: number;
 }
@@ -111,7 +116,15 @@ export async function createMongoWorkerRegistry(
     { key: { pk: 1, expires_at: 1 }, name: 'pk_expires_at' },
   ]);
   await ensureIndexes(trust, [{ key: { pk: 1, rev: 1 }, name: 'pk_rev_unique', unique: true }]);
-  // `worker_outcomes` is read and claimed by `_id` only: no further index.
+  // `worker_outcomes` is read and claimed by `_id`; `recorded_at` is indexed for the prune only (no TTL index:
+  // FerretDB v1 has none, README.md beside this file).
+  await ensureIndexes(outcomes, [{ key: { recorded_at: 1 }, name: 'recorded_at' }]);
+  const retentionMs = options.outcomeRetentionMs ?? DEFAULT_OUTCOME_RETENTION_MS;
+  const clock = options.clock ?? Date.now;
+  const pruneEveryMs = outcomePruneEveryMs(retentionMs);
+  let outcomesPrunedAt = -Infinity;
+  // Claims from before recorded_at was kept get one whole window from now, never less than they were promised.
+  await outcomes.updateMany({ recorded_at: { $exists: false } }, { $set: { recorded_at: new Date(clock()) } });
 
   let pruning: Promise<void> = Promise.resolve();
 
@@ -244,7 +257,20 @@ export async function createMongoWorkerRegistry(
         throw new RangeError('recordOutcome: a job id is required');
       }
       if ((await workers.findOne({ pk }, { projection: { _id: 1 } })) === null) return null;
-      const claimed = await insertClaimed(outcomes, { _id: `${pk}:${jobId}`, pk, job_id: jobId, outcome });
+      const nowMs = clock();
+      if (nowMs - outcomesPrunedAt >= pruneEveryMs) {
+        outcomesPrunedAt = nowMs;
+        // Once an interval, on an indexed range: cheap enough to await, so a claim never races its own prune. A
+        // failed prune is tried again at the next interval; the outcome is counted either way.
+        await outcomes.deleteMany({ recorded_at: { $lt: new Date(nowMs - retentionMs) } }).catch(() => undefined);
+      }
+      const claimed = await insertClaimed(outcomes, {
+        _id: `${pk}:${jobId}`,
+        pk,
+        job_id: jobId,
+        outcome,
+        recorded_at: new Date(nowMs),
+      });
       if (claimed) await advanceTrust(pk, outcome);
       return get(pk);
     },

@@ -41,6 +41,16 @@ export function createSqliteJobStore(db: SqliteDatabase): JobStore {
     `SELECT job_id, json FROM compute_jobs WHERE json_extract(json, '$.requester_pk') = ?
      ORDER BY created_at DESC, job_id DESC LIMIT ?`,
   );
+  // Keyset pages: the row-value comparison seeks the same indexes straight past the previous page's last job.
+  const newestBefore = db.prepare<[string, string, number], JobRow>(
+    `SELECT job_id, json FROM compute_jobs WHERE (created_at, job_id) < (?, ?)
+     ORDER BY created_at DESC, job_id DESC LIMIT ?`,
+  );
+  const newestOfBefore = db.prepare<[string, string, string, number], JobRow>(
+    `SELECT job_id, json FROM compute_jobs
+     WHERE json_extract(json, '$.requester_pk') = ? AND (created_at, job_id) < (?, ?)
+     ORDER BY created_at DESC, job_id DESC LIMIT ?`,
+  );
 
   const read = (jobId: string): JobRecord | null => {
     const row = byId.get(jobId);
@@ -84,7 +94,16 @@ export function createSqliteJobStore(db: SqliteDatabase): JobStore {
     },
     async recent(limit, filter) {
       const n = recentLimit(limit);
-      const rows = filter?.requesterPk === undefined ? newest.all(n) : newestOf.all(filter.requesterPk, n);
+      const pk = filter?.requesterPk;
+      const before = filter?.before;
+      const rows =
+        before === undefined
+          ? pk === undefined
+            ? newest.all(n)
+            : newestOf.all(pk, n)
+          : pk === undefined
+            ? newestBefore.all(before.createdAt, before.jobId, n)
+            : newestOfBefore.all(pk, before.createdAt, before.jobId, n);
       return rows.map(toRecord);
     },
     async close() {

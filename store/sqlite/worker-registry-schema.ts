@@ -64,3 +64,17 @@ export const WORKER_OUTCOMES_MIGRATION: SqliteMigration = {
     ) WITHOUT ROWID;
   `,
 };
+
+/**
+ * When each counted outcome was recorded (ms), so claims past the retention window can be pruned
+ * (store/worker-registry.ts OutcomeRetention). Rows from before this column are stamped with the migration's
+ * time: they get one whole window from now, never less than they were promised.
+ */
+export const WORKER_OUTCOMES_RECORDED_AT_MIGRATION: SqliteMigration = {
+  id: '0014-worker-outcomes-recorded-at',
+  sql: `
+    ALTER TABLE worker_outcomes ADD COLUMN recorded_at_ms INTEGER NOT NULL DEFAULT 0;
+    UPDATE worker_outcomes SET recorded_at_ms = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER);
+    CREATE INDEX worker_outcomes_recorded_at ON worker_outcomes (recorded_at_ms);
+  `,
+};

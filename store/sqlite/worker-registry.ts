@@ -2,8 +2,11 @@ import { ServiceError } from '../../core/errors.js';
 import type { WorkerTier } from '../../core/tiers.js';
 import { applyOutcome, type TrustState } from '../../core/worker-trust.js';
 import {
+  DEFAULT_OUTCOME_RETENTION_MS,
+  outcomePruneEveryMs,
   staleDeclaration,
   type HardwareTier,
+  type OutcomeRetention,
   type WorkerRecord,
   type WorkerRegistration,
   type WorkerRegistry,
@@ -36,8 +39,13 @@ type DeclarationParams = [string, string, string, string, string, number, number
  * Each write is one statement or one BEGIN IMMEDIATE transaction, so it is atomic within a process and,
  * through SQLite's write lock, across processes sharing the file: a heartbeat's replay check and its update
  * are one conditional UPDATE; an outcome's (pk, job_id) claim and its counter update are one transaction.
+ * Claims older than the retention window are deleted by recordOutcome itself, at most every
+ * outcomePruneEveryMs and in bounded batches, so the table holds about one window of outcomes.
  */
-export function createSqliteWorkerRegistry(db: SqliteDatabase): WorkerRegistry {
+export function createSqliteWorkerRegistry(db: SqliteDatabase, retention: OutcomeRetention = {}): WorkerRegistry {
+  const retentionMs = retention.outcomeRetentionMs ?? DEFAULT_OUTCOME_RETENTION_MS;
+  const clock = retention.clock ?? Date.now;
+  const pruneEveryMs = outcomePruneEveryMs(retentionMs);
   // A re-registration replaces the declaration only: trust, counters, heartbeat_seq and registered_at stay.
   // An older declaration changes nothing and returns no row (a replay).
   const upsert = db.prepare<DeclarationParams, WorkerRow>(`
@@ -71,15 +79,30 @@ export function createSqliteWorkerRegistry(db: SqliteDatabase): WorkerRegistry {
     RETURNING *
   `);
 
-  const claimOutcome = db.prepare<[string, string, string]>(
-    'INSERT INTO worker_outcomes (pk, job_id, outcome) VALUES (?, ?, ?) ON CONFLICT (pk, job_id) DO NOTHING',
+  const claimOutcome = db.prepare<[string, string, string, number]>(
+    'INSERT INTO worker_outcomes (pk, job_id, outcome, recorded_at_ms) VALUES (?, ?, ?, ?) ON CONFLICT (pk, job_id) DO NOTHING',
   );
+  // A bounded batch per statement: a first prune over a large backlog never holds the write lock for long.
+  const PRUNE_BATCH = 10_000;
+  const pruneOutcomes = db.prepare<[number, number]>(`
+    DELETE FROM worker_outcomes WHERE (pk, job_id) IN (
+      SELECT pk, job_id FROM worker_outcomes WHERE recorded_at_ms < ? LIMIT ?
+    )
+  `);
+  let prunedAt = -Infinity;
+  const pruneExpired = (nowMs: number) => {
+    if (nowMs - prunedAt < pruneEveryMs) return;
+    // A full batch leaves prunedAt as it was, so the next outcome goes on with the backlog.
+    if (pruneOutcomes.run(nowMs - retentionMs, PRUNE_BATCH).changes < PRUNE_BATCH) prunedAt = nowMs;
+  };
 
   // The claim and the counter update commit together: an outcome is either claimed and counted, or neither.
   const outcome = db.transaction((pk: string, kind: 'completed' | 'failed', jobId: string): WorkerRow | undefined => {
     const row = byPk.get(pk);
     if (!row) return undefined;
-    if (claimOutcome.run(pk, jobId, kind).changes === 0) return row; // this job's outcome already counted
+    const nowMs = clock();
+    pruneExpired(nowMs);
+    if (claimOutcome.run(pk, jobId, kind, nowMs).changes === 0) return row; // this job's outcome already counted
     const next = applyOutcome(trustOf(row), kind);
     return setTrust.get(next.trust_tier, next.jobs_completed, next.jobs_failed, next.streak, pk);
   });

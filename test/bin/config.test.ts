@@ -120,6 +120,19 @@ describe('configuration (bin/config.ts)', () => {
     assert.throws(() => loadConfig({ SYNC_MAX_RECORDS_PER_HOUR: '0' }), /SYNC_MAX_RECORDS_PER_HOUR/);
   });
 
+  it('keeps worker outcomes 8 days by default and refuses a window shorter than the longest job run', () => {
+    assert.equal(loadConfig({}).workerOutcomeRetentionMs, 192 * 3_600_000);
+    assert.equal(loadConfig({ WORKER_OUTCOME_RETENTION_HOURS: '2' }).workerOutcomeRetentionMs, 2 * 3_600_000);
+    assert.throws(
+      () => loadConfig({ WORKER_OUTCOME_RETENTION_HOURS: '1' }),
+      (error: unknown) => error instanceof ConfigError && /WORKER_OUTCOME_RETENTION_HOURS/.test(error.message),
+    );
+    assert.throws(
+      () => loadConfig({ WORKER_OUTCOME_RETENTION_HOURS: '24', JOB_RUN_TIMEOUT_SECONDS: String(2 * 86_400) }),
+      ConfigError,
+    );
+  });
+
   it('the default satellite source orders its path z/y/x', () => {
     assert.match(DEFAULT_TILE_TEMPLATES.satellite, /\{z\}\/\{y\}\/\{x\}$/);
   });

@@ -7,9 +7,9 @@ import { useLiveMongo } from './live-env.js';
 describe('MongoDB-protocol worker registry (live)', () => {
   const { uri, freshDb } = useLiveMongo();
 
-  describeWorkerRegistryContract(`MongoDB protocol at ${uri}`, async () => {
+  describeWorkerRegistryContract(`MongoDB protocol at ${uri}`, async (retention) => {
     const db = freshDb();
-    const store = await createMongoWorkerRegistry(db);
+    const store = await createMongoWorkerRegistry(db, retention);
     return { store, cleanup: async () => void (await db.dropDatabase()) };
   });
 });

@@ -285,6 +285,45 @@ export function describeJobStoreContract(name: string, factory: JobStoreFactory)
         assert.equal((await store.recent(10)).length, 3);
       });
 
+      it('pages by keyset: `before` the last job of a page gives the next, down to the oldest, ties included', async () => {
+        const [alice, bob] = ['a'.repeat(64), 'b'.repeat(64)];
+        // 250 jobs over 50 distinct times (5 share each created_at: the job_id breaks the tie), two requesters.
+        for (let i = 0; i < 250; i++) {
+          const at = iso(T0 + Math.floor(i / 5) * 1000);
+          await store.claim(
+            runningJob({
+              job_id: `job-${String(i).padStart(3, '0')}`,
+              requester_pk: i % 2 === 0 ? alice : bob,
+              created_at: at,
+              updated_at: at,
+            }),
+          );
+        }
+        const expected = Array.from({ length: 250 }, (_, i) => `job-${String(249 - i).padStart(3, '0')}`);
+        const walk = async (filter: { requesterPk?: string }, limit: number) => {
+          const seen: string[] = [];
+          for (let before: { createdAt: string; jobId: string } | undefined; ;) {
+            const page = await store.recent(limit, before === undefined ? filter : { ...filter, before });
+            seen.push(...page.map((j) => j.job_id));
+            const last = page[page.length - 1];
+            if (page.length < limit || last === undefined) return seen;
+            before = { createdAt: last.created_at, jobId: last.job_id };
+          }
+        };
+        assert.deepEqual(await walk({}, 7), expected);
+        assert.deepEqual(
+          await walk({ requesterPk: bob }, 9),
+          expected.filter((id) => Number(id.slice(4)) % 2 === 1),
+        );
+        // A deep page by itself: the 26 jobs after job-100 (created_at T0 + 20 s, shared with job-101..104).
+        const deep = await store.recent(26, { before: { createdAt: iso(T0 + 20_000), jobId: 'job-100' } });
+        assert.deepEqual(
+          deep.map((j) => j.job_id),
+          expected.slice(150, 176),
+        );
+        assert.deepEqual(await store.recent(5, { before: { createdAt: iso(T0), jobId: 'job-000' } }), []);
+      });
+
       it('clamps limit to 1..100 and refuses a non-integer limit', async () => {
         assert.deepEqual(await store.recent(5), []);
         for (let i = 0; i < 102; i++) {

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { ServiceError } from '../../core/errors.js';
 import { generateKeyPair } from '../../core/identity.js';
-import type { WorkerRegistration, WorkerRegistry } from '../../store/worker-registry.js';
+import type { OutcomeRetention, WorkerRegistration, WorkerRegistry } from '../../store/worker-registry.js';
 
 /** Opens a fresh, empty registry; `cleanup` runs after each test (close the database, drop it …). */
-export type WorkerRegistryFactory = () => Promise<{ store: WorkerRegistry; cleanup?: () => Promise<void> }>;
+export type WorkerRegistryFactory = (
+  retention?: OutcomeRetention,
+) => Promise<{ store: WorkerRegistry; cleanup?: () => Promise<void> }>;
 
 const T0 = Date.UTC(2026, 0, 1, 12);
 
@@ -284,6 +286,49 @@ export function describeWorkerRegistryContract(name: string, factory: WorkerRegi
           results.some((x) => x?.jobs_completed === 1),
           'the counting call answers with its count',
         );
+      });
+
+      describe('retention of counted outcomes', () => {
+        const DAY = 86_400_000;
+        let now = T0;
+        let kept: WorkerRegistry;
+        let keptCleanup: (() => Promise<void>) | undefined;
+        beforeEach(async () => {
+          now = T0;
+          ({ store: kept, cleanup: keptCleanup } = await factory({ outcomeRetentionMs: 8 * DAY, clock: () => now }));
+        });
+        afterEach(async () => {
+          await kept.close();
+          await keptCleanup?.();
+        });
+
+        it('still counts a job once when it comes again inside the window, after prunes ran', async () => {
+          const r = registration();
+          await kept.register(r, T0);
+          await kept.recordOutcome(r.pk, 'completed', 'job-long');
+          // Outcomes of other jobs at each day of the window, each one a chance to prune.
+          for (let day = 1; day < 8; day++) {
+            now = T0 + day * DAY;
+            await kept.recordOutcome(r.pk, 'completed', `job-day-${day}`);
+          }
+          now = T0 + 8 * DAY - 1;
+          const record = await kept.recordOutcome(r.pk, 'failed', 'job-long');
+          assert.equal(record?.jobs_completed, 8);
+          assert.equal(record?.jobs_failed, 0, 'a retry inside the window must not count again');
+        });
+
+        it('prunes claims older than the window: the table does not grow with history', async () => {
+          const r = registration();
+          await kept.register(r, T0);
+          await kept.recordOutcome(r.pk, 'completed', 'job-old');
+          now = T0 + 8 * DAY + 1;
+          await kept.recordOutcome(r.pk, 'completed', 'job-new'); // prunes job-old's claim
+          // Proof the claim is gone: the same id is counted afresh (no job can come back this late; see the port).
+          const record = await kept.recordOutcome(r.pk, 'completed', 'job-old');
+          assert.equal(record?.jobs_completed, 3);
+          // And job-new, inside the window, is still refused.
+          assert.equal((await kept.recordOutcome(r.pk, 'completed', 'job-new'))?.jobs_completed, 3);
+        });
       });
 
       it('counts each job once when repeats of several jobs arrive at once', async () => {

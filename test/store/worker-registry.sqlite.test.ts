@@ -7,9 +7,9 @@ import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteWorkerRegistry } from '../../store/sqlite/worker-registry.js';
 import { describeWorkerRegistryContract, registration } from './worker-registry.contract.js';
 
-describeWorkerRegistryContract('SQLite (in memory)', async () => {
+describeWorkerRegistryContract('SQLite (in memory)', async (retention) => {
   const db = openSqlite(':memory:');
-  return { store: createSqliteWorkerRegistry(db), cleanup: async () => void db.close() };
+  return { store: createSqliteWorkerRegistry(db, retention), cleanup: async () => void db.close() };
 });
 
 describe('SQLite worker registry on a shared file', () => {
