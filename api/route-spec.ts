@@ -72,7 +72,7 @@ export interface RouteDocs {
 }
 
 export interface RouteSpec<Input> {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
   auth: AuthPolicy;
   /**

@@ -1,11 +1,12 @@
 /**
- * The openEO API on the gateway (docs/protocol.md §16): discovery, accounts and synchronous processing under
- * OPENEO_BASE, the well-known document at the root, and FeatureUnsupported for the endpoints not built.
+ * The openEO API on the gateway (docs/protocol.md §16): discovery, accounts, synchronous processing and (with a
+ * job store and runner) batch jobs under OPENEO_BASE, the well-known document at the root, and FeatureUnsupported for the endpoints not built.
  */
 import type { AppDeps } from '../app-deps.js';
 import type { RouteSpec } from '../route-spec.js';
 import { accountRoutes } from './account.js';
 import { discoveryRoutes, unbuiltRoutes } from './discovery.js';
+import { jobRoutes } from './jobs.js';
 import { resultRoutes } from './result.js';
 
 export { OPENEO_BASE, WELL_KNOWN } from './discovery.js';
@@ -23,5 +24,18 @@ export function openEoRoutes(deps: AppDeps): RouteSpec<unknown>[] {
     ...accountRoutes(),
     ...resultRoutes({ imagery: () => deps.imagery, clock: () => deps.clock() }),
   );
-  return [...built, ...unbuiltRoutes()];
+  const batch = deps.openEo;
+  if (batch) {
+    built.push(
+      ...jobRoutes({
+        jobs: () => batch.jobs,
+        runner: () => batch.runner,
+        imagery: () => deps.imagery,
+        receipts: () => ({ proofs: deps.proofs, ledger: deps.ledger, networkPassphrase: deps.networkPassphrase }),
+        clock: () => deps.clock(),
+      }),
+    );
+  }
+  const isBuilt = (spec: RouteSpec<unknown>) => built.some((b) => b.method === spec.method && b.path === spec.path);
+  return [...built, ...unbuiltRoutes().filter((spec) => !isBuilt(spec))];
 }

@@ -18,6 +18,7 @@ import { JOB_REQUESTER_MIGRATION, JOB_STORE_MIGRATION } from './job-store-schema
 import { AUDIT_CHAIN_MIGRATION, AUDIT_VERIFIED_MIGRATION } from './audit-store-schema.js';
 import { LEDGER_MIGRATION } from './ledger-store-schema.js';
 import { JOB_BLOBS_MIGRATION } from './blob-store.js';
+import { OPENEO_JOBS_MIGRATION } from './openeo-job-store.js';
 
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   {
@@ -86,4 +87,5 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   WORKER_LEFT_AT_MIGRATION,
   JOB_BLOBS_MIGRATION,
   AUDIT_VERIFIED_MIGRATION,
+  OPENEO_JOBS_MIGRATION,
 ];
