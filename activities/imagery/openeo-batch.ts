@@ -130,7 +130,11 @@ export function createOpenEoBatchActivities(deps: OpenEoBatchDeps): OpenEoBatchA
                 ],
                 logs: [
                   ...current.logs,
-                  log(current, 'info', `${name}: ${run.bytes.length} bytes, ${run.cost} credits, record ${run.record.id}`),
+                  log(
+                    current,
+                    'info',
+                    `${name}: ${run.bytes.length} bytes, ${run.cost} credits, record ${run.record.id}`,
+                  ),
                 ],
               }
             : null,
@@ -139,7 +143,8 @@ export function createOpenEoBatchActivities(deps: OpenEoBatchDeps): OpenEoBatchA
         if (finished === null && (await deps.jobs.get(job.id)) === null) await deps.jobs.delete(job.id);
         return { status: finished?.status ?? 'canceled' };
       } catch (error) {
-        const code = error instanceof OpenEoError ? error.openEoCode : error instanceof ServiceError ? error.code : 'Internal';
+        const code =
+          error instanceof OpenEoError ? error.openEoCode : error instanceof ServiceError ? error.code : 'Internal';
         const message =
           error instanceof ServiceError
             ? (error.detail ?? error.message)

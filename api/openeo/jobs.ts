@@ -65,7 +65,11 @@ const itemSchema = z.looseObject({
   assets: z.record(z.string(), z.looseObject({ href: z.string() })),
   links: z.array(linkSchema),
 });
-const logsSchema = z.object({ level: z.string(), logs: z.array(z.looseObject({ id: z.string() })), links: z.array(linkSchema) });
+const logsSchema = z.object({
+  level: z.string(),
+  logs: z.array(z.looseObject({ id: z.string() })),
+  links: z.array(linkSchema),
+});
 const estimateSchema = z.object({ costs: z.number(), downloads_included: z.null() });
 
 const JOB_ERRORS = ['AuthenticationRequired', 'AuthenticationSchemeInvalid', 'TokenInvalid', 'JobNotFound'];

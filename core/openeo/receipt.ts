@@ -133,7 +133,9 @@ export function verifyOpenEoReceipt(
   });
   for (const name of ['inclusion', 'seal_chain', 'anchor'] as const) {
     const check = shared.checks.find((c) => c.name === name);
-    add(name, () => (check ? { ok: check.ok, detail: check.detail } : bad(`malformed receipt: ${shared.checks[0]?.detail}`)));
+    add(name, () =>
+      check ? { ok: check.ok, detail: check.detail } : bad(`malformed receipt: ${shared.checks[0]?.detail}`),
+    );
   }
   add('sealer', () => {
     if (options.sealerPk === undefined) return ok('no sealer pinned');
@@ -254,11 +256,14 @@ function assetRecords(receipt: OpenEoReceipt, graphHash: string, allowPending: b
     }
     const result = isObj(payload.result) ? payload.result : {};
     const stated = { sha256: asset.sha256, bytes: asset.bytes, format: asset.format, media_type: asset.media_type };
-    if (canonicalJson(result) !== canonicalJson(stated)) return bad(`${record.id} states another file than ${asset.name}`);
+    if (canonicalJson(result) !== canonicalJson(stated))
+      return bad(`${record.id} states another file than ${asset.name}`);
     if (payload.cost !== asset.cost) return bad(`${record.id} states another cost than ${asset.name}`);
   }
   if (missing > 0 && !allowPending && receipt.status !== 'pending') {
     return bad(`${missing} record(s) missing from a receipt marked complete`);
   }
-  return ok(`${assets.length - missing} asset record(s) of this job, graph and requester${missing ? `, ${missing} pending` : ''}`);
+  return ok(
+    `${assets.length - missing} asset record(s) of this job, graph and requester${missing ? `, ${missing} pending` : ''}`,
+  );
 }

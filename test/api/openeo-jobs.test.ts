@@ -192,7 +192,9 @@ describe('openEO batch jobs', function () {
 
     const logs = await gw.get(`${BASE}/jobs/${id}/logs`, AUTH);
     assert.deepEqual(openEoSchemaErrors('/jobs/{job_id}/logs', 'get', 200, logs.body), []);
-    assert.ok((logs.body as { logs: { message: string }[] }).logs.some((l) => l.message.includes(asset['geofabric:record_id'])));
+    assert.ok(
+      (logs.body as { logs: { message: string }[] }).logs.some((l) => l.message.includes(asset['geofabric:record_id'])),
+    );
   });
 
   it('shows a job only to the key that created it: another key gets JobNotFound', async () => {
@@ -226,12 +228,18 @@ describe('openEO batch jobs', function () {
       headers: AUTH,
     });
     assert.match(await failure(unsupported, 'ProcessUnsupported'), /resample_spatial/);
-    await failure(await gw.request('POST', `${BASE}/jobs`, { body: { title: 'x' }, headers: AUTH }), 'ProcessGraphMissing');
+    await failure(
+      await gw.request('POST', `${BASE}/jobs`, { body: { title: 'x' }, headers: AUTH }),
+      'ProcessGraphMissing',
+    );
   });
 
   it('carries a body signed with an Ed25519 key (X-Idn-Signature) into the record and the receipt', async () => {
     const requester = generateKeyPair();
-    const signed = signRequestBody(requester.secretKey, { title: 'signed', process: { process_graph: ndviGraph('JSON') } });
+    const signed = signRequestBody(requester.secretKey, {
+      title: 'signed',
+      process: { process_graph: ndviGraph('JSON') },
+    });
     const id = await create(gw, signed.body, { ...AUTH, 'x-idn-signature': signed.signature });
     await gw.request('POST', `${BASE}/jobs/${id}/results`, { headers: AUTH });
     await waitFor(gw, id, ['finished']);
@@ -328,7 +336,10 @@ describe('openEO batch jobs', function () {
     assert.ok(lines.some((l) => /asset_records/.test(l)));
 
     const tampers: [string, (r: OpenEoReceipt) => void][] = [
-      ['process_graph', (r) => ((r.request.body.process as { process_graph: Record<string, unknown> }).process_graph.x = {})],
+      [
+        'process_graph',
+        (r) => ((r.request.body.process as { process_graph: Record<string, unknown> }).process_graph.x = {}),
+      ],
       ['asset_records', (r) => (r.job!.assets[0]!.sha256 = '0'.repeat(64))],
       ['costs', (r) => (r.job!.costs += 1)],
       ['asset_records', (r) => (r.request.authenticated_by.api_key_id = 'env:1')],

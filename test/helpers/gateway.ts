@@ -253,7 +253,13 @@ export async function startGateway(
       ...(options.jobLeaseMs === undefined ? {} : { leaseMs: options.jobLeaseMs }),
     });
   const openEoJobs = options.openEoJobs ?? createSqliteOpenEoJobStore(db);
-  const openEoActivities = createOpenEoBatchActivities({ imagery, jobs: openEoJobs, registry: REGISTRY, encodePng, clock });
+  const openEoActivities = createOpenEoBatchActivities({
+    imagery,
+    jobs: openEoJobs,
+    registry: REGISTRY,
+    encodePng,
+    clock,
+  });
   const openEoRunner = options.openEoRunner?.(openEoActivities) ?? createEmbeddedOpenEoRunner(openEoActivities, logger);
   const app = createApp({
     config,
