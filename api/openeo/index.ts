@@ -2,6 +2,7 @@
  * The openEO API on the gateway (docs/protocol.md §16): discovery, accounts, synchronous processing and (with a
  * job store and runner) batch jobs under OPENEO_BASE, the well-known document at the root, and FeatureUnsupported for the endpoints not built.
  */
+import { OpenEoError } from '../../core/openeo/errors.js';
 import type { AppDeps } from '../app-deps.js';
 import type { RouteSpec } from '../route-spec.js';
 import { accountRoutes } from './account.js';
@@ -24,18 +25,20 @@ export function openEoRoutes(deps: AppDeps): RouteSpec<unknown>[] {
     ...accountRoutes(),
     ...resultRoutes({ imagery: () => deps.imagery, clock: () => deps.clock() }),
   );
-  const batch = deps.openEo;
-  if (batch) {
-    built.push(
-      ...jobRoutes({
-        jobs: () => batch.jobs,
-        runner: () => batch.runner,
-        imagery: () => deps.imagery,
-        receipts: () => ({ proofs: deps.proofs, ledger: deps.ledger, networkPassphrase: deps.networkPassphrase }),
-        clock: () => deps.clock(),
-      }),
-    );
-  }
+  // Without a job store and runner (a gateway built for a test of other routes), batch jobs are not offered.
+  const batch = () => {
+    if (deps.openEo === undefined) throw new OpenEoError('FeatureUnsupported', 'Batch jobs are not offered here.');
+    return deps.openEo;
+  };
+  built.push(
+    ...jobRoutes({
+      jobs: () => batch().jobs,
+      runner: () => batch().runner,
+      imagery: () => deps.imagery,
+      receipts: () => ({ proofs: deps.proofs, ledger: deps.ledger, networkPassphrase: deps.networkPassphrase }),
+      clock: () => deps.clock(),
+    }),
+  );
   const isBuilt = (spec: RouteSpec<unknown>) => built.some((b) => b.method === spec.method && b.path === spec.path);
   return [...built, ...unbuiltRoutes().filter((spec) => !isBuilt(spec))];
 }

@@ -63,7 +63,7 @@ describe('openEO discovery', function () {
       for (const path of ['/collections', '/collections/{collection_id}', '/processes', '/credentials/basic', '/me']) {
         assert.deepEqual(endpoints[path], ['GET'], path);
       }
-      for (const path of ['/jobs', '/services', '/credentials/oidc', '/'])
+      for (const path of ['/files', '/services', '/credentials/oidc', '/'])
         assert.equal(endpoints[path], undefined, path);
       assert.ok(caps.links.some((l) => l.rel === 'version-history' && l.href === `${gw.url}/.well-known/openeo`));
       const conformance = await gw.get(`${BASE}/conformance`);
@@ -164,8 +164,8 @@ describe('openEO discovery', function () {
 
   it('answers FeatureUnsupported (501) on the endpoints not built, NotFound elsewhere under the base', async () => {
     for (const [method, path] of [
-      ['GET', '/jobs'],
-      ['POST', '/jobs'],
+      ['GET', '/files'],
+      ['GET', '/process_graphs'],
       ['GET', '/services'],
       ['GET', '/credentials/oidc'],
     ] as const) {
