@@ -115,7 +115,7 @@ function checkBody(parts: RequestParts, nowMs: number, partial: boolean) {
 }
 
 const jobNotFound = (id: string) =>
-  new OpenEoError('JobNotFound', `The batch job '${id.slice(0, 64)}' does not exist.`, 404);
+  new OpenEoError('JobNotFound', `The batch job '${id.slice(0, 64)}' does not exist.`);
 
 /** The job of the path, if the caller's key owns it; JobNotFound otherwise (whether it exists or not). */
 async function ownJob(deps: OpenEoJobDeps, id: string, gates: GateState): Promise<OpenEoJob> {

@@ -42,7 +42,7 @@ export async function createMongoOpenEoJobStore(db: Db): Promise<OpenEoJobStore>
         });
       } catch (error) {
         if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) {
-          throw new RangeError(`openEO job ${job.id} exists`);
+          throw new RangeError(`openEO job ${job.id} exists`, { cause: error });
         }
         throw error;
       }
