@@ -58,6 +58,8 @@ interface Seen {
     receipt: string[];
     tiff: { crs: string; mean: number; valid: number };
     listed: boolean;
+    estimate: number;
+    costs: number;
   };
   error: { code: string; status: number } | null;
   unsupported: { code: string; message: string } | null;
@@ -141,6 +143,8 @@ describe('the official openEO Python client', function () {
     assert.ok(Math.abs(seen.batch.tiff.mean - ndvi) < 1e-6);
     assert.equal(seen.batch.tiff.valid, seen.gtiff.valid, 'the same pixels as the synchronous GeoTIFF');
     assert.equal(seen.batch.listed, true);
+    // The estimate counts the box's pixels at the bands' resolution on the scenes found; the run, its UTM grid's.
+    assert.ok(Math.abs(seen.batch.estimate - seen.batch.costs) <= 0.25 * seen.batch.costs, JSON.stringify(seen.batch));
     assert.deepEqual(seen.error, { code: 'CollectionNotFound', status: 404 });
     assert.equal(seen.unsupported?.code, 'ProcessUnsupported');
     assert.match(seen.unsupported?.message ?? '', /resample_spatial/);

@@ -94,6 +94,7 @@ seen["proof"] = {
 # A batch job: created, started and awaited, its results (a STAC Item) downloaded with their metadata; each asset's
 # proof record names the SHA-256 of the file downloaded, and the Item links the job's receipt.
 job = ndvi.save_result(format="GTiff").create_job(title="NDVI batch")
+estimate = job.estimate()
 job.start_and_wait(print=lambda *args: print(*args, file=sys.stderr), max_poll_interval=0.2)
 results = job.get_results()
 files = results.download_files(out / "batch")
@@ -113,6 +114,8 @@ seen["batch"] = {
     "receipt": [link["href"] for link in metadata["links"] if link["rel"] == "receipt"],
     "tiff": batch_stats,
     "listed": job.job_id in [j["id"] for j in connection.list_jobs()],
+    "estimate": estimate["costs"],
+    "costs": float(results.get_metadata()["properties"]["geofabric:costs"]),
 }
 
 # An error the client raises as OpenEoApiError with the back-end's code.
