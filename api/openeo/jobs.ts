@@ -16,6 +16,7 @@ import { buildOpenEoReceipt, type OpenEoReceiptSources } from '../../activities/
 import { canonicalJson } from '../../core/canonical-json.js';
 import { pass } from '../../core/check.js';
 import { sha256Hex } from '../../core/hash.js';
+import { ServiceError } from '../../core/errors.js';
 import { OpenEoError } from '../../core/openeo/errors.js';
 import { extentRecordCell } from '../../core/openeo/extent.js';
 import { checkProcessGraph } from '../../core/openeo/graph.js';
@@ -71,6 +72,9 @@ const logsSchema = z.object({
   links: z.array(linkSchema),
 });
 const estimateSchema = z.object({ costs: z.number(), downloads_included: z.null() });
+
+/** Jobs one API key may have queued or running at once: each run holds a share of the gateway's reads and memory. */
+export const MAX_ACTIVE_JOBS_PER_KEY = 4;
 
 const JOB_ERRORS = ['AuthenticationRequired', 'AuthenticationSchemeInvalid', 'TokenInvalid', 'JobNotFound'];
 const GRAPH_ERRORS = [
@@ -342,6 +346,15 @@ export function jobRoutes(deps: OpenEoJobDeps): RouteSpec<unknown>[] {
       preflight: byPath,
       handler: async (ctx, id, gates) => {
         const job = await ownJob(deps, id, gates);
+        const active = (await deps.jobs().list(job.owner, 100)).filter(
+          (other) => other.id !== job.id && (other.status === 'queued' || other.status === 'running'),
+        );
+        if (active.length >= MAX_ACTIVE_JOBS_PER_KEY && job.status !== 'queued' && job.status !== 'running') {
+          throw new ServiceError(
+            'rate_limit',
+            `${active.length} jobs of this key are queued or running, the most at once; start this one when one ends.`,
+          );
+        }
         let queued = false;
         const started = await change(job, (current) => {
           queued = current.status !== 'queued' && current.status !== 'running';
@@ -373,10 +386,12 @@ export function jobRoutes(deps: OpenEoJobDeps): RouteSpec<unknown>[] {
         summary: 'openEO: start a batch job',
         description:
           'Queues the job and starts its run on the job engine (one `openEoBatchJob` workflow per start under ' +
-          'Temporal). A job already queued or running is left as it is. A finished job runs again.',
+          'Temporal). A job already queued or running is left as it is. A finished job runs again. At most ' +
+          `${MAX_ACTIVE_JOBS_PER_KEY} jobs of a key are queued or running at once (429 \`rate_limit\` beyond).`,
         tags: [OPENEO_TAG],
         params: jobParams,
         responses: { 202: { description: 'Queued' } },
+        errors: ['rate_limit'],
         openEoErrors: JOB_ERRORS,
       },
     }),

@@ -411,6 +411,23 @@ describe('openEO batch jobs', function () {
       assert.equal((await hgw.request('DELETE', `${BASE}/jobs/${id}`, { headers: AUTH })).status, 204);
       await failure(await hgw.get(`${BASE}/jobs/${id}`, AUTH), 'JobNotFound', 404);
     });
+
+    it('holds a key to four jobs queued or running at once', async () => {
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) ids.push(await create(hgw, { process: { process_graph: ndviGraph() } }));
+      for (const id of ids.slice(0, 4)) {
+        assert.equal((await hgw.request('POST', `${BASE}/jobs/${id}/results`, { headers: AUTH })).status, 202);
+      }
+      const refused = await hgw.request('POST', `${BASE}/jobs/${ids[4]}/results`, { headers: AUTH });
+      assert.equal(refused.status, 429);
+      assert.equal((refused.body as { code: string }).code, 'rate_limit');
+      assert.deepEqual(openEoErrorSchemaErrors(refused.body), []);
+      assert.equal((await hgw.openEoJobs.get(ids[4]!))?.status, 'created');
+      // Starting one of the four again is no new run; once one is canceled the fifth may start.
+      assert.equal((await hgw.request('POST', `${BASE}/jobs/${ids[0]}/results`, { headers: AUTH })).status, 202);
+      assert.equal((await hgw.request('DELETE', `${BASE}/jobs/${ids[0]}/results`, { headers: AUTH })).status, 204);
+      assert.equal((await hgw.request('POST', `${BASE}/jobs/${ids[4]}/results`, { headers: AUTH })).status, 202);
+    });
   });
 
   it('lists batch jobs among the capabilities’ endpoints', async () => {
