@@ -165,7 +165,7 @@ describe('openEO discovery', function () {
   it('answers FeatureUnsupported (501) on the endpoints not built, NotFound elsewhere under the base', async () => {
     for (const [method, path] of [
       ['GET', '/files'],
-      ['GET', '/process_graphs'],
+      ['POST', '/validation'],
       ['GET', '/services'],
       ['GET', '/credentials/oidc'],
     ] as const) {

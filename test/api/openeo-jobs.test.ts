@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import proj4 from 'proj4';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createOpenEoBatchActivities } from '../../activities/imagery/openeo-batch.js';
-import type { OpenEoBatchRunner } from '../../api/openeo/batch-runner.js';
+import type { OpenEoBatchRunner, OpenEoBatchStart } from '../../api/openeo/batch-runner.js';
 import { receiptCommand } from '../../bin/receipt-commands.js';
 import { signRequestBody } from '../../core/gates/signature.js';
 import { generateKeyPair } from '../../core/identity.js';
@@ -69,7 +69,7 @@ type Gateway = Awaited<ReturnType<typeof startGateway>>;
 
 /** A runner that only records what it was asked: jobs stay queued until a test runs them. */
 function heldRunner() {
-  const started: { job_id: string; run: number }[] = [];
+  const started: OpenEoBatchStart[] = [];
   const canceled: string[] = [];
   const runner: OpenEoBatchRunner = {
     mode: 'embedded',
