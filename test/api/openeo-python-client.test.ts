@@ -17,6 +17,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import proj4 from 'proj4';
+import { verifyOpenEoReceipt } from '../../core/openeo/receipt.js';
 import { VEGETATION, ndviOf, romeCellInUtm } from '../helpers/cog-fixture.js';
 import { startGateway } from '../helpers/gateway.js';
 import { TEST_NOW, startImageryCatalog, type ImageryCatalog } from '../helpers/imagery-fixtures.js';
@@ -139,6 +140,9 @@ describe('the official openEO Python client', function () {
     assert.equal(seen.batch.matches, true, 'the proof record names the downloaded file’s SHA-256');
     assert.equal(seen.batch.job_id, true);
     assert.equal(seen.batch.receipt.length, 1);
+    const receipt = await fetch(seen.batch.receipt[0]!, { headers: { authorization: `Bearer basic//${KEY}` } });
+    const verdict = verifyOpenEoReceipt(await receipt.json(), { allowPending: true, sealerPk: gw.node.publicKey });
+    assert.equal(verdict.ok, true, JSON.stringify(verdict.checks));
     assert.equal(seen.batch.tiff.crs, 'EPSG:32633');
     assert.ok(Math.abs(seen.batch.tiff.mean - ndvi) < 1e-6);
     assert.equal(seen.batch.tiff.valid, seen.gtiff.valid, 'the same pixels as the synchronous GeoTIFF');
