@@ -100,6 +100,6 @@ export interface AppDeps {
   metrics?: GatewayMetrics | undefined;
   /** True once shutdown began: new requests get 503 shutting_down and responses `Connection: close`. */
   draining?: (() => boolean) | undefined;
-  /** openEO batch jobs (docs/protocol.md §16.10): their store and what runs them; absent, `/jobs` is not built. */
+  /** openEO batch jobs (docs/protocol.md §16.11): their store and what runs them; absent, `/jobs` is not built. */
   openEo?: { jobs: OpenEoJobStore; runner: OpenEoBatchRunner } | undefined;
 }

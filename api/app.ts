@@ -7,7 +7,7 @@ import { jobStellarTx } from '../activities/settlement/settlement-service.js';
 import type { AppDeps } from './app-deps.js';
 import { gateChain, gateLimits, routeGates, type GateLimits } from './gates.js';
 import { errorMiddleware, jsonAllowedMethods, type ErrorStyle } from './http-errors.js';
-import { OPENEO_BASE, WELL_KNOWN, openEoRoutes } from './openeo/index.js';
+import { OPENEO_BASE, WELL_KNOWN, openEoHttp, openEoRoutes } from './openeo/index.js';
 import { readJsonBody } from './json-body.js';
 import { createMetrics } from './metrics.js';
 import { createRequestRateLimits, requestBounds } from './rate-limit.js';
@@ -128,6 +128,7 @@ export function createApp(deps: AppDeps): Koa {
   app.use(requestContext({ logger: deps.logger, metrics, draining: deps.draining }));
   const dispatch = routeDispatch(router);
   app.use(errorMiddleware(deps.logger, errorStyleOf(dispatch.match, routes)));
+  app.use(openEoHttp(dispatch.match));
   app.use(requestBounds(rates.ip, deps.clock, rates.ipBytes));
   app.use(dispatch.middleware);
   app.use(jsonAllowedMethods(router));

@@ -71,6 +71,14 @@ const USAGE = `geofabric <command>
   receipt verify RECEIPT.json [--sealer-pk HEX] [--allow-pending] [--json] [--anchor [--horizon URL]]
                                  checks a job receipt offline (docs/protocol.md §15): signed request, job hash,
                                  step records, inclusion proofs, seal chains; exit 1 if invalid
+      [--recompute [--allow-http] [--allow-private] [--tile-url [STYLE=]TEMPLATE]...]
+                                 then recomputes each step from the public inputs its record names (§15.4),
+                                 one line per step: recomputed | differs (field: recorded vs recomputed) |
+                                 upstream changed | inputs unavailable (why) | not recomputable (why); fetches
+                                 only the recorded asset byte ranges and --tile-url tiles, https only unless
+                                 --allow-http, no private/loopback address unless --allow-private, no redirect;
+                                 exit 0 all recomputed or not recomputable, 1 invalid (nothing fetched), 2 usage,
+                                 3 a step differs, 4 inputs unavailable or upstream changed
   receipt get JOB_ID [--url BASE] [-o FILE] [--wait-sealed [--timeout SECONDS]]
                                  fetches BASE/v1/compute/JOB_ID/receipt; --wait-sealed asks again until it is
                                  sealed (default up to 7200 s, progress on stderr; exit 1 if still pending)

@@ -2,13 +2,14 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { isOpenEoReceipt, verifyOpenEoReceipt } from '../core/openeo/receipt.js';
 import { verifyReceipt, type JobReceipt, type ReceiptVerdict } from '../core/receipt.js';
+import { RECOMPUTE_EXIT, recomputeExitCode, recomputeLine, type StepRecomputation } from '../core/receipt-recompute.js';
 import { loadConfig } from './config.js';
 import type { AnchoredVerdict } from './receipt-anchor.js';
 import { createProgress, type ProgressStream } from './progress.js';
 import { DEFAULT_URL } from './submit.js';
 
 export const RECEIPT_USAGE =
-  'receipt verify RECEIPT.json [--sealer-pk HEX] [--allow-pending] [--json] [--anchor [--horizon URL]] | receipt get JOB_ID [--url BASE] [-o FILE] [--wait-sealed [--timeout SECONDS]]';
+  'receipt verify RECEIPT.json [--sealer-pk HEX] [--allow-pending] [--json] [--anchor [--horizon URL]] [--recompute [--allow-http] [--allow-private] [--tile-url [STYLE=]TEMPLATE]...] | receipt get JOB_ID [--url BASE] [-o FILE] [--wait-sealed [--timeout SECONDS]]';
 
 export interface ReceiptCommandIo {
   log(line: string): void;
@@ -32,6 +33,9 @@ const DEFAULT_WAIT_S = 7_200;
  * network). `get` fetches `BASE/v1/compute/JOB_ID/receipt`, with `--wait-sealed` asking again (progress on
  * stderr) until it is sealed. Exit codes: 0 valid (get: fetched, and sealed when waiting), 1 invalid (get: still
  * pending after the wait, or an error answer), 2 usage, an unreadable file or (get) the gateway unreachable.
+ * `verify --recompute` then recomputes each step from its public inputs (bin/receipt-recompute.ts), one line per
+ * step, and adds exit codes 3 (a step differs) and 4 (inputs unavailable or an upstream changed;
+ * core/receipt-recompute.ts).
  */
 export async function receiptCommand(argv: string[], io: ReceiptCommandIo): Promise<number> {
   const [sub, ...rest] = argv;
@@ -53,12 +57,19 @@ async function verifyCommand(args: string[], io: ReceiptCommandIo): Promise<numb
         json: { type: 'boolean', default: false },
         anchor: { type: 'boolean', default: false },
         horizon: { type: 'string' },
+        recompute: { type: 'boolean', default: false },
+        'allow-http': { type: 'boolean', default: false },
+        'allow-private': { type: 'boolean', default: false },
+        'tile-url': { type: 'string', multiple: true },
       },
     });
   } catch (error) {
     return usage(io, (error as Error).message);
   }
   const [file, ...extra] = parsed.positionals;
+  const recompute = parsed.values.recompute;
+  const fetchPolicy = parsed.values['allow-http'] || parsed.values['allow-private'] || parsed.values['tile-url'];
+  if (fetchPolicy && !recompute) return usage(io, '--allow-http, --allow-private and --tile-url go with --recompute');
   if (file === undefined || extra.length > 0) return usage(io, 'one receipt file');
   if (parsed.values.horizon !== undefined && !parsed.values.anchor) return usage(io, '--horizon goes with --anchor');
   const sealerPk = parsed.values['sealer-pk'];
@@ -70,8 +81,10 @@ async function verifyCommand(args: string[], io: ReceiptCommandIo): Promise<numb
     io.error(`cannot read ${file}: ${(error as Error).message}`);
     return 2;
   }
+  // Recomputation knows a job receipt's step types (docs/protocol.md §15.4), not an openEO job's graphs.
+  if (recompute && isOpenEoReceipt(receipt)) return usage(io, '--recompute takes a job receipt, not an openEO one');
   const options = { allowPending: parsed.values['allow-pending'], ...(sealerPk === undefined ? {} : { sealerPk }) };
-  // An openEO batch job's receipt (docs/protocol.md §16.11) has checks of its own; its records, seals and anchors
+  // An openEO batch job's receipt (docs/protocol.md §16.12) has checks of its own; its records, seals and anchors
   // have a job receipt's shapes, so the ledger check below reads them alike. The verdicts differ only in names.
   const offline = isOpenEoReceipt(receipt)
     ? (verifyOpenEoReceipt(receipt, options) as unknown as ReceiptVerdict)
@@ -84,9 +97,24 @@ async function verifyCommand(args: string[], io: ReceiptCommandIo): Promise<numb
     const { withLedgerAnchors } = await import('./receipt-anchor.js');
     verdict = await withLedgerAnchors(receipt as JobReceipt, offline, horizonUrl);
   }
-  if (parsed.values.json) io.log(JSON.stringify({ file, ...verdict }, null, 2));
-  else for (const line of report(file, receipt, verdict)) io.log(line);
-  return verdict.ok ? 0 : 1;
+  // Recomputation fetches what the receipt names: only once the offline checks trust it (docs/protocol.md §15.4).
+  let steps: StepRecomputation[] | null = null;
+  if (recompute && verdict.ok) {
+    const { recomputeWithPolicy, tileTemplates } = await import('./receipt-recompute.js');
+    steps = await recomputeWithPolicy(receipt as JobReceipt, {
+      allowHttp: parsed.values['allow-http'],
+      allowPrivate: parsed.values['allow-private'],
+      tileTemplates: tileTemplates(parsed.values['tile-url'] ?? []),
+    });
+  }
+  if (parsed.values.json) io.log(JSON.stringify({ file, ...verdict, ...(steps ? { recompute: steps } : {}) }, null, 2));
+  else {
+    for (const line of report(file, receipt, verdict)) io.log(line);
+    if (recompute && !verdict.ok) io.log('recompute: not run (the offline verification failed)');
+    for (const step of steps ?? []) io.log(`  ${recomputeLine(step)}`);
+  }
+  if (!verdict.ok) return RECOMPUTE_EXIT.invalid;
+  return steps ? recomputeExitCode(steps) : 0;
 }
 
 function report(file: string, receipt: unknown, verdict: AnchoredVerdict): string[] {

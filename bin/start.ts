@@ -177,7 +177,7 @@ export async function startGateway(config: Config): Promise<void> {
     onEpochSealed: metrics.epochSealed,
     sealers: async () => (online.sealers ? online.sealers() : []),
   });
-  // openEO batch jobs run on the same engine as compound jobs (docs/protocol.md §16.10).
+  // openEO batch jobs run on the same engine as compound jobs (docs/protocol.md §16.11).
   const openEo = createOpenEoBatchActivities({
     imagery,
     jobs: stores.openEoJobs,

@@ -43,7 +43,7 @@ export interface Stores {
   ledger: LedgerStore;
   /** Large step outputs, out of workflow payloads (core/output-blobs.ts). */
   blobs: BlobStore;
-  /** openEO batch jobs and their result files (docs/protocol.md §16.10). */
+  /** openEO batch jobs and their result files (docs/protocol.md §16.11). */
   openEoJobs: OpenEoJobStore;
   close(): Promise<void>;
 }

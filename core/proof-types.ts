@@ -15,7 +15,9 @@ export const COLLECTION_PAYLOAD_TYPES = {
     ...IMAGE_OPERATIONS.map((operation) => `imagery/${operation}` as const),
     // An openEO result (docs/protocol.md §16.7): the file's hash, the scenes and byte ranges read, the graph's hash.
     'imagery/openeo_result',
-  ] as readonly (`imagery/${ImageOperation}` | 'imagery/openeo_result')[],
+    // A tile of an openEO XYZ service (docs/protocol.md §16.10): the PNG's hash, the scenes and byte ranges read.
+    'imagery/openeo_tile',
+  ] as readonly (`imagery/${ImageOperation}` | 'imagery/openeo_result' | 'imagery/openeo_tile')[],
   breadcrumb: ['gns/breadcrumb'],
   telemetry: ['iot/telemetry'],
 } as const;

@@ -128,6 +128,8 @@ const COLLECTION_PAYLOAD_TYPES = {
     'imagery/scene_search',
     'imagery/atmospheric_correction',
     'imagery/flood_classify',
+    'imagery/openeo_result',
+    'imagery/openeo_tile',
   ],
   breadcrumb: ['gns/breadcrumb'],
   telemetry: ['iot/telemetry'],

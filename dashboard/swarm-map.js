@@ -183,6 +183,19 @@ export function createSwarmMap(container, options) {
       for (const [lng, lat] of ring) bounds.extend([lng, lat]);
       map.fitBounds(bounds, { padding: 80, maxZoom: 10 });
     },
+    /**
+     * The openEO layer over the basemap, under the cells; null removes it.
+     * @param {ReturnType<typeof import('./openeo-layer.js').openEoLayerSource> & { ok: true } | null} layer
+     */
+    async setOpenEoLayer(layer) {
+      await loaded;
+      if (map.getLayer('openeo')) map.removeLayer('openeo');
+      if (map.getSource('openeo')) map.removeSource('openeo');
+      if (layer === null) return;
+      map.addSource('openeo', layer.source);
+      map.addLayer({ id: 'openeo', type: 'raster', source: 'openeo', paint: { 'raster-opacity': 0.85 } }, 'cells-fill');
+      markIdle();
+    },
     /** @param {string} next */
     setStyle(next) {
       style = next;

@@ -2,6 +2,7 @@
 /** The Swarm view: `/svc/status` counts, the worker map (swarm-map.js, loaded lazily) and the worker list. */
 import { describeError, getJson } from './api.js';
 import { badge, byId, card, credits, fill, h, num, plural, shortHex, table, td, time } from './dom.js';
+import { OPENEO_LAYER_MIN_ZOOM, openEoLayerSource } from './openeo-layer.js';
 
 /** @typedef {import('./swarm-map.js').Worker & { models: string[], tools: string[], last_seen: string, jobs_completed: number }} Worker */
 
@@ -28,6 +29,25 @@ export function createSwarmView(ctx) {
     mapError.hidden = false;
     mapError.textContent = message;
   };
+
+  // An openEO XYZ service over the basemap (openeo-layer.js): its URL is pasted, never stored.
+  const layerInput = /** @type {HTMLInputElement} */ (byId('openeo-layer-url'));
+  byId('openeo-layer-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const layer = openEoLayerSource(layerInput.value);
+    if (!layer.ok) return showMapError(`openEO layer: ${layer.reason}.`);
+    mapError.hidden = true;
+    void startMap().then(async () => {
+      await swarmMap?.setOpenEoLayer(layer);
+      if ((swarmMap?.map.getZoom() ?? 0) < OPENEO_LAYER_MIN_ZOOM) {
+        showMapError(`openEO layer added: its tiles show from zoom ${OPENEO_LAYER_MIN_ZOOM}; zoom in on its area.`);
+      }
+    });
+  });
+  byId('openeo-layer-clear').addEventListener('click', () => {
+    layerInput.value = '';
+    void swarmMap?.setOpenEoLayer(null);
+  });
 
   /** The map is created once its panel is visible (MapLibre sizes its canvas from the container). */
   function startMap() {

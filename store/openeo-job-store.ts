@@ -1,5 +1,5 @@
 /**
- * The openEO batch job store port (docs/protocol.md §16.10): one document per job, owned by the API key that
+ * The openEO batch job store port (docs/protocol.md §16.11): one document per job, owned by the API key that
  * created it, and the result files of its runs. Adapters: `sqlite/openeo-job-store.ts` (tables `openeo_jobs`,
  * `openeo_job_assets`), `mongo/openeo-job-store.ts` (collections of the same names). Every change is a
  * compare-and-set on the document's `version`, so a cancel and a run finishing at once cannot both win.

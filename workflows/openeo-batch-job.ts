@@ -1,5 +1,5 @@
 /**
- * The openEO batch job workflow (docs/protocol.md §16.10): one run per start of a job, workflow id
+ * The openEO batch job workflow (docs/protocol.md §16.11): one run per start of a job, workflow id
  * `openeo-<job id>-<run>`, on the job queue beside `computeJob`, so operators find batch jobs in the Temporal Web
  * UI like compound jobs. Its one step runs the job's process graph as a local activity of the gateway that runs
  * the workflow (it reads the catalog and writes the store and the proof record); the job's status goes to the

@@ -1,4 +1,4 @@
-import { fromCustomClient, type GeoTIFFImage, type TypedArray } from 'geotiff';
+import { fromCustomClient, type BaseClient, type GeoTIFFImage, type TypedArray } from 'geotiff';
 import { AssetClient, type AssetRead } from './asset-client.js';
 import {
   cellInCrs,
@@ -22,7 +22,16 @@ export interface CogOptions {
   userAgent: string;
   /** Origins asset requests and their redirects may reach (IMAGERY_ASSET_ORIGINS and the catalog's). */
   origins: ReadonlySet<string>;
+  /**
+   * Where an asset's bytes come from; default the network (AssetClient). A receipt's recomputation
+   * (activities/imagery/recompute.ts) serves the bytes a record lists instead, so the step and its
+   * recomputation run the same code from bytes to answer.
+   */
+  client?: (href: string) => CogByteClient;
 }
+
+/** A geotiff byte client that accounts for what it served (the record's `assets` entry). */
+export type CogByteClient = BaseClient & { summary(): AssetRead };
 
 /**
  * A read refused for what the image is (outside the cell, too large, mismatched grids), decided here from
@@ -47,7 +56,7 @@ export interface OpenCog {
 
 /** `signal` aborts every request of this asset (the caller gives up on the read as a whole). */
 export async function openCog(href: string, options: CogOptions, signal?: AbortSignal): Promise<OpenCog> {
-  const client = new AssetClient(href, options);
+  const client = options.client?.(href) ?? new AssetClient(href, options);
   const tiff = await fromCustomClient(client, {}, signal);
   const image: GeoTIFFImage = await tiff.getImage(0);
   if (image.getSamplesPerPixel() !== 1) throw new Error(`${href}: expected one band per file`);

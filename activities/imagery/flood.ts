@@ -214,6 +214,9 @@ export async function computeFlood(
     catalog_offset_applied: scene.offsetAppliedByCatalog,
     offset_applied: now.offsetApplied,
     reference_item_id: reference?.id ?? null,
+    // The reference scene's own offset inputs: a receipt's recomputation needs them (docs/protocol.md §15.4).
+    reference_processing_baseline: reference?.processingBaseline ?? null,
+    reference_catalog_offset_applied: reference?.offsetAppliedByCatalog ?? null,
     raster: {
       crs: now.crs,
       window: now.window,

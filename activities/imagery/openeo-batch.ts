@@ -1,5 +1,5 @@
 /**
- * The run of an openEO batch job (docs/protocol.md §16.10): the `openEoBatchJob` workflow's one activity, and what
+ * The run of an openEO batch job (docs/protocol.md §16.11): the `openEoBatchJob` workflow's one activity, and what
  * the embedded runner calls directly. It moves the stored job from `queued` to `running`, runs its process graph
  * (api's synchronous path, with the batch pixel budget), keeps the result file with the job and writes it as a
  * proof record whose id derives from the job and the run (so a retried activity writes it once), then stores the

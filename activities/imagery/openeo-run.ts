@@ -120,7 +120,7 @@ export async function runOpenEoGraph(
 class EstimateReached extends Error {}
 
 /**
- * The values a graph's first `load_collection` would load (docs/protocol.md §16.10, `GET /jobs/{id}/estimate`):
+ * The values a graph's first `load_collection` would load (docs/protocol.md §16.11, `GET /jobs/{id}/estimate`):
  * its extent and bands times the scenes the catalog finds, asked of the catalog but without reading a pixel.
  */
 export async function estimateOpenEoGraph(

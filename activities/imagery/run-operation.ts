@@ -200,9 +200,7 @@ export async function runOperation(deps: OperationDeps, input: OperationInput): 
       throw new ServiceError('upstream_unavailable', `reading the band pixels failed: ${publicReadFailure(error)}`);
     }
     const full = { ...flood.result, processingMs: Math.max(0, deps.clock() - started) };
-    if (input.model !== undefined) {
-      full.description += ` Model ${input.model} not used: no classify endpoint is configured (CLASSIFY_URL).`;
-    }
+    if (input.model !== undefined) full.description += modelNotUsed(input.model);
     return {
       payloadType: 'imagery/flood_classify',
       result: full,
@@ -252,6 +250,10 @@ export async function runOperation(deps: OperationDeps, input: OperationInput): 
     },
   };
 }
+
+/** flood_classify's note for a model asked for without a classify endpoint (recompute.ts adds it too). */
+export const modelNotUsed = (model: string): string =>
+  ` Model ${model} not used: no classify endpoint is configured (CLASSIFY_URL).`;
 
 /** The reference scene of flood_classify: the least cloudy of its window, as for the current scene. */
 async function referenceScene(deps: OperationDeps, cell: string, window: DateWindow): Promise<Scene> {

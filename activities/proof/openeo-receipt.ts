@@ -1,5 +1,5 @@
 /**
- * The receipt of an openEO batch job (docs/protocol.md §16.11): the job's request as sent (with its signature when
+ * The receipt of an openEO batch job (docs/protocol.md §16.12): the job's request as sent (with its signature when
  * it was signed), who authenticated it, the finished job's assets, and for each asset its `imagery/openeo_result`
  * record with the seal, audit path and anchor that prove it, plus each sealer's chain; built from the same parts
  * as a compound job's receipt (activities/proof/job-receipt.ts). Verification is core/openeo/receipt.ts.

@@ -1,5 +1,5 @@
 /**
- * What runs an openEO batch job once started (docs/protocol.md §16.10), on the engine compound jobs run on:
+ * What runs an openEO batch job once started (docs/protocol.md §16.11), on the engine compound jobs run on:
  * `embedded` (the default) calls the run activity in this process; `temporal` starts one `openEoBatchJob`
  * workflow per start (workflows/openeo-batch-job.ts), id `openeo-<job id>-<run>`, on the job queue, where the
  * Web UI shows it by cell and status. Either way the job's state lives in the openEO job store, so `GET /jobs/{id}`

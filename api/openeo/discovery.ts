@@ -275,10 +275,8 @@ export function discoveryRoutes(deps: DiscoveryDeps): RouteSpec<unknown>[] {
         responses: { 200: { description: 'The processes', schema: processesSchema } },
       },
     }),
-    ...[
-      ['udf_runtimes', 'openEO UDF runtimes (none)'],
-      ['service_types', 'openEO secondary web service types (none)'],
-    ].map(([name, summary]) =>
+    // `service_types` is the XYZ services' (api/openeo/services.ts).
+    ...[['udf_runtimes', 'openEO UDF runtimes (none)']].map(([name, summary]) =>
       publicGet({
         path: `${OPENEO_BASE}/${name}`,
         handler: async (ctx) => {

@@ -1,6 +1,7 @@
 /**
- * The openEO API on the gateway (docs/protocol.md §16): discovery, accounts, synchronous processing and (with a
- * job store and runner) batch jobs under OPENEO_BASE, the well-known document at the root, and FeatureUnsupported for the endpoints not built.
+ * The openEO API on the gateway (docs/protocol.md §16): discovery, accounts, synchronous processing, batch jobs
+ * (with a job store and runner) and XYZ services under OPENEO_BASE, the well-known document at the root, and
+ * FeatureUnsupported for the endpoints not built.
  */
 import { OpenEoError } from '../../core/openeo/errors.js';
 import type { AppDeps } from '../app-deps.js';
@@ -9,12 +10,15 @@ import { accountRoutes } from './account.js';
 import { discoveryRoutes, unbuiltRoutes } from './discovery.js';
 import { jobRoutes } from './jobs.js';
 import { resultRoutes } from './result.js';
+import { serviceRoutes } from './services.js';
 
 export { OPENEO_BASE, WELL_KNOWN } from './discovery.js';
+export { openEoHttp } from './cors.js';
 
 /** The openEO routes. Dependencies are read when a request comes, not here (the reference builds routes alone). */
 export function openEoRoutes(deps: AppDeps): RouteSpec<unknown>[] {
   const built: RouteSpec<unknown>[] = [];
+  const services = serviceRoutes({ imagery: () => deps.imagery, clock: () => deps.clock() });
   built.push(
     ...discoveryRoutes({
       catalogCollection: () => deps.imagery.catalogCollection(),
@@ -24,6 +28,7 @@ export function openEoRoutes(deps: AppDeps): RouteSpec<unknown>[] {
     }),
     ...accountRoutes(),
     ...resultRoutes({ imagery: () => deps.imagery, clock: () => deps.clock() }),
+    ...services.api,
   );
   // Without a job store and runner (a gateway built for a test of other routes), batch jobs are not offered.
   const batch = () => {
@@ -39,6 +44,7 @@ export function openEoRoutes(deps: AppDeps): RouteSpec<unknown>[] {
       clock: () => deps.clock(),
     }),
   );
+  // An endpoint built here is no longer an unbuilt one; the tiles are no openEO endpoint (not in `endpoints`).
   const isBuilt = (spec: RouteSpec<unknown>) => built.some((b) => b.method === spec.method && b.path === spec.path);
-  return [...built, ...unbuiltRoutes().filter((spec) => !isBuilt(spec))];
+  return [...built, ...services.tiles, ...unbuiltRoutes().filter((spec) => !isBuilt(spec))];
 }

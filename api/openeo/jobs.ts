@@ -1,5 +1,5 @@
 /**
- * openEO batch jobs (docs/protocol.md §16.10–16.11): create, list, describe, update and delete jobs, start and
+ * openEO batch jobs (docs/protocol.md §16.11–16.12): create, list, describe, update and delete jobs, start and
  * cancel their processing, their results as a STAC Item whose assets are proof records, their logs, their cost
  * estimate, and their receipt. A job belongs to the API key that created it: another key gets JobNotFound, as for
  * a job that does not exist, so ids reveal nothing. A job's graph passes the same checks and gates as a
@@ -598,7 +598,7 @@ export function jobRoutes(deps: OpenEoJobDeps): RouteSpec<unknown>[] {
         summary: 'openEO: a batch job’s receipt',
         description:
           'The request as sent and who authenticated (or signed) it, the finished job’s assets, each asset’s ' +
-          'proof record with its seal, audit path and anchor, and the seal chains (docs/protocol.md §16.11): ' +
+          'proof record with its seal, audit path and anchor, and the seal chains (docs/protocol.md §16.12): ' +
           'check it offline with `geofabric receipt verify`. `status` is `pending` until every record is sealed.',
         tags: [OPENEO_TAG],
         params: jobParams,

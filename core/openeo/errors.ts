@@ -23,7 +23,7 @@ export const OPENEO_ERROR_STATUS = {
   ProcessParameterUnsupported: 400,
   ProcessParameterInvalid: 400,
   ProcessParameterRequired: 400,
-  // Batch jobs (docs/protocol.md §16.10).
+  // Batch jobs (docs/protocol.md §16.11).
   JobNotFound: 404,
   JobLocked: 400,
   JobNotFinished: 400,

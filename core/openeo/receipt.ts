@@ -1,5 +1,5 @@
 /**
- * The receipt of an openEO batch job (docs/protocol.md §16.11), a variant of the job receipt (§15) for requests
+ * The receipt of an openEO batch job (docs/protocol.md §16.12), a variant of the job receipt (§15) for requests
  * that an API key authenticates and a signature may not cover: the request as sent and who authenticated it, the
  * finished job's assets, each asset's signed `imagery/openeo_result` record with its seal, audit path and anchor,
  * and each sealer's chain. Pure and offline. `verifyOpenEoReceipt` checks the request's signature when it has one,

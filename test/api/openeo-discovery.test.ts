@@ -63,8 +63,8 @@ describe('openEO discovery', function () {
       for (const path of ['/collections', '/collections/{collection_id}', '/processes', '/credentials/basic', '/me']) {
         assert.deepEqual(endpoints[path], ['GET'], path);
       }
-      for (const path of ['/files', '/services', '/credentials/oidc', '/'])
-        assert.equal(endpoints[path], undefined, path);
+      assert.deepEqual(endpoints['/services'], ['GET', 'POST']);
+      for (const path of ['/files', '/credentials/oidc', '/']) assert.equal(endpoints[path], undefined, path);
       assert.ok(caps.links.some((l) => l.rel === 'version-history' && l.href === `${gw.url}/.well-known/openeo`));
       const conformance = await gw.get(`${BASE}/conformance`);
       valid('/conformance', conformance.body);
@@ -153,8 +153,8 @@ describe('openEO discovery', function () {
     }
   });
 
-  it('offers no UDF runtimes and no secondary service types', async () => {
-    for (const path of ['/udf_runtimes', '/service_types']) {
+  it('offers no UDF runtimes', async () => {
+    for (const path of ['/udf_runtimes']) {
       const res = await gw.get(`${BASE}${path}`);
       assert.equal(res.status, 200);
       valid(path, res.body);
@@ -166,7 +166,6 @@ describe('openEO discovery', function () {
     for (const [method, path] of [
       ['GET', '/files'],
       ['POST', '/validation'],
-      ['GET', '/services'],
       ['GET', '/credentials/oidc'],
     ] as const) {
       const res = await gw.request(method, `${BASE}${path}`, method === 'POST' ? { body: {} } : {});

@@ -1,5 +1,5 @@
 /**
- * openEO batch jobs over HTTP (docs/protocol.md §16.10–16.11) against the local STAC catalog and its Rome COGs:
+ * openEO batch jobs over HTTP (docs/protocol.md §16.11–16.12) against the local STAC catalog and its Rome COGs:
  * create, list, describe, update, start, cancel and delete; the results as a STAC Item whose asset is a proof
  * record; logs and estimates; answers validated against the standard's openapi.yaml; only the owner's key sees a
  * job; results that survive a gateway restart; signed job bodies; and the job's receipt, verified offline.

@@ -311,7 +311,7 @@ function validBodies(key: KeyPair, nowMs: number): Record<string, Record<string,
         budget: 1,
       },
     ],
-    // A batch job's body is a synchronous request's with a title (docs/protocol.md §16.10); PATCH takes a part.
+    // A batch job's body is a synchronous request's with a title (docs/protocol.md §16.11); PATCH takes a part.
     '/openeo/1.2/jobs': [
       {
         title: 'fuzzed',

@@ -15,7 +15,7 @@ const BASE = '/openeo/1.2';
 const KEY = 'gf_openeo_temporal_key_0123456789';
 const AUTH = { authorization: `Bearer basic//${KEY}` };
 
-// openEO batch jobs on a real Temporal server (docs/protocol.md §16.10): a start is an openEoBatchJob workflow on
+// openEO batch jobs on a real Temporal server (docs/protocol.md §16.11): a start is an openEoBatchJob workflow on
 // the job queue, whose local activity runs the graph; the job's status is its JobStatus search attribute.
 describe('openEO batch jobs on the Temporal dev server (live)', function () {
   this.timeout(90_000);

@@ -12,3 +12,11 @@ export {
   type VerifyReceiptOptions,
 } from './receipt.js';
 export { QUANTITIES, readingStatement, signReading, type ReadingFields } from './telemetry.js';
+export {
+  recomputeLine,
+  recomputeReceipt,
+  type RecomputeKind,
+  type RecomputeOptions,
+  type RecomputeResult,
+  type StepRecomputation,
+} from './recompute.js';
