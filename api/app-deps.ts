@@ -19,6 +19,8 @@ import type { WorkerRegistry } from '../store/worker-registry.js';
 import type { ProofStore } from '../store/proof-store.js';
 import type { SyncBounds } from '../activities/proof/sync-writers.js';
 import type { RateLimitStore } from '../store/types.js';
+import type { OpenEoJobStore } from '../store/openeo-job-store.js';
+import type { OpenEoBatchRunner } from './openeo/batch-runner.js';
 
 export interface GatewayConfig {
   /** Gate 3: refuse signed requests that carry no delegation certificate. */
@@ -104,4 +106,6 @@ export interface AppDeps {
   metrics?: GatewayMetrics | undefined;
   /** True once shutdown began: new requests get 503 shutting_down and responses `Connection: close`. */
   draining?: (() => boolean) | undefined;
+  /** openEO batch jobs (docs/protocol.md §16.11): their store and what runs them; absent, `/jobs` is not built. */
+  openEo?: { jobs: OpenEoJobStore; runner: OpenEoBatchRunner } | undefined;
 }

@@ -1,6 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { verifyReceipt, type JobReceipt } from '../core/receipt.js';
+import { isOpenEoReceipt, verifyOpenEoReceipt } from '../core/openeo/receipt.js';
+import { verifyReceipt, type JobReceipt, type ReceiptVerdict } from '../core/receipt.js';
 import { RECOMPUTE_EXIT, recomputeExitCode, recomputeLine, type StepRecomputation } from '../core/receipt-recompute.js';
 import { loadConfig } from './config.js';
 import type { AnchoredVerdict } from './receipt-anchor.js';
@@ -80,10 +81,14 @@ async function verifyCommand(args: string[], io: ReceiptCommandIo): Promise<numb
     io.error(`cannot read ${file}: ${(error as Error).message}`);
     return 2;
   }
-  const offline = verifyReceipt(receipt, {
-    allowPending: parsed.values['allow-pending'],
-    ...(sealerPk === undefined ? {} : { sealerPk }),
-  });
+  // Recomputation knows a job receipt's step types (docs/protocol.md §15.4), not an openEO job's graphs.
+  if (recompute && isOpenEoReceipt(receipt)) return usage(io, '--recompute takes a job receipt, not an openEO one');
+  const options = { allowPending: parsed.values['allow-pending'], ...(sealerPk === undefined ? {} : { sealerPk }) };
+  // An openEO batch job's receipt (docs/protocol.md §16.12) has checks of its own; its records, seals and anchors
+  // have a job receipt's shapes, so the ledger check below reads them alike. The verdicts differ only in names.
+  const offline = isOpenEoReceipt(receipt)
+    ? (verifyOpenEoReceipt(receipt, options) as unknown as ReceiptVerdict)
+    : verifyReceipt(receipt, options);
   let verdict: AnchoredVerdict = offline;
   if (parsed.values.anchor) {
     // HORIZON_URL alone is read (not the whole configuration): a verifier needs no server settings.

@@ -30,6 +30,14 @@ import { createMetrics, type GatewayMetrics } from '../api/metrics.js';
 import { createEmbeddedJobRunner, type JobRunner } from '../api/job-runner.js';
 import { createJobAnswers, type JobAnswers } from '../api/job-answers.js';
 import { createTemporalJobRunner } from '../api/temporal-job-runner.js';
+import {
+  createEmbeddedOpenEoRunner,
+  createTemporalOpenEoRunner,
+  type OpenEoBatchRunner,
+} from '../api/openeo/batch-runner.js';
+import { encodePng } from '../api/openeo/png.js';
+import { REGISTRY } from '../api/openeo/result.js';
+import { createOpenEoBatchActivities, type OpenEoBatchActivities } from '../activities/imagery/openeo-batch.js';
 import { jobQueue, sealQueue } from '../core/task-queues.js';
 import { gatewayIdentity } from '../core/worker-identity.js';
 import { Client } from '@temporalio/client';
@@ -169,9 +177,17 @@ export async function startGateway(config: Config): Promise<void> {
     onEpochSealed: metrics.epochSealed,
     sealers: async () => (online.sealers ? online.sealers() : []),
   });
+  // openEO batch jobs run on the same engine as compound jobs (docs/protocol.md §16.11).
+  const openEo = createOpenEoBatchActivities({
+    imagery,
+    jobs: stores.openEoJobs,
+    registry: REGISTRY,
+    encodePng,
+    clock: Date.now,
+  });
   const orchestration = await startOrchestration(
     config,
-    { compute, seals, answers, nodePk: node.key.publicKey, jobs: stores.jobs, leases: stores.rateLimits },
+    { compute, seals, answers, nodePk: node.key.publicKey, jobs: stores.jobs, leases: stores.rateLimits, openEo },
     logger,
   );
   online.sealers = orchestration.sealers;
@@ -212,6 +228,7 @@ export async function startGateway(config: Config): Promise<void> {
     jobs: stores.jobs,
     blobs: stores.blobs,
     jobRunner: orchestration.runner,
+    openEo: { jobs: stores.openEoJobs, runner: orchestration.openEoRunner },
     ledger: stores.ledger,
     nodePk: node.key.publicKey,
     headSigner: node.key,
@@ -490,6 +507,7 @@ async function startOrchestration(
     nodePk,
     jobs,
     leases,
+    openEo,
   }: {
     compute: ComputeActivities;
     seals: SealActivities;
@@ -498,10 +516,13 @@ async function startOrchestration(
     jobs: JobStore;
     /** Where embedded runs keep their leases (the rate-limit store every gateway process shares). */
     leases: RateLimitStore;
+    /** The openEO batch job run (a local activity of the job queue's Worker under Temporal). */
+    openEo: OpenEoBatchActivities;
   },
   logger: Logger,
 ): Promise<{
   runner: JobRunner;
+  openEoRunner: OpenEoBatchRunner;
   pollers?: QueuePollers;
   sealers?: () => Promise<string[]>;
   close(): Promise<void>;
@@ -514,7 +535,14 @@ async function startOrchestration(
       waitMs: config.jobWaitMs,
       leases,
     });
-    return { runner, close: () => runner.close() };
+    const openEoRunner = createEmbeddedOpenEoRunner(openEo, logger);
+    return {
+      runner,
+      openEoRunner,
+      close: async () => {
+        await Promise.all([runner.close(), openEoRunner.close()]);
+      },
+    };
   }
   const steps = withHeartbeats(compute.steps, 5_000);
   // One connection for the Workers and the Client, so runs start eagerly on this gateway's job-queue Worker.
@@ -527,7 +555,7 @@ async function startOrchestration(
     // Names this gateway's key, so the seal run finds every gateway among the job queue's pollers.
     identity: gatewayIdentity(nodePk),
     // sealEpoch runs on the job queue; it seals each gateway's key on that gateway's own seal queue.
-    queues: gatewayQueueSpecs(config.naming, { jobs: compute.jobs, steps, seals, sealer: nodePk }),
+    queues: gatewayQueueSpecs(config.naming, { jobs: compute.jobs, steps, seals, sealer: nodePk, openEo }),
   });
   workers.running.catch((error: unknown) => logger.error({ err: error }, 'temporal workers stopped'));
   const client = new Client({ connection, namespace: config.temporal.namespace });
@@ -548,6 +576,11 @@ async function startOrchestration(
   const gateways = temporalGatewayPollers(client, config.temporal.namespace, Date.now);
   return {
     runner,
+    openEoRunner: createTemporalOpenEoRunner({
+      client,
+      naming: config.naming,
+      runTimeoutMs: config.jobRunTimeoutMs,
+    }),
     pollers: temporalQueuePollers(client, config.temporal.namespace, Date.now),
     sealers: async () => [...(await gateways(jobQueue(config.naming)))].map((pk) => sealQueue(config.naming, pk)),
     async close() {

@@ -26,6 +26,9 @@ import type { RateLimitStore } from '../store/types.js';
 import type { BlobStore } from '../store/blob-store.js';
 import { createMongoBlobStore } from '../store/mongo/blob-store.js';
 import { createSqliteBlobStore } from '../store/sqlite/blob-store.js';
+import type { OpenEoJobStore } from '../store/openeo-job-store.js';
+import { createMongoOpenEoJobStore } from '../store/mongo/openeo-job-store.js';
+import { createSqliteOpenEoJobStore } from '../store/sqlite/openeo-job-store.js';
 import type { Config } from './config.js';
 import { connectingToMongo } from './startup-errors.js';
 
@@ -40,6 +43,8 @@ export interface Stores {
   ledger: LedgerStore;
   /** Large step outputs, out of workflow payloads (core/output-blobs.ts). */
   blobs: BlobStore;
+  /** openEO batch jobs and their result files (docs/protocol.md §16.11). */
+  openEoJobs: OpenEoJobStore;
   close(): Promise<void>;
 }
 
@@ -71,6 +76,7 @@ export async function openStores(config: Config): Promise<Stores> {
       audit: await createMongoAuditStore(db),
       ledger: await createMongoLedgerStore(db),
       blobs: await createMongoBlobStore(db),
+      openEoJobs: await createMongoOpenEoJobStore(db),
     };
     return closing(stores, () => client.close());
   }
@@ -86,6 +92,7 @@ export async function openStores(config: Config): Promise<Stores> {
     audit: createSqliteAuditStore(db),
     ledger: createSqliteLedgerStore(db),
     blobs: createSqliteBlobStore(db),
+    openEoJobs: createSqliteOpenEoJobStore(db),
   };
   return closing(stores, () => {
     db.close();

@@ -36,10 +36,17 @@ export interface QueueSpec {
  */
 export function gatewayQueueSpecs(
   naming: QueueNaming,
-  { jobs, steps, seals, sealer }: { jobs: JobActivities; steps: StepActivities; seals?: object; sealer?: string },
+  {
+    jobs,
+    steps,
+    seals,
+    sealer,
+    openEo,
+  }: { jobs: JobActivities; steps: StepActivities; seals?: object; sealer?: string; openEo?: object },
 ): QueueSpec[] {
   return [
-    { taskQueue: jobQueue(naming), workflows: true, activities: { ...seals, ...steps, ...jobs } },
+    // openEoBatchJob runs its one activity locally on the job queue's Worker (workflows/openeo-batch-job.ts).
+    { taskQueue: jobQueue(naming), workflows: true, activities: { ...seals, ...steps, ...jobs, ...openEo } },
     ...(seals && sealer ? [{ taskQueue: sealQueue(naming, sealer), activities: seals }] : []),
     { taskQueue: gatewayQueue(naming), activities: { ...jobs, ...steps } },
     { taskQueue: backboneQueue(naming), activities: { inferenceStep: steps.inferenceStep } },

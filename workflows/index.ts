@@ -2,3 +2,4 @@
 export { engineProbe } from './engine-probe.js';
 export { computeJob } from './compute-job.js';
 export { sealEpoch } from './seal-epoch.js';
+export { openEoBatchJob } from './openeo-batch-job.js';

@@ -86,7 +86,7 @@ export async function buildJobReceipt(sources: ReceiptSources, jobId: string): P
  * Version 1: each sealer's seals from its first up to the latest epoch a record needs; the chain grows by one seal
  * per epoch, about 600 bytes an hour per sealer (docs/protocol.md §15.1).
  */
-async function sealChains(proofs: ProofStore, records: readonly ReceiptRecord[]) {
+export async function sealChains(proofs: ProofStore, records: readonly ReceiptRecord[]) {
   const latest = new Map<string, number>();
   for (const { seal } of records) {
     if (seal !== null) latest.set(seal.sealer_pk, Math.max(latest.get(seal.sealer_pk) ?? -1, seal.epoch));

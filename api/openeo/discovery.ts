@@ -165,10 +165,12 @@ export function discoveryRoutes(deps: DiscoveryDeps): RouteSpec<unknown>[] {
             id: 'geofabric',
             title: 'Geofabric openEO',
             description:
-              'openEO on Geofabric: Sentinel-2 L2A from the configured STAC catalog, processed synchronously. ' +
+              'openEO on Geofabric: Sentinel-2 L2A from the configured STAC catalog, processed synchronously or ' +
+              'as batch jobs. ' +
               'Every result is a signed proof record (its SHA-256, the scenes, every byte range read and its hash, ' +
               'the process graph hash, the cost), sealed into the hourly Merkle epoch; its id comes in the ' +
-              '`OpenEO-Identifier` header. Authenticate with an API key as the Basic password.',
+              '`x-svc-record` header (a batch job’s results link theirs, and its receipt). Authenticate with an API ' +
+              'key as the Basic password.',
             production: true,
             conformsTo: CONFORMANCE,
             endpoints: [...endpoints].map(([path, methods]) => ({ path, methods: [...methods].sort() })),

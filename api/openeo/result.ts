@@ -9,6 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { ImageryActivities } from '../../activities/imagery/index.js';
+import { OPENEO_MEDIA_TYPES, runOpenEoGraph } from '../../activities/imagery/openeo-run.js';
 import { canonicalJson } from '../../core/canonical-json.js';
 import { pass } from '../../core/check.js';
 import { sha256Hex } from '../../core/hash.js';
@@ -20,19 +21,13 @@ import {
   parseSpatialExtent,
   type Box,
 } from '../../core/openeo/extent.js';
-import { checkProcessGraph, evaluateGraph, type ProcessGraph, type Registry } from '../../core/openeo/graph.js';
-import { encodeGeoTiff, resultJson } from '../../core/openeo/output.js';
-import {
-  PROCESS_IMPLEMENTATIONS,
-  isSavedResult,
-  type OpenEoEnv,
-  type SavedResult,
-} from '../../core/openeo/processes.js';
-import { imageCost } from '../../core/pricing.js';
+import { checkProcessGraph, type ProcessGraph, type Registry } from '../../core/openeo/graph.js';
+import { PROCESS_IMPLEMENTATIONS, type OpenEoEnv } from '../../core/openeo/processes.js';
 import type { RequestParts } from '../../core/gates/request-scope.js';
 import type { RouteSpec } from '../route-spec.js';
 import { OPENEO_BASE, OPENEO_TAG, openEoRoute } from './discovery.js';
 import { encodePng } from './png.js';
+import { authenticationOf, openEoSignature, type OpenEoSignature } from './signed.js';
 import { DEFINITIONS_BY_ID } from './process-definitions.js';
 
 /**
@@ -61,15 +56,14 @@ interface ResultInput {
   graphHash: string;
   budget: number | null;
   box: Box | null;
+  signed: OpenEoSignature | null;
 }
-
-const MEDIA_TYPES = { GTiff: 'image/tiff; application=geotiff', PNG: 'image/png', JSON: 'application/json' } as const;
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** The extents a graph names (load_collection, filter_bbox, aggregate_spatial), read from the raw body. */
-function graphExtents(body: unknown): Box[] {
+export function graphExtents(body: unknown): Box[] {
   const graph = isRecord(body) && isRecord(body.process) ? body.process.process_graph : undefined;
   if (!isRecord(graph)) return [];
   const boxes: Box[] = [];
@@ -99,7 +93,10 @@ export function resultRoutes(deps: { imagery: () => ImageryActivities; clock: ()
       auth: 'openeo',
       jsonBody: true,
       cells: resultCells,
-      preflight: ({ body }) => {
+      preflight: (parts) => {
+        const { body } = parts;
+        const signed = openEoSignature(parts, deps.clock());
+        if (!signed.ok) return signed;
         const parsed = resultRequestSchema.safeParse(body);
         if (!parsed.success) {
           const issue = parsed.error.issues[0];
@@ -116,81 +113,39 @@ export function resultRoutes(deps: { imagery: () => ImageryActivities; clock: ()
           graphHash: sha256Hex(canonicalJson(parsed.data.process.process_graph)),
           budget: parsed.data.budget ?? null,
           box: box ?? null,
+          signed: signed.value,
         });
       },
       handler: async (ctx, input, gates) => {
-        const imagery = deps.imagery();
-        const started = deps.clock();
-        const session = imagery.cubes.session((samples) => {
-          if (samples > SYNC_MAX_SAMPLES) {
-            throw new OpenEoError(
-              'ProcessGraphComplexity',
+        const run = await runOpenEoGraph(
+          { imagery: deps.imagery(), registry: REGISTRY, encodePng, clock: deps.clock },
+          {
+            graph: input.graph,
+            graphHash: input.graphHash,
+            budget: input.budget,
+            maxSamples: SYNC_MAX_SAMPLES,
+            tooComplex: (samples) =>
               `The process is too complex for synchronous processing: it would load ${samples.toLocaleString('en')} ` +
-                `values (x × y × t × bands), above the ${SYNC_MAX_SAMPLES.toLocaleString('en')} a synchronous request ` +
-                'may load. Narrow the extent, the interval or the bands, or use a batch job instead.',
-            );
-          }
-          if (input.budget !== null && imageCost(samples / 1e6) > input.budget) {
-            throw new OpenEoError(
-              'PaymentRequired',
-              `The budget required to fulfil the request is not sufficient: loading ${samples} values costs ` +
-                `${imageCost(samples / 1e6)} credits, above the budget of ${input.budget}.`,
-            );
-          }
-        });
-        const value = await evaluateGraph(input.graph, REGISTRY, { loadCollection: (r) => session.load(r) });
-        const saved: SavedResult = isSavedResult(value)
-          ? value
-          : { kind: 'save_result', data: value, format: 'JSON', options: {} };
-        const bytes =
-          saved.format === 'GTiff'
-            ? encodeGeoTiff(saved.data)
-            : saved.format === 'PNG'
-              ? await encodePng(saved.data)
-              : new TextEncoder().encode(JSON.stringify(resultJson(saved.data)));
-        const megapixels = session.samples() / 1e6;
-        const cost = imageCost(megapixels);
-        const resultHash = sha256Hex(bytes);
-        const cell = input.box ? extentRecordCell(input.box) : gates.place!.jobCell;
-        const record = await imagery.proofs.write({
-          id: `openeo:${randomUUID()}`,
-          h3_cell: cell,
-          collection_type: 'imagery',
-          payload_type: 'imagery/openeo_result',
-          payload: {
-            version: 1,
-            api: 'openEO API 1.2.0',
-            process_graph_sha256: input.graphHash,
-            result: {
-              sha256: resultHash,
-              bytes: bytes.length,
-              format: saved.format,
-              media_type: MEDIA_TYPES[saved.format],
-            },
-            catalog: imagery.catalog,
-            searches: session.searches(),
-            scenes: session.scenes(),
-            assets: session.reads(),
-            samples: session.samples(),
-            megapixels,
-            cost,
-            authenticated_by: { api_key_id: gates.apiKey?.id ?? null },
-            request_id: (ctx.state.requestId as string | undefined) ?? null,
-            processing_ms: Math.max(0, deps.clock() - started),
-            job_id: null,
-            step_id: null,
+              `values (x × y × t × bands), above the ${SYNC_MAX_SAMPLES.toLocaleString('en')} a synchronous request ` +
+              'may load. Narrow the extent, the interval or the bands, or use a batch job instead.',
+            recordId: `openeo:${randomUUID()}`,
+            cell: input.box ? extentRecordCell(input.box) : gates.place!.jobCell,
+            authenticatedBy: authenticationOf(gates, input.signed),
+            requestId: (ctx.state.requestId as string | undefined) ?? null,
+            jobId: null,
+            stepId: null,
           },
-        });
+        );
         ctx.set({
-          'openeo-costs': String(cost),
-          'x-svc-record': record.id,
-          'x-svc-proof': resultHash,
-          'x-svc-cell': cell,
-          'x-svc-epoch': String(record.address.epoch),
-          'x-svc-cost': String(cost),
+          'openeo-costs': String(run.cost),
+          'x-svc-record': run.record.id,
+          'x-svc-proof': run.sha256,
+          'x-svc-cell': run.record.address.h3_cell,
+          'x-svc-epoch': String(run.record.address.epoch),
+          'x-svc-cost': String(run.cost),
         });
-        ctx.type = MEDIA_TYPES[saved.format];
-        ctx.body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+        ctx.type = run.mediaType;
+        ctx.body = Buffer.from(run.bytes.buffer, run.bytes.byteOffset, run.bytes.byteLength);
       },
       docs: {
         summary: 'openEO: run a process graph and answer its result',
@@ -203,7 +158,7 @@ export function resultRoutes(deps: { imagery: () => ImageryActivities; clock: ()
         responses: {
           200: {
             description: 'The result file',
-            contentTypes: Object.values(MEDIA_TYPES),
+            contentTypes: Object.values(OPENEO_MEDIA_TYPES),
             headers: {
               'OpenEO-Costs': 'The cost in credits',
               'x-svc-record': 'The id of the result’s proof record',

@@ -23,6 +23,11 @@ export const OPENEO_ERROR_STATUS = {
   ProcessParameterUnsupported: 400,
   ProcessParameterInvalid: 400,
   ProcessParameterRequired: 400,
+  // Batch jobs (docs/protocol.md §16.11).
+  JobNotFound: 404,
+  JobLocked: 400,
+  JobNotFinished: 400,
+  NoDataForUpdate: 400,
   PaymentRequired: 402,
   AuthenticationRequired: 401,
   AuthenticationSchemeInvalid: 403,

@@ -19,6 +19,7 @@ import { JOB_REQUESTER_MIGRATION, JOB_STORE_MIGRATION } from './job-store-schema
 import { AUDIT_CHAIN_MIGRATION, AUDIT_VERIFIED_MIGRATION } from './audit-store-schema.js';
 import { LEDGER_MIGRATION } from './ledger-store-schema.js';
 import { JOB_BLOBS_MIGRATION } from './blob-store.js';
+import { OPENEO_JOBS_MIGRATION } from './openeo-job-store.js';
 
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   {
@@ -88,4 +89,5 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   JOB_BLOBS_MIGRATION,
   AUDIT_VERIFIED_MIGRATION,
   WORKER_OUTCOMES_RECORDED_AT_MIGRATION,
+  OPENEO_JOBS_MIGRATION,
 ];

@@ -64,7 +64,7 @@ describe('openEO discovery', function () {
         assert.deepEqual(endpoints[path], ['GET'], path);
       }
       assert.deepEqual(endpoints['/services'], ['GET', 'POST']);
-      for (const path of ['/jobs', '/credentials/oidc', '/']) assert.equal(endpoints[path], undefined, path);
+      for (const path of ['/files', '/credentials/oidc', '/']) assert.equal(endpoints[path], undefined, path);
       assert.ok(caps.links.some((l) => l.rel === 'version-history' && l.href === `${gw.url}/.well-known/openeo`));
       const conformance = await gw.get(`${BASE}/conformance`);
       valid('/conformance', conformance.body);
@@ -164,8 +164,8 @@ describe('openEO discovery', function () {
 
   it('answers FeatureUnsupported (501) on the endpoints not built, NotFound elsewhere under the base', async () => {
     for (const [method, path] of [
-      ['GET', '/jobs'],
-      ['POST', '/jobs'],
+      ['GET', '/files'],
+      ['POST', '/validation'],
       ['GET', '/credentials/oidc'],
     ] as const) {
       const res = await gw.request(method, `${BASE}${path}`, method === 'POST' ? { body: {} } : {});

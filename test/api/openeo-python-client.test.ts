@@ -3,7 +3,8 @@
  * servers (docs/protocol.md §16): connect through /.well-known/openeo, authenticate_basic, list and describe the
  * collection, NDVI mean over time as GTiff (read by rasterio, i.e. GDAL: CRS, transform, statistics) and JSON,
  * band math with cube.band(), aggregate_spatial over a polygon, a result's proof record checked as the guide
- * shows, and errors raised as OpenEoApiError.
+ * shows, a batch job (create_job().start_and_wait(), get_results().download_files()) whose asset's record names
+ * the file downloaded, and errors raised as OpenEoApiError.
  *
  * Runs when OPENEO_PYTHON names a Python whose environment has `openeo` and `rasterio`
  * (`python3 -m venv /tmp/venv-openeo && /tmp/venv-openeo/bin/pip install openeo rasterio`); skipped otherwise.
@@ -16,6 +17,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import proj4 from 'proj4';
+import { verifyOpenEoReceipt } from '../../core/openeo/receipt.js';
 import { VEGETATION, ndviOf, romeCellInUtm } from '../helpers/cog-fixture.js';
 import { startGateway } from '../helpers/gateway.js';
 import { TEST_NOW, startImageryCatalog, type ImageryCatalog } from '../helpers/imagery-fixtures.js';
@@ -48,6 +50,18 @@ interface Seen {
   aggregate_spatial: { order: string[]; data: number[][] };
   masked_series: number[][];
   proof: { payload_type: string; matches: boolean; costs: number };
+  batch: {
+    status: string;
+    files: string[];
+    type: string;
+    matches: boolean;
+    job_id: boolean;
+    receipt: string[];
+    tiff: { crs: string; mean: number; valid: number };
+    listed: boolean;
+    estimate: number;
+    costs: number;
+  };
   error: { code: string; status: number } | null;
   unsupported: { code: string; message: string } | null;
 }
@@ -119,6 +133,22 @@ describe('the official openEO Python client', function () {
     for (const v of seen.masked_series.flat()) assert.ok(Math.abs(v - ndvi) < 1e-9);
     assert.deepEqual(seen.proof, { payload_type: 'imagery/openeo_result', matches: true, costs: seen.proof.costs });
     assert.ok(seen.proof.costs > 0);
+    // A batch job through create_job().start_and_wait() and get_results().download_files().
+    assert.equal(seen.batch.status, 'finished');
+    assert.deepEqual(seen.batch.files, ['job-results.json', 'result.tif']);
+    assert.equal(seen.batch.type, 'Feature');
+    assert.equal(seen.batch.matches, true, 'the proof record names the downloaded file’s SHA-256');
+    assert.equal(seen.batch.job_id, true);
+    assert.equal(seen.batch.receipt.length, 1);
+    const receipt = await fetch(seen.batch.receipt[0]!, { headers: { authorization: `Bearer basic//${KEY}` } });
+    const verdict = verifyOpenEoReceipt(await receipt.json(), { allowPending: true, sealerPk: gw.node.publicKey });
+    assert.equal(verdict.ok, true, JSON.stringify(verdict.checks));
+    assert.equal(seen.batch.tiff.crs, 'EPSG:32633');
+    assert.ok(Math.abs(seen.batch.tiff.mean - ndvi) < 1e-6);
+    assert.equal(seen.batch.tiff.valid, seen.gtiff.valid, 'the same pixels as the synchronous GeoTIFF');
+    assert.equal(seen.batch.listed, true);
+    // The estimate counts the box's pixels at the bands' resolution on the scenes found; the run, its UTM grid's.
+    assert.ok(Math.abs(seen.batch.estimate - seen.batch.costs) <= 0.25 * seen.batch.costs, JSON.stringify(seen.batch));
     assert.deepEqual(seen.error, { code: 'CollectionNotFound', status: 404 });
     assert.equal(seen.unsupported?.code, 'ProcessUnsupported');
     assert.match(seen.unsupported?.message ?? '', /resample_spatial/);

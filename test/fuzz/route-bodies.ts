@@ -323,6 +323,31 @@ function validBodies(key: KeyPair, nowMs: number): Record<string, Record<string,
         budget: 1,
       },
     ],
+    // A batch job's body is a synchronous request's with a title (docs/protocol.md §16.11); PATCH takes a part.
+    '/openeo/1.2/jobs': [
+      {
+        title: 'fuzzed',
+        process: {
+          process_graph: {
+            load: {
+              process_id: 'load_collection',
+              arguments: {
+                id: 'SENTINEL2_L2A',
+                spatial_extent: { west: 12.49, south: 41.89, east: 12.5, north: 41.9 },
+                temporal_extent: ['2026-02-01', '2026-03-01'],
+                bands: ['B04'],
+              },
+            },
+            save: {
+              process_id: 'save_result',
+              arguments: { data: { from_node: 'load' }, format: 'JSON' },
+              result: true,
+            },
+          },
+        },
+      },
+    ],
+    '/openeo/1.2/jobs/:job_id': [{ title: 'renamed', budget: 2 }],
     '/store/sync': [{ records: [record] }],
     '/store/epochs': [{ seals: [seal] }],
     '/store/proof/:record_id': [{ record_id: 'no-such-record', created_at: now }],

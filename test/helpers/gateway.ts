@@ -33,6 +33,12 @@ import { createSqliteRateLimitStore } from '../../store/sqlite/rate-limit-store.
 import type { ProofStore } from '../../store/proof-store.js';
 import type { LedgerStore } from '../../store/ledger-store.js';
 import { createSqliteLedgerStore } from '../../store/sqlite/ledger-store.js';
+import { createOpenEoBatchActivities } from '../../activities/imagery/openeo-batch.js';
+import { createEmbeddedOpenEoRunner, type OpenEoBatchRunner } from '../../api/openeo/batch-runner.js';
+import { encodePng } from '../../api/openeo/png.js';
+import { REGISTRY } from '../../api/openeo/result.js';
+import type { OpenEoJobStore } from '../../store/openeo-job-store.js';
+import { createSqliteOpenEoJobStore } from '../../store/sqlite/openeo-job-store.js';
 
 export interface TestResponse {
   status: number;
@@ -107,6 +113,10 @@ export async function startGateway(
     logger?: Logger;
     /** The app's shutdown flag (bin/start.ts). */
     draining?: () => boolean;
+    /** openEO batch jobs; default: SQLite in the gateway's in-memory database. */
+    openEoJobs?: OpenEoJobStore;
+    /** Another openEO batch runner built from the run activity; default: embedded. */
+    openEoRunner?: (activities: ReturnType<typeof createOpenEoBatchActivities>) => OpenEoBatchRunner;
   } = {},
 ): Promise<
   TestGateway & {
@@ -122,6 +132,8 @@ export async function startGateway(
     ledger: LedgerStore;
     /** The Koa app itself (its router lists the routes). */
     app: Koa;
+    openEoJobs: OpenEoJobStore;
+    openEoRunner: OpenEoBatchRunner;
   }
 > {
   const db = openSqlite(':memory:');
@@ -240,6 +252,15 @@ export async function startGateway(
       clock,
       ...(options.jobLeaseMs === undefined ? {} : { leaseMs: options.jobLeaseMs }),
     });
+  const openEoJobs = options.openEoJobs ?? createSqliteOpenEoJobStore(db);
+  const openEoActivities = createOpenEoBatchActivities({
+    imagery,
+    jobs: openEoJobs,
+    registry: REGISTRY,
+    encodePng,
+    clock,
+  });
+  const openEoRunner = options.openEoRunner?.(openEoActivities) ?? createEmbeddedOpenEoRunner(openEoActivities, logger);
   const app = createApp({
     config,
     clock,
@@ -261,6 +282,7 @@ export async function startGateway(
     networkPassphrase: options.networkPassphrase,
     metrics: options.metrics,
     draining: options.draining,
+    openEo: { jobs: openEoJobs, runner: openEoRunner },
   });
   const koaRequests: string[] = [];
   // First in Koa's chain (its middleware list is read when callback() composes it).
@@ -303,6 +325,8 @@ export async function startGateway(
     compute,
     ledger,
     app,
+    openEoJobs,
+    openEoRunner,
     request,
     post: (path, body, headers) => request('POST', path, { body, ...(headers ? { headers } : {}) }),
     get: (path, headers) => request('GET', path, headers ? { headers } : {}),
@@ -312,6 +336,7 @@ export async function startGateway(
       await once(server, 'close');
       swarm.stop();
       await jobRunner.close();
+      await openEoRunner.close();
       await writer.close();
       db.close();
     },

@@ -1,3 +1,5 @@
+import type { OpenEoBatchActivities } from '../../activities/imagery/openeo-batch.js';
+import { createTemporalOpenEoRunner } from '../../api/openeo/batch-runner.js';
 import { randomUUID } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
@@ -88,6 +90,8 @@ export async function startTemporalGateway(options: {
   const connection = await connectTemporal(address, logger);
   const client = new Client({ connection, namespace });
   const answers = createJobAnswers();
+  // openEO batch jobs as bin/start.ts runs them: one openEoBatchJob workflow per start, its activity on the job queue.
+  let openEo: OpenEoBatchActivities | undefined;
   const gw = await startGateway({
     ...options.gateway,
     naming,
@@ -102,6 +106,10 @@ export async function startTemporalGateway(options: {
         ...(options.eager === false ? {} : { answers, route: compute.jobs.routeJob }),
         ...options.runner,
       }),
+    openEoRunner: (activities) => {
+      openEo = activities;
+      return createTemporalOpenEoRunner({ client, naming, runTimeoutMs: 120_000 });
+    },
   });
   const workers = await startTemporalWorkers({
     address,
@@ -114,6 +122,7 @@ export async function startTemporalGateway(options: {
     queues: gatewayQueueSpecs(naming, {
       ...gw.compute,
       ...(options.seals ? { seals: options.seals(gw, client), sealer: gw.node.publicKey } : {}),
+      ...(openEo ? { openEo } : {}),
     }),
   });
   const close = async () => {

@@ -91,6 +91,33 @@ seen["proof"] = {
     "costs": float(res.headers["OpenEO-Costs"]),
 }
 
+# A batch job: created, started and awaited, its results (a STAC Item) downloaded with their metadata; each asset's
+# proof record names the SHA-256 of the file downloaded, and the Item links the job's receipt.
+job = ndvi.save_result(format="GTiff").create_job(title="NDVI batch")
+estimate = job.estimate()
+job.start_and_wait(print=lambda *args: print(*args, file=sys.stderr), max_poll_interval=0.2)
+results = job.get_results()
+files = results.download_files(out / "batch")
+metadata = results.get_metadata()
+batch_tiff = next(f for f in files if f.suffix == ".tif")
+asset = metadata["assets"][batch_tiff.name]
+batch_record = requests.get(asset["geofabric:proof"]).json()["record"]
+with rasterio.open(batch_tiff) as dataset:
+    batch_band = dataset.read(1, masked=True)
+    batch_stats = {"crs": dataset.crs.to_string(), "mean": float(batch_band.mean()), "valid": int(batch_band.count())}
+seen["batch"] = {
+    "status": job.status(),
+    "files": sorted(f.name for f in files),
+    "type": metadata["type"],
+    "matches": batch_record["payload"]["result"]["sha256"] == hashlib.sha256(batch_tiff.read_bytes()).hexdigest(),
+    "job_id": batch_record["payload"]["job_id"] == job.job_id,
+    "receipt": [link["href"] for link in metadata["links"] if link["rel"] == "receipt"],
+    "tiff": batch_stats,
+    "listed": job.job_id in [j["id"] for j in connection.list_jobs()],
+    "estimate": estimate["costs"],
+    "costs": float(results.get_metadata()["properties"]["geofabric:costs"]),
+}
+
 # An error the client raises as OpenEoApiError with the back-end's code.
 try:
     connection.load_collection("LANDSAT8_L1C", spatial_extent=field, temporal_extent=["2026-02-01", "2026-03-01"]).execute()
