@@ -5,7 +5,8 @@
  * answers 204 with the path's methods and the request headers allowed (Authorization among them). `*` with an
  * authenticated route is safe here: the credential is a bearer header the page's script sends on purpose, never a
  * cookie a browser adds by itself. A method the path is not routed for is FeatureUnsupported (501), as the API
- * answers an endpoint it specifies and a back-end does not build (PATCH /jobs/{job_id} while jobs are not built).
+ * answers an endpoint it specifies and a back-end does not build (PUT on a path the API gives only GET and POST,
+ * say); a method the API never uses (PROPFIND, TRACE …) is 405, as on every route.
  */
 import type { Middleware } from 'koa';
 import { OpenEoError } from '../../core/openeo/errors.js';
@@ -26,6 +27,8 @@ const EXPOSE = [
   'X-Svc-Cost',
   'X-Svc-Cache',
 ].join(', ');
+/** The methods the openEO API uses; another (PROPFIND, TRACE …) is no openEO request and gets the router's 405. */
+const API_METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
 const ALLOW_HEADERS = 'Authorization, Content-Type, If-None-Match, X-Idn-Signature, X-Idn-Pk';
 
 export const isOpenEoPath = (path: string) =>
@@ -48,7 +51,7 @@ export function openEoHttp(match: (path: string, method: string) => RouteMatch):
       ctx.status = 204;
       return Promise.resolve();
     }
-    if (!found.route && found.path.length > 0) {
+    if (!found.route && found.path.length > 0 && API_METHODS.has(ctx.method)) {
       throw new OpenEoError('FeatureUnsupported', `${ctx.method} ${ctx.path} is not supported here.`);
     }
     return next();

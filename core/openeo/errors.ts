@@ -28,6 +28,13 @@ export const OPENEO_ERROR_STATUS = {
   JobLocked: 400,
   JobNotFinished: 400,
   NoDataForUpdate: 400,
+  // Secondary web services (docs/protocol.md §16.10).
+  ServiceNotFound: 404,
+  ServiceUnsupported: 400,
+  ServiceConfigUnsupported: 400,
+  ServiceConfigInvalid: 400,
+  ServiceConfigRequired: 400,
+  InfrastructureBusy: 503,
   PaymentRequired: 402,
   AuthenticationRequired: 401,
   AuthenticationSchemeInvalid: 403,
