@@ -227,6 +227,8 @@ _COLLECTION_PAYLOAD_TYPES = {
         "imagery/atmospheric_correction",
         "imagery/flood_classify",
         "imagery/band_math",
+        "imagery/openeo_result",
+        "imagery/openeo_tile",
     ),
     "breadcrumb": ("gns/breadcrumb",),
     "telemetry": ("iot/telemetry",),

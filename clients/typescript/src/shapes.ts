@@ -117,6 +117,8 @@ const COLLECTION_PAYLOAD_TYPES: Readonly<Record<string, readonly string[]>> = {
     'imagery/atmospheric_correction',
     'imagery/flood_classify',
     'imagery/band_math',
+    'imagery/openeo_result',
+    'imagery/openeo_tile',
   ],
   breadcrumb: ['gns/breadcrumb'],
   telemetry: ['iot/telemetry'],
