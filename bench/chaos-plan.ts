@@ -38,7 +38,12 @@ export interface ChaosSettings {
   /** Restart delay after a kill -9: uniform in [1, this] s. */
   restartMaxS: number;
   keep: boolean;
+  /** The job kinds the clients send (each as likely), from JOB_KINDS. */
+  jobs: string[];
 }
+
+/** The compound jobs the clients send; inference on the cell workers counts twice (the common case). */
+export const JOB_KINDS = ['inference-cell', 'inference-backbone', 'tiles', 'ndvi', 'flood', 'fusion'] as const;
 
 /** Documented script settings (they configure the harness, not the gateway, so they are not in bin/config.ts). */
 export const CHAOS_SETTING_DOCS: Record<string, string> = {
@@ -51,13 +56,15 @@ export const CHAOS_SETTING_DOCS: Record<string, string> = {
   CHAOS_PAUSE_S: 'SIGSTOP length (default 40: beyond the 20 s heartbeat timeout and the 30 s liveness window)',
   CHAOS_RESTART_MAX_S: 'longest restart delay after kill -9 (default 8)',
   CHAOS_KEEP: '1 keeps the run directory (logs, stores, client logs)',
+  CHAOS_JOBS: `the job kinds sent, comma-separated (default all: ${JOB_KINDS.join(',')})`,
 };
 
 function intSetting(env: Record<string, string | undefined>, name: string, fallback: number, min: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) throw new RangeError(`${name} must be an integer ≥ ${min}, got "${raw}"`);
+  if (!Number.isInteger(value) || value < min)
+    throw new RangeError(`${name} must be an integer ≥ ${min}, got "${raw}"`);
   return value;
 }
 
@@ -72,7 +79,18 @@ export function chaosSettings(env: Record<string, string | undefined>, randomSee
     pauseS: intSetting(env, 'CHAOS_PAUSE_S', 40, 1),
     restartMaxS: intSetting(env, 'CHAOS_RESTART_MAX_S', 8, 1),
     keep: env.CHAOS_KEEP === '1',
+    jobs: jobKinds(env.CHAOS_JOBS),
   };
+}
+
+function jobKinds(raw: string | undefined): string[] {
+  if (raw === undefined || raw.trim() === '') return ['inference-cell', ...JOB_KINDS];
+  const kinds = raw.split(',').map((k) => k.trim());
+  const unknown = kinds.filter((k) => !(JOB_KINDS as readonly string[]).includes(k));
+  if (unknown.length > 0 || kinds.length === 0) {
+    throw new RangeError(`CHAOS_JOBS: unknown job kind(s) ${unknown.join(', ')}; known: ${JOB_KINDS.join(', ')}`);
+  }
+  return kinds;
 }
 
 export type ProcessKind = 'gateway' | 'worker' | 'temporal' | 'ferretdb';

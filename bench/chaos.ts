@@ -31,7 +31,7 @@ import { auditStore } from '../activities/proof/store-audit.js';
 import { toCreditUnits } from '../core/credits.js';
 import { epochAt } from '../core/epoch.js';
 import { signRequestBody } from '../core/gates/signature.js';
-import { generateKeyPair, type KeyPair } from '../core/identity.js';
+import { generateKeyPair } from '../core/identity.js';
 import type { ComputeResponse } from '../core/job-record.js';
 import { verifyReceipt } from '../core/receipt.js';
 import { TILE_STYLES } from '../core/tile-styles.js';
@@ -63,7 +63,13 @@ import {
 
 const ROOT = resolve(import.meta.dirname, '..');
 const ENGINES_BIN = join(process.env.GEOFABRIC_ENGINES_DIR ?? join(homedir(), '.cache', 'geofabric-engines'), 'bin');
-const SEARCH_ATTRIBUTES = ['H3Cell=Keyword', 'Requester=Keyword', 'JobStatus=Keyword', 'StepTypes=KeywordList', 'Epoch=Int'];
+const SEARCH_ATTRIBUTES = [
+  'H3Cell=Keyword',
+  'Requester=Keyword',
+  'JobStatus=Keyword',
+  'StepTypes=KeywordList',
+  'Epoch=Int',
+];
 const MODEL = 'lfm2.5-1.2b-instruct';
 const ROME = '861e8050fffffff';
 const MILAN = latLngToCell(45.4642, 9.19, 6);
@@ -98,10 +104,7 @@ async function freePorts(n: number): Promise<number[]> {
   const servers = Array.from({ length: n }, () => createServer());
   const ports = await Promise.all(
     servers.map(
-      (s) =>
-        new Promise<number>((ok) =>
-          s.listen(0, '127.0.0.1', () => ok((s.address() as { port: number }).port)),
-        ),
+      (s) => new Promise<number>((ok) => s.listen(0, '127.0.0.1', () => ok((s.address() as { port: number }).port))),
     ),
   );
   await Promise.all(servers.map((s) => new Promise((ok) => s.close(ok))));
@@ -294,12 +297,15 @@ const ferretProc: Proc = {
   },
 };
 
-const geofabric = (args: string[]) => [process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'geofabric.ts'), ...args]] as const;
+const geofabric = (args: string[]) =>
+  [process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'geofabric.ts'), ...args]] as const;
 
 function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of Object.keys(env)) {
-    if (/^(MONGODB_|TEMPORAL_|CENTRAL_STORE|NODE_SECRET|WORKER_|BACKBONE_|TILE_URL|STAC_|WEATHER_|GATEWAY_)/.test(name)) {
+    if (
+      /^(MONGODB_|TEMPORAL_|CENTRAL_STORE|NODE_SECRET|WORKER_|BACKBONE_|TILE_URL|STAC_|WEATHER_|GATEWAY_)/.test(name)
+    ) {
       delete env[name];
     }
   }
@@ -315,7 +321,9 @@ function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
     STAC_URL: catalog.stac.url,
     STAC_TIMEOUT_MS: '20000',
     WEATHER_URL: meteo.url,
-    ...Object.fromEntries(TILE_STYLES.map((s) => [`TILE_URL_${s.toUpperCase().replaceAll('-', '_')}`, xyz.template('png')])),
+    ...Object.fromEntries(
+      TILE_STYLES.map((s) => [`TILE_URL_${s.toUpperCase().replaceAll('-', '_')}`, xyz.template('png')]),
+    ),
     ...extra,
   };
 }
@@ -475,7 +483,14 @@ async function runJob(log: JobLog): Promise<void> {
       await sleep(1_000);
       continue;
     }
-    log.attempts.push({ at: Date.now(), gateway, what, status: r.status, code: codeOf(r.body), retryAfter: r.retryAfter });
+    log.attempts.push({
+      at: Date.now(),
+      gateway,
+      what,
+      status: r.status,
+      code: codeOf(r.body),
+      retryAfter: r.retryAfter,
+    });
     const b = r.body as Record<string, unknown>;
     const job = (r.status === 200 ? b : b?.job) as ComputeResponse | undefined;
     if (typeof b?.job_id === 'string') log.jobId = b.job_id;
@@ -536,7 +551,12 @@ function jobBody(kind: string): Record<string, unknown> {
         ...base,
         h3_cell: ROME,
         steps: [
-          { id: 'ndvi', type: 'image_process', operation: 'ndvi', context: { date_from: '2026-02-08', date_to: '2026-02-12' } },
+          {
+            id: 'ndvi',
+            type: 'image_process',
+            operation: 'ndvi',
+            context: { date_from: '2026-02-08', date_to: '2026-02-12' },
+          },
           { ...ask('where is vegetation stressed?'), id: 'explain', depends_on: 'ndvi' },
           { id: 'map', type: 'tile_render', depends_on: 'explain', zoom: 12, style: 'osm-bright' },
         ],
@@ -571,8 +591,6 @@ function jobBody(kind: string): Record<string, unknown> {
   }
 }
 
-const JOB_KINDS = ['inference-cell', 'inference-cell', 'inference-backbone', 'tiles', 'ndvi', 'flood', 'fusion'];
-
 async function submitJob(client: number, kind: string): Promise<void> {
   const key = clients[client]!;
   const signed = signRequestBody(key.secretKey, jobBody(kind));
@@ -603,7 +621,14 @@ async function chat(): Promise<void> {
     if (r === 'conn') {
       entry.attempts.push({ at: Date.now(), gateway, what: 'post', status: 'conn' });
     } else {
-      entry.attempts.push({ at: Date.now(), gateway, what: 'post', status: r.status, code: codeOf(r.body), retryAfter: r.retryAfter });
+      entry.attempts.push({
+        at: Date.now(),
+        gateway,
+        what: 'post',
+        status: r.status,
+        code: codeOf(r.body),
+        retryAfter: r.retryAfter,
+      });
       if (r.status === 200) entry.ok = true;
       else if (r.status < 500) return;
     }
@@ -644,11 +669,17 @@ async function postReadings(): Promise<void> {
     readings: signedReadings(device, cell, batch),
     created_at: new Date().toISOString(),
   });
-  const entries = batch.map((r) => ({ key: `${cell}|${r.observed_at}|${r.value}`, acked: false, attempts: [] as Attempt[] }));
+  const entries = batch.map((r) => ({
+    key: `${cell}|${r.observed_at}|${r.value}`,
+    acked: false,
+    attempts: [] as Attempt[],
+  }));
   readings.push(...entries);
   let gateway = Math.floor(clientRandom() * 2);
   for (let i = 0; i < 30; i++) {
-    const r = await http('POST', `${gatewayUrls[gateway]}/v1/telemetry`, signed.body, { 'x-idn-signature': signed.signature });
+    const r = await http('POST', `${gatewayUrls[gateway]}/v1/telemetry`, signed.body, {
+      'x-idn-signature': signed.signature,
+    });
     const attempt: Attempt =
       r === 'conn'
         ? { at: Date.now(), gateway, what: 'post', status: 'conn' }
@@ -683,11 +714,11 @@ const loops: Promise<void>[] = [];
 let loadStart = 0;
 let loadEnd = 0;
 
-async function main(): Promise<number> {
+async function main(): Promise<void> {
   say(`run directory ${runDir}`);
   say(
     `settings: duration ${settings.durationS} s, a fault every ~${settings.faultEveryS} s, ${settings.clients} clients, ` +
-      `think ${settings.thinkMs} ms, skew +${settings.skewS} s on worker-1, SIGSTOP ${settings.pauseS} s`,
+      `think ${settings.thinkMs} ms, skew +${settings.skewS} s on worker-1, SIGSTOP ${settings.pauseS} s, jobs ${settings.jobs.join(',')}`,
   );
   await Promise.all([startProc(temporalProc), startProc(ferretProc)]);
   say('engines up');
@@ -702,7 +733,7 @@ async function main(): Promise<number> {
       (async () => {
         while (loadOn) {
           const r = clientRandom();
-          if (r < 0.75) await submitJob(c, pick(clientRandom, JOB_KINDS));
+          if (r < 0.75) await submitJob(c, pick(clientRandom, settings.jobs));
           else if (r < 0.9) await chat();
           else await mcpCall();
           await sleep(settings.thinkMs);
@@ -732,7 +763,6 @@ async function main(): Promise<number> {
   say('quiescing: everything up, the workers drain and sync');
   await quiesce();
   await checkInvariants();
-  return violations.length;
 }
 
 async function faultOf(choice: FaultChoice): Promise<void> {
@@ -820,8 +850,7 @@ async function quiesce(): Promise<void> {
 // Invariants
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
-const withoutUrl = (job: ComputeResponse) =>
-  job.proof ? { ...job, proof: { ...job.proof, verify_url: '' } } : job;
+const withoutUrl = (job: ComputeResponse) => (job.proof ? { ...job, proof: { ...job.proof, verify_url: '' } } : job);
 
 async function checkInvariants(): Promise<void> {
   say('checking the invariants');
@@ -875,7 +904,9 @@ async function checkInvariants(): Promise<void> {
     if (sealer) nodeKeys.add(sealer);
     const verdict = verifyReceipt(receipt, { allowPending: true, ...(sealer ? { sealerPk: sealer } : {}) });
     if (!verdict.ok) {
-      violation(`${tag}: receipt does not verify (${verdict.failedCheck}: ${verdict.checks.find((c) => !c.ok)?.detail})`);
+      violation(
+        `${tag}: receipt does not verify (${verdict.failedCheck}: ${verdict.checks.find((c) => !c.ok)?.detail})`,
+      );
     }
     receiptsChecked++;
   }
@@ -885,12 +916,16 @@ async function checkInvariants(): Promise<void> {
   const connection = await Connection.connect({ address: temporalAddress });
   const temporal = new TemporalClient({ connection, namespace: 'default' });
   let running = 0;
-  for await (const wf of temporal.workflow.list({ query: `ExecutionStatus = 'Running' AND WorkflowId STARTS_WITH 'job-'` })) {
+  for await (const wf of temporal.workflow.list({
+    query: `ExecutionStatus = 'Running' AND WorkflowId STARTS_WITH 'job-'`,
+  })) {
     running++;
     violation(`workflow ${wf.workflowId} still running after the run`);
   }
   let failedWorkflows = 0;
-  for await (const wf of temporal.workflow.list({ query: `ExecutionStatus != 'Running' AND ExecutionStatus != 'Completed' AND WorkflowId STARTS_WITH 'job-'` })) {
+  for await (const wf of temporal.workflow.list({
+    query: `ExecutionStatus != 'Running' AND ExecutionStatus != 'Completed' AND WorkflowId STARTS_WITH 'job-'`,
+  })) {
     failedWorkflows++;
     notes.push(`workflow ${wf.workflowId} closed ${wf.status.name}`);
   }
@@ -926,7 +961,9 @@ async function checkInvariants(): Promise<void> {
     for (const step of final.steps.filter((s) => s.status === 'complete' && s.cost > 0)) {
       if (!step.worker_pk || !earned.has(step.worker_pk)) {
         if (step.worker_pk && /^[0-9a-f]{64}$/.test(step.worker_pk)) {
-          violation(`job ${final.job_id}: step ${step.id} ran on ${step.worker_pk.slice(0, 12)}… and earned it nothing`);
+          violation(
+            `job ${final.job_id}: step ${step.id} ran on ${step.worker_pk.slice(0, 12)}… and earned it nothing`,
+          );
         }
       }
     }
@@ -934,7 +971,8 @@ async function checkInvariants(): Promise<void> {
   for (const key of clients) {
     const balance = await ledger.balance(key.publicKey);
     const want = expectedBalance.get(key.publicKey) ?? 0;
-    if (balance !== want) violation(`requester ${key.publicKey.slice(0, 12)}…: balance ${balance}, its jobs' settlements sum to ${want}`);
+    if (balance !== want)
+      violation(`requester ${key.publicKey.slice(0, 12)}…: balance ${balance}, its jobs' settlements sum to ${want}`);
   }
   // Worker earnings: every account's step earnings over the run equal the cost of the steps it completed (the
   // gateways' own steps earn their node key the same way).
@@ -942,15 +980,19 @@ async function checkInvariants(): Promise<void> {
     const earned = (await ledger.entries(pk, { limit: 100_000 }))
       .filter((e) => e.kind === 'step_earning')
       .reduce((a, e) => a + e.amount_units, 0);
-    if (earned !== want) violation(`account ${pk.slice(0, 12)}…: step earnings ${earned}, its completed steps cost ${want}`);
+    if (earned !== want)
+      violation(`account ${pk.slice(0, 12)}…: step earnings ${earned}, its completed steps cost ${want}`);
   }
   say(`  ledger: ${finals.size} settlements checked, ${expectedEarning.size} earning accounts`);
 
   // 3. Proofs: every worker record is in the central store exactly once and equal; every store audits clean.
   const auditOf = async (name: string, store: ProofStore) => {
     const report = await auditStore(store);
-    for (const p of report.problems.slice(0, 5)) violation(`store audit of ${name}: ${JSON.stringify(p).slice(0, 200)}`);
-    say(`  store audit of ${name}: ${report.records_checked} records, ${report.seals_checked} seals, ${report.problems.length} problems`);
+    for (const p of report.problems.slice(0, 5))
+      violation(`store audit of ${name}: ${JSON.stringify(p).slice(0, 200)}`);
+    say(
+      `  store audit of ${name}: ${report.records_checked} records, ${report.seals_checked} seals, ${report.problems.length} problems`,
+    );
   };
   await auditOf('the central store', central);
   for (const w of workers) {
@@ -965,12 +1007,16 @@ async function checkInvariants(): Promise<void> {
     let cursor: string | null = null;
     let n = 0;
     do {
-      const page: Awaited<ReturnType<ProofStore['queryRecords']>> = await store.queryRecords({ limit: 500, ...(cursor ? { cursor } : {}) });
+      const page: Awaited<ReturnType<ProofStore['queryRecords']>> = await store.queryRecords({
+        limit: 500,
+        ...(cursor ? { cursor } : {}),
+      });
       for (const r of page.records) {
         n++;
         const there = await central.getRecord(r.id);
         if (!there) violation(`${w.name}'s record ${r.id} is not in the central store`);
-        else if (there.record_hash !== r.record_hash) violation(`${w.name}'s record ${r.id} differs in the central store`);
+        else if (there.record_hash !== r.record_hash)
+          violation(`${w.name}'s record ${r.id} differs in the central store`);
       }
       cursor = page.nextCursor;
     } while (cursor);
@@ -980,13 +1026,30 @@ async function checkInvariants(): Promise<void> {
   }
   // `proof verify --all` through each gateway (pending records allowed: the hourly epoch may still be open).
   for (const g of [0, 1]) {
-    const out = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'geofabric.ts'), 'proof', 'verify', '--all', '--allow-pending', '--url', gatewayUrls[g]!], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      env: cleanEnv({}),
-      maxBuffer: 64 * 1024 * 1024,
-    });
-    if (out.status !== 0) violation(`proof verify --all through gateway-${g} exited ${out.status}: ${out.stdout.slice(-400)} ${out.stderr.slice(-400)}`);
+    const out = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        join(ROOT, 'bin', 'geofabric.ts'),
+        'proof',
+        'verify',
+        '--all',
+        '--allow-pending',
+        '--url',
+        gatewayUrls[g]!,
+      ],
+      {
+        cwd: ROOT,
+        encoding: 'utf8',
+        env: cleanEnv({}),
+        maxBuffer: 64 * 1024 * 1024,
+      },
+    );
+    if (out.status !== 0)
+      violation(
+        `proof verify --all through gateway-${g} exited ${out.status}: ${out.stdout.slice(-400)} ${out.stderr.slice(-400)}`,
+      );
     else say(`  proof verify --all through gateway-${g}: ok`);
   }
 
@@ -994,7 +1057,12 @@ async function checkInvariants(): Promise<void> {
   const stored = new Map<string, number>();
   let cursor: string | null = null;
   do {
-    const page: Awaited<ReturnType<ProofStore['queryRecords']>> = await central.queryRecords({ cell: ROME, collection: 'telemetry', limit: 500, ...(cursor ? { cursor } : {}) });
+    const page: Awaited<ReturnType<ProofStore['queryRecords']>> = await central.queryRecords({
+      cell: ROME,
+      collection: 'telemetry',
+      limit: 500,
+      ...(cursor ? { cursor } : {}),
+    });
     for (const r of page.records) {
       const p = r.payload as { device_pk: string; h3_cell: string; observed_at: string; value: number };
       if (p.device_pk !== device.publicKey) continue;
@@ -1017,7 +1085,9 @@ async function checkInvariants(): Promise<void> {
       }
     }
   }
-  say(`  telemetry: ${acked} readings acknowledged, ${readings.length - acked} not acknowledged, stored ${[...stored.values()].reduce((a, b) => a + b, 0)}`);
+  say(
+    `  telemetry: ${acked} readings acknowledged, ${readings.length - acked} not acknowledged, stored ${[...stored.values()].reduce((a, b) => a + b, 0)}`,
+  );
 
   // 5. MCP: each gateway's breadcrumb chain verifies.
   for (const g of [0, 1]) {
@@ -1028,8 +1098,12 @@ async function checkInvariants(): Promise<void> {
       const text = (result.content as { type: string; text: string }[])[0]?.text ?? '';
       const chain = JSON.parse(text) as { is_valid?: boolean; block_count?: number };
       const answered = mcpCalls.filter((c) => c.gateway === g && c.ok).length;
-      if (result.isError || chain.is_valid !== true) violation(`gateway-${g}'s breadcrumb chain does not verify: ${text.slice(0, 200)}`);
-      else say(`  gateway-${g}: breadcrumb chain of ${chain.block_count} blocks verifies (${answered} tool calls answered)`);
+      if (result.isError || chain.is_valid !== true)
+        violation(`gateway-${g}'s breadcrumb chain does not verify: ${text.slice(0, 200)}`);
+      else
+        say(
+          `  gateway-${g}: breadcrumb chain of ${chain.block_count} blocks verifies (${answered} tool calls answered)`,
+        );
     } catch (error) {
       violation(`gateway-${g}: idn_verify_chain failed: ${(error as Error).message}`);
     } finally {
@@ -1037,7 +1111,8 @@ async function checkInvariants(): Promise<void> {
     }
   }
   const mcpFailed = mcpCalls.filter((c) => !c.ok);
-  for (const c of mcpFailed) notes.push(`MCP call on gateway-${c.gateway} at ${((c.at - started) / 1000).toFixed(0)} s failed: ${c.error}`);
+  for (const c of mcpFailed)
+    notes.push(`MCP call on gateway-${c.gateway} at ${((c.at - started) / 1000).toFixed(0)} s failed: ${c.error}`);
   for (const c of chats) {
     for (const a of c.attempts) {
       if (a.status !== 'conn' && a.status >= 500 && !(a.status === 503 && a.retryAfter)) {
@@ -1076,9 +1151,14 @@ async function checkInvariants(): Promise<void> {
   });
   console.log(`\n${table}\n`);
   writeFileSync(join(runDir, 'figures.md'), `${table}\n`);
-  writeFileSync(join(runDir, 'clients.json'), JSON.stringify({ jobs, chats, mcpCalls, readings, faultIntervals }, null, 1));
+  writeFileSync(
+    join(runDir, 'clients.json'),
+    JSON.stringify({ jobs, chats, mcpCalls, readings, faultIntervals }, null, 1),
+  );
   console.log('Not checked by this run (see docs/operations.md "Chaos under load"):');
-  console.log('  - seals: records of the open hourly epoch are pending (verified as pending); epochs that closed during');
+  console.log(
+    '  - seals: records of the open hourly epoch are pending (verified as pending); epochs that closed during',
+  );
   console.log('    the run are sealed by the hourly schedule and covered by the store audits and proof verify');
   console.log('  - worker earnings are compared per account over the whole run, not per worker process restart');
   for (const n of notes.slice(0, 40)) console.log(`note: ${n}`);
@@ -1098,14 +1178,13 @@ async function shutdown(): Promise<void> {
   else console.log(`run directory kept: ${runDir}`);
 }
 
-let count = 1;
 try {
-  count = await main();
+  await main();
 } catch (error) {
   violation(`the run itself failed: ${(error as Error).stack ?? String(error)}`);
-  count = violations.length;
 } finally {
   await shutdown().catch(() => undefined);
 }
+const count = violations.length;
 console.log(`invariant violations: ${count}`);
 process.exit(count > 0 ? 1 : 0);

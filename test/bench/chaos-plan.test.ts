@@ -66,7 +66,15 @@ describe('npm run chaos: the seeded plan (bench/chaos-plan.ts)', () => {
       mcpCalls: 2,
       readings: 3,
     });
-    for (const figure of ['seed', 'run length', 'jobs submitted', 'faults injected', 'invariant violations', 'p50 / p99', 'longest wait']) {
+    for (const figure of [
+      'seed',
+      'run length',
+      'jobs submitted',
+      'faults injected',
+      'invariant violations',
+      'p50 / p99',
+      'longest wait',
+    ]) {
       assert.match(table, new RegExp(figure));
     }
     assert.match(table, /3: kill gateway 2, pause worker 1/);
