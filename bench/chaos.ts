@@ -368,6 +368,19 @@ function gatewayProc(i: number): Proc {
   };
 }
 
+/** The multi-threaded libfaketime (node runs threads) of the `faketime` package. */
+function libfaketime(): string {
+  const candidates = [
+    '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1',
+    '/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1',
+    '/usr/lib/faketime/libfaketimeMT.so.1',
+    '/usr/local/lib/faketime/libfaketimeMT.so.1',
+  ];
+  const found = candidates.find((path) => existsSync(path));
+  if (!found) throw new Error('libfaketime not found: install it (apt-get install faketime) or set CHAOS_SKEW_S=0');
+  return found;
+}
+
 function workerProc(i: number, cell: string, gateway: number, skewS: number): Proc {
   const dataDir = join(runDir, `worker-${i}`);
   mkdirSync(dataDir);
@@ -391,9 +404,10 @@ function workerProc(i: number, cell: string, gateway: number, skewS: number): Pr
         SYNC_INTERVAL_SECONDS: '5',
         WORKER_DRAIN_SECONDS: '10',
       });
-      // faketime runs the worker's whole process (Date, timers' wall clock) skewAhead seconds in the future.
+      // libfaketime runs the worker's whole process skewS seconds ahead (its wall clock). Preloaded into node
+      // itself rather than through the `faketime` wrapper, which forks: signals to the wrapper never reach node.
       return skewS > 0
-        ? { cmd: 'faketime', args: ['-f', `+${skewS}s`, node, ...args], env }
+        ? { cmd: node, args: [...args], env: { ...env, LD_PRELOAD: libfaketime(), FAKETIME: `+${skewS}s` } }
         : { cmd: node, args: [...args], env };
     },
     ready: async (offset) => readFileSync(logFile).subarray(offset).toString().includes('worker: started'),
