@@ -117,7 +117,7 @@ interface Proc {
   command: () => { cmd: string; args: string[]; env: NodeJS.ProcessEnv };
   ready: (logOffset: number) => Promise<boolean>;
   child?: ChildProcess;
-  state: 'up' | 'down' | 'paused' | 'starting' | 'stopped';
+  state: 'up' | 'down' | 'paused' | 'starting' | 'stopped' | 'faulted';
   /** Set while an exit is ours (a kill, a term, the final stop); any other exit is restarted and reported. */
   expectExit: boolean;
   logFile: string;
@@ -783,6 +783,9 @@ async function faultOf(choice: FaultChoice): Promise<void> {
   const candidates = procs.filter((p) => p.kind === choice.target && p.state === 'up');
   if (candidates.length === 0) return;
   const p = pick(random, candidates);
+  // Taken out of the candidates at once: a second fault on a process that is still exiting would start a
+  // second copy of it.
+  p.state = 'faulted';
   const label = `${choice.kind} ${p.kind}`;
   faultCounts[label] = (faultCounts[label] ?? 0) + 1;
   const interval = { start: Date.now(), end: Number.POSITIVE_INFINITY, fault: `${label} (${p.name})` };
