@@ -1,4 +1,5 @@
 import type Router from '@koa/router';
+import { ServiceError as TemporalServiceError } from '@temporalio/client';
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { ServiceError } from '../core/errors.js';
@@ -68,12 +69,25 @@ export function asServiceError(error: unknown): ServiceError {
       'the store is full: the write was refused, and what was stored before is intact',
     );
   }
-  if (isStoreUnavailable(error)) {
+  if (isStoreUnavailable(error) || isTemporalUnavailable(error)) {
     return new ServiceError('store_unavailable', 'the store cannot be reached right now; retry shortly', {
       'retry-after': '5',
     });
   }
   return new ServiceError('internal_error', 'an internal error occurred');
+}
+
+/**
+ * Temporal out of reach (its frontend down or restarting: gRPC UNAVAILABLE, or no connection at all) while a
+ * request reads a run's answer: as transient as MongoDB down, so the same 503 with `retry-after`, never a 500.
+ */
+function isTemporalUnavailable(error: unknown): boolean {
+  if (!(error instanceof TemporalServiceError)) return false;
+  const cause = error.cause as { code?: unknown; message?: unknown } | undefined;
+  return (
+    cause?.code === 14 ||
+    /tcp connect error|connection refused|unavailable/i.test(`${error.message} ${String(cause?.message ?? '')}`)
+  );
 }
 
 /** 405 (and 501) for a path served with other methods, as the same JSON error as everything else. */

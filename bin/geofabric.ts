@@ -299,6 +299,10 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exitCode = code;
   },
   (error: unknown) => {
+    // A failed command exits even when what it opened before failing (a MongoDB connection pool, the record
+    // batcher's timer) would keep it running: a supervisor restarts a gateway only once it has exited
+    // (docs/operations.md "Startup errors"). Unref'd: a process with nothing left open ends at once.
+    setTimeout(() => process.exit(), 1_000).unref();
     if (error instanceof UsageError) process.stderr.write(`usage: ${error.message}\n\n${USAGE}\n`);
     else if (error instanceof ConfigError) process.stderr.write(`${error.message}\n`);
     else {

@@ -30,7 +30,12 @@ import { createImageryActivities } from '../activities/imagery/index.js';
 import { createSwarm } from '../activities/inference/index.js';
 import { localHardware } from '../activities/inference/local-worker.js';
 import { sealDueEpochs, startAutoSealer } from '../activities/proof/epoch-sealer.js';
-import { createRecordBatcher } from '../activities/proof/record-batcher.js';
+import {
+  createRecordBatcher,
+  type ProofWriter,
+  type RecordEntry,
+  type RecordStamp,
+} from '../activities/proof/record-batcher.js';
 import { createSyncAgent } from '../activities/proof/sync-agent.js';
 import {
   createGatewayClient,
@@ -45,12 +50,14 @@ import { createWebSearch } from '../activities/tools/web-search.js';
 import { SERVICE_VERSION } from '../api/version.js';
 import { supportedHardwareTier, type HardwareTier } from '../core/hardware-tier.js';
 import { routingCell, workerQueue } from '../core/task-queues.js';
+import type { KeyPair } from '../core/identity.js';
 import { HEARTBEAT_INTERVAL_MS } from '../core/worker-selection.js';
 import { workerIdentity } from '../core/worker-identity.js';
 import type { WorkerTier } from '../core/tiers.js';
 import { isToolId, TOOL_IDS } from '../core/tool-registry.js';
 import { openSqlite } from '../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../store/sqlite/proof-store.js';
+import { writerScopedId } from '../store/record-append.js';
 import { createSqliteRateLimitStore } from '../store/sqlite/rate-limit-store.js';
 import { createSqliteWorkerRegistry } from '../store/sqlite/worker-registry.js';
 import type { WorkerHardware, WorkerRecord, WorkerRegistry } from '../store/worker-registry.js';
@@ -81,6 +88,25 @@ export interface WorkerOptions {
   /** How long the first registration retries while the gateway is unreachable or failing (5xx). */
   registerWaitMs?: number;
   gatewayTimeoutMs?: number;
+}
+
+/**
+ * The worker's record writer takes each record under its writer-scoped id (store/record-append.ts). A step that
+ * fails after its record is written (a blob upload to a gateway that is down, a kill before the result reaches
+ * Temporal) runs again on another worker or a gateway, which writes the same derived step id under its own key;
+ * the central store keeps the first of the two and refuses the other as `record_conflict` for good, so this
+ * worker's record, and with it the seal of its epoch, would never reach the central store. The scoped id is a
+ * function of the id and this worker's key: a retried activity here still finds its own record.
+ */
+export function writerScopedIds<W extends ProofWriter>(writer: W, signer: KeyPair): W {
+  const scoped = (entry: RecordEntry): RecordEntry => ({ ...entry, id: writerScopedId(signer, entry.id) });
+  return {
+    ...writer,
+    record: (entry: RecordEntry, at?: RecordStamp) => writer.record(scoped(entry), at),
+    aggregate: (key: string, open: () => RecordEntry, serve: Record<string, unknown>) =>
+      writer.aggregate(key, () => scoped(open()), serve),
+    write: (entry: RecordEntry) => writer.write(scoped(entry)),
+  };
 }
 
 /** What this worker is and would poll: `geofabric worker --check` prints it. */
@@ -202,15 +228,18 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
     await Promise.all([proofs.close(), localWorkers.close(), rateLimits.close()]);
     db.close();
   };
-  const writer = createRecordBatcher({
-    store: proofs,
-    signer: node.key,
-    clock,
-    genesisMs: config.epochGenesisMs,
-    // A step's activity completes only once its record is stored: no waiting for neighbours a worker rarely has.
-    awaitedWriteDelayMs: 0,
-    onError: (error, { dropped }) => logger.error({ err: error, dropped }, 'worker: writing proof records failed'),
-  });
+  const writer = writerScopedIds(
+    createRecordBatcher({
+      store: proofs,
+      signer: node.key,
+      clock,
+      genesisMs: config.epochGenesisMs,
+      // A step's activity completes only once its record is stored: no waiting for neighbours a worker rarely has.
+      awaitedWriteDelayMs: 0,
+      onError: (error, { dropped }) => logger.error({ err: error, dropped }, 'worker: writing proof records failed'),
+    }),
+    node.key,
+  );
 
   let trust: WorkerTier = 'seedling';
   const self = (): WorkerSelf => ({

@@ -178,7 +178,8 @@ export function createInferenceEngine(deps: EngineDeps) {
     if (durable) {
       // A step awaits its record and its outcome: an activity must not report success before they are durable.
       const entry = recordEntry(recordId, payloadWithHashes(account, job, answer));
-      const stored = inferencePayloadSchema.safeParse((await deps.proofs.write(entry)).payload);
+      const written = await deps.proofs.write(entry);
+      const stored = inferencePayloadSchema.safeParse(written.payload);
       const recorded = stored.success ? stored.data : entry.payload; // a retried step reports what was first accounted
       if (worker) {
         deps.local?.markWarm(job.model.id);
@@ -186,7 +187,8 @@ export function createInferenceEngine(deps: EngineDeps) {
       } else deps.onBackbone(true);
       const now = deps.clock();
       deps.stats.add(recentEntry(recorded, recordId, new Date(now).toISOString()), now);
-      return { payload: recorded, recordId, message: answer, finishReason, locations };
+      // The id the record was stored under: a writer-scoped one when another key holds the derived id.
+      return { payload: recorded, recordId: written.id, message: answer, finishReason, locations };
     }
     if (worker) deps.local?.markWarm(job.model.id);
     else deps.onBackbone(true);

@@ -57,6 +57,12 @@ function uploadFailure(id: string, error: unknown): ApplicationFailure {
   if (error instanceof ApplicationFailure) return error;
   const message = `uploading blob ${id} to the gateway failed: ${(error as Error).message}`;
   if (error instanceof GatewayError) {
+    // No answer, or the gateway's own outage: the blob store is out of reach for now. Typed as that (503 with
+    // retry-after, docs/protocol.md §7), a job whose attempts all met it answers a transient error the client
+    // may send again, not a 502 as if the step itself had failed.
+    if (error.status === 0 || error.status >= 500) {
+      return ApplicationFailure.create({ message, type: 'store_unavailable', nonRetryable: false, cause: error });
+    }
     const final = error.status === 413 || error.status === 400;
     return ApplicationFailure.create({ message, type: error.code, nonRetryable: final, cause: error });
   }

@@ -407,6 +407,8 @@ function answer(ctx: Context, response: ComputeResponse, publicUrl: string | und
   const code = error.code in ERROR_STATUS ? (error.code as ErrorCode) : 'step_failed';
   ctx.status = statusOf(code);
   if (code === 'no_workers') ctx.set('retry-after', '30');
+  // As every store_unavailable answer (api/http-errors.ts): the same signed request may be sent again.
+  if (code === 'store_unavailable') ctx.set('retry-after', '5');
   ctx.body = { error: code, detail: error.detail, job_id: response.job_id, step_id: error.step_id, job: body };
 }
 

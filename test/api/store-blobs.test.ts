@@ -308,7 +308,7 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
      * A gateway whose inference steps run as a swarm worker runs them: the worker-side step activities with the
      * gateway blob store, signed by `key` (registered or not). What crosses "Temporal" is measured.
      */
-    async function workerJobGateway(key: KeyPair, reply: string) {
+    async function workerJobGateway(key: KeyPair, reply: string, options: { gatewayDown?: { value: boolean } } = {}) {
       const runtime = await startFakeRuntime(WORKER_MODEL, () => ({
         content: reply,
         usage: { prompt_tokens: 10, completion_tokens: 10 },
@@ -346,7 +346,17 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
         tiles: { renderTile: () => Promise.reject(new Error('no tiles here')) },
         imagery: { processImage: () => Promise.reject(new Error('no imagery here')) },
         nodePk: key.publicKey,
-        blobs: createGatewayBlobStore(clientOf(gw, key)),
+        blobs: options.gatewayDown
+          ? {
+              // The worker's gateway out of reach while `gatewayDown.value` (a gateway killed or restarting).
+              put: (blobs, step) =>
+                createGatewayBlobStore(
+                  options.gatewayDown!.value
+                    ? createGatewayClient({ gatewayUrl: 'http://127.0.0.1:1', signer: key, timeoutMs: 2_000 })
+                    : clientOf(gw, key),
+                ).put(blobs, step),
+            }
+          : createGatewayBlobStore(clientOf(gw, key)),
       });
       return { gw, results, thrown };
     }
@@ -379,6 +389,22 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
       assert.equal(ref.$blob, sha256(text));
       assert.equal(ref.bytes, Buffer.byteLength(text));
       assert.equal((await gw.blobs.get([ref.$blob])).get(ref.$blob), text, 'the gateway holds the blob');
+    });
+
+    it("answers 503 store_unavailable with retry-after when the worker's gateway cannot be reached, and the same request then completes", async () => {
+      const big = 'q'.repeat(100 * 1024);
+      const gatewayDown = { value: true };
+      const { gw } = await workerJobGateway(worker, big, { gatewayDown });
+      await register(gw, worker);
+      const signed = askJob(generateKeyPair());
+      const failed = await gw.post('/v1/compute', signed.body, signed.headers);
+      assert.equal(failed.status, 503, failed.text.slice(0, 300));
+      assert.equal((failed.body as { error: string }).error, 'store_unavailable');
+      assert.equal(failed.headers.get('retry-after'), '5');
+      gatewayDown.value = false;
+      const retried = await gw.post('/v1/compute', signed.body, signed.headers);
+      assert.equal(retried.status, 200, retried.text.slice(0, 300));
+      assert.equal((retried.body as { steps: { output: { text: string } }[] }).steps[0]!.output.text, big);
     });
 
     it('fails the step attempt retryably when the upload is refused, never returning a reference', async () => {
@@ -463,7 +489,7 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
       );
       await assert.rejects(down.put(new Map([[sha256(small), small]]), step), (error: unknown) => {
         assert.ok(error instanceof ApplicationFailure);
-        assert.equal(error.type, 'gateway_unreachable');
+        assert.equal(error.type, 'store_unavailable');
         assert.equal(error.nonRetryable, false);
         return true;
       });

@@ -14,7 +14,10 @@ import { createTemporalJobRunner } from '../../api/temporal-job-runner.js';
 import { loadConfig } from '../../bin/config.js';
 import { gatewayQueueSpecs, startTemporalWorkers, type TemporalWorkers } from '../../bin/temporal-workers.js';
 import { startWorker, type RunningWorker } from '../../bin/worker.js';
+import { epochAt } from '../../core/epoch.js';
 import { generateKeyPair } from '../../core/identity.js';
+import { jobIdFromSignature } from '../../core/job-hash.js';
+import { stepRecordId } from '../../core/proof-record.js';
 import type { ComputeResponse } from '../../core/job-record.js';
 import type { QueueNaming } from '../../core/task-queues.js';
 import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
@@ -208,6 +211,36 @@ describe('geofabric worker on Temporal (live)', function () {
     const synced = await gw.proofs.getRecord(stepRecordId);
     assert.equal(synced?.address.pk, worker.pk);
     worker = undefined;
+  });
+
+  it("syncs its step record although another writer holds the step's derived record id (a step run twice)", async () => {
+    // A step that failed on one worker after writing its record runs again elsewhere, and both writers derive
+    // the same step record id (core/proof-record.ts stepRecordId). Here the gateway holds that id first.
+    worker = await startWorker(workerConfig(), { logger: silent, hardware: LAPTOP });
+    await serveGatewayQueues();
+    const { body, headers } = signJob(generateKeyPair(), inferenceJob('run twice', { nonce: randomUUID() }));
+    const jobId = jobIdFromSignature(headers['x-idn-signature']);
+    const [other] = await gw.proofs.appendRecords(gw.node, [
+      {
+        id: stepRecordId('inference', jobId, 'ask'),
+        h3_cell: ROME,
+        epoch: epochAt(Date.now()),
+        collection_type: 'inference',
+        payload_type: 'hive/inference',
+        payload: { note: 'the earlier run of this step, elsewhere' },
+        written_at: new Date().toISOString(),
+      },
+    ]);
+    assert.equal(other!.address.pk, gw.node.publicKey);
+    const res = await gw.post('/v1/compute', body, headers);
+    assert.equal(res.status, 200, res.text);
+    const job = res.body as ComputeResponse;
+    assert.equal(job.worker_pk, worker.pk, 'the cell worker ran the step');
+    const stepRecord = job.steps[0]!.record_id!;
+    await worker.stop(); // drains and pushes its records
+    worker = undefined;
+    const synced = await gw.proofs.getRecord(stepRecord);
+    assert.equal(synced?.address.pk, job.worker_pk, "the worker's own record is in the central store");
   });
 
   it('on SIGTERM finishes the step it is running, syncs its record and exits 0 (the CLI process)', async () => {
