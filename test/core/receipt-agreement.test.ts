@@ -73,15 +73,17 @@ describe('receipt verifiers agree: core, the TypeScript client, the dashboard', 
     assert.ok(built.length > 40, String(built.length));
     const off = built.flatMap((c) => {
       const verdict = coreVerdict(c);
-      return shown(verdict) === shown(c.intended!)
-        ? []
-        : [`${c.name}: ${shown(verdict)}, built to ${shown(c.intended!)}`];
+      // A case built to fail without naming the check (receiptLeafCases) only has to fail; the next test holds the
+      // four verifiers to one check for it.
+      const met =
+        c.intended!.failed_check === undefined && !c.intended!.ok ? !verdict.ok : shown(verdict) === shown(c.intended!);
+      return met ? [] : [`${c.name}: ${shown(verdict)}, built to ${shown(c.intended!)}`];
     });
     assert.deepEqual(off, []);
   });
 
   it('every case of the corpus, the fuzz included: the same ok and the same first failed check', async function () {
-    this.timeout(120_000); // about 7 s on two idle cores; the pure-JavaScript Ed25519 of the client dominates
+    this.timeout(300_000); // some 20 s on two idle cores (the leaf sweep is most of it); the client's pure-JavaScript Ed25519 dominates
     assert.ok(corpus.length >= count);
     const disagreements: string[] = [];
     for (const c of corpus) {

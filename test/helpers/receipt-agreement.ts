@@ -349,6 +349,26 @@ function signedCases(bases: Record<string, JobReceipt>): AgreementCase[] {
 /** Another cell of the same parent. */
 const sibling = (cell: string): string => cellToChildren(cellToParent(cell, 8), 9).find((c) => c !== cell)!;
 
+/** Leaves a verifier cannot bind offline: the ledger transaction an anchor points at, which `--anchor` looks up. */
+const ONLINE_ONLY = /^records\.\d+\.anchor\.(tx_hash|ledger|network_passphrase)$/;
+
+/**
+ * Every other leaf of the receipt changed in turn (the answer's are answerLeafCases'): each must fail a check, and
+ * the four verifiers must name the same one (docs/protocol.md §15.5 says which check binds what).
+ */
+export function receiptLeafCases(valid: JobReceipt): AgreementCase[] {
+  const whole = json(valid) as { [key: string]: Json };
+  const at = (root: Json, path: (string | number)[]) =>
+    path.slice(0, -1).reduce((node, key) => (node as Record<string, Json>)[key]!, root) as Record<string, Json>;
+  return leaves(whole)
+    .filter(({ path }) => path[0] !== 'job' && !ONLINE_ONLY.test(path.join('.')))
+    .map(({ path, value }) => {
+      const copy = json(valid);
+      at(copy, path)[path.at(-1)!] = changed(value);
+      return { name: `receipt leaf: ${path.join('.')} changed`, receipt: copy, options: {}, intended: { ok: false } };
+    });
+}
+
 /** The whole corpus: tampers, signed cases, then `count` seeded mutations of the bases. */
 export function agreementCorpus(seed = AGREEMENT_SEED, count = AGREEMENT_MUTATIONS): AgreementCase[] {
   const bases = agreementBases();
@@ -356,6 +376,7 @@ export function agreementCorpus(seed = AGREEMENT_SEED, count = AGREEMENT_MUTATIO
   return [
     ...tamperCases(bases.valid!),
     ...answerLeafCases(bases.valid!),
+    ...receiptLeafCases(bases.valid!),
     ...signedCases(bases),
     ...receiptMutations(bases as unknown as Record<string, Json>, seed, count, node),
   ];

@@ -439,6 +439,8 @@ def _job_record(receipt: dict, entry: Optional[dict]) -> tuple[bool, str]:
         return False, f"no job record in the receipt (the answer names {named})"
     if entry["record_id"] != named:
         return False, f"the job record is {entry['record_id']}, the answer names {named}"
+    if entry["step_id"] is not None:
+        return False, "the job record's entry names a step (its step_id must be null)"
     record = entry["record"]
     if record is None:
         return True, f"pending: record {named} is not in the store yet"

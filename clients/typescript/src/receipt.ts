@@ -473,6 +473,7 @@ function jobRecordCheck(receipt: Receipt, entry: Entry | undefined): Outcome {
   if (typeof named !== 'string') return bad('the answer names no compute/job record');
   if (entry === undefined) return bad(`no job record in the receipt (the answer names ${named})`);
   if (entry.record_id !== named) return bad(`the job record is ${entry.record_id}, the answer names ${named}`);
+  if (entry.step_id !== null) return bad("the job record's entry names a step (its step_id must be null)");
   if (entry.record === null) return ok(`pending: record ${named} is not in the store yet`);
   const issue = recordIssue(entry.record);
   if (issue !== undefined) return bad(`record ${named}: ${issue}`);
