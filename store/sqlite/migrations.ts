@@ -86,4 +86,25 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   WORKER_LEFT_AT_MIGRATION,
   JOB_BLOBS_MIGRATION,
   AUDIT_VERIFIED_MIGRATION,
+  {
+    // The seal log (docs/protocol.md §15.4): each sealer's complete subtrees and the heads signed over it.
+    id: '0014-seal-log',
+    sql: `
+      CREATE TABLE proof_seal_log (
+        sealer_pk   TEXT    NOT NULL,
+        level       INTEGER NOT NULL,
+        idx         INTEGER NOT NULL,
+        first_epoch INTEGER NOT NULL,
+        hash        BLOB    NOT NULL,
+        PRIMARY KEY (sealer_pk, level, idx)
+      );
+      CREATE TABLE proof_seal_heads (
+        sealer_pk TEXT    NOT NULL,
+        signer_pk TEXT    NOT NULL,
+        tree_size INTEGER NOT NULL,
+        json      TEXT    NOT NULL,
+        PRIMARY KEY (sealer_pk, signer_pk, tree_size)
+      );
+    `,
+  },
 ];

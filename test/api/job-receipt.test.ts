@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import type { TileConfig } from '../../activities/tiles/index.js';
 import { generateKeyPair } from '../../core/identity.js';
-import { verifyReceipt, type JobReceipt } from '../../core/receipt.js';
+import { sealHeadsFor, verifyReceipt, type JobReceipt } from '../../core/receipt.js';
 import type { InclusionProof, Seal } from '../../core/proof-types.js';
 import { checkSealHead, sealInclusionIssue, type SealHead } from '../../core/seal-log.js';
 import { TILE_STYLES } from '../../core/tile-styles.js';
@@ -184,6 +184,33 @@ describe('job receipts over HTTP (docs/protocol.md §15)', function () {
     assert.ok(hashes <= later.records.length * 3);
     assert.ok(JSON.stringify(later).length - before <= hashes * 67, 'the receipt grows by its proof hashes only');
     assert.equal(verifyReceipt(later, { sealerPk: gw.node.publicKey }).ok, true);
+    sealed = later;
+  });
+
+  it('carries the head its sealer stored at sealing, and equals the receipt computed from every seal', async () => {
+    const epoch = sealed.records[0]!.seal!.epoch;
+    const sealer = gw.node.publicKey;
+    // One more epoch sealed: sealing itself stores the head over the new log, before any receipt is asked for.
+    const made = await sealThrough(gw.proofs, gw.node, epoch + 5);
+    assert.equal(made.length, 1);
+    const stored = await gw.proofs.sealHead(sealer, sealer);
+    assert.ok(stored !== null);
+    assert.equal(stored.tree_size, sealed.seal_heads![0]!.head.tree_size + 1);
+    assert.equal(checkSealHead(stored).ok, true);
+    const state = await gw.proofs.sealLogState(sealer);
+    assert.equal(state!.size, stored.tree_size);
+    // A retried run seals nothing and stores nothing new.
+    assert.deepEqual(await sealThrough(gw.proofs, gw.node, epoch + 5), []);
+    assert.deepEqual(await gw.proofs.sealLogState(sealer), state);
+    assert.deepEqual(await gw.proofs.sealHead(sealer, sealer), stored);
+
+    const later = await receiptOf(sealed.job_id);
+    assert.deepEqual(later.seal_heads![0]!.head, stored);
+    assert.equal(verifyReceipt(later, { sealerPk: sealer }).ok, true);
+    // The same receipt from every seal of the log (the computation without stored nodes), byte for byte.
+    const records = structuredClone(later.records);
+    const seal_heads = sealHeadsFor(records, new Map([[sealer, await gw.proofs.sealsOf(sealer)]]), gw.node.secretKey);
+    assert.equal(JSON.stringify({ ...later, records, seal_heads }), JSON.stringify(later));
     sealed = later;
   });
 
