@@ -253,6 +253,11 @@ describe('job receipts over HTTP (docs/protocol.md §15)', function () {
     // The head ending at the anchored seal, and the proof that the receipt's head extends it (docs/protocol.md §15.4).
     const log = anchored.seal_heads![0]!;
     assert.equal(log.anchored!.head.tree_size, seal.epoch - log.head.first_epoch + 1);
+    // Read from the stored log, the anchored head and its consistency proof are those every seal gives.
+    const records = structuredClone(anchored.records);
+    const sealer = seal.sealer_pk;
+    const fromSeals = sealHeadsFor(records, new Map([[sealer, await gw.proofs.sealsOf(sealer)]]), gw.node.secretKey);
+    assert.equal(JSON.stringify({ ...anchored, records, seal_heads: fromSeals }), JSON.stringify(anchored));
     const unanchored = structuredClone(anchored);
     unanchored.seal_heads![0]!.anchored = null;
     assert.equal(verifyReceipt(unanchored).failedCheck, 'anchor');
