@@ -23,12 +23,15 @@ import {
   sealConsistencyProof,
   sealInclusionIssue,
   sealInclusionProof,
+  sealLeafHash,
   sealLogLeaves,
+  type SealLogNodes,
+  type SealLogSource,
   signSealHead,
   verifySealConsistency,
   type SealHead,
 } from './seal-log.js';
-import { hexToBytes } from './hex.js';
+import { bytesToHex, hexToBytes } from './hex.js';
 import { sha256Hex } from './hash.js';
 import { cellCover, isCell } from './h3-cell.js';
 import { fuseReadings, type FusionReading } from './sensor-fusion.js';
@@ -90,41 +93,69 @@ export interface JobReceipt {
  */
 export function sealHeadsFor(
   records: ReceiptRecord[],
-  logs: ReadonlyMap<string, readonly Seal[]>,
+  logs: ReadonlyMap<string, readonly Seal[] | StoredSealLog>,
   secretKey: string,
 ): SealHeadEntry[] {
   const heads: SealHeadEntry[] = [];
   const sealers = [...new Set(records.flatMap((r) => (r.seal === null ? [] : [r.seal.sealer_pk])))].sort();
   for (const record of records) record.seal_proof = null;
   for (const sealer of sealers) {
-    const sorted = [...(logs.get(sealer) ?? [])].sort((a, b) => a.epoch - b.epoch);
-    const seals: Seal[] = [];
-    for (const seal of sorted) if (seal.epoch === (sorted[0] as Seal).epoch + seals.length) seals.push(seal);
-    if (seals.length === 0) continue;
-    const { firstEpoch, leaves } = sealLogLeaves(seals);
-    const head = signSealHead(secretKey, { sealerPk: sealer, firstEpoch, leaves });
+    const log = logOf(logs.get(sealer) ?? []);
+    if (log === null) continue;
+    const { firstEpoch, leaves, size } = log;
+    const head = log.head ?? signSealHead(secretKey, { sealerPk: sealer, firstEpoch, leaves, size });
     let latestAnchor = -1;
     for (const record of records) {
       if (record.seal?.sealer_pk !== sealer) continue;
       const index = record.seal.epoch - firstEpoch;
-      if (seals[index]?.seal_hash !== record.seal.seal_hash) continue;
-      record.seal_proof = sealInclusionProof(leaves, index, leaves.length);
+      if (index < 0 || index >= size) continue;
+      if (bytesToHex(sealLeafHash(record.seal.seal_hash)) !== bytesToHex(leafAt(leaves, index))) continue;
+      record.seal_proof = sealInclusionProof(leaves, index, size);
       if (record.anchor !== null) latestAnchor = Math.max(latestAnchor, record.anchor.epoch);
     }
-    const size = latestAnchor - firstEpoch + 1;
+    const anchoredSize = latestAnchor - firstEpoch + 1;
     heads.push({
       head,
       anchored:
-        size >= 1 && size <= leaves.length
+        anchoredSize >= 1 && anchoredSize <= size
           ? {
-              head: signSealHead(secretKey, { sealerPk: sealer, firstEpoch, leaves }, size),
-              consistency: sealConsistencyProof(leaves, size, leaves.length),
+              head: signSealHead(secretKey, { sealerPk: sealer, firstEpoch, leaves, size }, anchoredSize),
+              consistency: sealConsistencyProof(leaves, anchoredSize, size),
             }
           : null,
     });
   }
   return heads;
 }
+
+/**
+ * A sealer's log as a store keeps it (docs/protocol.md §15.4): its first epoch, its size, the stored nodes a
+ * receipt's proofs read, and the stored head of that size when there is one.
+ */
+export interface StoredSealLog {
+  firstEpoch: number;
+  size: number;
+  nodes: SealLogNodes;
+  head?: SealHead | undefined;
+}
+
+function logOf(
+  log: readonly Seal[] | StoredSealLog,
+): { firstEpoch: number; size: number; leaves: SealLogSource; head?: SealHead | undefined } | null {
+  if (!Array.isArray(log)) {
+    const stored = log as StoredSealLog;
+    return stored.size < 1 ? null : { ...stored, leaves: stored.nodes };
+  }
+  const sorted = [...(log as readonly Seal[])].sort((a, b) => a.epoch - b.epoch);
+  const seals: Seal[] = [];
+  for (const seal of sorted) if (seal.epoch === (sorted[0] as Seal).epoch + seals.length) seals.push(seal);
+  if (seals.length === 0) return null;
+  const { firstEpoch, leaves } = sealLogLeaves(seals);
+  return { firstEpoch, size: leaves.length, leaves };
+}
+
+const leafAt = (src: SealLogSource, index: number): Uint8Array =>
+  Array.isArray(src) ? (src[index] as Uint8Array) : (src as SealLogNodes).node(0, index);
 
 export type ReceiptCheckName =
   | 'receipt_format'

@@ -84,11 +84,88 @@ const largestPowerOfTwoBelow = (n: number): number => {
   return k;
 };
 
+/**
+ * A log read through its stored nodes (docs/protocol.md §15.4): node(level, index) is the MTH of the complete
+ * subtree of leaves [index·2^level, (index+1)·2^level), so a head, an inclusion or a consistency proof reads
+ * O(log n) nodes instead of every leaf.
+ */
+export interface SealLogNodes {
+  node(level: number, index: number): Uint8Array;
+}
+
+/** The leaves themselves, or the stored complete subtrees over them. */
+export type SealLogSource = readonly Uint8Array[] | SealLogNodes;
+
+export const sealLogNodeKey = (level: number, index: number): string => `${level}:${index}`;
+
 /** MTH of leaves[from, to) (RFC 9162 §2.1.1); to > from. */
-function subtreeRoot(leaves: readonly Uint8Array[], from: number, to: number): Uint8Array {
-  if (to - from === 1) return leaves[from] as Uint8Array;
-  const k = largestPowerOfTwoBelow(to - from);
-  return nodeHash(subtreeRoot(leaves, from, from + k), subtreeRoot(leaves, from + k, to));
+function subtreeRoot(src: SealLogSource, from: number, to: number): Uint8Array {
+  const width = to - from;
+  if (!Array.isArray(src) && (width & (width - 1)) === 0 && from % width === 0) {
+    return (src as SealLogNodes).node(Math.log2(width), from / width);
+  }
+  if (width === 1) return (src as readonly Uint8Array[])[from] as Uint8Array;
+  const k = largestPowerOfTwoBelow(width);
+  return nodeHash(subtreeRoot(src, from, from + k), subtreeRoot(src, from + k, to));
+}
+
+/** The stored nodes `read` would look up in a log: run it over a recorder first, fetch those, then run it. */
+export function sealLogNodesRead(read: (src: SealLogNodes) => void): { level: number; index: number }[] {
+  const seen = new Map<string, { level: number; index: number }>();
+  const zero = new Uint8Array(32);
+  read({
+    node(level, index) {
+      seen.set(sealLogNodeKey(level, index), { level, index });
+      return zero;
+    },
+  });
+  return [...seen.values()];
+}
+
+/**
+ * The complete nodes appending leaves at indexes size.. completes, given the log's nodes of its first `size`
+ * leaves (only its frontier is read: the complete subtrees of the binary decomposition of size).
+ */
+export function sealLogAppend(
+  size: number,
+  leaves: readonly Uint8Array[],
+  prior: SealLogNodes,
+): { level: number; index: number; hash: Uint8Array }[] {
+  const made = new Map<string, Uint8Array>();
+  const get = (level: number, index: number) => made.get(sealLogNodeKey(level, index)) ?? prior.node(level, index);
+  const out: { level: number; index: number; hash: Uint8Array }[] = [];
+  leaves.forEach((leaf, i) => {
+    const n = size + i;
+    let hashAt = leaf;
+    let index = n;
+    for (let level = 0; ; level++) {
+      made.set(sealLogNodeKey(level, index), hashAt);
+      out.push({ level, index, hash: hashAt });
+      if (index % 2 === 0) break;
+      hashAt = nodeHash(get(level, index - 1), hashAt);
+      index = (index - 1) / 2;
+    }
+  });
+  return out;
+}
+
+/** The frontier of a log of `size` leaves: what sealLogAppend reads of it. */
+export function sealLogFrontier(size: number): { level: number; index: number }[] {
+  const out: { level: number; index: number }[] = [];
+  let offset = 0;
+  for (let level = 52; level >= 0; level--) {
+    const width = 2 ** level;
+    if (size - offset >= width) {
+      out.push({ level, index: offset / width });
+      offset += width;
+    }
+  }
+  return out;
+}
+
+/** RFC 9162 MTH of the first `size` leaves (size ≥ 1). */
+export function sealLogRoot(src: SealLogSource, size: number): Uint8Array {
+  return subtreeRoot(src, 0, size);
 }
 
 /** A sealer's seals from its first, gapless, as the leaves of its log; throws when they are not that. */
@@ -106,10 +183,10 @@ export function sealLogLeaves(seals: readonly Seal[]): { firstEpoch: number; lea
 /** The signed head over the first `size` leaves of a sealer's log. */
 export function signSealHead(
   secretKey: string,
-  log: { sealerPk: string; firstEpoch: number; leaves: readonly Uint8Array[] },
-  size: number = log.leaves.length,
+  log: { sealerPk: string; firstEpoch: number; leaves: SealLogSource; size?: number },
+  size: number = log.size ?? (log.leaves as readonly Uint8Array[]).length,
 ): SealHead {
-  if (!Number.isSafeInteger(size) || size < 1 || size > log.leaves.length)
+  if (!Number.isSafeInteger(size) || size < 1 || size > (log.size ?? (log.leaves as readonly Uint8Array[]).length))
     throw new TypeError(`no head of size ${size}`);
   const unsigned: UnsignedSealHead = {
     version: 1,
@@ -124,7 +201,7 @@ export function signSealHead(
 }
 
 /** RFC 9162 §2.1.3.1 audit path of leaf `index` in the tree of the first `size` leaves. */
-export function sealInclusionProof(leaves: readonly Uint8Array[], index: number, size: number): InclusionProof {
+export function sealInclusionProof(leaves: SealLogSource, index: number, size: number): InclusionProof {
   const path = (m: number, from: number, to: number): Uint8Array[] => {
     if (to - from === 1) return [];
     const k = largestPowerOfTwoBelow(to - from);
@@ -136,7 +213,7 @@ export function sealInclusionProof(leaves: readonly Uint8Array[], index: number,
 }
 
 /** RFC 9162 §2.1.4.1 consistency proof from the first `m` leaves to the first `n` (empty when m = n). */
-export function sealConsistencyProof(leaves: readonly Uint8Array[], m: number, n: number): string[] {
+export function sealConsistencyProof(leaves: SealLogSource, m: number, n: number): string[] {
   const sub = (m2: number, from: number, to: number, whole: boolean): Uint8Array[] => {
     if (m2 === to - from) return whole ? [] : [subtreeRoot(leaves, from, to)];
     const k = largestPowerOfTwoBelow(to - from);

@@ -13,6 +13,7 @@
 import type { KeyPair } from '../core/identity.js';
 import type { CollectionType, PayloadType, ProofRecord, Seal } from '../core/proof-types.js';
 import type { EpochTree, PackedEpochLeaves } from '../core/seal.js';
+import type { SealHead } from '../core/seal-log.js';
 
 /** What a local writer asks to record; the store assigns `seq`, hashes and signs. */
 export interface NewRecord {
@@ -47,6 +48,13 @@ export interface SealedPath {
   seal: Seal;
   leafIndex: number;
   path: Uint8Array[];
+}
+
+/** A complete subtree of a sealer's seal log (docs/protocol.md §15.4): leaves [index·2^level, (index+1)·2^level). */
+export interface SealLogNode {
+  level: number;
+  index: number;
+  hash: Uint8Array;
 }
 
 /** A seal leaf as `createSeal` needs it: no payloads, so a million-record epoch fits in memory. */
@@ -124,6 +132,27 @@ export interface ProofStore {
    * that is not in the tree gets a path that does not verify, so callers verify the path against the root.
    */
   sealedPath(record: ProofRecord): Promise<SealedPath | null>;
+  /**
+   * The seal log of `sealerPk` as far as it is kept (docs/protocol.md §15.4): its first epoch and its size, the
+   * number of leaves whose nodes are all stored; null while none is.
+   */
+  sealLogState(sealerPk: string): Promise<{ firstEpoch: number; size: number } | null>;
+  /** The stored nodes among `keys`, by core/seal-log.ts `sealLogNodeKey(level, index)`; absent keys are left out. */
+  sealLogNodes(sealerPk: string, keys: readonly { level: number; index: number }[]): Promise<Map<string, Uint8Array>>;
+  /**
+   * Appends to the log: `nodes` (those its new leaves complete, core/seal-log.ts `sealLogAppend`) and then the
+   * head over the new size. Idempotent: nodes and heads are deterministic, so a node or a head (sealer, signer,
+   * size) already stored is kept and the call stores nothing twice. A leaf counts in sealLogState only once
+   * the nodes it completes are stored.
+   */
+  appendSealLog(
+    sealerPk: string,
+    firstEpoch: number,
+    nodes: readonly SealLogNode[],
+    head: SealHead | null,
+  ): Promise<void>;
+  /** The stored head of the log of `sealerPk` signed by `signerPk`, of `treeSize` or else the largest. */
+  sealHead(sealerPk: string, signerPk: string, treeSize?: number): Promise<SealHead | null>;
   /**
    * Sync bookkeeping of a local store: records and seals not yet acknowledged by the central store, oldest
    * first (records by (pk, seq); seals by (sealer, epoch)); mark only after acknowledgement. Push records

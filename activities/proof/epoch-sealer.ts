@@ -14,6 +14,7 @@ import { checkEpochEnded } from '../../core/sync-window.js';
 import type { ProofStore } from '../../store/proof-store.js';
 import { startRepeatingTask, type RepeatingTask } from '../repeating-task.js';
 import { sealOrphanedEpochs, type Custody } from './custodial-sealer.js';
+import { extendSealLog } from './seal-log-keeper.js';
 
 /**
  * Grace after an epoch's window ends before it is sealed. It exceeds the 30 s worker-to-central sync interval
@@ -54,7 +55,8 @@ export function lastDueEpoch(now: number, genesisMs: number, graceMs: number, ep
 /**
  * Seals, in order, every epoch of `signer` from the one after its latest seal (or, before its first seal,
  * the epoch of its first record; nothing while it has neither) through the last due epoch. Each seal covers
- * the signer's records of that epoch in seq order and chains to the previous seal. Returns the seals made.
+ * the signer's records of that epoch in seq order and chains to the previous seal; then the sealer's seal log
+ * is extended and its head, signed by `signer`, stored (seal-log-keeper.ts). Returns the seals made.
  * Safe to run concurrently with appends (the store refuses a seal whose records changed; it is retried) and
  * with another sealer of the same key (its seal is adopted).
  */
@@ -83,6 +85,9 @@ export async function sealDueEpochs(deps: SealDeps): Promise<Seal[]> {
     }
     prev = seal.seal.seal_hash;
   }
+  // The head of the sealer's log over these seals, stored (docs/protocol.md §15.4); also after a run that found
+  // every epoch sealed, so a retry completes the log an interrupted run left behind, storing nothing twice.
+  await extendSealLog(store, signer, pk);
   return made;
 }
 

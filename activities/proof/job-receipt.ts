@@ -1,19 +1,21 @@
 /**
  * Builds a job's receipt (docs/protocol.md §15) from the stores: the signed request kept with the job, the records
  * the job's answer names (their ids as answered: a record may live at its writer-scoped id, docs/security.md §7),
- * each record's proof bundle (readProof, as `/store/proof` serves it), the anchor of each seal, and per sealer a head
- * of its seal log signed by this node with each seal's inclusion proof (version 2, docs/protocol.md §15.4), or its
+ * each record's proof bundle (readProof, as `/store/proof` serves it), the anchor of each seal, and per sealer the
+ * stored head of its seal log signed by this node with each seal's inclusion proof read from the log's stored nodes
+ * (version 2, docs/protocol.md §15.4; seal-log-keeper.ts), or its
  * chain from its first seal when no node key signs heads (version 1). Verification is core/receipt.ts's
  * `verifyReceipt`.
  */
 import { anchorView } from '../../core/anchor-view.js';
 import type { KeyPair } from '../../core/identity.js';
-import { sealHeadsFor, type JobReceipt, type ReceiptRecord } from '../../core/receipt.js';
+import { sealHeadsFor, type JobReceipt, type ReceiptRecord, type StoredSealLog } from '../../core/receipt.js';
 import type { Seal } from '../../core/proof-types.js';
 import type { JobStore } from '../../store/job-store.js';
 import type { LedgerStore } from '../../store/ledger-store.js';
 import type { ProofStore } from '../../store/proof-store.js';
 import { readProof } from './proof-ingest.js';
+import { loadSealLog } from './seal-log-keeper.js';
 
 export interface ReceiptSources {
   jobs: JobStore;
@@ -68,10 +70,11 @@ export async function buildJobReceipt(sources: ReceiptSources, jobId: string): P
     const status = pending.length === 0 ? 'complete' : 'pending';
     return { found: true, receipt: { receipt_version: 1, status, ...common, seal_chains } };
   }
-  const logs = new Map<string, Seal[]>();
+  const logs = new Map<string, StoredSealLog>();
   for (const { seal } of records) {
-    if (seal !== null && !logs.has(seal.sealer_pk))
-      logs.set(seal.sealer_pk, await sources.proofs.sealsOf(seal.sealer_pk));
+    if (seal === null || logs.has(seal.sealer_pk)) continue;
+    const log = await loadSealLog(sources.proofs, sources.headSigner, seal.sealer_pk, records);
+    if (log !== null) logs.set(seal.sealer_pk, log);
   }
   const seal_heads = sealHeadsFor(records, logs, sources.headSigner.secretKey);
   for (const r of records) {

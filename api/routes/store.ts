@@ -25,6 +25,7 @@ import {
 import { zodCheck } from '../schemas/zod-check.js';
 import type { LedgerStore } from '../../store/ledger-store.js';
 import type { ProofStore } from '../../store/proof-store.js';
+import { loadSealLog } from '../../activities/proof/seal-log-keeper.js';
 
 /**
  * A proof purchase (`POST /store/proof/:record_id`, gate 1). `created_at` is required: gate 1 then refuses a
@@ -226,7 +227,8 @@ async function anchoredProof(
     proof: bundle.proof,
     anchor: null,
   };
-  const logs = new Map(bundle.seal ? [[bundle.seal.sealer_pk, await deps.proofs.sealsOf(bundle.seal.sealer_pk)]] : []);
+  const stored = bundle.seal ? await loadSealLog(deps.proofs, deps.headSigner, bundle.seal.sealer_pk, [entry]) : null;
+  const logs = new Map(bundle.seal && stored ? [[bundle.seal.sealer_pk, stored]] : []);
   const [log] = sealHeadsFor([entry], logs, deps.headSigner.secretKey);
   return { ...anchored, seal_head: entry.seal_proof == null ? null : log!.head, seal_proof: entry.seal_proof ?? null };
 }

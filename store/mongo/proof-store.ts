@@ -20,6 +20,8 @@ import {
   sealTreePages,
 } from '../seal-tree-pages.js';
 import { ensureIndexes } from './ensure-indexes.js';
+import { bytesToHex, hexToBytes } from '../../core/hex.js';
+import { sealLogNodeKey, type SealHead } from '../../core/seal-log.js';
 
 /** A record: its JSON as written (payload keys may be anything JSON allows) plus the fields queries use. */
 interface RecordDoc {
@@ -90,6 +92,16 @@ export async function createMongoProofStore(db: Db): Promise<ProofStore> {
   ]);
   await ensureIndexes(nodes, [
     { key: { sealer_pk: 1, epoch: 1, seal_hash: 1, level: 1, page: 1 }, name: 'page_unique', unique: true },
+  ]);
+
+  // The seal log (docs/protocol.md §15.4): complete subtrees per (sealer, level, index), heads per (sealer, signer, size).
+  const logNodes = db.collection<{ sealer_pk: string; level: number; idx: number; first_epoch: number; hash: string }>(
+    'seal_log',
+  );
+  const heads = db.collection<{ sealer_pk: string; signer_pk: string; tree_size: number; json: string }>('seal_heads');
+  await ensureIndexes(logNodes, [{ key: { sealer_pk: 1, level: 1, idx: 1 }, name: 'node_unique', unique: true }]);
+  await ensureIndexes(heads, [
+    { key: { sealer_pk: 1, signer_pk: 1, tree_size: 1 }, name: 'head_unique', unique: true },
   ]);
 
   const parse = <T>(doc: { json: string } | null): T | null => (doc === null ? null : (JSON.parse(doc.json) as T));
@@ -564,6 +576,56 @@ export async function createMongoProofStore(db: Db): Promise<ProofStore> {
         { $or: list.map((seal) => ({ sealer_pk: seal.sealer_pk, epoch: seal.epoch })) },
         { $set: { synced: true } },
       );
+    },
+
+    async sealLogState(sealerPk) {
+      const doc = await logNodes.find({ sealer_pk: sealerPk, level: 0 }).sort({ idx: -1 }).limit(1).next();
+      return doc === null ? null : { firstEpoch: doc.first_epoch, size: doc.idx + 1 };
+    },
+
+    async sealLogNodes(sealerPk, keys) {
+      const found = new Map<string, Uint8Array>();
+      if (keys.length === 0) return found;
+      const docs = await logNodes
+        .find({ sealer_pk: sealerPk, $or: keys.map((k) => ({ level: k.level, idx: k.index })) })
+        .toArray();
+      for (const doc of docs) found.set(sealLogNodeKey(doc.level, doc.idx), hexToBytes(doc.hash));
+      return found;
+    },
+
+    async appendSealLog(sealerPk, firstEpoch, nodes, head) {
+      // No transaction: inner nodes first, then leaves in index order, so a leaf is only counted in sealLogState
+      // once every node it completes is stored; a retry upserts the same values.
+      const ordered = [...nodes.filter((n) => n.level > 0), ...nodes.filter((n) => n.level === 0)];
+      if (ordered.length > 0) {
+        await logNodes.bulkWrite(
+          ordered.map((n) => ({
+            updateOne: {
+              filter: { sealer_pk: sealerPk, level: n.level, idx: n.index },
+              update: { $setOnInsert: { first_epoch: firstEpoch, hash: bytesToHex(n.hash) } },
+              upsert: true,
+            },
+          })),
+          { ordered: true },
+        );
+      }
+      if (head !== null) {
+        await heads.updateOne(
+          { sealer_pk: sealerPk, signer_pk: head.signer_pk, tree_size: head.tree_size },
+          { $setOnInsert: { json: JSON.stringify(head) } },
+          { upsert: true },
+        );
+      }
+    },
+
+    async sealHead(sealerPk, signerPk, treeSize) {
+      const filter = {
+        sealer_pk: sealerPk,
+        signer_pk: signerPk,
+        ...(treeSize === undefined ? {} : { tree_size: treeSize }),
+      };
+      const doc = await heads.find(filter, json).sort({ tree_size: -1 }).limit(1).next();
+      return parse<SealHead>(doc);
     },
 
     async close() {

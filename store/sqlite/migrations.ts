@@ -90,4 +90,25 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   AUDIT_VERIFIED_MIGRATION,
   WORKER_OUTCOMES_RECORDED_AT_MIGRATION,
   OPENEO_JOBS_MIGRATION,
+  {
+    // The seal log (docs/protocol.md §15.4): each sealer's complete subtrees and the heads signed over it.
+    id: '0016-seal-log',
+    sql: `
+      CREATE TABLE proof_seal_log (
+        sealer_pk   TEXT    NOT NULL,
+        level       INTEGER NOT NULL,
+        idx         INTEGER NOT NULL,
+        first_epoch INTEGER NOT NULL,
+        hash        BLOB    NOT NULL,
+        PRIMARY KEY (sealer_pk, level, idx)
+      );
+      CREATE TABLE proof_seal_heads (
+        sealer_pk TEXT    NOT NULL,
+        signer_pk TEXT    NOT NULL,
+        tree_size INTEGER NOT NULL,
+        json      TEXT    NOT NULL,
+        PRIMARY KEY (sealer_pk, signer_pk, tree_size)
+      );
+    `,
+  },
 ];

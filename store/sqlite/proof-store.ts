@@ -1,7 +1,8 @@
 import { ServiceError } from '../../core/errors.js';
 import type { KeyPair } from '../../core/identity.js';
 import type { ProofRecord, Seal } from '../../core/proof-types.js';
-import type { IngestOutcome, ProofStore, RecordQuery, SealLeaf } from '../proof-store.js';
+import type { IngestOutcome, ProofStore, RecordQuery, SealLeaf, SealLogNode } from '../proof-store.js';
+import { sealLogNodeKey, type SealHead } from '../../core/seal-log.js';
 import { createMerkleTreeBuilder } from '../../core/merkle/tree-builder.js';
 import type { EpochTree } from '../../core/seal.js';
 import { createLeafPacker, createLeafStreamer } from '../epoch-leaf-packer.js';
@@ -95,6 +96,31 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
   const sealers = db.prepare<[], { sealer_pk: string }>('SELECT DISTINCT sealer_pk FROM proof_seals');
   const sealNode = db.prepare<[string, number, number, number], { nodes: Uint8Array }>(
     'SELECT nodes FROM proof_seal_nodes WHERE sealer_pk = ? AND epoch = ? AND level = ? AND page = ?',
+  );
+  // The seal log (docs/protocol.md §15.4): complete subtrees per (sealer, level, index), heads per (sealer, signer, size).
+  const logState = db.prepare<[string], { first_epoch: number; size: number | null }>(
+    'SELECT MIN(first_epoch) AS first_epoch, MAX(idx) + 1 AS size FROM proof_seal_log WHERE sealer_pk = ? AND level = 0',
+  );
+  const logNode = db.prepare<[string, number, number], { hash: Buffer }>(
+    'SELECT hash FROM proof_seal_log WHERE sealer_pk = ? AND level = ? AND idx = ?',
+  );
+  const insertLogNode = db.prepare<[string, number, number, number, Buffer]>(
+    'INSERT OR IGNORE INTO proof_seal_log (sealer_pk, level, idx, first_epoch, hash) VALUES (?, ?, ?, ?, ?)',
+  );
+  const insertHead = db.prepare<[string, string, number, string]>(
+    'INSERT OR IGNORE INTO proof_seal_heads (sealer_pk, signer_pk, tree_size, json) VALUES (?, ?, ?, ?)',
+  );
+  const latestHead = db.prepare<[string, string], JsonRow>(
+    'SELECT json FROM proof_seal_heads WHERE sealer_pk = ? AND signer_pk = ? ORDER BY tree_size DESC LIMIT 1',
+  );
+  const headOfSize = db.prepare<[string, string, number], JsonRow>(
+    'SELECT json FROM proof_seal_heads WHERE sealer_pk = ? AND signer_pk = ? AND tree_size = ?',
+  );
+  const appendLog = db.transaction(
+    (sealerPk: string, firstEpoch: number, nodes: readonly SealLogNode[], head: SealHead | null) => {
+      for (const n of nodes) insertLogNode.run(sealerPk, n.level, n.index, firstEpoch, Buffer.from(n.hash));
+      if (head !== null) insertHead.run(sealerPk, head.signer_pk, head.tree_size, JSON.stringify(head));
+    },
   );
   const unsyncedSeals = db.prepare<[number], JsonRow>(
     'SELECT json FROM proof_seals WHERE synced = 0 ORDER BY sealer_pk, epoch LIMIT ?',
@@ -496,6 +522,30 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
 
     async markSealsSynced(seals) {
       if (seals.length > 0) markSeals.immediate(seals);
+    },
+
+    async sealLogState(sealerPk) {
+      const row = logState.get(sealerPk);
+      return row === undefined || row.size === null ? null : { firstEpoch: row.first_epoch, size: row.size };
+    },
+
+    async sealLogNodes(sealerPk, keys) {
+      const found = new Map<string, Uint8Array>();
+      for (const { level, index } of keys) {
+        const row = logNode.get(sealerPk, level, index);
+        if (row !== undefined) found.set(sealLogNodeKey(level, index), new Uint8Array(row.hash));
+      }
+      return found;
+    },
+
+    async appendSealLog(sealerPk, firstEpoch, nodes, head) {
+      appendLog.immediate(sealerPk, firstEpoch, nodes, head);
+    },
+
+    async sealHead(sealerPk, signerPk, treeSize) {
+      const row =
+        treeSize === undefined ? latestHead.get(sealerPk, signerPk) : headOfSize.get(sealerPk, signerPk, treeSize);
+      return row === undefined ? null : (JSON.parse(row.json) as SealHead);
     },
 
     async close() {

@@ -11,6 +11,7 @@ import { checkSeal, checkSealChain, createSeal } from '../../core/seal.js';
 import type { NewRecord } from '../../store/proof-store.js';
 import { startGateway } from '../helpers/gateway.js';
 import { registration } from '../store/worker-registry.contract.js';
+import { checkSealHead } from '../../core/seal-log.js';
 
 const GENESIS = DEFAULT_EPOCH_GENESIS_MS;
 const HOUR = 3_600_000;
@@ -69,7 +70,15 @@ describe('custodial seals (activities/proof/custodial-sealer.ts)', () => {
         [[worker.publicKey, open, gw.node.publicKey, 2]],
         'only its last epoch, not every empty hour since',
       );
+      // The custodial sealer emits the head of the worker's log, signed by the node and stored (docs/protocol.md §15.4).
+      const head = await gw.proofs.sealHead(worker.publicKey, gw.node.publicKey);
+      assert.ok(head !== null, 'the head of the log is stored at sealing');
+      assert.equal(checkSealHead(head).ok, true);
+      assert.equal(head.tree_size, (await gw.proofs.sealsOf(worker.publicKey)).length);
+      const state = await gw.proofs.sealLogState(worker.publicKey);
       assert.deepEqual(await custody(now), [], 'nothing twice');
+      assert.deepEqual(await gw.proofs.sealLogState(worker.publicKey), state, 'the log is not extended twice');
+      assert.deepEqual(await gw.proofs.sealHead(worker.publicKey, gw.node.publicKey), head);
       assert.deepEqual(
         checkSealChain(await gw.proofs.sealsOf(worker.publicKey)),
         [],

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import type { TileConfig } from '../../activities/tiles/index.js';
 import { generateKeyPair } from '../../core/identity.js';
-import { verifyReceipt, type JobReceipt } from '../../core/receipt.js';
+import { sealHeadsFor, verifyReceipt, type JobReceipt } from '../../core/receipt.js';
 import type { InclusionProof, Seal } from '../../core/proof-types.js';
 import { checkSealHead, sealInclusionIssue, type SealHead } from '../../core/seal-log.js';
 import { TILE_STYLES } from '../../core/tile-styles.js';
@@ -187,6 +187,33 @@ describe('job receipts over HTTP (docs/protocol.md §15)', function () {
     sealed = later;
   });
 
+  it('carries the head its sealer stored at sealing, and equals the receipt computed from every seal', async () => {
+    const epoch = sealed.records[0]!.seal!.epoch;
+    const sealer = gw.node.publicKey;
+    // One more epoch sealed: sealing itself stores the head over the new log, before any receipt is asked for.
+    const made = await sealThrough(gw.proofs, gw.node, epoch + 5);
+    assert.equal(made.length, 1);
+    const stored = await gw.proofs.sealHead(sealer, sealer);
+    assert.ok(stored !== null);
+    assert.equal(stored.tree_size, sealed.seal_heads![0]!.head.tree_size + 1);
+    assert.equal(checkSealHead(stored).ok, true);
+    const state = await gw.proofs.sealLogState(sealer);
+    assert.equal(state!.size, stored.tree_size);
+    // A retried run seals nothing and stores nothing new.
+    assert.deepEqual(await sealThrough(gw.proofs, gw.node, epoch + 5), []);
+    assert.deepEqual(await gw.proofs.sealLogState(sealer), state);
+    assert.deepEqual(await gw.proofs.sealHead(sealer, sealer), stored);
+
+    const later = await receiptOf(sealed.job_id);
+    assert.deepEqual(later.seal_heads![0]!.head, stored);
+    assert.equal(verifyReceipt(later, { sealerPk: sealer }).ok, true);
+    // The same receipt from every seal of the log (the computation without stored nodes), byte for byte.
+    const records = structuredClone(later.records);
+    const seal_heads = sealHeadsFor(records, new Map([[sealer, await gw.proofs.sealsOf(sealer)]]), gw.node.secretKey);
+    assert.equal(JSON.stringify({ ...later, records, seal_heads }), JSON.stringify(later));
+    sealed = later;
+  });
+
   it("serves /store/proof with the seal's inclusion proof in a signed head of its sealer's log", async () => {
     const entry = sealed.records[1]!;
     const res = await gw.get(`/store/proof/${encodeURIComponent(entry.record_id)}`);
@@ -226,6 +253,11 @@ describe('job receipts over HTTP (docs/protocol.md §15)', function () {
     // The head ending at the anchored seal, and the proof that the receipt's head extends it (docs/protocol.md §15.4).
     const log = anchored.seal_heads![0]!;
     assert.equal(log.anchored!.head.tree_size, seal.epoch - log.head.first_epoch + 1);
+    // Read from the stored log, the anchored head and its consistency proof are those every seal gives.
+    const records = structuredClone(anchored.records);
+    const sealer = seal.sealer_pk;
+    const fromSeals = sealHeadsFor(records, new Map([[sealer, await gw.proofs.sealsOf(sealer)]]), gw.node.secretKey);
+    assert.equal(JSON.stringify({ ...anchored, records, seal_heads: fromSeals }), JSON.stringify(anchored));
     const unanchored = structuredClone(anchored);
     unanchored.seal_heads![0]!.anchored = null;
     assert.equal(verifyReceipt(unanchored).failedCheck, 'anchor');

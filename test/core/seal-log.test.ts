@@ -11,7 +11,10 @@ import {
   sealInclusionIssue,
   sealInclusionProof,
   sealLeafHash,
+  sealLogAppend,
+  sealLogFrontier,
   sealLogLeaves,
+  sealLogNodeKey,
   signSealHead,
   verifySealConsistency,
 } from '../../core/seal-log.js';
@@ -100,5 +103,31 @@ describe('seal log (docs/protocol.md §15.4)', () => {
     assert.equal(checkSealHead({ ...head, tree_size: 5 }).ok, false);
     assert.equal(checkSealHead({ ...head, signature: '0'.repeat(128) }).ok, false);
     assert.equal(checkSealHead({ ...head, extra: 1 }).ok, false);
+  });
+
+  it('gives from its stored nodes, appended a few leaves at a time, the heads and proofs the leaves give', () => {
+    const leaves = leavesOf(37);
+    const stored = new Map<string, Uint8Array>();
+    const nodes = { node: (l: number, i: number) => stored.get(sealLogNodeKey(l, i)) ?? assert.fail(`no ${l}:${i}`) };
+    let size = 0;
+    for (const step of [1, 1, 3, 2, 8, 5, 17]) {
+      const frontier = new Map(sealLogFrontier(size).map((k) => [sealLogNodeKey(k.level, k.index), true]));
+      const prior = {
+        node: (l: number, i: number) => (frontier.has(sealLogNodeKey(l, i)) ? nodes.node(l, i) : assert.fail()),
+      };
+      for (const n of sealLogAppend(size, leaves.slice(size, size + step), prior)) {
+        stored.set(sealLogNodeKey(n.level, n.index), n.hash);
+      }
+      size += step;
+      const log = { sealerPk: sealer.publicKey, firstEpoch: 7 };
+      assert.deepEqual(
+        signSealHead(node.secretKey, { ...log, leaves: nodes, size }),
+        signSealHead(node.secretKey, { ...log, leaves: leaves.slice(0, size) }),
+      );
+      for (let i = 0; i < size; i++) {
+        assert.deepEqual(sealInclusionProof(nodes, i, size), sealInclusionProof(leaves, i, size));
+        assert.deepEqual(sealConsistencyProof(nodes, i + 1, size), sealConsistencyProof(leaves, i + 1, size));
+      }
+    }
   });
 });

@@ -8,7 +8,16 @@ import { merkleLevels, merkleLevelsOfPacked } from '../../core/merkle/tree.js';
 import { recordLeaf, signRecord } from '../../core/proof-record.js';
 import { GENESIS_PREV_HASH, type CollectionType, type ProofRecord, type Seal } from '../../core/proof-types.js';
 import { createSealOverTree, createSealWithLevels, type EpochTree } from '../../core/seal.js';
-import { hexToBytes } from '../../core/hex.js';
+import { bytesToHex, hexToBytes } from '../../core/hex.js';
+import { sha256Hex } from '../../core/hash.js';
+import {
+  sealLeafHash,
+  sealLogAppend,
+  sealLogFrontier,
+  sealLogNodeKey,
+  sealLogRoot,
+  signSealHead,
+} from '../../core/seal-log.js';
 import type { NewRecord, ProofStore } from '../../store/proof-store.js';
 
 /** Opens a fresh, empty store; `cleanup` runs after each test (close the store, drop the database …). */
@@ -627,6 +636,45 @@ export function describeProofStoreContract(name: string, factory: ProofStoreFact
         await store.ingestRecords([signed(bob, 'b', 1, 1)]);
         await seal(store, carol, 1);
         assert.deepEqual(await store.writers(), [alice.publicKey, bob.publicKey, carol.publicKey].sort());
+      });
+    });
+
+    describe('seal log (docs/protocol.md §15.4)', () => {
+      const leaf = (i: number) => sealLeafHash(sha256Hex(`seal ${i}`));
+      const headOver = (signer: KeyPair, sealer: string, leaves: Uint8Array[]) =>
+        signSealHead(signer.secretKey, { sealerPk: sealer, firstEpoch: 7, leaves });
+
+      it('keeps the nodes and heads appended, counts a leaf once stored, and stores nothing twice on a retry', async () => {
+        const node = generateKeyPair();
+        assert.equal(await store.sealLogState(alice.publicKey), null);
+        const leaves = Array.from({ length: 5 }, (_, i) => leaf(i));
+        const first = sealLogAppend(0, leaves.slice(0, 3), { node: () => assert.fail('nothing is read') });
+        const head3 = headOver(node, alice.publicKey, leaves.slice(0, 3));
+        await store.appendSealLog(alice.publicKey, 7, first, head3);
+        await store.appendSealLog(alice.publicKey, 7, first, head3); // a retry
+        assert.deepEqual(await store.sealLogState(alice.publicKey), { firstEpoch: 7, size: 3 });
+        const frontier = await store.sealLogNodes(alice.publicKey, sealLogFrontier(3));
+        assert.deepEqual([...frontier.keys()].sort(), ['0:2', '1:0']);
+        const more = sealLogAppend(3, leaves.slice(3), {
+          node: (l, i) => frontier.get(sealLogNodeKey(l, i)) ?? assert.fail(`no node ${l}:${i}`),
+        });
+        const head5 = headOver(node, alice.publicKey, leaves);
+        await store.appendSealLog(alice.publicKey, 7, more, head5);
+        assert.deepEqual(await store.sealLogState(alice.publicKey), { firstEpoch: 7, size: 5 });
+        assert.deepEqual(await store.sealHead(alice.publicKey, node.publicKey), head5);
+        assert.deepEqual(await store.sealHead(alice.publicKey, node.publicKey, 3), head3);
+        assert.equal(await store.sealHead(alice.publicKey, bob.publicKey), null);
+        assert.equal(await store.sealLogState(bob.publicKey), null);
+        const all = await store.sealLogNodes(alice.publicKey, [
+          { level: 2, index: 0 },
+          { level: 0, index: 4 },
+          { level: 3, index: 0 },
+        ]);
+        assert.deepEqual([...all.keys()].sort(), ['0:4', '2:0']);
+        assert.equal(
+          bytesToHex(sealLogRoot({ node: (l, i) => all.get(sealLogNodeKey(l, i)) ?? assert.fail() }, 4)),
+          bytesToHex(sealLogRoot(leaves, 4)),
+        );
       });
     });
 
