@@ -94,6 +94,22 @@ export const DEV_ENV: Record<string, { where: string; description: string }> = {
     where: '`npm run bench:temporal`',
     description: 'sequential jobs per latency figure (default 40)',
   },
+  BENCH_TEMPORAL_ONLY: {
+    where: '`npm run bench:temporal`',
+    description: '`cell`: only the floor, the embedded runs and the cell worker (no backbone runs on Temporal)',
+  },
+  BENCH_CPU_PROF_DIR: {
+    where: '`npm run bench:temporal`',
+    description: 'a folder: each process of the run writes a CPU profile there when it exits (`node --cpu-prof`)',
+  },
+  BENCH_GATE_BARE: {
+    where: '`npm run bench` (bench/gate-server.ts, set by bench/gates.ts)',
+    description: '`1`: the gates floor, a bare Koa server that reads, parses, canonicalises and verifies the bodies',
+  },
+  BENCH_RECEIPT_DAYS: {
+    where: '`npx tsx bench/receipt-year.ts`',
+    description: 'comma-separated days of hourly seals to measure a receipt at (default 1,30,365,1095)',
+  },
   BENCH_TEMPORAL_CONCURRENT_JOBS: {
     where: '`npm run bench:temporal`',
     description: 'jobs (and bare workflows) of the throughput figure at 16 concurrent clients (default 200)',
