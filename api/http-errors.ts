@@ -78,15 +78,18 @@ export function asServiceError(error: unknown): ServiceError {
 }
 
 /**
- * Temporal out of reach (its frontend down or restarting: gRPC UNAVAILABLE, or no connection at all) while a
- * request reads a run's answer: as transient as MongoDB down, so the same 503 with `retry-after`, never a 500.
+ * Temporal out of reach (its frontend down or restarting: gRPC UNAVAILABLE, no connection at all, or the connection
+ * lost mid-call, which the client reports as a bare `transport error`) while a request reads a run's answer: as
+ * transient as MongoDB down, so the same 503 with `retry-after`, never a 500.
  */
 function isTemporalUnavailable(error: unknown): boolean {
   if (!(error instanceof TemporalServiceError)) return false;
   const cause = error.cause as { code?: unknown; message?: unknown } | undefined;
   return (
     cause?.code === 14 ||
-    /tcp connect error|connection refused|unavailable/i.test(`${error.message} ${String(cause?.message ?? '')}`)
+    /tcp connect error|transport error|connection refused|unavailable/i.test(
+      `${error.message} ${String(cause?.message ?? '')}`,
+    )
   );
 }
 

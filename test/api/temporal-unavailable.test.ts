@@ -18,6 +18,14 @@ describe('Temporal unreachable while answering a request (api/http-errors.ts asS
     assert.equal(failure.headers['retry-after'], '5');
   });
 
+  it('is the same 503 when the connection broke mid-call (a bare transport error, as the chaos run saw)', () => {
+    const failure = asServiceError(
+      new TemporalServiceError('Failed to get Workflow execution history: transport error', { cause: new Error('') }),
+    );
+    assert.equal(failure.status, 503);
+    assert.equal(failure.code, 'store_unavailable');
+  });
+
   it('leaves other Temporal client errors a 500 that says nothing internal', () => {
     const grpc = Object.assign(new Error('3 INVALID_ARGUMENT: bad query'), { code: 3 });
     const failure = asServiceError(new TemporalServiceError('Failed to list workflows', { cause: grpc }));
