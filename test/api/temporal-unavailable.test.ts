@@ -24,6 +24,13 @@ describe('Temporal unreachable while answering a request (api/http-errors.ts asS
     );
     assert.equal(failure.status, 503);
     assert.equal(failure.code, 'store_unavailable');
+    const dropped = asServiceError(
+      new TemporalServiceError(
+        'Unexpected error while making gRPC request: Native Promise was dropped without being settled',
+        { cause: new Error('Native Promise was dropped without being settled') },
+      ),
+    );
+    assert.equal(dropped.status, 503);
   });
 
   it('leaves other Temporal client errors a 500 that says nothing internal', () => {
