@@ -41,7 +41,7 @@ import { createMongoProofStore } from '../store/mongo/proof-store.js';
 import { openSqlite } from '../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../store/sqlite/proof-store.js';
 import { startFakeRuntime } from '../test/helpers/fake-openai-runtime.js';
-import { floodScenes } from '../test/helpers/flood-fixture.js';
+import { serveFloodScenes } from '../test/helpers/flood-fixture.js';
 import { startImageryCatalog } from '../test/helpers/imagery-fixtures.js';
 import { startOpenMeteoServer } from '../test/helpers/open-meteo-server.js';
 import { signedReadings } from '../test/helpers/telemetry.js';
@@ -198,17 +198,7 @@ const workerRuntime = await startFakeRuntime(MODEL, (req) => {
 const backbone = await startFakeRuntime('backbone', () => ({ content: 'backbone says: fine', delayMs: 150 }));
 const xyz = await startXyzServer();
 const catalog = await startImageryCatalog();
-const flood = floodScenes();
-for (const [name, files] of Object.entries(flood)) {
-  catalog.stac.files.set(`flood-${name}-green.tif`, files.green);
-  catalog.stac.files.set(`flood-${name}-swir16.tif`, files.swir16);
-  catalog.stac.files.set(`flood-${name}-scl.tif`, files.scl);
-}
-const floodAssets = (name: string) => ({
-  green: catalog.stac.fileUrl(`flood-${name}-green.tif`),
-  swir16: catalog.stac.fileUrl(`flood-${name}-swir16.tif`),
-  scl: catalog.stac.fileUrl(`flood-${name}-scl.tif`),
-});
+const floodAssets = serveFloodScenes(catalog.stac);
 const BASELINE = { 's2:processing_baseline': '04.00' };
 catalog.stac.items = [
   catalog.item('S2A_rome', 10, catalog.romeAssets()),

@@ -15,7 +15,6 @@ import { gzipSync } from 'node:zlib';
 import { performance } from 'node:perf_hooks';
 import { buildJobReceipt } from '../activities/proof/job-receipt.js';
 import { DEFAULT_EPOCH_GENESIS_MS, EPOCH_MS } from '../core/epoch.js';
-import { DEFAULT_JOB_CELL } from '../core/h3-cell.js';
 import { generateKeyPair } from '../core/identity.js';
 import { GENESIS_PREV_HASH } from '../core/proof-types.js';
 import { verifyReceipt, type JobReceipt } from '../core/receipt.js';
@@ -25,6 +24,7 @@ import { startGateway } from '../test/helpers/gateway.js';
 import { certFor, certHeader, signJob } from '../test/helpers/jobs.js';
 import { sealThrough } from '../test/helpers/proofs.js';
 import { RECEIPT_JOB_MODEL } from '../test/helpers/receipt-job.js';
+import { fourStepJob, timeMs } from './receipt.js';
 
 export interface ReceiptYearPoint {
   day: number;
@@ -38,30 +38,6 @@ export interface ReceiptYearPoint {
   verifyMs: number;
   v1Bytes: number;
   v1VerifyMs: number;
-}
-
-const fourStepJob = (nonce: string) => ({
-  h3_cell: DEFAULT_JOB_CELL,
-  steps: ['ask', 'pick', 'explain', 'summarise'].map((id, i, ids) => ({
-    id,
-    type: 'inference',
-    ...(i > 0 ? { depends_on: ids[i - 1] } : {}),
-    messages: [{ role: 'user', content: `Step ${i + 1} about parks in Rome` }],
-    max_tokens: 64,
-  })),
-  budget_credits: 0.1,
-  nonce,
-});
-
-function timeMs(run: () => void, minMs = 500): number {
-  run();
-  let n = 0;
-  const start = performance.now();
-  while (performance.now() - start < minMs || n < 5) {
-    run();
-    n++;
-  }
-  return (performance.now() - start) / n;
 }
 
 /** The job's epoch, every point alike: its sealer's log ends there, and starts 24·d − 1 epochs before it. */
@@ -123,7 +99,7 @@ async function pointOf(day: number): Promise<ReceiptYearPoint> {
       gzipBytes: gzipSync(text).length,
       proofHashes: receipt.records[0]!.seal_proof!.hashes.length,
       buildMs,
-      verifyMs: timeMs(() => verifyReceipt(receipt, { sealerPk: node.publicKey })),
+      verifyMs: timeMs(() => verifyReceipt(receipt, { sealerPk: node.publicKey }), 500),
       v1Bytes: Buffer.byteLength(JSON.stringify(v1.receipt)),
       v1VerifyMs,
     };

@@ -20,7 +20,7 @@ import { certFor } from '../test/helpers/jobs.js';
 import { runReceiptJob } from '../test/helpers/receipt-job.js';
 
 /** Four inference steps, each depending on the one before. */
-const fourStepJob = (nonce: string) => ({
+export const fourStepJob = (nonce: string) => ({
   h3_cell: DEFAULT_JOB_CELL,
   steps: ['ask', 'pick', 'explain', 'summarise'].map((id, i, ids) => ({
     id,
@@ -46,7 +46,8 @@ export interface ReceiptBench {
   pythonNote?: string;
 }
 
-function timeMs(run: () => void, minMs = 1_000): number {
+/** Mean milliseconds of `run`, over at least `minMs` and five runs, after one to warm up. */
+export function timeMs(run: () => void, minMs = 1_000): number {
   run(); // warm caches and JIT once
   let n = 0;
   const start = performance.now();

@@ -4,7 +4,7 @@ import { imageCost } from '../../core/pricing.js';
 import { generateKeyPair } from '../../core/identity.js';
 import { ROME_CELL } from '../helpers/cog-fixture.js';
 import { startClassifyServer } from '../helpers/classify-server.js';
-import { floodScenes } from '../helpers/flood-fixture.js';
+import { serveFloodScenes } from '../helpers/flood-fixture.js';
 import { startGateway } from '../helpers/gateway.js';
 import { TEST_NOW, startImageryCatalog, type ImageryCatalog } from '../helpers/imagery-fixtures.js';
 import { signJob } from '../helpers/jobs.js';
@@ -37,18 +37,11 @@ interface Processed {
 describe('flood_classify: MNDWI water and new water over a cell (POST /v1/imagery/process, image_process)', () => {
   let catalog: ImageryCatalog;
   let gw: Awaited<ReturnType<typeof startGateway>>;
+  let assets: ReturnType<typeof serveFloodScenes>;
 
   before(async () => {
     catalog = await startImageryCatalog();
-    const { now, before } = floodScenes();
-    for (const [name, files] of [
-      ['now', now],
-      ['before', before],
-    ] as const) {
-      catalog.stac.files.set(`flood-${name}-green.tif`, files.green);
-      catalog.stac.files.set(`flood-${name}-swir16.tif`, files.swir16);
-      catalog.stac.files.set(`flood-${name}-scl.tif`, files.scl);
-    }
+    assets = serveFloodScenes(catalog.stac);
   });
   after(() => catalog.stac.close());
   beforeEach(async () => {
@@ -56,11 +49,6 @@ describe('flood_classify: MNDWI water and new water over a cell (POST /v1/imager
   });
   afterEach(() => gw.close());
 
-  const assets = (name: 'now' | 'before') => ({
-    green: catalog.stac.fileUrl(`flood-${name}-green.tif`),
-    swir16: catalog.stac.fileUrl(`flood-${name}-swir16.tif`),
-    scl: catalog.stac.fileUrl(`flood-${name}-scl.tif`),
-  });
   const BASELINE = { 's2:processing_baseline': '04.00' };
   const scenes = () => [
     catalog.item('S2B_flood_0225', 25, assets('now'), BASELINE),

@@ -24,7 +24,7 @@ import { STEP_TYPE_SPECS, STEP_TYPES } from '../../core/step-types/index.js';
 import { TILE_STYLES } from '../../core/tile-styles.js';
 import { ROME_CELL } from '../helpers/cog-fixture.js';
 import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
-import { floodScenes } from '../helpers/flood-fixture.js';
+import { serveFloodScenes } from '../helpers/flood-fixture.js';
 import { runGeofabricCli } from '../helpers/geofabric-process.js';
 import { startGateway } from '../helpers/gateway.js';
 import { TEST_NOW, startImageryCatalog, type ImageryCatalog } from '../helpers/imagery-fixtures.js';
@@ -144,20 +144,7 @@ describe('geofabric receipt verify --recompute (docs/protocol.md §15.6)', funct
 
   before(async () => {
     catalog = await startImageryCatalog();
-    const { now: flooded, before: dry } = floodScenes();
-    for (const [name, scene] of [
-      ['now', flooded],
-      ['before', dry],
-    ] as const) {
-      catalog.stac.files.set(`flood-${name}-green.tif`, scene.green);
-      catalog.stac.files.set(`flood-${name}-swir16.tif`, scene.swir16);
-      catalog.stac.files.set(`flood-${name}-scl.tif`, scene.scl);
-    }
-    const floodAssets = (name: string) => ({
-      green: catalog.stac.fileUrl(`flood-${name}-green.tif`),
-      swir16: catalog.stac.fileUrl(`flood-${name}-swir16.tif`),
-      scl: catalog.stac.fileUrl(`flood-${name}-scl.tif`),
-    });
+    const floodAssets = serveFloodScenes(catalog.stac);
     const baseline = { 's2:processing_baseline': '04.00' };
     catalog.stac.items = [
       catalog.item('S2A_rome', 10, catalog.romeAssets()),

@@ -14,6 +14,7 @@
  * and dry before: 2 000 − 800 − 400 = 800 → flood_fraction 800/9200.
  */
 import { romeScene, writeTiledGeoTiff, type TiffGrid } from './cog-fixture.js';
+import type { StacServer } from './stac-server.js';
 
 type Block = [c0: number, r0: number, c1: number, r1: number];
 const within = ([c0, r0, c1, r1]: Block, c: number, r: number) => c >= c0 && c < c1 && r >= r0 && r < r1;
@@ -71,4 +72,24 @@ export function floodScenes(): { now: FloodFiles; before: FloodFiles } {
     };
   }
   return cached;
+}
+
+/**
+ * Serves the flood scenes' files (`flood-<name>-<band>.tif`) and answers each scene's STAC assets by name: the set-up
+ * every flood test and the chaos run share.
+ */
+export function serveFloodScenes(
+  stac: Pick<StacServer, 'files' | 'fileUrl'>,
+  scenes: Record<string, FloodFiles> = floodScenes(),
+): (name: string) => { green: string; swir16: string; scl: string } {
+  for (const [name, files] of Object.entries(scenes)) {
+    stac.files.set(`flood-${name}-green.tif`, files.green);
+    stac.files.set(`flood-${name}-swir16.tif`, files.swir16);
+    stac.files.set(`flood-${name}-scl.tif`, files.scl);
+  }
+  return (name) => ({
+    green: stac.fileUrl(`flood-${name}-green.tif`),
+    swir16: stac.fileUrl(`flood-${name}-swir16.tif`),
+    scl: stac.fileUrl(`flood-${name}-scl.tif`),
+  });
 }
