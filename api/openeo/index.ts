@@ -44,7 +44,6 @@ export function openEoRoutes(deps: AppDeps): RouteSpec<unknown>[] {
       clock: () => deps.clock(),
     }),
   );
-  // An endpoint built here is no longer an unbuilt one; the tiles are no openEO endpoint (not in `endpoints`).
-  const isBuilt = (spec: RouteSpec<unknown>) => built.some((b) => b.method === spec.method && b.path === spec.path);
-  return [...built, ...services.tiles, ...unbuiltRoutes().filter((spec) => !isBuilt(spec))];
+  // The tiles are no openEO endpoint (not in `endpoints`).
+  return [...built, ...services.tiles, ...unbuiltRoutes()];
 }
