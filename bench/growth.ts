@@ -233,7 +233,7 @@ async function telemetryAt(
     }
     const telemetryIngestPerSecond = TAIL / ((performance.now() - tailStart) / 1000);
 
-    const source = storeTelemetrySource(store, node.publicKey);
+    const source = storeTelemetrySource(store, [node.publicKey]);
     let fusion: GrowthRow['fusion'] = null;
     if (signedBulk)
       try {

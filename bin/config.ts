@@ -213,10 +213,13 @@ export const envSchema = z.object({
   // has (cores / WEB_CONCURRENCY) less the one its event loop uses, at least 1.
   VERIFY_THREADS: z.coerce.number().int().min(0).max(256).default(0),
   GATEWAY_URL: z.url().default('http://127.0.0.1:8080'),
-  // The gateway's node key: the only writer whose telemetry records a worker's sensor_fusion takes as inputs.
+  // The gateways' node keys (comma-separated): the only writers whose telemetry a worker's sensor_fusion takes.
   GATEWAY_NODE_PK: z
     .string()
-    .regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex (an Ed25519 public key)')
+    .refine(
+      (v) => list(v).length > 0 && list(v).every((pk) => /^[0-9a-f]{64}$/.test(pk)),
+      'must be comma-separated 64 lowercase hex (Ed25519 public keys)',
+    )
     .optional(),
   WORKER_RELAY: boolean.default(false),
   // On SIGTERM/SIGINT a worker leaves the registry, then lets running steps finish for at most this long; with
@@ -481,7 +484,7 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
   SYNC_NODE_KEYS: {
     section: 'Proof sealing and sync',
     description:
-      'comma-separated hex public keys of other nodes that may push to this store (`/store/sync`, `/store/epochs`), beside this node and registered workers (docs/security.md)',
+      'comma-separated hex public keys of other nodes that may push to this store (`/store/sync`, `/store/epochs`), beside this node and registered workers (docs/security.md); also the peers whose telemetry records this node\'s `sensor_fusion` steps take as inputs beside its own (docs/protocol.md §2.10)',
   },
   SYNC_MAX_RECORDS_PER_HOUR: {
     section: 'Proof sealing and sync',
@@ -643,7 +646,7 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
   GATEWAY_NODE_PK: {
     section: 'Worker (`geofabric worker`)',
     description:
-      "the gateway's node key (hex; its `geofabric keygen` public key, or `node_pk` in its start-up log): `sensor_fusion` steps on this worker take only telemetry records that key wrote (docs/protocol.md §2.10); unset: a `sensor_fusion` step routed to this worker fails (`step_type_unavailable`)",
+      "the gateways' node keys, comma-separated (hex; each its `geofabric keygen` public key, or `node_pk` in its start-up log): `sensor_fusion` steps on this worker take only telemetry records those keys wrote (docs/protocol.md §2.10); list every gateway of the deployment that writes telemetry; unset: a `sensor_fusion` step routed to this worker fails (`step_type_unavailable`)",
   },
   WORKER_RELAY: {
     section: 'Worker (`geofabric worker`)',
@@ -955,8 +958,8 @@ export interface Config {
   verifyThreads: number;
   /** `geofabric worker`: the gateway it registers with and syncs to. */
   gatewayUrl: string;
-  /** GATEWAY_NODE_PK: the gateway's node key, the one writer of telemetry a worker's fusion trusts. */
-  gatewayNodePk: string | undefined;
+  /** GATEWAY_NODE_PK: the gateways' node keys, the writers of telemetry a worker's fusion trusts. */
+  gatewayNodePks: string[] | undefined;
   /** `geofabric worker`: a mobile relay (docs/protocol.md §1.4). */
   workerRelay: boolean;
   /** WORKER_DRAIN_SECONDS, in ms. */
@@ -1250,7 +1253,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     verifyThreads:
       e.VERIFY_THREADS > 0 ? e.VERIFY_THREADS : Math.max(1, Math.floor(availableParallelism() / e.WEB_CONCURRENCY) - 1),
     gatewayUrl: e.GATEWAY_URL.replace(/\/+$/, ''),
-    gatewayNodePk: e.GATEWAY_NODE_PK,
+    gatewayNodePks: e.GATEWAY_NODE_PK === undefined ? undefined : list(e.GATEWAY_NODE_PK),
     workerRelay: e.WORKER_RELAY,
     workerDrainMs: e.WORKER_DRAIN_SECONDS * 1000,
     perception: {

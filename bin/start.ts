@@ -5,6 +5,7 @@ import { ensureSealSchedule } from '../activities/proof/seal-schedule.js';
 import { createSyncAgent } from '../activities/proof/sync-agent.js';
 import { createImageryActivities } from '../activities/imagery/index.js';
 import { createTelemetryActivities } from '../activities/telemetry/index.js';
+import { fusionWriters as trustedFusionWriters } from '../core/telemetry.js';
 import { createSwarm } from '../activities/inference/index.js';
 import { createRecordBatcher } from '../activities/proof/record-batcher.js';
 import { createToolExecutor } from '../activities/tools/execute-tool.js';
@@ -127,6 +128,8 @@ export async function startGateway(config: Config): Promise<void> {
     onServeEvent: metrics.tileEvent,
   });
   const imagery = createImageryActivities({ config: config.imagery, proofs: writer, clock: Date.now, logger });
+  // Fusion trusts the telemetry this node and its peer node keys wrote (docs/protocol.md §2.10 rule 3).
+  const fusionWriters = trustedFusionWriters([node.key.publicKey, ...(config.proofSync?.nodeKeys ?? [])]);
   // Telemetry readings are written straight to the store in their own epoch (not the batcher's clock epoch).
   const telemetry = createTelemetryActivities({
     store: stores.proofs,
@@ -135,6 +138,7 @@ export async function startGateway(config: Config): Promise<void> {
     genesisMs: config.epochGenesisMs,
     epochMs: config.epochMs,
     rateLimits: stores.rateLimits,
+    fusionWriters,
   });
   const answers = createJobAnswers();
   // Under Temporal, routing asks who polls each worker queue (set once connected); embedded, nothing is routed.
@@ -152,7 +156,7 @@ export async function startGateway(config: Config): Promise<void> {
       source: telemetry.source,
       genesisMs: config.epochGenesisMs,
       epochMs: config.epochMs,
-      writerPk: node.key.publicKey,
+      trustedWriters: fusionWriters,
     },
     nodePk: node.key.publicKey,
     naming: config.naming,

@@ -301,20 +301,20 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
         tiles: createTileActivities({ config: config.tiles, proofs: writer, clock, logger }),
         imagery: createImageryActivities({ config: config.imagery, proofs: writer, clock, logger }),
         // sensor_fusion reads the signed readings the gateway holds, each re-verified here, and takes only those
-        // the gateway's node key wrote: without that key configured this worker cannot tell, and runs no fusion.
+        // its gateways' node keys wrote: without those keys configured this worker cannot tell, and runs no fusion.
         fusion:
-          config.gatewayNodePk === undefined
+          config.gatewayNodePks === undefined
             ? undefined
             : {
                 source: httpTelemetrySource({
                   gatewayUrl: config.gatewayUrl,
                   genesisMs: config.epochGenesisMs,
                   epochMs: EPOCH_MS,
-                  writerPk: config.gatewayNodePk,
+                  writers: config.gatewayNodePks,
                 }),
                 genesisMs: config.epochGenesisMs,
                 epochMs: EPOCH_MS,
-                writerPk: config.gatewayNodePk,
+                trustedWriters: config.gatewayNodePks,
               },
         nodePk: pk,
         // Large output fields go to the gateway, so this worker's step results stay far below Temporal's limit.

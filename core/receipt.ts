@@ -35,7 +35,7 @@ import { bytesToHex, hexToBytes } from './hex.js';
 import { sha256Hex } from './hash.js';
 import { cellCover, isCell } from './h3-cell.js';
 import { fuseReadings, type FusionReading } from './sensor-fusion.js';
-import { provenReadingOf } from './telemetry.js';
+import { provenReadingOf, trustedWritersOf } from './telemetry.js';
 
 /** The version a node builds (docs/protocol.md §15.4); version 1 (full seal chains) still verifies. */
 export const RECEIPT_VERSION = 2;
@@ -585,7 +585,8 @@ function stepRecords(receipt: JobReceipt, payload: Obj | null, allowPending: boo
 /**
  * Each complete `sensor_fusion` step's inputs (docs/protocol.md §2.10): the receipt holds every record its output
  * names, in order, each once; each is a reading that counts as evidence (core/telemetry.ts provenReadingOf: signed
- * by its device, written by the node that wrote the job's `compute/job` record, plausible) of the step's quantity,
+ * by its device, written by one of the output's `trusted_writers`, or without them by the node that wrote the
+ * job's `compute/job` record, plausible) of the step's quantity,
  * in its cells and window, no two of one device, quantity and instant; and the fusion recomputed from them gives
  * the output's numbers and Merkle root. (Inclusion in sealed epochs is the `inclusion` check's, as for every
  * record.) It cannot prove that no other reading existed.
@@ -607,6 +608,10 @@ function fusionInputs(receipt: JobReceipt, jobEntry: ReceiptRecord | undefined, 
     if (canonicalJson(entries.map((e) => e.record_id)) !== canonicalJson(ids)) {
       return bad(`step ${step.id}: the receipt's inputs are not the ${ids.length} records the output names`);
     }
+    // The writers the fusion trusted, as its output names them (bound by the job record: the job-record writer's
+    // statement, docs/protocol.md §2.10); an output without them (older) trusts the job-record writer alone.
+    const trusted = trustedWritersOf(out);
+    if (trusted.issue !== undefined) return bad(`step ${step.id}: ${trusted.issue}`);
     const window = out.window as Obj;
     const from = timestampMs(window?.from);
     const to = timestampMs(window?.to);
@@ -622,12 +627,12 @@ function fusionInputs(receipt: JobReceipt, jobEntry: ReceiptRecord | undefined, 
       }
       const checked = checkRecord(entry.record);
       if (!checked.ok) return bad(`input ${entry.record_id}: ${checked.detail}`);
-      // Pending until the job record is there: only the node that wrote it may have written the readings.
+      // Pending until the job record is there: it names (or binds the output naming) who may have written them.
       if (typeof writer !== 'string') {
         missing++;
         continue;
       }
-      const proven = provenReadingOf(checked.value, writer);
+      const proven = provenReadingOf(checked.value, trusted.writers ?? [writer]);
       if (!proven.ok) return bad(`input ${proven.detail}`);
       const reading = proven.value;
       const at = Date.parse(reading.observed_at);

@@ -335,24 +335,59 @@ export function telemetryPayloadOf(payload: unknown): TelemetryPayload | LegacyT
   return payload as unknown as LegacyTelemetryPayload;
 }
 
+/**
+ * Why a telemetry record's writer is not one of the fusion's trusted writers (docs/protocol.md §2.10 rule 3); the
+ * same words in every receipt verifier.
+ */
+export function writerIssueOf(writerPk: string, writers: readonly string[]): string | undefined {
+  if (writers.includes(writerPk)) return undefined;
+  return writers.length === 1
+    ? `was written by ${writerPk}, not the node ${writers[0]}`
+    : `was written by ${writerPk}, not one of the fusion's trusted writers`;
+}
+
+/**
+ * The trusted writers a fusion step's output names (docs/protocol.md §2.10): ascending distinct node keys, at
+ * least one; undefined for an output without the field (written before it existed), an issue for a malformed one.
+ */
+export function trustedWritersOf(output: unknown): { writers?: string[]; issue?: string } {
+  const named = isRecordLike(output) ? output.trusted_writers : undefined;
+  if (named === undefined) return {};
+  const ok =
+    Array.isArray(named) &&
+    named.length > 0 &&
+    named.every((pk, i) => isHex(pk, 32) && (i === 0 || (named[i - 1] as string) < pk));
+  return ok ? { writers: named as string[] } : { issue: 'trusted_writers must be ascending distinct node keys' };
+}
+
+/**
+ * A fusion's trusted writers (docs/protocol.md §2.10 rule 3): the node's own key and the peer node keys it is
+ * configured with, ascending and distinct, as the step output names them.
+ */
+export function fusionWriters(keys: readonly string[]): string[] {
+  return [...new Set(keys)].sort();
+}
+
 /** A version-2 payload: one whose device signature can be checked. */
 export const isSignedReading = (p: TelemetryPayload | LegacyTelemetryPayload): p is TelemetryPayload =>
   'device_signature' in p;
 
 /**
  * Whether a stored record is a reading that counts as evidence (docs/protocol.md §2.10), the one rule fusion and
- * every receipt verifier apply: an `iot/telemetry` record of payload version 2 written by `writerPk` (the node
- * whose key writes the job's `compute/job` record; only node keys may write telemetry), addressed by the device's
- * cell, signed by its device over the reading statement, plausible for its quantity, `observed_at` normalised.
- * The record's own hash and writer signature are the caller's to check first (checkRecord).
+ * every receipt verifier apply: an `iot/telemetry` record of payload version 2 written by one of `writers` (the
+ * fusion's trusted writers: the node's own key and its peer node keys; only node keys may write telemetry),
+ * addressed by the device's cell, signed by its device over the reading statement, plausible for its quantity,
+ * `observed_at` normalised. The record's own hash and writer signature are the caller's to check first
+ * (checkRecord).
  */
-export function provenReadingOf(record: ProofRecord, writerPk: string): Check<TelemetryPayload> {
+export function provenReadingOf(record: ProofRecord, writers: readonly string[]): Check<TelemetryPayload> {
   const refuse = (detail: string) => fail('invalid_request', `record ${record.id}: ${detail}`);
   if (record.payload_type !== 'iot/telemetry') return refuse(`is ${record.payload_type}, not iot/telemetry`);
   const payload = telemetryPayloadOf(record.payload);
   if (payload === null) return refuse('is not a telemetry reading');
   if (!isSignedReading(payload)) return refuse('is a version-1 reading, which its device did not sign on its own');
-  if (record.address.pk !== writerPk) return refuse(`was written by ${record.address.pk}, not the node ${writerPk}`);
+  const writerIssue = writerIssueOf(record.address.pk, writers);
+  if (writerIssue !== undefined) return refuse(writerIssue);
   if (record.address.h3_cell !== payload.h3_cell) return refuse("is not addressed by its device's cell");
   if (!isHex(payload.principal_pk, 32)) return refuse('names no principal key');
   if (normaliseObservedAt(payload.observed_at) !== payload.observed_at) return refuse('observed_at is not normalised');

@@ -325,15 +325,31 @@ export function isNormalisedInstant(value) {
 }
 
 /**
+ * The trusted writers a fusion output names (docs/protocol.md §2.10): ascending distinct node keys, at least one;
+ * undefined writers for an output without the field (the job record's writer alone), an issue for a malformed one.
+ * @param {unknown} output @returns {{ writers?: string[], issue?: string }}
+ */
+export function trustedWritersOf(output) {
+  const named = isObj(output) ? output.trusted_writers : undefined;
+  if (named === undefined) return {};
+  const ok =
+    Array.isArray(named) &&
+    named.length > 0 &&
+    named.every((pk, i) => isHex64(pk) && (i === 0 || named[i - 1] < pk));
+  return ok ? { writers: named } : { issue: 'trusted_writers must be ascending distinct node keys' };
+}
+
+/**
  * Why a record (its hash and writer signature already checked) is not a reading that counts as evidence, or the
- * reading: an `iot/telemetry` record of payload version 2 written by `writerPk` (the job record's writer),
+ * reading: an `iot/telemetry` record of payload version 2 written by one of `writers` (the fusion output's
+ * `trusted_writers`, or without them the job record's writer),
  * addressed by the device's cell, plausible for its quantity, `observed_at` normalised, signed by its device
  * (`verify`, the page's Ed25519 under the key policy), its id derived from device, quantity and instant.
- * @param {Obj} record @param {string} writerPk
+ * @param {Obj} record @param {readonly string[]} writers
  * @param {(pk: string, message: string, signature: string) => Promise<boolean>} verify
  * @returns {Promise<string | { device_pk: string, h3_cell: string, quantity: string, value: number, unit: string, observed_at: string, principal_pk: string }>}
  */
-export async function provenReading(record, writerPk, verify) {
+export async function provenReading(record, writers, verify) {
   const id = String(record.id);
   if (record.payload_type !== 'iot/telemetry') return `record ${id}: is ${String(record.payload_type)}`;
   const p = record.payload;
@@ -349,8 +365,11 @@ export async function provenReading(record, writerPk, verify) {
   if (typeof device_signature !== 'string' || typeof principal_pk !== 'string') {
     return `record ${id}: is not a version-2 reading, which its device signed on its own`;
   }
-  if (record.address.pk !== writerPk)
-    return `record ${id}: was written by ${record.address.pk}, not the node ${writerPk}`;
+  if (!writers.includes(record.address.pk)) {
+    return writers.length === 1
+      ? `record ${id}: was written by ${record.address.pk}, not the node ${writers[0]}`
+      : `record ${id}: was written by ${record.address.pk}, not one of the fusion's trusted writers`;
+  }
   if (record.address.h3_cell !== h3_cell) return `record ${id}: is not addressed by its device's cell`;
   if (!isHex64(principal_pk)) return `record ${id}: names no principal key`;
   if (!isNormalisedInstant(observed_at)) return `record ${id}: observed_at is not normalised`;

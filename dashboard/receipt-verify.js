@@ -25,6 +25,7 @@ import {
   isObj,
   proofShapeIssue,
   provenReading,
+  trustedWritersOf,
   recordShapeIssue,
   sealShapeIssue,
   timestampMs,
@@ -612,7 +613,8 @@ const FUSION_RECOMPUTED = ['value', 'mean', 'stderr', 'voter_count', 'device_cou
 
 /**
  * Each complete `sensor_fusion` step's `role: "input"` entries are exactly its output's `record_ids`, in order, each
- * once; each is a reading that counts as evidence (receipt-shapes.js provenReading: written by the job record's
+ * once; each is a reading that counts as evidence (receipt-shapes.js provenReading: written by one of the
+ * output's `trusted_writers`, or without them by the job record's
  * writer, signed by its device, plausible) of the step's quantity, cells and window, no two of one device, quantity
  * and instant; and the fusion recomputed from them gives the output's numbers and Merkle root.
  * @param {Record<string, any>} receipt @param {any} jobEntry @param {boolean} allowPending
@@ -637,6 +639,9 @@ async function fusionInputs(receipt, jobEntry, allowPending) {
     if (canonicalJson(entries.map((/** @type {any} */ e) => e.record_id)) !== canonicalJson(ids)) {
       return bad(`step ${String(step.id)}: the receipt's inputs are not the ${ids.length} records the output names`);
     }
+    // The writers the fusion trusted, bound by the job record: its writer's statement (docs/protocol.md §2.10).
+    const trusted = trustedWritersOf(out);
+    if (trusted.issue !== undefined) return bad(`step ${String(step.id)}: ${trusted.issue}`);
     const from = timestampMs(out.window?.from);
     const to = timestampMs(out.window?.to);
     /** @type {unknown[]} */
@@ -651,12 +656,12 @@ async function fusionInputs(receipt, jobEntry, allowPending) {
       }
       const issue = await recordIssue(entry.record);
       if (issue !== undefined) return bad(`input ${entry.record_id}: ${issue}`);
-      // Pending until the job record is there: only the node that wrote it may have written the readings.
+      // Pending until the job record is there: it names (or binds the output naming) who may have written them.
       if (typeof writer !== 'string') {
         missing++;
         continue;
       }
-      const reading = await provenReading(entry.record, writer, verifyEd25519);
+      const reading = await provenReading(entry.record, trusted.writers ?? [writer], verifyEd25519);
       if (typeof reading === 'string') return bad(`input ${reading}`);
       const at = timestampMs(reading.observed_at);
       const inCells = cellCovered(/** @type {string[]} */ (cells), entry.record.address.h3_cell);

@@ -63,6 +63,7 @@ export function createComputeActivities(deps: ComputeActivityDeps) {
       naming: deps.naming,
       backbone: deps.backbone,
       nodePk: deps.nodePk,
+      ...(deps.fusion ? { fusionWriters: deps.fusion.trustedWriters } : {}),
       clock: deps.clock,
       ...(deps.relayFeeShare === undefined ? {} : { relayFeeShare: deps.relayFeeShare }),
       ...(deps.ledger ? { ledger: deps.ledger } : {}),

@@ -25,6 +25,7 @@ import {
   type WorkerNeed,
 } from '../../core/worker-selection.js';
 import { ServiceError } from '../../core/errors.js';
+import { trustedWritersOf } from '../../core/telemetry.js';
 import { jobLedgerEntries } from '../../core/ledger-entries.js';
 import { RELAY_FEE_SHARE, relayFee } from '../../core/pricing.js';
 import type { JobStore } from '../../store/job-store.js';
@@ -68,6 +69,11 @@ export interface JobActivityDeps {
   backbone: boolean;
   /** This gateway's key: its own local worker is reached through the backbone queue's dispatcher. */
   nodePk: string;
+  /**
+   * The telemetry writers this gateway trusts (itself and SYNC_NODE_KEYS; default itself): a fusion step output
+   * whose `trusted_writers` names another key is refused before the job record binds it (docs/protocol.md §2.10).
+   */
+  fusionWriters?: readonly string[];
   clock: () => number;
   /** The relay's share of each step it routed (RELAY_FEE_PERCENT / 100); RELAY_FEE_SHARE by default. */
   relayFeeShare?: number;
@@ -208,7 +214,8 @@ export function createJobActivities(deps: JobActivityDeps) {
 
     /** Writes the job's proof record, stores the finished job and counts worker outcomes; returns the answer. */
     async finishJob(job: ComputeJobInput, compact: ScheduleResult): Promise<ComputeResponse> {
-      const result = deps.blobs ? { ...compact, steps: await resolveSteps(deps.blobs, compact.steps) } : compact;
+      const resolved = deps.blobs ? { ...compact, steps: await resolveSteps(deps.blobs, compact.steps) } : compact;
+      const result = refuseUntrustedFusions(resolved, deps.fusionWriters ?? [deps.nodePk]);
       const ran = result.steps.some((s) => s.status === 'complete');
       const proofCredits = ran ? job.proof_credits : 0;
       const breakdown = Object.fromEntries(result.steps.map((s) => [s.id, s.cost]));
@@ -419,5 +426,42 @@ export function jobRecordOf(
     updated_at: new Date(nowMs).toISOString(),
     response,
     ...(job.request === undefined ? {} : { request: job.request }),
+  };
+}
+
+/**
+ * The job record binds each step output, so a verifier reads a fusion output's `trusted_writers` as the statement
+ * of the job record's writer (docs/protocol.md §2.10): a step runner (a swarm worker) naming a key this gateway
+ * does not trust, perhaps its own, would otherwise get its own records counted as inputs. Such a step is failed
+ * `invalid_step_output`, uncharged, as the scheduler fails an output it cannot hash; the job fails with it.
+ */
+export function refuseUntrustedFusions(result: ScheduleResult, fusionWriters: readonly string[]): ScheduleResult {
+  const trusted = new Set(fusionWriters);
+  let refunded = 0;
+  let error = result.error;
+  const steps = result.steps.map((s) => {
+    if (s.type !== 'sensor_fusion' || s.status !== 'complete') return s;
+    const named = trustedWritersOf(s.output);
+    const untrusted = named.issue ?? named.writers?.find((pk) => !trusted.has(pk));
+    if (untrusted === undefined) return s;
+    const detail =
+      named.issue ?? `the fusion trusted telemetry written by ${untrusted}, not a node key of this deployment`;
+    refunded += toCreditUnits(s.cost);
+    error ??= { step_id: s.id, code: 'invalid_step_output', detail };
+    return {
+      ...s,
+      status: 'failed' as const,
+      output: {},
+      cost: 0,
+      record_id: null,
+      error: { code: 'invalid_step_output', detail },
+    };
+  });
+  if (refunded === 0 && error === result.error) return result;
+  return {
+    status: 'failed',
+    steps,
+    charged: fromCreditUnits(toCreditUnits(result.charged) - refunded),
+    error,
   };
 }

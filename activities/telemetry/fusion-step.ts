@@ -1,11 +1,12 @@
 /**
  * The `sensor_fusion` step activity (docs/protocol.md §2.10): reads the signed telemetry records of the step's
  * cells and window from a TelemetrySource (the gateway's proof store, or the gateway over HTTP on a swarm
- * worker), keeps the readings that count as evidence (core/telemetry.ts provenReadingOf: written by the node that
- * writes the job's `compute/job` record, signed by their device, plausible) of the quantity whose phenomenon time
+ * worker), keeps the readings that count as evidence (core/telemetry.ts provenReadingOf: written by one of its
+ * trusted writers, the node keys of the deployment, signed by their device, plausible) of the quantity whose phenomenon time
  * falls in the window, and fuses them with one vote per principal (core/sensor-fusion.ts). Two different records
  * of one device, quantity and instant are both dropped: neither can be told the true one. No reading: non-retryable `no_readings`, nothing charged. It writes no record of its
- * own: the output names its inputs (record ids, Merkle root) and the job's `compute/job` record binds the output.
+ * own: the output names its inputs (record ids, Merkle root) and the writers it trusted (`trusted_writers`), and
+ * the job's `compute/job` record binds the output.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
@@ -23,7 +24,7 @@ import {
   MAX_FUSION_RINGS,
   type FusionReading,
 } from '../../core/sensor-fusion.js';
-import { provenReadingOf, QUANTITIES, QUANTITY_NAMES } from '../../core/telemetry.js';
+import { fusionWriters, provenReadingOf, QUANTITIES, QUANTITY_NAMES } from '../../core/telemetry.js';
 import type { TelemetrySource } from './index.js';
 
 const inputSchema = z.object({
@@ -44,11 +45,12 @@ export interface FusionStepDeps {
   epochMs: number;
   nodePk: string;
   /**
-   * The only writer whose telemetry records are inputs: the node that writes the job's `compute/job` record (on
-   * the gateway its own node key, on a swarm worker the gateway's, GATEWAY_NODE_PK), never a key a record or the
-   * telemetry page names. A receipt verifier holds the inputs to the same writer.
+   * The only writers whose telemetry records are inputs (docs/protocol.md §2.10 rule 3): on a gateway its own node
+   * key and its peers' (SYNC_NODE_KEYS), on a swarm worker its gateways' (GATEWAY_NODE_PK), never a key a record
+   * or the telemetry page names. The output names them (`trusted_writers`), and a receipt verifier holds the
+   * inputs to them.
    */
-  writerPk: string;
+  trustedWriters: readonly string[];
 }
 
 export async function runSensorFusion(deps: FusionStepDeps, input: SensorFusionStepInput): Promise<StepRun> {
@@ -64,14 +66,15 @@ export async function runSensorFusion(deps: FusionStepDeps, input: SensorFusionS
     if (!window.ok) throw new ServiceError(window.error, window.detail);
     const { fromMs, toMs, epochFrom, epochTo } = window.value;
     const cells = fusionCells(step.h3_cell, step.rings);
-    const writerPk = deps.writerPk;
+    const trustedWriters = fusionWriters(deps.trustedWriters);
+    if (trustedWriters.length === 0) throw new ServiceError('step_type_unavailable', 'no trusted telemetry writer');
     // One reading per (device, quantity, instant): the same record read twice counts once; two different records
     // for one instant (an equivocating device, or a writer that disagrees with itself) are both dropped.
     const byInstant = new Map<string, FusionReading | null>();
     for (const cell of cells) {
       const records = await deps.source(cell, epochFrom, epochTo);
       for (const record of records) {
-        const proven = provenReadingOf(record, writerPk);
+        const proven = provenReadingOf(record, trustedWriters);
         if (!proven.ok) continue;
         const payload = proven.value;
         if (payload.quantity !== step.quantity) continue;
@@ -118,6 +121,7 @@ export async function runSensorFusion(deps: FusionStepDeps, input: SensorFusionS
         method: FUSION_METHOD,
         ...fused,
         cell_epochs: covered,
+        trusted_writers: trustedWriters,
       },
       cost: sensorFusionCost(covered),
       worker_pk: deps.nodePk,

@@ -1,8 +1,8 @@
 /**
  * The fusion step's source on a swarm worker, whose own store holds no telemetry: the gateway's
  * `GET /v1/telemetry?proof=1`, every page. Each feature carries its full signed record, re-checked here
- * (core checkRecord) and kept only when `writerPk` wrote it, the gateway's node key as the worker is configured
- * with it (GATEWAY_NODE_PK), never a key the page names: the gateway is trusted for completeness only, never for
+ * (core checkRecord) and kept only when one of `writers` wrote it, its gateways' node keys as the worker is
+ * configured with them (GATEWAY_NODE_PK), never a key the page names: the gateway is trusted for completeness only, never for
  * a value, and the fusion step holds each record to core's provenReadingOf.
  */
 import { ServiceError } from '../../core/errors.js';
@@ -15,8 +15,8 @@ export interface HttpSourceOptions {
   gatewayUrl: string;
   genesisMs: number;
   epochMs: number;
-  /** The only writer whose records are kept: the node that writes the jobs' compute/job records. */
-  writerPk: string;
+  /** The only writers whose records are kept: the fusion's trusted writers (the gateways' node keys). */
+  writers: readonly string[];
   timeoutMs?: number;
   fetch?: typeof fetch;
 }
@@ -43,7 +43,7 @@ export function httpTelemetrySource(options: HttpSourceOptions): TelemetrySource
       const page = (await res.json()) as { features?: { properties?: { record?: unknown } }[]; next_cursor?: unknown };
       for (const feature of page.features ?? []) {
         const checked = checkRecord(feature.properties?.record);
-        if (!checked.ok || checked.value.address.pk !== options.writerPk) continue;
+        if (!checked.ok || !options.writers.includes(checked.value.address.pk)) continue;
         if (checked.value.collection_type === 'telemetry') out.push(checked.value);
       }
       if (out.length > MAX_FUSION_RECORDS) {

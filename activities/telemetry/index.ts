@@ -40,6 +40,11 @@ export interface TelemetryDeps {
   rateLimits: RateLimitStore;
   /** Accepted readings per device per hour; default MAX_READINGS_PER_DEVICE_HOUR. */
   readingsPerHour?: number;
+  /**
+   * The writers whose telemetry the fusion source reads (docs/protocol.md §2.10 rule 3): this node and its peer
+   * node keys (SYNC_NODE_KEYS); default this node alone.
+   */
+  fusionWriters?: readonly string[];
 }
 
 export interface TelemetryBatch {
@@ -246,18 +251,19 @@ export function createTelemetryActivities(deps: TelemetryDeps) {
     },
 
     /** The fusion step's source on the gateway: this node's telemetry records of the cell and epochs, verified. */
-    source: storeTelemetrySource(deps.store, deps.signer.publicKey),
+    source: storeTelemetrySource(deps.store, deps.fusionWriters ?? [deps.signer.publicKey]),
   };
 }
 
 export type TelemetryActivities = ReturnType<typeof createTelemetryActivities>;
 
 /**
- * Telemetry records straight from a proof store, written by `writerPk` (the node that writes the jobs' records:
+ * Telemetry records straight from a proof store, written by one of `writers` (the fusion's trusted writers:
  * another writer's are never inputs, and do not count towards MAX_FUSION_RECORDS), each re-checked (hash and
  * writer signature).
  */
-export function storeTelemetrySource(store: ProofStore, writerPk: string): TelemetrySource {
+export function storeTelemetrySource(store: ProofStore, writers: readonly string[]): TelemetrySource {
+  const trusted = new Set(writers);
   return async (cell, epochFrom, epochTo) => {
     const out: ProofRecord[] = [];
     let cursor: string | undefined;
@@ -271,7 +277,7 @@ export function storeTelemetrySource(store: ProofStore, writerPk: string): Telem
         ...(cursor === undefined ? {} : { cursor }),
       });
       for (const record of page.records) {
-        if (record.address.pk === writerPk && checkRecord(record).ok) out.push(record);
+        if (trusted.has(record.address.pk) && checkRecord(record).ok) out.push(record);
       }
       if (out.length > MAX_FUSION_RECORDS) {
         throw new ServiceError('invalid_request', `more than ${MAX_FUSION_RECORDS} readings in the window: narrow it`);

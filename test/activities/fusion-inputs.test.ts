@@ -82,7 +82,7 @@ describe('sensor_fusion on a worker: the inputs it takes from the telemetry page
       gatewayUrl: url,
       genesisMs: DEFAULT_EPOCH_GENESIS_MS,
       epochMs: EPOCH_MS,
-      writerPk: gateway.publicKey,
+      writers: [gateway.publicKey],
     });
     const worker = generateKeyPair();
     const run = await runSensorFusion(
@@ -91,7 +91,7 @@ describe('sensor_fusion on a worker: the inputs it takes from the telemetry page
         genesisMs: DEFAULT_EPOCH_GENESIS_MS,
         epochMs: EPOCH_MS,
         nodePk: worker.publicKey,
-        writerPk: gateway.publicKey,
+        trustedWriters: [gateway.publicKey],
       },
       { job_id: 'job-1', step_id: 'fuse', quantity: 'no2', h3_cell: JOB_CELL, rings: 0, job_epoch: EPOCH + 1 },
     );

@@ -47,13 +47,13 @@ function recordOf(
 }
 
 const reasonOf = (record: ProofRecord, writerPk = node.publicKey) => {
-  const out = provenReadingOf(record, writerPk);
+  const out = provenReadingOf(record, [writerPk]);
   return out.ok ? 'proven' : out.detail;
 };
 
 describe('telemetry evidence (core/telemetry.ts provenReadingOf)', () => {
   it('accepts a node-written reading its device signed, and gives the principal the node attests', () => {
-    const out = provenReadingOf(recordOf(), node.publicKey);
+    const out = provenReadingOf(recordOf(), [node.publicKey]);
     assert.ok(out.ok);
     assert.equal(out.value.principal_pk, principal.publicKey);
   });

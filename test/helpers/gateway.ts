@@ -228,7 +228,7 @@ export async function startGateway(
       source: telemetry.source,
       genesisMs: config.epochGenesisMs,
       epochMs: config.epochMs ?? EPOCH_MS,
-      writerPk: node.publicKey,
+      trustedWriters: [node.publicKey],
     },
     nodePk: node.publicKey,
     naming: options.naming ?? DEFAULT_QUEUE_NAMING,

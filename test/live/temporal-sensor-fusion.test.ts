@@ -124,7 +124,7 @@ describe('Sensor fusion jobs on the Temporal dev server (live)', function () {
       gatewayUrl: gw.url,
       genesisMs: DEFAULT_EPOCH_GENESIS_MS,
       epochMs: EPOCH_MS,
-      writerPk: gw.node.publicKey,
+      writers: [gw.node.publicKey],
     });
     const cellWorker = await startTemporalWorkers({
       address,
@@ -144,7 +144,7 @@ describe('Sensor fusion jobs on the Temporal dev server (live)', function () {
                     genesisMs: DEFAULT_EPOCH_GENESIS_MS,
                     epochMs: EPOCH_MS,
                     nodePk: worker.publicKey,
-                    writerPk: gw.node.publicKey,
+                    trustedWriters: [gw.node.publicKey],
                   },
                   input,
                 ),

@@ -28,6 +28,7 @@ from .shapes import (
     opt,
     proof_shape_issue,
     proven_reading,
+    trusted_writers_of,
     record_shape_issue,
     same,
     seal_shape_issue,
@@ -637,7 +638,8 @@ FUSION_RECOMPUTED = ("value", "mean", "stderr", "voter_count", "device_count", "
 
 def _fusion_inputs(receipt: dict, job_entry: Optional[dict], allow_pending: bool) -> tuple[bool, str]:
     """Each complete sensor_fusion step's role "input" entries are exactly its output's record_ids, in order, each
-    once; each is a reading that counts as evidence (shapes.proven_reading: written by the job record's writer,
+    once; each is a reading that counts as evidence (shapes.proven_reading: written by one of the output's
+    trusted_writers, or without them by the job record's writer,
     signed by its device, plausible) of the step's quantity, cells and window, no two of one device, quantity and
     instant; and the fusion recomputed from them gives the output's numbers and Merkle root."""
     job = receipt["job"]
@@ -663,6 +665,10 @@ def _fusion_inputs(receipt: dict, job_entry: Optional[dict], allow_pending: bool
         entries = [r for r in inputs if same(r["step_id"], step_id)]
         if [e["record_id"] for e in entries] != ids:
             return False, f"step {step_id}: the receipt's inputs are not the {len(ids)} records the output names"
+        # The writers the fusion trusted, bound by the job record: its writer's statement (docs/protocol.md §2.10).
+        trusted, trusted_issue = trusted_writers_of(out)
+        if trusted_issue is not None:
+            return False, f"step {step_id}: {trusted_issue}"
         window = get(out, "window")
         start = timestamp_ms(opt(window, "from"))
         end = timestamp_ms(opt(window, "to"))
@@ -680,11 +686,11 @@ def _fusion_inputs(receipt: dict, job_entry: Optional[dict], allow_pending: bool
             issue = _record_issue(record)
             if issue is not None:
                 return False, f"input {entry['record_id']}: {issue}"
-            # Pending until the job record is there: only the node that wrote it may have written the readings.
+            # Pending until the job record is there: it names (or binds the output naming) who may have written them.
             if not isinstance(writer, str):
                 missing += 1
                 continue
-            reading = proven_reading(record, writer)
+            reading = proven_reading(record, trusted if trusted is not None else [writer])
             if isinstance(reading, str):
                 return False, f"input {reading}"
             at = timestamp_ms(reading["observed_at"])

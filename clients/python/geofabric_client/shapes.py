@@ -419,9 +419,24 @@ def telemetry_record_id(device_pk: str, quantity: str, observed_at: str) -> str:
     return "telemetry:" + sha256_hex(canonicalize([device_pk, quantity, observed_at]))
 
 
-def proven_reading(record: dict, writer_pk: str) -> "dict | str":
+def trusted_writers_of(output: Any) -> "tuple[Optional[list], Optional[str]]":
+    """The trusted writers a fusion output names (docs/protocol.md §2.10): ascending distinct node keys, at least
+    one; (None, None) for an output without the field (the job record's writer alone), an issue for a malformed one."""
+    if not is_obj(output) or "trusted_writers" not in output:
+        return None, None
+    named = output["trusted_writers"]
+    ok = (
+        isinstance(named, list)
+        and len(named) > 0
+        and all(is_hex64(pk) and (i == 0 or named[i - 1] < pk) for i, pk in enumerate(named))
+    )
+    return (named, None) if ok else (None, "trusted_writers must be ascending distinct node keys")
+
+
+def proven_reading(record: dict, writers: list) -> "dict | str":
     """Why a record (its hash and writer signature already checked) is not a reading that counts as evidence, or the
-    reading: an iot/telemetry record of payload version 2 written by ``writer_pk`` (the job record's writer),
+    reading: an iot/telemetry record of payload version 2 written by one of ``writers`` (the fusion output's
+    trusted_writers, or without them the job record's writer),
     addressed by the device's cell, plausible for its quantity, observed_at normalised, signed by its device, its id
     derived from device, quantity and instant."""
     rid = record["id"]
@@ -439,8 +454,10 @@ def proven_reading(record: dict, writer_pk: str) -> "dict | str":
     if not isinstance(g("device_signature"), str) or not isinstance(g("principal_pk"), str):
         return f"record {rid}: is not a version-2 reading, which its device signed on its own"
     address = record["address"]
-    if address["pk"] != writer_pk:
-        return f"record {rid}: was written by {address['pk']}, not the node {writer_pk}"
+    if address["pk"] not in writers:
+        if len(writers) == 1:
+            return f"record {rid}: was written by {address['pk']}, not the node {writers[0]}"
+        return f"record {rid}: was written by {address['pk']}, not one of the fusion's trusted writers"
     if address["h3_cell"] != p["h3_cell"]:
         return f"record {rid}: is not addressed by its device's cell"
     if not is_hex64(p["principal_pk"]):

@@ -16,7 +16,7 @@ import {
   sealShapeIssue,
   timestampMs,
 } from './shapes.js';
-import { fuse, provenReading, type FusionReading } from './telemetry.js';
+import { fuse, provenReading, trustedWritersOf, type FusionReading } from './telemetry.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 
@@ -659,7 +659,8 @@ const FUSION_RECOMPUTED = [
 
 /**
  * Each complete `sensor_fusion` step's `role: "input"` entries are exactly its output's `record_ids`, in order, each
- * once; each is a reading that counts as evidence (telemetry.ts provenReading: written by the job record's writer,
+ * once; each is a reading that counts as evidence (telemetry.ts provenReading: written by one of the output's
+ * `trusted_writers`, or without them by the job record's writer,
  * signed by its device, plausible) of the step's quantity, cells and window, no two of one device, quantity and
  * instant; and the fusion recomputed from them gives the output's numbers and Merkle root.
  */
@@ -681,6 +682,9 @@ function fusionInputs(receipt: Receipt, jobEntry: Entry | undefined, allowPendin
     if (canonicalize(entries.map((e) => e.record_id)) !== canonicalize(ids)) {
       return bad(`step ${String(step.id)}: the receipt's inputs are not the ${ids.length} records the output names`);
     }
+    // The writers the fusion trusted, bound by the job record: its writer's statement (docs/protocol.md §2.10).
+    const trusted = trustedWritersOf(out);
+    if (trusted.issue !== undefined) return bad(`step ${String(step.id)}: ${trusted.issue}`);
     const window = out.window as Obj | null | undefined;
     const from = timestampMs(window?.from);
     const to = timestampMs(window?.to);
@@ -695,12 +699,12 @@ function fusionInputs(receipt: Receipt, jobEntry: Entry | undefined, allowPendin
       }
       const issue = recordIssue(entry.record);
       if (issue !== undefined) return bad(`input ${entry.record_id}: ${issue}`);
-      // Pending until the job record is there: only the node that wrote it may have written the readings.
+      // Pending until the job record is there: it names (or binds the output naming) who may have written them.
       if (typeof writer !== 'string') {
         missing++;
         continue;
       }
-      const reading = provenReading(entry.record, writer);
+      const reading = provenReading(entry.record, trusted.writers ?? [writer]);
       if (typeof reading === 'string') return bad(`input ${reading}`);
       const at = timestampMs(reading.observed_at);
       const cell = (entry.record.address as Obj).h3_cell as string;

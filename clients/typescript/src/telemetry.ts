@@ -65,17 +65,32 @@ export function isNormalisedInstant(value: unknown): value is string {
 export const telemetryRecordId = (devicePk: string, quantity: string, observedAt: string): string =>
   `telemetry:${sha256Hex(canonicalize([devicePk, quantity, observedAt]))}`;
 
+/**
+ * The trusted writers a fusion output names (docs/protocol.md §2.10): ascending distinct node keys, at least one;
+ * undefined writers for an output without the field (the job record's writer alone), an issue for a malformed one.
+ */
+export function trustedWritersOf(output: unknown): { writers?: string[]; issue?: string } {
+  const named = isObj(output) ? output.trusted_writers : undefined;
+  if (named === undefined) return {};
+  const ok =
+    Array.isArray(named) &&
+    named.length > 0 &&
+    named.every((pk, i) => isHex64(pk) && (i === 0 || (named[i - 1] as string) < pk));
+  return ok ? { writers: named as string[] } : { issue: 'trusted_writers must be ascending distinct node keys' };
+}
+
 export interface ProvenReading extends ReadingFields {
   principal_pk: string;
 }
 
 /**
  * Why a record (its hash and writer signature already checked) is not a reading that counts as evidence, or the
- * reading: an `iot/telemetry` record of payload version 2 written by `writerPk` (the job record's writer),
+ * reading: an `iot/telemetry` record of payload version 2 written by one of `writers` (the fusion output's
+ * `trusted_writers`, or without them the job record's writer),
  * addressed by the device's cell, plausible for its quantity, `observed_at` normalised, signed by its device, its
  * id derived from device, quantity and instant.
  */
-export function provenReading(record: Obj, writerPk: string): ProvenReading | string {
+export function provenReading(record: Obj, writers: readonly string[]): ProvenReading | string {
   const id = String(record.id);
   if (record.payload_type !== 'iot/telemetry') return `record ${id}: is ${String(record.payload_type)}`;
   const p = record.payload;
@@ -92,7 +107,11 @@ export function provenReading(record: Obj, writerPk: string): ProvenReading | st
     return `record ${id}: is not a version-2 reading, which its device signed on its own`;
   }
   const address = record.address as Obj;
-  if (address.pk !== writerPk) return `record ${id}: was written by ${String(address.pk)}, not the node ${writerPk}`;
+  if (!writers.includes(address.pk as string)) {
+    return writers.length === 1
+      ? `record ${id}: was written by ${String(address.pk)}, not the node ${writers[0]}`
+      : `record ${id}: was written by ${String(address.pk)}, not one of the fusion's trusted writers`;
+  }
   if (address.h3_cell !== h3_cell) return `record ${id}: is not addressed by its device's cell`;
   if (!isHex64(principal_pk)) return `record ${id}: names no principal key`;
   if (!isNormalisedInstant(observed_at)) return `record ${id}: observed_at is not normalised`;
