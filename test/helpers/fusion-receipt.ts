@@ -78,6 +78,8 @@ export interface FusionReceiptOptions {
   writerOf?: (input: FusionInput, i: number) => KeyPair;
   /** Another payload for some inputs (a version-1 one …); readingPayload else. */
   payloadOf?: (input: FusionInput, i: number) => Obj;
+  /** The output's `trusted_writers` (docs/protocol.md §2.10), as given; the base's (if any) else. */
+  trustedWriters?: unknown;
 }
 
 /**
@@ -89,7 +91,7 @@ export interface FusionReceiptOptions {
 export function fusionReceipt(
   base: JobReceipt,
   inputs: readonly FusionInput[] = fusionInputsOf(base),
-  { writerOf = () => CONFORMANCE_NODE, payloadOf = readingPayload }: FusionReceiptOptions = {},
+  { writerOf = () => CONFORMANCE_NODE, payloadOf = readingPayload, trustedWriters }: FusionReceiptOptions = {},
 ): JobReceipt {
   const receipt = structuredClone(base);
   const template = receipt.records.find((e) => e.role === 'input')!;
@@ -128,7 +130,13 @@ export function fusionReceipt(
     })),
   );
   const { cell_epochs, ...out } = step.output as Obj;
-  step.output = { ...out, method: FUSION_METHOD, ...fused, cell_epochs };
+  step.output = {
+    ...out,
+    method: FUSION_METHOD,
+    ...fused,
+    cell_epochs,
+    ...(trustedWriters === undefined ? {} : { trusted_writers: trustedWriters }),
+  };
   // In the output's order (record ids ascending, a stable sort as fuseReadings makes it).
   receipt.records = [...receipt.records.filter((e) => e.role !== 'input'), ...order.map((i) => entries[i]!)];
   // The job record names the new output hash and job hash; the node signs it again.

@@ -44,6 +44,8 @@ const HUMAN = keyPairFromSecret('9d61b19deffd5a60ba844af492ec2cc44449c5697b32691
 const AGENT = keyPairFromSecret('4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb');
 /** Public test keys (never for real use): a worker that writes telemetry, and a key that is no device's. */
 const WORKER = keyPairFromSecret(sha256Hex('geofabric agreement worker key (public, never use)'));
+/** Another gateway of the deployment: a peer node key (docs/protocol.md §2.10 rule 3). */
+const PEER = keyPairFromSecret(sha256Hex('geofabric agreement peer node key (public, never use)'));
 const ROGUE = keyPairFromSecret(sha256Hex('geofabric agreement rogue device key (public, never use)'));
 
 export interface AgreementCase {
@@ -277,6 +279,34 @@ function signedCases(bases: Record<string, JobReceipt>): AgreementCase[] {
       'written by a worker, not the node that wrote the job record',
       withInputs(fusion, (x) => x, { writerOf: (i) => (i.device_pk === device('b') ? WORKER : CONFORMANCE_NODE) }),
     ),
+    input(
+      'written by a peer node listed in the output\'s trusted_writers',
+      withInputs(fusion, (x) => x, {
+        writerOf: (i) => (i.device_pk === device('b') ? PEER : CONFORMANCE_NODE),
+        trustedWriters: [CONFORMANCE_NODE.publicKey, PEER.publicKey].sort(),
+      }),
+      'ok',
+    ),
+    input(
+      'all written by a peer node, the job-record writer not in trusted_writers',
+      withInputs(fusion, (x) => x, { writerOf: () => PEER, trustedWriters: [PEER.publicKey] }),
+      'ok',
+    ),
+    input(
+      "written by a key not in the output's trusted_writers",
+      withInputs(fusion, (x) => x, {
+        writerOf: (i) => (i.device_pk === device('b') ? WORKER : CONFORMANCE_NODE),
+        trustedWriters: [CONFORMANCE_NODE.publicKey, PEER.publicKey].sort(),
+      }),
+    ),
+    input(
+      'trusted_writers not ascending',
+      withInputs(fusion, (x) => x, {
+        trustedWriters: [CONFORMANCE_NODE.publicKey, PEER.publicKey].sort().reverse(),
+      }),
+    ),
+    input('trusted_writers empty', withInputs(fusion, (x) => x, { trustedWriters: [] })),
+    input('trusted_writers a string', withInputs(fusion, (x) => x, { trustedWriters: CONFORMANCE_NODE.publicKey })),
     input(
       'signed by a key that is not its device',
       withInputs(
