@@ -34,6 +34,7 @@ import { sealThrough } from '../test/helpers/proofs.js';
 import { signedReadings } from '../test/helpers/telemetry.js';
 import { runReceiptJob, twoStepJob } from '../test/helpers/receipt-job.js';
 import { applyPatch } from '../test/helpers/json-patch.js';
+import { fusionInputsOf, fusionReceipt as rebuiltFusion } from '../test/helpers/fusion-receipt.js';
 import { RECEIPT_TAMPERS } from '../test/helpers/receipt-tampers.js';
 
 const OUT = resolve(import.meta.dirname, '../test/fixtures/conformance');
@@ -734,6 +735,79 @@ function custodialVectors(valid: JobReceipt) {
   return { custodial, cases };
 }
 
+/** Another gateway of the deployment (public, never for real use): a peer node key (docs/protocol.md §2.10). */
+const PEER = keyPairFromSecret(sha256Hex('geofabric conformance peer node key (public, never use)'));
+
+/**
+ * The fusion receipt rebuilt with the inputs of devices b and d written by a peer node and its output naming both
+ * node keys as `trusted_writers` (docs/protocol.md §2.10 rule 3): valid. Its cases: an input written by a key the
+ * output does not list (fails `fusion_inputs`), and `trusted_writers` changed without the job record signed again
+ * (fails `step_outputs`: the job record binds the output, so only its writer states the set).
+ */
+function fusionPeerVectors(fusion: JobReceipt) {
+  const peerDevices = new Set(['b', 'd'].map((n) => deviceKey(n).publicKey));
+  const trusted = [NODE.publicKey, PEER.publicKey].sort();
+  const fusionPeer = rebuiltFusion(fusion, fusionInputsOf(fusion), {
+    writerOf: (i) => (peerDevices.has(i.device_pk) ? PEER : NODE),
+    trustedWriters: trusted,
+  });
+  const unlisted = rebuiltFusion(fusion, fusionInputsOf(fusion), {
+    writerOf: (i) => (peerDevices.has(i.device_pk) ? PEER : i.device_pk === deviceKey('e').publicKey ? ROGUE : NODE),
+    trustedWriters: trusted,
+  });
+  const output = (r: JobReceipt) => r.job!.steps[0]!.output as Obj;
+  const widened = structuredClone(fusionPeer);
+  output(widened).trusted_writers = [...trusted, ROGUE.publicKey].sort();
+  const dropped = structuredClone(fusionPeer);
+  delete output(dropped).trusted_writers;
+  const cases: ReceiptCase[] = [
+    {
+      name: 'fusion, peer: inputs written by a peer node the output lists in trusted_writers, valid',
+      base: 'fusion-peer',
+      patch: [],
+      options: {},
+      expected: { ok: true },
+    },
+    {
+      name: 'fusion, peer: valid, node pinned',
+      base: 'fusion-peer',
+      patch: [],
+      options: { sealer_pk: NODE.publicKey },
+      expected: { ok: true },
+    },
+    {
+      name: 'fusion, peer: an input written by a key not in trusted_writers',
+      base: 'fusion-peer',
+      patch: diff(fusionPeer, unlisted),
+      options: {},
+      expected: { ok: false, failed_check: 'fusion_inputs' },
+    },
+    {
+      name: 'fusion, peer: trusted_writers widened to another key, the job record not signed again',
+      base: 'fusion-peer',
+      patch: diff(fusionPeer, widened),
+      options: {},
+      expected: { ok: false, failed_check: 'step_outputs' },
+    },
+    {
+      name: 'fusion, peer: trusted_writers removed, the job record not signed again',
+      base: 'fusion-peer',
+      patch: diff(fusionPeer, dropped),
+      options: {},
+      expected: { ok: false, failed_check: 'step_outputs' },
+    },
+  ];
+  for (const c of cases) {
+    const verdict = verifyReceipt(applyPatch(fusionPeer, c.patch), {
+      ...(c.options.sealer_pk === undefined ? {} : { sealerPk: c.options.sealer_pk }),
+    });
+    if (verdict.ok !== c.expected.ok || verdict.failedCheck !== c.expected.failed_check) {
+      throw new Error(`${c.name}: ${verdict.failedCheck ?? 'ok'}`);
+    }
+  }
+  return { fusionPeer, cases };
+}
+
 const write = (name: string, value: unknown) =>
   writeFileSync(join(OUT, name), `${JSON.stringify(value, null, 2)}\n`, 'utf8');
 const read = <T>(name: string): T => JSON.parse(readFileSync(join(OUT, name), 'utf8')) as T;
@@ -745,16 +819,24 @@ if (process.argv.includes('--custodial-only')) {
   write('receipt-custodial.json', custodial);
   const others = read<ReceiptCase[]>('receipt-cases.json').filter((c) => c.base !== 'custodial');
   write('receipt-cases.json', [...others, ...cases]);
+} else if (process.argv.includes('--fusion-peer-only')) {
+  // Adds the peer-written fusion vectors to the ones on disk without regenerating (and so changing) the others.
+  const { fusionPeer, cases } = fusionPeerVectors(read<JobReceipt>('receipt-fusion.json'));
+  write('receipt-fusion-peer.json', fusionPeer);
+  const others = read<ReceiptCase[]>('receipt-cases.json').filter((c) => c.base !== 'fusion-peer');
+  write('receipt-cases.json', [...others, ...cases]);
 } else {
   write('canonical-json.json', canonicalCases());
   write('signed-requests.json', signedRequests());
   const { valid, pending, createdAt, fusion, cases } = await receipts();
   const custodial = custodialVectors(valid);
+  const peer = fusionPeerVectors(fusion);
   write('receipt-valid.json', valid);
   write('receipt-pending.json', pending);
   write('receipt-created-at.json', createdAt);
   write('receipt-fusion.json', fusion);
   write('receipt-custodial.json', custodial.custodial);
-  write('receipt-cases.json', [...cases, ...custodial.cases]);
+  write('receipt-fusion-peer.json', peer.fusionPeer);
+  write('receipt-cases.json', [...cases, ...custodial.cases, ...peer.cases]);
 }
 process.stdout.write(`conformance vectors written to ${OUT}\n`);

@@ -280,7 +280,7 @@ function signedCases(bases: Record<string, JobReceipt>): AgreementCase[] {
       withInputs(fusion, (x) => x, { writerOf: (i) => (i.device_pk === device('b') ? WORKER : CONFORMANCE_NODE) }),
     ),
     input(
-      'written by a peer node listed in the output\'s trusted_writers',
+      "written by a peer node listed in the output's trusted_writers",
       withInputs(fusion, (x) => x, {
         writerOf: (i) => (i.device_pk === device('b') ? PEER : CONFORMANCE_NODE),
         trustedWriters: [CONFORMANCE_NODE.publicKey, PEER.publicKey].sort(),
@@ -305,8 +305,14 @@ function signedCases(bases: Record<string, JobReceipt>): AgreementCase[] {
         trustedWriters: [CONFORMANCE_NODE.publicKey, PEER.publicKey].sort().reverse(),
       }),
     ),
-    input('trusted_writers empty', withInputs(fusion, (x) => x, { trustedWriters: [] })),
-    input('trusted_writers a string', withInputs(fusion, (x) => x, { trustedWriters: CONFORMANCE_NODE.publicKey })),
+    input(
+      'trusted_writers empty',
+      withInputs(fusion, (x) => x, { trustedWriters: [] }),
+    ),
+    input(
+      'trusted_writers a string',
+      withInputs(fusion, (x) => x, { trustedWriters: CONFORMANCE_NODE.publicKey }),
+    ),
     input(
       'signed by a key that is not its device',
       withInputs(
