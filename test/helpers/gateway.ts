@@ -25,6 +25,7 @@ import { createRecordBatcher, type ProofWriter } from '../../activities/proof/re
 import { createTileActivities, type TileConfig } from '../../activities/tiles/index.js';
 import { DEFAULT_EPOCH_GENESIS_MS, EPOCH_MS } from '../../core/epoch.js';
 import { createTelemetryActivities } from '../../activities/telemetry/index.js';
+import { fusionWriters as trustedFusionWriters } from '../../core/telemetry.js';
 import { generateKeyPair, type KeyPair } from '../../core/identity.js';
 import { TILE_STYLES } from '../../core/tile-styles.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
@@ -203,9 +204,12 @@ export async function startGateway(
     clock,
     logger,
   });
+  // As bin/start.ts: fusion trusts this node's telemetry and its peers' (SYNC_NODE_KEYS, docs/protocol.md §2.10).
+  const fusionWriters = trustedFusionWriters([node.publicKey, ...(config.proofSync?.nodeKeys ?? [])]);
   const telemetry = createTelemetryActivities({
     store: proofs,
     signer: node,
+    fusionWriters,
     clock,
     genesisMs: config.epochGenesisMs,
     epochMs: config.epochMs ?? EPOCH_MS,
@@ -228,7 +232,7 @@ export async function startGateway(
       source: telemetry.source,
       genesisMs: config.epochGenesisMs,
       epochMs: config.epochMs ?? EPOCH_MS,
-      trustedWriters: [node.publicKey],
+      trustedWriters: fusionWriters,
     },
     nodePk: node.publicKey,
     naming: options.naming ?? DEFAULT_QUEUE_NAMING,
