@@ -294,7 +294,9 @@ function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of Object.keys(env)) {
     if (
-      /^(MONGODB_|TEMPORAL_|CENTRAL_STORE|NODE_SECRET|WORKER_|BACKBONE_|TILE_URL|STAC_|WEATHER_|GATEWAY_)/.test(name)
+      /^(MONGODB_|TEMPORAL_|CENTRAL_STORE|NODE_SECRET|SYNC_|WORKER_|BACKBONE_|TILE_URL|STAC_|WEATHER_|GATEWAY_)/.test(
+        name,
+      )
     ) {
       delete env[name];
     }
@@ -319,6 +321,10 @@ function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 }
 
 const gatewayUrls = [`http://127.0.0.1:${gw0Port}`, `http://127.0.0.1:${gw1Port}`];
+// Each gateway its own node key, known up front so each can list the other as a peer (SYNC_NODE_KEYS) and the
+// workers both (GATEWAY_NODE_PK): a fusion takes the telemetry either gateway wrote (docs/protocol.md §2.10).
+const gatewayNodes = [generateKeyPair(), generateKeyPair()];
+const gatewayNodeKeys = gatewayNodes.map((k) => k.publicKey).join(',');
 const perceptionUrls = [`http://127.0.0.1:${p0Port}`, `http://127.0.0.1:${p1Port}`];
 
 function gatewayProc(i: number): Proc {
@@ -342,6 +348,8 @@ function gatewayProc(i: number): Proc {
           ORCHESTRATOR: 'temporal',
           MONGODB_URI: mongoUri,
           MONGODB_DB: mongoDb,
+          NODE_SECRET_KEY: gatewayNodes[i]!.secretKey,
+          SYNC_NODE_KEYS: gatewayNodes[1 - i]!.publicKey,
           BACKBONE_URL: backbone.url,
           API_KEYS: API_KEY,
           PERCEPTION_ENABLED: 'true',
@@ -387,6 +395,7 @@ function workerProc(i: number, cell: string, gateway: number, skewS: number): Pr
       const env = cleanEnv({
         DATA_DIR: dataDir,
         GATEWAY_URL: gatewayUrls[gateway]!,
+        GATEWAY_NODE_PK: gatewayNodeKeys,
         WORKER_CELL: cell,
         WORKER_RUNTIME_URL: workerRuntime.url,
         WORKER_MODELS: MODEL,
