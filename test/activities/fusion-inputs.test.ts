@@ -100,4 +100,35 @@ describe('sensor_fusion on a worker: the inputs it takes from the telemetry page
     assert.equal(out.value, 21.5);
     assert.deepEqual(out.record_ids, records.map((r) => r.id).sort());
   });
+
+  it('takes the records of every gateway key it is configured with (GATEWAY_NODE_PK a list), and names them', async () => {
+    const [a, b] = [generateKeyPair(), generateKeyPair()];
+    const mallory = generateKeyPair();
+    const byA = await Promise.all([0, 1].map((i) => recordOf(a, generateKeyPair(), CELLS[i]!, 20 + i)));
+    const byB = await Promise.all([2, 3].map((i) => recordOf(b, generateKeyPair(), CELLS[i]!, 20 + i)));
+    const elsewhere = await recordOf(mallory, generateKeyPair(), CELLS[5]!, 999);
+    const url = await page([...byA, ...byB, elsewhere]);
+    const writers = [b.publicKey, a.publicKey];
+    const source = httpTelemetrySource({
+      gatewayUrl: url,
+      genesisMs: DEFAULT_EPOCH_GENESIS_MS,
+      epochMs: EPOCH_MS,
+      writers,
+    });
+    const worker = generateKeyPair();
+    const run = await runSensorFusion(
+      {
+        source,
+        genesisMs: DEFAULT_EPOCH_GENESIS_MS,
+        epochMs: EPOCH_MS,
+        nodePk: worker.publicKey,
+        trustedWriters: writers,
+      },
+      { job_id: 'job-2', step_id: 'fuse', quantity: 'no2', h3_cell: JOB_CELL, rings: 0, job_epoch: EPOCH + 1 },
+    );
+    const out = run.output as { input_device_count: number; record_ids: string[]; trusted_writers: string[] };
+    assert.equal(out.input_device_count, 4);
+    assert.deepEqual(out.record_ids, [...byA, ...byB].map((r) => r.id).sort());
+    assert.deepEqual(out.trusted_writers, [a.publicKey, b.publicKey].sort());
+  });
 });

@@ -120,6 +120,15 @@ describe('configuration (bin/config.ts)', () => {
     assert.throws(() => loadConfig({ SYNC_MAX_RECORDS_PER_HOUR: '0' }), /SYNC_MAX_RECORDS_PER_HOUR/);
   });
 
+  it("takes GATEWAY_NODE_PK as a comma-separated list of the gateways' node keys (docs/protocol.md §2.10)", () => {
+    assert.equal(loadConfig({}).gatewayNodePks, undefined);
+    const [a, b] = ['ab'.repeat(32), 'cd'.repeat(32)];
+    assert.deepEqual(loadConfig({ GATEWAY_NODE_PK: a }).gatewayNodePks, [a]);
+    assert.deepEqual(loadConfig({ GATEWAY_NODE_PK: ` ${a} , ${b}` }).gatewayNodePks, [a, b]);
+    assert.throws(() => loadConfig({ GATEWAY_NODE_PK: `${a},not-a-key` }), /GATEWAY_NODE_PK/);
+    assert.throws(() => loadConfig({ GATEWAY_NODE_PK: ' , ' }), /GATEWAY_NODE_PK/);
+  });
+
   it('keeps worker outcomes 8 days by default and refuses a window shorter than the longest job run', () => {
     assert.equal(loadConfig({}).workerOutcomeRetentionMs, 192 * 3_600_000);
     assert.equal(loadConfig({ WORKER_OUTCOME_RETENTION_HOURS: '2' }).workerOutcomeRetentionMs, 2 * 3_600_000);
