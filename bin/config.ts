@@ -484,7 +484,7 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
   SYNC_NODE_KEYS: {
     section: 'Proof sealing and sync',
     description:
-      'comma-separated hex public keys of other nodes that may push to this store (`/store/sync`, `/store/epochs`), beside this node and registered workers (docs/security.md); also the peers whose telemetry records this node\'s `sensor_fusion` steps take as inputs beside its own (docs/protocol.md §2.10)',
+      "comma-separated hex public keys of other nodes that may push to this store (`/store/sync`, `/store/epochs`), beside this node and registered workers (docs/security.md); also the peers whose telemetry records this node's `sensor_fusion` steps take as inputs beside its own (docs/protocol.md §2.10)",
   },
   SYNC_MAX_RECORDS_PER_HOUR: {
     section: 'Proof sealing and sync',

@@ -333,9 +333,7 @@ export function trustedWritersOf(output) {
   const named = isObj(output) ? output.trusted_writers : undefined;
   if (named === undefined) return {};
   const ok =
-    Array.isArray(named) &&
-    named.length > 0 &&
-    named.every((pk, i) => isHex64(pk) && (i === 0 || named[i - 1] < pk));
+    Array.isArray(named) && named.length > 0 && named.every((pk, i) => isHex64(pk) && (i === 0 || named[i - 1] < pk));
   return ok ? { writers: named } : { issue: 'trusted_writers must be ascending distinct node keys' };
 }
 
