@@ -22,8 +22,8 @@ describe('npm run chaos, CI profile (live)', function () {
         CHAOS_SEED: '20261129',
         CHAOS_DURATION_S: '90',
         CHAOS_FAULT_EVERY_S: '10',
-        // Without sensor_fusion: its receipt fails when the fusion step ran on another gateway than the one that
-        // wrote the job record (an open defect of several gateways, docs/operations.md "Chaos under load").
+        // Without sensor_fusion until a long run with it is recorded (its cross-gateway receipts are fixed by the
+        // trusted writers of docs/protocol.md §2.10; docs/operations.md "Chaos under load").
         CHAOS_JOBS: 'inference-cell,inference-backbone,tiles,ndvi,flood',
         CHAOS_CLIENTS: '2',
         CHAOS_PAUSE_S: '35',
