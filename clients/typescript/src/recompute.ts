@@ -18,7 +18,6 @@
  * refuses any URL but https (and http with `allowHttp`), follows no redirect, bounds every answer and the total.
  */
 import { IMAGE_OPERATIONS, type ImageOperation } from '../../../core/imagery-operations.js';
-import { recomputeImageStep } from '../../../activities/recompute/imagery.js';
 import { verifyReceipt, type ReceiptVerdict, type VerifyReceiptOptions } from './receipt.js';
 import { sha256Hex } from './crypto.js';
 import { isObj } from './shapes.js';
@@ -195,6 +194,9 @@ async function recomputeStep(
       if (!isImageOperation(operation)) {
         return { kind: 'not_recomputable', detail: `no recomputation is defined for ${String(record?.payload_type)}` };
       }
+      // Loaded on first use: it decodes GeoTIFFs (geotiff, proj4, h3-js) and hashes with node:crypto, which the
+      // rest of the client (its verifier included) does without, in Node and browsers alike.
+      const { recomputeImageStep } = await import('../../../activities/recompute/imagery.js');
       return recomputeImageStep(
         operation,
         { payload, output: isObj(answer.output) ? answer.output : {}, cost: answer.cost, request },
