@@ -10,24 +10,19 @@
  */
 import { canonicalJson } from '../../core/canonical-json.js';
 import { IMAGE_OPERATIONS, type ImageOperation } from '../../core/imagery-operations.js';
-import { outputHash } from '../../core/job-hash.js';
 import type { PayloadType } from '../../core/proof-types.js';
 import {
-  assetBytesHash,
   inferenceBound,
-  jsonDifferences,
   receiptSteps,
-  recordedAssets,
-  type RecomputeDifference,
   type ReceiptStep,
   type StepRecomputation,
 } from '../../core/receipt-recompute.js';
 import type { JobReceipt } from '../../core/receipt.js';
 import { sha256Hex } from '../../core/hash.js';
 import type { StepType } from '../../core/step-types/index.js';
-import { RECOMPUTED_OPERATIONS, type FetchedBytes } from '../imagery/recompute.js';
 import { drawAnnotations, imageSize } from '../tiles/tile-annotate.js';
 import { tileUrl } from '../tiles/tile-upstream.js';
+import { recomputeImageStep } from './imagery.js';
 import type { TileFormat } from '../../core/tile-request.js';
 
 /** An input could not be fetched; `message` says which and why (it goes in the public line). */
@@ -49,15 +44,20 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 type Outcome = Omit<StepRecomputation, 'step_id' | 'what'>;
 type Recomputer = (step: ReceiptStep, io: RecomputeIo, receipt: JobReceipt) => Promise<Outcome>;
 
-const notRecomputable =
-  (why: string): Recomputer =>
-  async () => ({ kind: 'not_recomputable', detail: why });
-
-/** Why an imagery operation that is not derived from pixels is not recomputed. */
-const IMAGE_NOT_RECOMPUTABLE: Partial<Record<ImageOperation, string>> = {
-  scene_search: 'a catalog search answers with what the catalog held then; it is not derived from pixels',
-  atmospheric_correction: "the answer restates the catalog's L2A metadata; no pixel is read",
-};
+/** An imagery step: recomputeImageStep (imagery.ts), which the TypeScript client runs too. */
+const imageRecomputer =
+  (operation: ImageOperation): Recomputer =>
+  (step, io) =>
+    recomputeImageStep(
+      operation,
+      {
+        payload: (step.record?.payload ?? {}) as Obj,
+        output: step.answer.output,
+        cost: step.answer.cost,
+        request: step.request,
+      },
+      (href, offset, length) => io.fetchRange(href, offset, length),
+    );
 
 /** Per step type, per payload type of its record ('none': the type writes no record). */
 export const RECOMPUTERS: { [K in StepType]: Partial<Record<PayloadType | 'none', Recomputer>> } = {
@@ -123,56 +123,6 @@ export async function recomputeReceipt(receipt: JobReceipt, io: RecomputeIo): Pr
     out.push({ step_id: step.answer.id, what, ...outcome });
   }
   return out;
-}
-
-function imageRecomputer(operation: ImageOperation): Recomputer {
-  const compute = RECOMPUTED_OPERATIONS[operation];
-  if (!compute) {
-    return notRecomputable(IMAGE_NOT_RECOMPUTABLE[operation] ?? `the ${operation} operation has no recomputation yet`);
-  }
-  return async (step, io) => {
-    const payload = (step.record?.payload ?? {}) as Obj;
-    const assets = recordedAssets(payload);
-    if (typeof assets === 'string') return { kind: 'differs', detail: `the record's assets: ${assets}` };
-    // Every range of every asset, fetched and hashed as the step hashed it, before any recomputation.
-    const fetched = new Map<string, { offset: number; bytes: Uint8Array }[]>();
-    const inputDiffs: RecomputeDifference[] = [];
-    for (const asset of assets) {
-      const pieces: { offset: number; bytes: Uint8Array }[] = [];
-      for (const [offset, length] of asset.ranges)
-        pieces.push({ offset, bytes: await io.fetchRange(asset.href, offset, length) });
-      const hash = assetBytesHash(pieces.map((p) => p.bytes));
-      if (hash !== asset.sha256)
-        inputDiffs.push({ field: `assets.${asset.band}.sha256`, recorded: asset.sha256, recomputed: hash });
-      fetched.set(asset.href, [...(fetched.get(asset.href) ?? []), ...pieces]);
-    }
-    const done = await compute(payload, step.answer.output, step.request, fetched as FetchedBytes);
-    if (done.kind === 'not_recomputable') return { kind: 'not_recomputable', detail: done.why };
-    const bytesNote =
-      inputDiffs.length > 0
-        ? 'the recorded bytes are not served any more'
-        : 'every recorded byte range matches its SHA-256';
-    if (done.kind === 'failure') {
-      return {
-        kind: 'differs',
-        detail: `the recomputation fails: ${done.failure}`,
-        differences: [
-          { field: 'output', recorded: 'the recorded answer', recomputed: `failure: ${done.failure}` },
-          ...inputDiffs,
-        ],
-      };
-    }
-    // The step's cost is the result's (what the pixels read were charged), shown beside the output.
-    const outputDiffs = [
-      ...jsonDifferences(step.answer.output, done.output),
-      ...jsonDifferences(step.answer.cost, (done.output.result as Obj | undefined)?.cost, 1, 'cost'),
-    ];
-    if (outputDiffs.length === 0 && inputDiffs.length === 0) {
-      return { kind: 'recomputed', detail: `${bytesNote}; output_hash ${outputHash(done.output).slice(0, 12)}… equal` };
-    }
-    const fellBack = done.note === undefined ? '' : `; the recomputation could not read the pixels: ${done.note}`;
-    return { kind: 'differs', detail: bytesNote + fellBack, differences: [...outputDiffs, ...inputDiffs] };
-  };
 }
 
 /**

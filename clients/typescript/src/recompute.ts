@@ -1,12 +1,14 @@
 /**
  * Recomputing a verified receipt's steps from the public inputs their records name (docs/protocol.md §15.6), through
- * a fetch the caller supplies. Written from the protocol alone, like the verifier.
+ * a fetch the caller supplies. The offline verification is this client's own, written from the protocol alone; the
+ * imagery recomputation is the server's (activities/recompute/imagery.ts, bundled into the package's build, see
+ * README.md), so the client and `geofabric receipt verify --recompute` give the same verdict.
  *
  * What this client does per step type:
- * - `image_process` (`ndvi`, `flood_classify`, `cloud_mask` from pixels): re-fetches every recorded byte range
- *   of every asset (HTTP Range, only the URLs the record lists) and checks each asset's SHA-256; a mismatch
- *   `differs`, naming the asset. It does not decode Cloud-Optimized GeoTIFFs, so a match is reported as
- *   `not_recomputable` with the inputs confirmed; `geofabric receipt verify --recompute` recomputes the answer.
+ * - `image_process` (`ndvi`, `flood_classify`, `cloud_mask`, `band_math` from pixels): re-fetches every recorded
+ *   byte range of every asset (HTTP Range, only the URLs the record lists), checks each asset's SHA-256, decodes
+ *   the GeoTIFF bytes and runs the step's own computation on exactly them; the output (as canonical JSON) and the
+ *   cost must be the recorded ones: `recomputed`, else `differs`, naming the fields and assets.
  * - `tile_render`: fetches the tile from the caller's URL template (the record names the upstream by host only)
  *   and compares it with `tile_sha256`: equal and unannotated is `recomputed`; another tile is `upstream_changed`.
  * - `inference`: `not_recomputable`, with what the record binds (model, provider, prompt and answer hashes).
@@ -15,6 +17,7 @@
  * The caller's fetch decides which addresses may be reached (a browser cannot tell a private one); this module
  * refuses any URL but https (and http with `allowHttp`), follows no redirect, bounds every answer and the total.
  */
+import { IMAGE_OPERATIONS, type ImageOperation } from '../../../core/imagery-operations.js';
 import { verifyReceipt, type ReceiptVerdict, type VerifyReceiptOptions } from './receipt.js';
 import { sha256Hex } from './crypto.js';
 import { isObj } from './shapes.js';
@@ -51,8 +54,6 @@ type Obj = Record<string, unknown>;
 
 class Unavailable extends Error {}
 
-const MAX_RANGES_PER_ASSET = 4096;
-const MAX_RANGE_BYTES = 64 * 1024 * 1024;
 const MAX_TILE_BYTES = 4 * 1024 * 1024;
 
 /** Verifies the receipt offline, then (only when it is valid) recomputes each answered step. */
@@ -63,9 +64,12 @@ export async function recomputeReceipt(receipt: unknown, options: RecomputeOptio
   const r = receipt as Obj;
   const job = r.job as Obj;
   const records = r.records as Obj[];
+  // The step as the requester signed it, by position (the answer lists the steps in request order).
+  const body = (r.request as Obj).body as Obj;
+  const requested = Array.isArray(body.steps) ? (body.steps as unknown[]) : [];
   const get = getter(options);
   const steps: StepRecomputation[] = [];
-  for (const answer of job.steps as Obj[]) {
+  for (const [index, answer] of (job.steps as Obj[]).entries()) {
     const id = String(answer.id);
     const record = records.find((e) => e.role === 'step' && e.step_id === id)?.record as Obj | null | undefined;
     const payload = (isObj(record?.payload) ? record.payload : {}) as Obj;
@@ -83,10 +87,18 @@ export async function recomputeReceipt(receipt: unknown, options: RecomputeOptio
           kind: 'inputs_unavailable',
           detail: `${inputs.filter((e) => !isObj(e.record)).length} of its signed readings are pending`,
         };
-      } else outcome = await recomputeStep(answer, payload, get, options);
+      } else {
+        const request = requested[index];
+        const step = { answer, record: record ?? null, payload, request: isObj(request) ? request : {} };
+        outcome = await recomputeStep(step, get, options);
+      }
     } catch (error) {
-      if (!(error instanceof Unavailable)) throw error;
-      outcome = { kind: 'inputs_unavailable', detail: error.message };
+      // A fetch that failed says which and why; anything else (bytes that do not decode …) concludes nothing.
+      outcome = {
+        kind: 'inputs_unavailable',
+        detail:
+          error instanceof Unavailable ? error.message : `the recomputation could not run: ${(error as Error).message}`,
+      };
     }
     steps.push({ step_id: id, what, ...outcome });
   }
@@ -150,11 +162,11 @@ function getter(options: RecomputeOptions): Get {
   };
 }
 
-const IMAGE_PIXEL_OPERATIONS = ['ndvi', 'flood_classify', 'cloud_mask'];
+const isImageOperation = (v: string | undefined): v is ImageOperation =>
+  (IMAGE_OPERATIONS as readonly (string | undefined)[]).includes(v);
 
 async function recomputeStep(
-  answer: Obj,
-  payload: Obj,
+  { answer, record, payload, request }: { answer: Obj; record: Obj | null; payload: Obj; request: Obj },
   get: Get,
   options: RecomputeOptions,
 ): Promise<Omit<StepRecomputation, 'step_id' | 'what'>> {
@@ -177,60 +189,23 @@ async function recomputeStep(
     }
     case 'tile_render':
       return recomputeTile(payload, get, options);
-    case 'image_process':
-      return checkImageInputs(payload, get);
+    case 'image_process': {
+      const operation = /^imagery\/(.+)$/.exec(String(record?.payload_type))?.[1];
+      if (!isImageOperation(operation)) {
+        return { kind: 'not_recomputable', detail: `no recomputation is defined for ${String(record?.payload_type)}` };
+      }
+      // Loaded on first use: it decodes GeoTIFFs (geotiff, proj4, h3-js) and hashes with node:crypto, which the
+      // rest of the client (its verifier included) does without, in Node and browsers alike.
+      const { recomputeImageStep } = await import('../../../activities/recompute/imagery.js');
+      return recomputeImageStep(
+        operation,
+        { payload, output: isObj(answer.output) ? answer.output : {}, cost: answer.cost, request },
+        (href, offset, length) => get(href, [offset, length]),
+      );
+    }
     default:
       return { kind: 'not_recomputable', detail: `no recomputation is defined for ${String(answer.type)}` };
   }
-}
-
-async function checkImageInputs(payload: Obj, get: Get): Promise<Omit<StepRecomputation, 'step_id' | 'what'>> {
-  const operation = String(payload.operation);
-  if (!IMAGE_PIXEL_OPERATIONS.includes(operation) || payload.method !== 'pixels') {
-    return { kind: 'not_recomputable', detail: `${operation} (${String(payload.method)}) is not derived from pixels` };
-  }
-  const assets = Array.isArray(payload.assets) ? (payload.assets as unknown[]) : [];
-  const differences: NonNullable<StepRecomputation['differences']> = [];
-  for (const [i, asset] of assets.entries()) {
-    if (!isObj(asset) || typeof asset.href !== 'string' || !Array.isArray(asset.ranges)) {
-      return { kind: 'differs', detail: `the record's assets[${i}] has no href and ranges` };
-    }
-    if (asset.ranges.length > MAX_RANGES_PER_ASSET) {
-      return { kind: 'differs', detail: `the record's assets[${i}] lists more than ${MAX_RANGES_PER_ASSET} ranges` };
-    }
-    const pieces: Uint8Array[] = [];
-    for (const range of asset.ranges as unknown[]) {
-      if (
-        !Array.isArray(range) ||
-        !Number.isSafeInteger(range[0]) ||
-        !Number.isSafeInteger(range[1]) ||
-        range[0] < 0 ||
-        range[1] < 1 ||
-        range[1] > MAX_RANGE_BYTES
-      ) {
-        return { kind: 'differs', detail: `the record's assets[${i}] has a range that is not [offset, length]` };
-      }
-      pieces.push(await get(asset.href, [range[0] as number, range[1] as number]));
-    }
-    const all = new Uint8Array(pieces.reduce((n, p) => n + p.length, 0));
-    let at = 0;
-    for (const p of pieces) {
-      all.set(p, at);
-      at += p.length;
-    }
-    const hash = sha256Hex(all);
-    if (hash !== asset.sha256) {
-      differences.push({ field: `assets.${String(asset.band)}.sha256`, recorded: asset.sha256, recomputed: hash });
-    }
-  }
-  if (differences.length > 0)
-    return { kind: 'differs', detail: 'the recorded bytes are not served any more', differences };
-  return {
-    kind: 'not_recomputable',
-    detail:
-      `by this client, which does not decode COGs: every recorded byte range of its ${assets.length} assets matches ` +
-      'its SHA-256 (geofabric receipt verify --recompute recomputes the answer)',
-  };
 }
 
 async function recomputeTile(

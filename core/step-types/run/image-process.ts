@@ -2,7 +2,7 @@
 import { defineStepRun, type StepContext } from './spec.js';
 
 /** What the input builder reads of an image_process step. */
-interface ImageRunStep {
+export interface ImageRunStep {
   id: string;
   operation?: string | undefined;
   center_cell?: string | undefined;

@@ -4,7 +4,7 @@ import { dependenciesOf } from '../../job-plan.js';
 import { defineStepRun } from './spec.js';
 
 /** What the input builder reads of an inference step. */
-interface InferenceRunStep {
+export interface InferenceRunStep {
   id: string;
   depends_on?: string | readonly string[] | undefined;
   model?: string | undefined;

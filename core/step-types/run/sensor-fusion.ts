@@ -2,7 +2,7 @@
 import { defineStepRun, type StepContext } from './spec.js';
 
 /** What the input builder reads of a sensor_fusion step. */
-interface SensorFusionRunStep {
+export interface SensorFusionRunStep {
   id: string;
   quantity?: string | undefined;
   rings?: number | undefined;

@@ -2,7 +2,7 @@
 import { defineStepRun } from './spec.js';
 
 /** What the input builder reads of a tile_render step. */
-interface TileRunStep {
+export interface TileRunStep {
   id: string;
   center_cell?: string | undefined;
   zoom?: number | undefined;
