@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Smoke test of the compiled build: `npm run build`, then `node dist/bin/geofabric.js` — `worker --check`, and
+# Smoke test of the compiled build: `npm run build` and the TypeScript client's build, then `node dist/bin/geofabric.js` — `worker --check`, and
 # `start` (gateway, perception and governance) on free ports with a temporary DATA_DIR, until GET /health and the
 # dashboard answer — then SIGTERM and a clean exit. Plain Node, no tsx: what the Docker images run.
 # Bounded: SMOKE_TIMEOUT seconds (default 60) for the gateway to answer, 30 for it to stop. Exit 0 when it all
@@ -10,6 +10,16 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 [ -n "${SMOKE_SKIP_BUILD:-}" ] || npm run build > /dev/null
+# The TypeScript client's package build (tsc declarations + an esbuild bundle that takes in the server's imagery
+# code): nothing else builds it, so a change that breaks its declarations or bundle would pass unnoticed. Its
+# bundle, loaded by plain Node, must verify a conformance receipt.
+[ -n "${SMOKE_SKIP_BUILD:-}" ] || npm --prefix clients/typescript run build > /dev/null
+node --input-type=module -e "
+  import { readFileSync } from 'node:fs';
+  import { verifyReceipt } from './clients/typescript/dist/index.js';
+  const verdict = verifyReceipt(JSON.parse(readFileSync('test/fixtures/conformance/receipt-valid.json', 'utf8')));
+  if (!verdict.ok) throw new Error('the built client refuses receipt-valid.json: ' + verdict.failedCheck);
+" || { printf 'smoke-build: FAIL the built TypeScript client (clients/typescript/dist)\n' >&2 && exit 1; }
 data=$(mktemp -d "${TMPDIR:-/tmp}/geofabric-smoke.XXXXXX")
 pid=''
 cleanup() {
