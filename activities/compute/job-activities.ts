@@ -8,7 +8,7 @@ import type { BlobStore } from '../../store/blob-store.js';
 import { compactSteps, resolveSteps } from './output-store.js';
 import { ApplicationFailure } from '@temporalio/common';
 import { jobHash, outputHash } from '../../core/job-hash.js';
-import type { ComputeResponse, JobRecord, Settlement } from '../../core/job-record.js';
+import type { ComputeResponse, JobRecord, Settlement, StepResult } from '../../core/job-record.js';
 import type { ScheduleResult } from '../../core/job-scheduler.js';
 import type { ComputeJobInput } from '../../core/job-steps.js';
 import { requiredTools, STEP_MIN_HARDWARE_TIER } from '../../core/step-types/index.js';
@@ -271,14 +271,18 @@ export function createJobActivities(deps: JobActivityDeps) {
         },
       });
       const stored = record.payload as { job_hash?: unknown };
+      // An earlier attempt of this run may have written the record and died before the job was stored; its steps
+      // re-ran since (a workflow task retried re-runs its local activities) and measured other latencies. The
+      // record is what the receipt proves and the ledger posts, so the answer takes its values (provenAnswer).
+      const proven = provenAnswer(record.payload, result.steps, settlement);
       const response: ComputeResponse = {
         job_id: job.job_id,
         status,
-        worker_pk: lastDone?.worker_pk ?? null,
+        worker_pk: [...proven.steps].reverse().find((s) => s.status === 'complete')?.worker_pk ?? null,
         h3_cell: job.h3_cell,
         epoch: job.epoch,
-        steps: result.steps,
-        settlement,
+        steps: proven.steps,
+        settlement: proven.settlement,
         proof: {
           job_hash: typeof stored.job_hash === 'string' ? stored.job_hash : hash,
           verify_url: `/store/proof/${encodeURIComponent(record.id)}`,
@@ -326,6 +330,48 @@ export function createJobActivities(deps: JobActivityDeps) {
 }
 
 export type JobActivities = ReturnType<typeof createJobActivities>;
+
+/** The fields of a step the `compute/job` record binds beside its output (docs/protocol.md §15.2). */
+interface RecordedStep {
+  id: string;
+  latency_ms: number;
+  worker_pk: string | null;
+  relay_pk: string | null;
+  cost: number;
+  record_id: string | null;
+  error: { code: string; detail: string } | null;
+}
+
+/**
+ * The answer's steps and settlement as the stored `compute/job` record binds them: the same as this attempt's,
+ * unless an earlier attempt of the run wrote the record first (its write wins, by id). The record's own values
+ * win, so the stored answer, the ledger's entries and the receipt agree. Outputs are not taken from the record
+ * (it holds only their hashes); a retried step returns its first attempt's record and output anyway.
+ */
+export function provenAnswer(
+  payload: unknown,
+  steps: StepResult[],
+  settlement: Settlement,
+): { steps: StepResult[]; settlement: Settlement } {
+  const recorded = payload as { steps?: RecordedStep[]; settlement?: Settlement } | null;
+  if (!Array.isArray(recorded?.steps)) return { steps, settlement };
+  const byId = new Map(recorded.steps.map((s) => [s.id, s]));
+  const proven = steps.map((step): StepResult => {
+    const r = byId.get(step.id);
+    if (!r) return step;
+    const { relay_pk: _relay, error: _error, ...rest } = step;
+    return {
+      ...rest,
+      latency_ms: r.latency_ms,
+      worker_pk: r.worker_pk,
+      cost: r.cost,
+      record_id: r.record_id,
+      ...(r.relay_pk ? { relay_pk: r.relay_pk } : {}),
+      ...(r.error ? { error: r.error } : {}),
+    };
+  });
+  return { steps: proven, settlement: recorded.settlement ?? settlement };
+}
 
 /**
  * Posts the ledger entries of a finished job (core/ledger-entries.ts): the platform is this gateway, the

@@ -1,0 +1,79 @@
+/**
+ * A job whose `compute/job` record was written by an attempt that died before the job was stored (found by the
+ * chaos run, docs/operations.md "Chaos under load"): the workflow task retried, its local activities re-ran and
+ * measured another latency, and the stored answer disagreed with the signed record (the receipt's `job_answer`
+ * check failed). The record's write wins by id, so the stored answer must take the record's values.
+ */
+import assert from 'node:assert/strict';
+import { generateKeyPair } from '../../core/identity.js';
+import type { ScheduleResult } from '../../core/job-scheduler.js';
+import type { ComputeJobInput } from '../../core/job-steps.js';
+import { jobRecordOf } from '../../activities/compute/job-activities.js';
+import { startGateway } from '../helpers/gateway.js';
+
+const NOW = Date.parse('2026-03-01T10:00:00Z');
+
+const job: ComputeJobInput = {
+  job_id: '3608836a-b19d-8959-89cb-66e599f15d75',
+  requester_pk: generateKeyPair().publicKey,
+  h3_cell: '861e8050fffffff',
+  epoch: 1000,
+  budget_credits: 0.1,
+  proof_credits: 0.0001,
+  steps: [{ id: 'ask', type: 'inference', messages: [{ role: 'user', content: 'hi' }], estimate: 0.006 }],
+  plan: { order: ['ask'], levels: [['ask']] },
+  jurisdiction: null,
+  min_tier: null,
+  request_hash: 'ab'.repeat(32),
+  created_at: new Date(NOW).toISOString(),
+};
+
+/** One attempt's result: the same step (its first attempt's record and cost), measured at `latencyMs`. */
+const attempt = (workerPk: string, latencyMs: number): ScheduleResult => ({
+  status: 'complete',
+  charged: 0.004,
+  error: null,
+  steps: [
+    {
+      id: 'ask',
+      type: 'inference',
+      status: 'complete',
+      output: { text: 'ok' },
+      latency_ms: latencyMs,
+      worker_pk: workerPk,
+      cost: 0.004,
+      record_id: null,
+    },
+  ],
+});
+
+describe('a job record written by an attempt that died before the job was stored', function () {
+  this.timeout(20_000);
+
+  it("stores the answer the record binds, not the re-run's latency", async () => {
+    const gw = await startGateway({ clock: () => NOW });
+    try {
+      const worker = generateKeyPair().publicKey;
+      await gw.jobs.claim(jobRecordOf(job, 'running', null, NOW));
+      // The first attempt writes the record, then its process dies before the job is stored.
+      const finish = gw.jobs.finish.bind(gw.jobs);
+      gw.jobs.finish = () => Promise.reject(new Error('the process died'));
+      await assert.rejects(gw.compute.jobs.finishJob(job, attempt(worker, 1886)), /the process died/);
+      gw.jobs.finish = finish;
+
+      const answer = await gw.compute.jobs.finishJob(job, attempt(worker, 3741));
+      assert.equal(answer.steps[0]!.latency_ms, 1886, "the answer is the record's");
+
+      const stored = await gw.get(`/v1/compute/${job.job_id}`);
+      assert.equal(stored.status, 200, stored.text);
+      const body = stored.body as { steps: { latency_ms: number }[]; proof: { record_id: string } };
+      const record = await gw.get(`/store/proof/${encodeURIComponent(body.proof.record_id)}`);
+      assert.equal(record.status, 200, record.text);
+      const payload = (record.body as { record: { payload: { steps: { latency_ms: number }[] } } }).record.payload;
+      assert.equal(payload.steps[0]!.latency_ms, 1886, 'the record is the first attempt');
+      assert.equal(body.steps[0]!.latency_ms, payload.steps[0]!.latency_ms, 'GET /v1/compute agrees with the record');
+    } finally {
+      await gw.close();
+    }
+  });
+});
