@@ -453,7 +453,7 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
   JOB_RETENTION_DAYS: {
     section: 'Stores',
     description:
-      'how long a compute job (`compute_jobs`: its answer, signed request and so its receipt) is kept after it was last written, then pruned: `GET /v1/compute/{id}` and its receipt answer 404 `job_not_found` after that (its proof records stay); must exceed `JOB_RUN_TIMEOUT_SECONDS` plus 5 minutes. Step output blobs (`job_blobs`) are kept `JOB_RUN_TIMEOUT_SECONDS` plus a day (docs/operations.md "Retention")',
+      'how long a compute job (`compute_jobs`: its answer, signed request and so its receipt) is kept after it was last written, then pruned: `GET /v1/compute/{id}` and its receipt answer 404 `job_not_found` after that (its proof records stay); an openEO batch job not queued or running is pruned as long after its last update; must exceed `JOB_RUN_TIMEOUT_SECONDS` plus 5 minutes. Step output blobs (`job_blobs`) are kept `JOB_RUN_TIMEOUT_SECONDS` plus a day (docs/operations.md "Retention")',
   },
   MONGODB_URI: {
     section: 'Stores',

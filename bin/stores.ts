@@ -76,7 +76,7 @@ export async function openStores(config: Config): Promise<Stores> {
       audit: await createMongoAuditStore(db),
       ledger: await createMongoLedgerStore(db),
       blobs: await createMongoBlobStore(db, { blobRetentionMs: config.blobRetentionMs }),
-      openEoJobs: await createMongoOpenEoJobStore(db),
+      openEoJobs: await createMongoOpenEoJobStore(db, { jobRetentionMs: config.jobRetentionMs }),
     };
     return closing(stores, () => client.close());
   }
@@ -92,7 +92,7 @@ export async function openStores(config: Config): Promise<Stores> {
     audit: createSqliteAuditStore(db),
     ledger: createSqliteLedgerStore(db),
     blobs: createSqliteBlobStore(db, { blobRetentionMs: config.blobRetentionMs }),
-    openEoJobs: createSqliteOpenEoJobStore(db),
+    openEoJobs: createSqliteOpenEoJobStore(db, { jobRetentionMs: config.jobRetentionMs }),
   };
   return closing(stores, () => {
     db.close();

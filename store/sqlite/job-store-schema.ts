@@ -36,8 +36,8 @@ export const JOB_REQUESTER_MIGRATION: SqliteMigration = {
 };
 
 /**
- * Retention (docs/operations.md "Retention"): jobs are pruned by `updated_at` (their last write) and blobs by
- * `stored_at_ms` (their last store), each on its own index. Blobs stored before this migration are stamped with
+ * Retention (docs/operations.md "Retention"): jobs are pruned by `updated_at` (their last write), blobs by
+ * `stored_at_ms` (their last store) and openEO jobs by their record's `updated`, each on its own index. Blobs stored before this migration are stamped with
  * its time, so a job running across the upgrade keeps its blobs for a whole window.
  */
 export const JOB_RETENTION_MIGRATION: SqliteMigration = {
@@ -47,5 +47,6 @@ export const JOB_RETENTION_MIGRATION: SqliteMigration = {
     ALTER TABLE job_blobs ADD COLUMN stored_at_ms INTEGER NOT NULL DEFAULT 0;
     UPDATE job_blobs SET stored_at_ms = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER);
     CREATE INDEX job_blobs_stored_at ON job_blobs (stored_at_ms);
+    CREATE INDEX openeo_jobs_updated ON openeo_jobs (json_extract(json, '$.updated'));
   `,
 };
