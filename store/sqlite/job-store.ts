@@ -66,7 +66,7 @@ export function createSqliteJobStore(db: SqliteDatabase, retention: JobRetention
   `);
   let prunedAt = -Infinity;
   const pruneExpired = (nowMs: number) => {
-    if (nowMs - prunedAt < pruneEveryMs) return;
+    if (!(nowMs - prunedAt >= pruneEveryMs)) return; // NaN (no valid time) never prunes
     // A full batch leaves prunedAt as it was, so the next claim goes on with the backlog.
     const cutoff = new Date(nowMs - retentionMs).toISOString();
     if (pruneJobs.run(cutoff, PRUNE_BATCH).changes < PRUNE_BATCH) prunedAt = nowMs;
