@@ -124,6 +124,9 @@ export const envSchema = z.object({
   // How long a worker's counted job outcome is kept to refuse a second count of that job (then pruned); must
   // outlast the longest job run, checked in loadConfig.
   WORKER_OUTCOME_RETENTION_HOURS: z.coerce.number().int().min(1).max(87_600).default(192),
+  // How long a job (its answer, signed request and receipt) is kept after its last write, then pruned; must
+  // outlast the longest job run, checked in loadConfig.
+  JOB_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
   MONGODB_URI: z.string().optional(),
   MONGODB_DB: z.string().min(1).default('geofabric'),
   NODE_SECRET_KEY: z.string().optional(),
@@ -449,6 +452,11 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
     section: 'Stores',
     description:
       'how long each counted worker outcome (`worker_outcomes`) is kept so a retried or replayed job never counts twice, then pruned; must exceed `JOB_RUN_TIMEOUT_SECONDS` plus 5 minutes (docs/operations.md "Retention")',
+  },
+  JOB_RETENTION_DAYS: {
+    section: 'Stores',
+    description:
+      'how long a compute job (`compute_jobs`: its answer, signed request and so its receipt) is kept after it was last written, then pruned: `GET /v1/compute/{id}` and its receipt answer 404 `job_not_found` after that (its proof records stay); an openEO batch job not queued or running is pruned as long after its last update; must exceed `JOB_RUN_TIMEOUT_SECONDS` plus 5 minutes. Step output blobs (`job_blobs`) are kept `JOB_RUN_TIMEOUT_SECONDS` plus a day (docs/operations.md "Retention")',
   },
   MONGODB_URI: {
     section: 'Stores',
@@ -918,6 +926,10 @@ export interface Config {
   storeMaxBytes: number | undefined;
   /** WORKER_OUTCOME_RETENTION_HOURS in ms: counted outcomes older than this are pruned. */
   workerOutcomeRetentionMs: number;
+  /** JOB_RETENTION_DAYS in ms: jobs last written longer ago than this are pruned. */
+  jobRetentionMs: number;
+  /** Blobs last stored longer ago than this are pruned: the longest run (jobRunTimeoutMs) plus a day. */
+  blobRetentionMs: number;
   mongo: { uri: string; db: string } | null;
   nodeSecretKey: string | undefined;
   /** Seal an epoch this long after it closes; longer than the sync interval so late pushes land first. */
@@ -1160,6 +1172,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         `JOB_RUN_TIMEOUT_SECONDS (${e.JOB_RUN_TIMEOUT_SECONDS} s) plus the 5-minute replay window`,
     );
   }
+  // A job is claimed again by a replay of its signed request (5 minutes) and written by its run until it ends.
+  if (e.JOB_RETENTION_DAYS * 86_400 <= e.JOB_RUN_TIMEOUT_SECONDS + 300) {
+    throw new ConfigError(
+      `configuration: JOB_RETENTION_DAYS: ${e.JOB_RETENTION_DAYS} d does not outlast ` +
+        `JOB_RUN_TIMEOUT_SECONDS (${e.JOB_RUN_TIMEOUT_SECONDS} s) plus the 5-minute replay window`,
+    );
+  }
   const dev = devSettings(e, env);
   return {
     port: e.PORT,
@@ -1198,6 +1217,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     storeMaxBytes: e.STORE_MAX_MB === undefined ? undefined : e.STORE_MAX_MB * 1024 * 1024,
     workerOutcomeRetentionMs: e.WORKER_OUTCOME_RETENTION_HOURS * 3_600_000,
+    jobRetentionMs: e.JOB_RETENTION_DAYS * 86_400_000,
+    blobRetentionMs: e.JOB_RUN_TIMEOUT_SECONDS * 1000 + 86_400_000,
     mongo: e.MONGODB_URI ? { uri: e.MONGODB_URI, db: e.MONGODB_DB } : null,
     nodeSecretKey: e.NODE_SECRET_KEY,
     sealGraceMs: dev.sealGraceMs,

@@ -72,11 +72,11 @@ export async function openStores(config: Config): Promise<Stores> {
       proofs: await createMongoProofStore(db),
       workers: await createMongoWorkerRegistry(db, { outcomeRetentionMs: config.workerOutcomeRetentionMs }),
       apiKeys: await createMongoApiKeyStore(db),
-      jobs: await createMongoJobStore(db),
+      jobs: await createMongoJobStore(db, { jobRetentionMs: config.jobRetentionMs }),
       audit: await createMongoAuditStore(db),
       ledger: await createMongoLedgerStore(db),
-      blobs: await createMongoBlobStore(db),
-      openEoJobs: await createMongoOpenEoJobStore(db),
+      blobs: await createMongoBlobStore(db, { blobRetentionMs: config.blobRetentionMs }),
+      openEoJobs: await createMongoOpenEoJobStore(db, { jobRetentionMs: config.jobRetentionMs }),
     };
     return closing(stores, () => client.close());
   }
@@ -88,11 +88,11 @@ export async function openStores(config: Config): Promise<Stores> {
     proofs: createSqliteProofStore(db),
     workers: createSqliteWorkerRegistry(db, { outcomeRetentionMs: config.workerOutcomeRetentionMs }),
     apiKeys: createSqliteApiKeyStore(db),
-    jobs: createSqliteJobStore(db),
+    jobs: createSqliteJobStore(db, { jobRetentionMs: config.jobRetentionMs }),
     audit: createSqliteAuditStore(db),
     ledger: createSqliteLedgerStore(db),
-    blobs: createSqliteBlobStore(db),
-    openEoJobs: createSqliteOpenEoJobStore(db),
+    blobs: createSqliteBlobStore(db, { blobRetentionMs: config.blobRetentionMs }),
+    openEoJobs: createSqliteOpenEoJobStore(db, { jobRetentionMs: config.jobRetentionMs }),
   };
   return closing(stores, () => {
     db.close();

@@ -33,7 +33,10 @@ export interface JobStore {
    * `job` must be `complete` or `failed` with a response (RangeError otherwise).
    */
   finish(job: JobRecord): Promise<JobRecord>;
-  /** The job as last stored; null for an unknown id. */
+  /**
+   * The job as last stored; null for an unknown id, or one pruned: a job last written longer ago than the
+   * retention window (JobRetention) is deleted by the store itself.
+   */
   get(jobId: string): Promise<JobRecord | null>;
   /**
    * Newest first (created_at of the stored record, then job_id, descending). `limit` is clamped to 1..100;
@@ -44,3 +47,23 @@ export interface JobStore {
   recent(limit: number, filter?: { requesterPk?: string; before?: RecentKey }): Promise<JobRecord[]>;
   close(): Promise<void>;
 }
+
+/**
+ * How long a job is kept after it was last written (claimed, retried or finished). Now is the `updated_at` of the
+ * job being claimed: the clock that stamps every job (the gateway's) also judges their age.
+ * A job is read again by a replay of its signed request (accepted within 5 minutes of its created_at,
+ * core/gates/signature.ts), by its run until it finishes (JOB_RUN_TIMEOUT_SECONDS, at most 7 days), by the
+ * settlement that names its job hash, and by GET /v1/compute/:id and its receipt for as long as the operator
+ * promises them: a window longer than the run keeps every read that correctness needs (docs/operations.md
+ * "Retention"). The job's proof records are not pruned with it.
+ */
+export interface JobRetention {
+  /** Jobs last written longer ago than this are pruned (ms). Default DEFAULT_JOB_RETENTION_MS. */
+  jobRetentionMs?: number;
+}
+
+/** 30 days (JOB_RETENTION_DAYS): far past the longest run (7 days), a month of receipts. */
+export const DEFAULT_JOB_RETENTION_MS = 30 * 86_400_000;
+
+/** How often a store prunes: the window's tenth, at most hourly (as worker outcomes, store/worker-registry.ts). */
+export const jobPruneEveryMs = (retentionMs: number): number => Math.min(3_600_000, Math.ceil(retentionMs / 10));

@@ -58,9 +58,26 @@ export interface OpenEoJob {
   version: number;
 }
 
+/**
+ * How long a finished (or never started, or canceled) openEO job is kept after its last change. A queued or
+ * running job is never pruned; one its owner left alone for the window is deleted with its result files by the
+ * store (docs/operations.md "Retention"). Now is the new job's `created`: the clock that stamps jobs judges them.
+ */
+export interface OpenEoJobRetention {
+  /** Jobs not queued or running, last updated longer ago than this, are pruned (ms). Default DEFAULT_JOB_RETENTION_MS. */
+  jobRetentionMs?: number;
+}
+
+/** The statuses a job is pruned in: every one but those of a run under way. */
+export const PRUNABLE_OPENEO_STATUSES: readonly OpenEoJobStatus[] = ['created', 'finished', 'error', 'canceled'];
+
 export interface OpenEoJobStore {
-  /** Stores a new job (version 1). An id already stored is a caller bug: RangeError. */
+  /**
+   * Stores a new job (version 1). An id already stored is a caller bug: RangeError. At most hourly, first deletes
+   * a bounded batch of jobs past the retention window (OpenEoJobRetention).
+   */
   create(job: OpenEoJob): Promise<void>;
+  /** The job; null for an unknown id, a deleted one, or one pruned after the retention window. */
   get(id: string): Promise<OpenEoJob | null>;
   /** The owner's jobs, newest first, at most `limit` (1..100). */
   list(owner: string, limit: number): Promise<OpenEoJob[]>;

@@ -255,14 +255,16 @@ export const computeRoutes = (deps: ComputeDeps) => [
     preflight: ({ params }) => pass(params.jobId ?? ''),
     handler: async (ctx, jobId) => {
       const job = /^[0-9a-f-]{36}$/.test(jobId) ? await deps.jobs.get(jobId) : null;
-      if (!job) throw new ServiceError('job_not_found', `no job ${JSON.stringify(jobId.slice(0, 64))}`);
+      if (!job) throw new ServiceError('job_not_found', noJobDetail(jobId));
       ctx.body = job.response
         ? withAbsoluteUrl(await withStellarTx(job.response, deps), ctx, deps.publicUrl)
         : summary(job, ctx, deps.publicUrl);
     },
     docs: {
       summary: 'One job',
-      description: 'The finished job as `POST /v1/compute` answered it, or the summary of a job still running.',
+      description:
+        'The finished job as `POST /v1/compute` answered it, or the summary of a job still running. A job is kept ' +
+        'JOB_RETENTION_DAYS after its last write, then 404 `job_not_found` (its proof records stay).',
       tags: ['Compute'],
       params: jobIdParams,
       responses: { 200: { description: 'The job', schema: jobLookupSchema } },
@@ -270,6 +272,14 @@ export const computeRoutes = (deps: ComputeDeps) => [
     },
   }),
 ];
+
+/**
+ * job_not_found's detail: an unknown id and a pruned job look alike to the store (no tombstone is kept, it would
+ * grow per job), so the detail names both (docs/operations.md "Retention").
+ */
+export const noJobDetail = (jobId: string): string =>
+  `no job ${JSON.stringify(jobId.slice(0, 64))}: unknown, or last written longer ago than this node keeps jobs ` +
+  `(JOB_RETENTION_DAYS); its proof records stay`;
 
 /** The chain gate 3 verified (root first), kept for the job's receipt; null without a certificate. */
 function delegationChainOf(ctx: Context): unknown[] | null {

@@ -3,6 +3,7 @@ import { pass } from '../../core/check.js';
 import { ServiceError } from '../../core/errors.js';
 import { buildJobReceipt, type ReceiptSources } from '../../activities/proof/job-receipt.js';
 import { route } from '../route-spec.js';
+import { noJobDetail } from './compute.js';
 import { jobIdParams } from '../schemas/param-docs.js';
 
 const receiptSchema = z.looseObject({
@@ -39,7 +40,7 @@ export const receiptRoutes = (sources: ReceiptSources) => [
       const shown = JSON.stringify(jobId.slice(0, 64));
       const found = /^[0-9a-f-]{36}$/.test(jobId) ? await buildJobReceipt(sources, jobId) : null;
       if (found === null || (!found.found && found.reason === 'no_job')) {
-        throw new ServiceError('job_not_found', `no job ${shown}`);
+        throw new ServiceError('job_not_found', noJobDetail(jobId));
       }
       if (!found.found) {
         throw new ServiceError('receipt_unavailable', `job ${shown} was stored without its signed request`);
@@ -51,7 +52,8 @@ export const receiptRoutes = (sources: ReceiptSources) => [
       description:
         'The signed request, its delegation chain, the job answer, the `compute/job` record and every step record ' +
         "with inclusion proofs, seals, anchors and a signed head of each sealer's seal log: check it offline with " +
-        '`geofabric receipt verify`. `status` is `pending` until every record is sealed.',
+        '`geofabric receipt verify`. `status` is `pending` until every record is sealed. A job is kept ' +
+        'JOB_RETENTION_DAYS after its last write, then 404 `job_not_found`.',
       tags: ['Compute'],
       params: jobIdParams,
       responses: { 200: { description: 'The receipt (docs/protocol.md §15)', schema: receiptSchema } },

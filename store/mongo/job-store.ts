@@ -2,7 +2,7 @@ import { MongoServerError, type Collection, type Db } from 'mongodb';
 import { ServiceError } from '../../core/errors.js';
 import type { JobRecord, JobStatus } from '../../core/job-record.js';
 import { checkJobInput, JOB_RECORD_VERSION, parseStoredJob, recentLimit } from '../job-record-schema.js';
-import type { JobStore } from '../job-store.js';
+import { DEFAULT_JOB_RETENTION_MS, jobPruneEveryMs, type JobRetention, type JobStore } from '../job-store.js';
 import { ensureIndexes } from './ensure-indexes.js';
 
 /** The columns every stored revision of a job carries: the record's JSON and the fields queries need. */
@@ -41,12 +41,14 @@ interface Current {
   job: JobRecord;
 }
 
-export interface MongoJobStoreOptions {
+export interface MongoJobStoreOptions extends JobRetention {
   /** Revisions tried per transition before giving up; each failed one means another transition landed first. */
   maxAttempts?: number;
 }
 
 const DUPLICATE_KEY = 11000;
+/** Jobs deleted per prune at most (a job document carries its whole answer). */
+const PRUNE_BATCH = 1_000;
 const NO_ID = { projection: { _id: 0 } } as const;
 
 /**
@@ -62,7 +64,9 @@ const NO_ID = { projection: { _id: 0 } } as const;
  *  - After a transition the job document is moved to the new revision (`$set` filtered on a lower `rev`):
  *    a hint that lets `recent` sort and page on one collection. A lost or late hint (possible on FerretDB only,
  *    under concurrent transitions of one job) costs nothing: every read adds the revisions above the hint.
- * No deletes, so a job once claimed stays readable; revisions are a few per job (one per retry or finish).
+ * Revisions are a few per job (one per retry or finish). A job last written longer ago than the retention
+ * window is deleted with its revisions by claim, at most every jobPruneEveryMs, a bounded batch at a time, on
+ * the `updated_at` index (no TTL index: FerretDB v1 has none, README.md beside this file).
  */
 export async function createMongoJobStore(db: Db, options: MongoJobStoreOptions = {}): Promise<JobStore> {
   const maxAttempts = options.maxAttempts ?? 100;
@@ -73,7 +77,37 @@ export async function createMongoJobStore(db: Db, options: MongoJobStoreOptions 
     { key: { status: 1 }, name: 'status' },
     { key: { requester_pk: 1, created_at: -1, _id: -1 }, name: 'requester_recent' },
   ]);
+  await ensureIndexes(jobs, [{ key: { updated_at: 1 }, name: 'updated_at' }]);
   await ensureIndexes(revisions, [{ key: { job_id: 1, rev: 1 }, name: 'job_rev_unique', unique: true }]);
+  const retentionMs = options.jobRetentionMs ?? DEFAULT_JOB_RETENTION_MS;
+  const pruneEveryMs = jobPruneEveryMs(retentionMs);
+  let prunedAt = -Infinity;
+
+  /**
+   * Deletes one batch of jobs last written before the window, revisions first: a job document is the entry to
+   * its revisions, so a prune cut short leaves a whole (expired) job, never revisions nobody can reach. A job
+   * whose hint lags (FerretDB, concurrent transitions) but whose newest revision is inside the window is kept.
+   * True when the batch was full (more may be waiting).
+   */
+  async function pruneBatch(nowMs: number): Promise<boolean> {
+    const cutoff = new Date(nowMs - retentionMs).toISOString();
+    const old = await jobs
+      .find({ updated_at: { $lt: cutoff } }, { projection: { _id: 1 } })
+      .limit(PRUNE_BATCH)
+      .toArray();
+    if (old.length === 0) return false;
+    const ids = old.map((doc) => doc._id);
+    const fresh = await revisions
+      .find({ job_id: { $in: ids }, updated_at: { $gte: cutoff } }, { projection: { _id: 0, job_id: 1 } })
+      .toArray();
+    const kept = new Set(fresh.map((r) => r.job_id));
+    const gone = ids.filter((id) => !kept.has(id));
+    if (gone.length > 0) {
+      await revisions.deleteMany({ job_id: { $in: gone } });
+      await jobs.deleteMany({ _id: { $in: gone }, updated_at: { $lt: cutoff } });
+    }
+    return old.length === PRUNE_BATCH;
+  }
 
   /** The newest of the hint and the revisions above it. */
   function newestOf(doc: JobDoc, later: readonly RevisionDoc[]): Current {
@@ -110,12 +144,20 @@ export async function createMongoJobStore(db: Db, options: MongoJobStoreOptions 
   return {
     async claim(input) {
       const job = checkJobInput(input, ['running'], 'claim');
+      const nowMs = Date.parse(job.updated_at);
+      if (nowMs - prunedAt >= pruneEveryMs) {
+        prunedAt = nowMs;
+        // Once an interval, on an indexed range: cheap enough to await. A full batch lets the next claim go on
+        // with the backlog; a failed prune is tried again at the next interval, and the claim goes ahead.
+        if (await pruneBatch(nowMs).catch(() => false)) prunedAt = -Infinity;
+      }
       const fields = fieldsOf(job);
       if (await insertClaimed(jobs, { _id: job.job_id, record_version: JOB_RECORD_VERSION, rev: 0, ...fields })) {
         return { created: true, job: parseStoredJob(fields.json, job.job_id) };
       }
       const stored = await current(job.job_id);
-      // Jobs are never deleted, so a duplicate key always leaves a document to read.
+      // Only a job untouched for a whole window is deleted, and no claim of it can come that late (its request
+      // is stale), so a duplicate key leaves a document to read.
       if (stored === null) throw new Error(`job ${job.job_id} conflicted on insert but is not stored`);
       return { created: false, job: stored.job };
     },

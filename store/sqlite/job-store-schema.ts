@@ -34,3 +34,19 @@ export const JOB_REQUESTER_MIGRATION: SqliteMigration = {
       ON compute_jobs (json_extract(json, '$.requester_pk'), created_at DESC, job_id DESC);
   `,
 };
+
+/**
+ * Retention (docs/operations.md "Retention"): jobs are pruned by `updated_at` (their last write), blobs by
+ * `stored_at_ms` (their last store) and openEO jobs by their record's `updated`, each on its own index. Blobs stored before this migration are stamped with
+ * its time, so a job running across the upgrade keeps its blobs for a whole window.
+ */
+export const JOB_RETENTION_MIGRATION: SqliteMigration = {
+  id: '0017-job-retention',
+  sql: `
+    CREATE INDEX compute_jobs_updated_at ON compute_jobs (updated_at);
+    ALTER TABLE job_blobs ADD COLUMN stored_at_ms INTEGER NOT NULL DEFAULT 0;
+    UPDATE job_blobs SET stored_at_ms = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER);
+    CREATE INDEX job_blobs_stored_at ON job_blobs (stored_at_ms);
+    CREATE INDEX openeo_jobs_updated ON openeo_jobs (json_extract(json, '$.updated'));
+  `,
+};

@@ -1,7 +1,7 @@
 import type { JobRecord } from '../../core/job-record.js';
 import { ServiceError } from '../../core/errors.js';
 import { checkJobInput, JOB_RECORD_VERSION, parseStoredJob, recentLimit } from '../job-record-schema.js';
-import type { JobStore } from '../job-store.js';
+import { DEFAULT_JOB_RETENTION_MS, jobPruneEveryMs, type JobRetention, type JobStore } from '../job-store.js';
 import type { SqliteDatabase } from './open-database.js';
 
 interface JobRow {
@@ -16,8 +16,12 @@ type RowParams = [string, number, string, string, string, string];
  * statement, so it is atomic within a process and, through SQLite's write lock, across processes sharing the
  * file: a claim is `INSERT … ON CONFLICT DO NOTHING` on the primary key, a retry and a finish are UPDATEs
  * conditional on the stored status, and only the caller whose statement changed the row reports the change.
+ * Jobs last written longer ago than the retention window are deleted by claim itself, at most every
+ * jobPruneEveryMs and in bounded batches (as worker outcomes, store/sqlite/worker-registry.ts).
  */
-export function createSqliteJobStore(db: SqliteDatabase): JobStore {
+export function createSqliteJobStore(db: SqliteDatabase, retention: JobRetention = {}): JobStore {
+  const retentionMs = retention.jobRetentionMs ?? DEFAULT_JOB_RETENTION_MS;
+  const pruneEveryMs = jobPruneEveryMs(retentionMs);
   const insert = db.prepare<RowParams, JobRow>(`
     INSERT INTO compute_jobs (job_id, record_version, status, created_at, updated_at, json)
     VALUES (?, ?, ?, ?, ?, ?)
@@ -52,6 +56,22 @@ export function createSqliteJobStore(db: SqliteDatabase): JobStore {
      ORDER BY created_at DESC, job_id DESC LIMIT ?`,
   );
 
+  // A bounded batch per statement (a job row carries its whole answer): a first prune over a large backlog
+  // never holds the write lock for long. `updated_at` is ISO 8601 UTC, so text order is time order.
+  const PRUNE_BATCH = 1_000;
+  const pruneJobs = db.prepare<[string, number]>(`
+    DELETE FROM compute_jobs WHERE job_id IN (
+      SELECT job_id FROM compute_jobs WHERE updated_at < ? LIMIT ?
+    )
+  `);
+  let prunedAt = -Infinity;
+  const pruneExpired = (nowMs: number) => {
+    if (!(nowMs - prunedAt >= pruneEveryMs)) return; // NaN (no valid time) never prunes
+    // A full batch leaves prunedAt as it was, so the next claim goes on with the backlog.
+    const cutoff = new Date(nowMs - retentionMs).toISOString();
+    if (pruneJobs.run(cutoff, PRUNE_BATCH).changes < PRUNE_BATCH) prunedAt = nowMs;
+  };
+
   const read = (jobId: string): JobRecord | null => {
     const row = byId.get(jobId);
     return row ? toRecord(row) : null;
@@ -66,11 +86,13 @@ export function createSqliteJobStore(db: SqliteDatabase): JobStore {
   return {
     async claim(input) {
       const job = checkJobInput(input, ['running'], 'claim');
+      pruneExpired(Date.parse(job.updated_at));
       const [status, createdAt, updatedAt, json] = columns(job);
       const row = insert.get(job.job_id, JOB_RECORD_VERSION, status, createdAt, updatedAt, json);
       if (row) return { created: true, job: toRecord(row) };
       const stored = read(job.job_id);
-      // Jobs are never deleted, so a conflicting insert always leaves a row to read.
+      // Only a job untouched for a whole window is deleted, and no claim of it can come that late (its request
+      // is stale), so a conflicting insert leaves a row to read.
       if (stored === null) throw new Error(`job ${job.job_id} conflicted on insert but is not stored`);
       return { created: false, job: stored };
     },

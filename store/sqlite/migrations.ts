@@ -15,7 +15,7 @@ import {
   WORKER_REGISTRY_MIGRATION,
 } from './worker-registry-schema.js';
 import { API_KEYS_MIGRATION } from './api-key-schema.js';
-import { JOB_REQUESTER_MIGRATION, JOB_STORE_MIGRATION } from './job-store-schema.js';
+import { JOB_REQUESTER_MIGRATION, JOB_RETENTION_MIGRATION, JOB_STORE_MIGRATION } from './job-store-schema.js';
 import { AUDIT_CHAIN_MIGRATION, AUDIT_VERIFIED_MIGRATION } from './audit-store-schema.js';
 import { LEDGER_MIGRATION } from './ledger-store-schema.js';
 import { JOB_BLOBS_MIGRATION } from './blob-store.js';
@@ -111,4 +111,5 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       );
     `,
   },
+  JOB_RETENTION_MIGRATION,
 ];

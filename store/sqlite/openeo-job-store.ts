@@ -1,4 +1,10 @@
-import type { OpenEoJob, OpenEoJobStore } from '../openeo-job-store.js';
+import { DEFAULT_JOB_RETENTION_MS, jobPruneEveryMs } from '../job-store.js';
+import {
+  PRUNABLE_OPENEO_STATUSES,
+  type OpenEoJob,
+  type OpenEoJobRetention,
+  type OpenEoJobStore,
+} from '../openeo-job-store.js';
 import type { SqliteMigration } from './migrations.js';
 import type { SqliteDatabase } from './open-database.js';
 
@@ -23,7 +29,20 @@ export const OPENEO_JOBS_MIGRATION: SqliteMigration = {
   `,
 };
 
-export function createSqliteOpenEoJobStore(db: SqliteDatabase): OpenEoJobStore {
+/**
+ * Jobs past the retention window are deleted with their files by create, at most every jobPruneEveryMs and a
+ * bounded batch at a time (result files may be large), on the `openeo_jobs_updated` index (migration 0017).
+ */
+export function createSqliteOpenEoJobStore(db: SqliteDatabase, retention: OpenEoJobRetention = {}): OpenEoJobStore {
+  const retentionMs = retention.jobRetentionMs ?? DEFAULT_JOB_RETENTION_MS;
+  const pruneEveryMs = jobPruneEveryMs(retentionMs);
+  const PRUNE_BATCH = 16;
+  const statuses = PRUNABLE_OPENEO_STATUSES.map((s) => `'${s}'`).join(', ');
+  const expired = db.prepare<[string, number], { id: string }>(
+    `SELECT id FROM openeo_jobs WHERE json_extract(json, '$.updated') < ?
+     AND json_extract(json, '$.status') IN (${statuses}) LIMIT ?`,
+  );
+  let prunedAt = -Infinity;
   const insert = db.prepare<[string, string, string, string]>(
     'INSERT INTO openeo_jobs (id, owner, created_at, version, json) VALUES (?, ?, ?, 1, ?)',
   );
@@ -43,8 +62,20 @@ export function createSqliteOpenEoJobStore(db: SqliteDatabase): OpenEoJobStore {
     'SELECT bytes FROM openeo_job_assets WHERE job_id = ? AND name = ?',
   );
   const parse = (json: string) => JSON.parse(json) as OpenEoJob;
+  const removeJob = db.transaction((id: string) => {
+    remove.run(id);
+    removeAssets.run(id);
+  });
+  const pruneExpired = db.transaction((nowMs: number) => {
+    if (!(nowMs - prunedAt >= pruneEveryMs)) return;
+    const ids = expired.all(new Date(nowMs - retentionMs).toISOString(), PRUNE_BATCH).map((r) => r.id);
+    for (const id of ids) removeJob(id);
+    // A full batch leaves prunedAt as it was, so the next create goes on with the backlog.
+    if (ids.length < PRUNE_BATCH) prunedAt = nowMs;
+  });
   return {
     async create(job) {
+      pruneExpired(Date.parse(job.created));
       if (byId.get(job.id)) throw new RangeError(`openEO job ${job.id} exists`);
       insert.run(job.id, job.owner, job.created, JSON.stringify({ ...job, version: 1 }));
     },
@@ -61,10 +92,7 @@ export function createSqliteOpenEoJobStore(db: SqliteDatabase): OpenEoJobStore {
       return update.run(next.version, JSON.stringify(next), job.id, job.version).changes === 1 ? next : null;
     },
     async delete(id) {
-      db.transaction(() => {
-        remove.run(id);
-        removeAssets.run(id);
-      })();
+      removeJob(id);
     },
     async putAsset(jobId, name, bytes) {
       putAsset.run(jobId, name, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));

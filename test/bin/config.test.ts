@@ -142,6 +142,21 @@ describe('configuration (bin/config.ts)', () => {
     );
   });
 
+  it('keeps jobs 30 days and blobs the longest run plus a day by default, and refuses a job window shorter than a run', () => {
+    assert.equal(loadConfig({}).jobRetentionMs, 30 * 86_400_000);
+    assert.equal(loadConfig({ JOB_RETENTION_DAYS: '1' }).jobRetentionMs, 86_400_000);
+    assert.equal(loadConfig({}).blobRetentionMs, 3600 * 1000 + 86_400_000);
+    assert.equal(
+      loadConfig({ JOB_RUN_TIMEOUT_SECONDS: String(7 * 86_400) }).blobRetentionMs,
+      7 * 86_400_000 + 86_400_000,
+    );
+    assert.throws(
+      () => loadConfig({ JOB_RETENTION_DAYS: '7', JOB_RUN_TIMEOUT_SECONDS: String(7 * 86_400) }),
+      (error: unknown) => error instanceof ConfigError && /JOB_RETENTION_DAYS/.test(error.message),
+    );
+    assert.throws(() => loadConfig({ JOB_RETENTION_DAYS: '0' }), /JOB_RETENTION_DAYS/);
+  });
+
   it('the default satellite source orders its path z/y/x', () => {
     assert.match(DEFAULT_TILE_TEMPLATES.satellite, /\{z\}\/\{y\}\/\{x\}$/);
   });

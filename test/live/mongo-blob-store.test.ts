@@ -6,9 +6,9 @@ import { useLiveMongo } from './live-env.js';
 describe('MongoDB-protocol blob store (live)', () => {
   const { uri, freshDb } = useLiveMongo();
 
-  describeBlobStoreContract(`MongoDB protocol at ${uri}`, async () => {
+  describeBlobStoreContract(`MongoDB protocol at ${uri}`, async (retention) => {
     const db = freshDb();
-    const store = await createMongoBlobStore(db);
+    const store = await createMongoBlobStore(db, retention);
     return { store, cleanup: async () => void (await db.dropDatabase()) };
   });
 });

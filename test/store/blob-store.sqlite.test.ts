@@ -2,7 +2,7 @@ import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteBlobStore } from '../../store/sqlite/blob-store.js';
 import { describeBlobStoreContract } from './blob-store.contract.js';
 
-describeBlobStoreContract('SQLite (in memory)', async () => {
+describeBlobStoreContract('SQLite (in memory)', async (retention) => {
   const db = openSqlite(':memory:');
-  return { store: createSqliteBlobStore(db), cleanup: async () => void db.close() };
+  return { store: createSqliteBlobStore(db, retention), cleanup: async () => void db.close() };
 });

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { ServiceError } from '../../core/errors.js';
 import type { ComputeResponse, JobRecord } from '../../core/job-record.js';
-import type { JobStore } from '../../store/job-store.js';
+import type { JobRetention, JobStore } from '../../store/job-store.js';
 
-/** Opens a fresh, empty store; `cleanup` runs after each test (close the database, drop it …). */
-export type JobStoreFactory = () => Promise<{ store: JobStore; cleanup?: () => Promise<void> }>;
+/** Opens a fresh, empty store (with `retention` when given); `cleanup` runs after each test (close the database, drop it …). */
+export type JobStoreFactory = (retention?: JobRetention) => Promise<{ store: JobStore; cleanup?: () => Promise<void> }>;
 
 const T0 = Date.UTC(2026, 2, 1, 12);
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -336,6 +336,65 @@ export function describeJobStoreContract(name: string, factory: JobStoreFactory)
         for (const limit of [1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
           await assert.rejects(store.recent(limit), RangeError);
         }
+      });
+    });
+
+    describe('retention', () => {
+      const DAY = 86_400_000;
+      let now = T0;
+      let kept: JobStore;
+      let keptCleanup: (() => Promise<void>) | undefined;
+      beforeEach(async () => {
+        now = T0;
+        // Now is the claimed job's updated_at (the clock that stamps jobs), so `now` only names it.
+        ({ store: kept, cleanup: keptCleanup } = await factory({ jobRetentionMs: 30 * DAY }));
+      });
+      afterEach(async () => {
+        await kept.close();
+        await keptCleanup?.();
+      });
+
+      it('prunes jobs last written before the window at a later claim, and keeps every job written inside it', async () => {
+        const old = runningJob();
+        await kept.claim(old);
+        await kept.finish(finishedJob(old, 'complete', T0 + 5000));
+        // Claimed with the old one but finished six days later: its last write is inside the window.
+        const long = runningJob();
+        await kept.claim(long);
+        await kept.finish(finishedJob(long, 'failed', T0 + 6 * DAY));
+        // Claimed later and still running: never finished, last written inside the window.
+        now = T0 + 25 * DAY;
+        const running = runningJob({ created_at: iso(now), updated_at: iso(now) });
+        await kept.claim(running);
+        assert.equal((await kept.get(old.job_id))?.status, 'complete', 'nothing is pruned inside the window');
+
+        now = T0 + 30 * DAY + 10_000;
+        const fresh = runningJob({ created_at: iso(now), updated_at: iso(now) });
+        await kept.claim(fresh); // prunes
+        assert.equal(await kept.get(old.job_id), null, 'a job last written before the window is pruned');
+        assert.equal((await kept.get(long.job_id))?.status, 'failed');
+        assert.equal((await kept.get(running.job_id))?.status, 'running');
+        assert.equal((await kept.get(fresh.job_id))?.status, 'running');
+        assert.deepEqual(
+          (await kept.recent(10)).map((j) => j.job_id).sort(),
+          [long, running, fresh].map((j) => j.job_id).sort(),
+        );
+        // A pruned job is unknown to every operation, as one never claimed.
+        assert.equal(await kept.retry(old), null);
+        await rejectsWith(kept.finish(finishedJob(old, 'complete')), 'job_not_found');
+      });
+
+      it('keeps a job retried inside the window though it was first written before it', async () => {
+        const job = runningJob();
+        await kept.claim(job);
+        await kept.finish(finishedJob(job, 'failed', T0 + 5000));
+        now = T0 + 20 * DAY;
+        const again = { ...job, created_at: iso(now), updated_at: iso(now) };
+        assert.equal((await kept.retry(again))?.restarted, true);
+        await kept.finish(finishedJob(again, 'complete', now + 5000));
+        now = T0 + 31 * DAY;
+        await kept.claim(runningJob({ created_at: iso(now), updated_at: iso(now) })); // prunes
+        assert.equal((await kept.get(job.job_id))?.status, 'complete');
       });
     });
   });

@@ -6,9 +6,9 @@ import { createSqliteJobStore } from '../../store/sqlite/job-store.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
 import { describeJobStoreContract, finishedJob, runningJob } from './job-store.contract.js';
 
-describeJobStoreContract('SQLite (in memory)', async () => {
+describeJobStoreContract('SQLite (in memory)', async (retention) => {
   const db = openSqlite(':memory:');
-  return { store: createSqliteJobStore(db), cleanup: async () => void db.close() };
+  return { store: createSqliteJobStore(db, retention), cleanup: async () => void db.close() };
 });
 
 describe('SQLite job store on a shared file', () => {

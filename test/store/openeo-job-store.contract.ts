@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
-import type { OpenEoJob, OpenEoJobStore } from '../../store/openeo-job-store.js';
+import type { OpenEoJob, OpenEoJobRetention, OpenEoJobStore } from '../../store/openeo-job-store.js';
 
-export type OpenEoJobStoreFactory = () => Promise<{ store: OpenEoJobStore; cleanup?: () => Promise<void> }>;
+export type OpenEoJobStoreFactory = (
+  retention?: OpenEoJobRetention,
+) => Promise<{ store: OpenEoJobStore; cleanup?: () => Promise<void> }>;
 
 export const openEoJob = (id: string, owner: string, created: string): OpenEoJob => ({
   id,
@@ -81,6 +83,45 @@ export function describeOpenEoJobStoreContract(name: string, open: OpenEoJobStor
       await store.delete('j-1');
       assert.equal(await store.get('j-1'), null);
       assert.equal(await store.getAsset('j-1', 'result.tif'), null);
+    });
+
+    describe('retention', () => {
+      const DAY = 86_400_000;
+      const T0 = Date.UTC(2026, 2, 1, 12);
+      const iso = (ms: number) => new Date(ms).toISOString();
+      let kept: OpenEoJobStore;
+      let keptCleanup: (() => Promise<void>) | undefined;
+      beforeEach(async () => {
+        // Now is the created time of the job being created (the clock that stamps jobs).
+        ({ store: kept, cleanup: keptCleanup } = await open({ jobRetentionMs: 30 * DAY }));
+      });
+      afterEach(async () => {
+        await kept.close();
+        await keptCleanup?.();
+      });
+
+      it('prunes a job and its files left alone past the window, and keeps running jobs and jobs updated inside it', async () => {
+        const finished = openEoJob('j-finished', 'key_a', iso(T0));
+        await kept.create(finished);
+        await kept.putAsset(finished.id, 'out.tif', new Uint8Array([1, 2, 3]));
+        const running = openEoJob('j-running', 'key_a', iso(T0));
+        await kept.create(running);
+        assert.ok(await kept.save({ ...running, status: 'running', updated: iso(T0 + 1000) }));
+        const touched = openEoJob('j-touched', 'key_a', iso(T0));
+        await kept.create(touched);
+        assert.ok(await kept.save({ ...touched, status: 'finished', updated: iso(T0 + 25 * DAY) }));
+        const newer = openEoJob('j-newer', 'key_b', iso(T0 + 20 * DAY));
+        await kept.create(newer);
+        assert.ok(await kept.get(finished.id), 'nothing is pruned inside the window');
+
+        await kept.create(openEoJob('j-fresh', 'key_b', iso(T0 + 31 * DAY))); // prunes
+        assert.equal(await kept.get(finished.id), null, 'a job left alone past the window is pruned');
+        assert.equal(await kept.getAsset(finished.id, 'out.tif'), null, 'with its result files');
+        assert.equal((await kept.get(running.id))?.status, 'running', 'a run under way is never pruned');
+        assert.equal((await kept.get(touched.id))?.status, 'finished');
+        assert.ok(await kept.get(newer.id));
+        assert.deepEqual((await kept.list('key_a', 10)).map((j) => j.id).sort(), [running.id, touched.id].sort());
+      });
     });
   });
 }
