@@ -126,7 +126,7 @@ export const envSchema = z.object({
   WORKER_OUTCOME_RETENTION_HOURS: z.coerce.number().int().min(1).max(87_600).default(192),
   // How long a job (its answer, signed request and receipt) is kept after its last write, then pruned; must
   // outlast the longest job run, checked in loadConfig.
-  JOB_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
+  JOB_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(120),
   MONGODB_URI: z.string().optional(),
   MONGODB_DB: z.string().min(1).default('geofabric'),
   NODE_SECRET_KEY: z.string().optional(),
@@ -456,7 +456,7 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
   JOB_RETENTION_DAYS: {
     section: 'Stores',
     description:
-      'how long a compute job (`compute_jobs`: its answer, signed request and so its receipt) is kept after it was last written, then pruned: `GET /v1/compute/{id}` and its receipt answer 404 `job_not_found` after that (its proof records stay); an openEO batch job not queued or running is pruned as long after its last update; must exceed `JOB_RUN_TIMEOUT_SECONDS` plus 5 minutes. Step output blobs (`job_blobs`) are kept `JOB_RUN_TIMEOUT_SECONDS` plus a day (docs/operations.md "Retention")',
+      'how long a compute job (`compute_jobs`: its answer, signed request and so its receipt) is kept after it was last written, then pruned: `GET /v1/compute/{id}` and its receipt answer 404 `job_not_found` after that (its proof records stay). The default, 120 days, is the longest common window for disputing a charge with a card network, so a receipt outlives any billing dispute about its job; an openEO batch job not queued or running is pruned as long after its last update; must exceed `JOB_RUN_TIMEOUT_SECONDS` plus 5 minutes. Step output blobs (`job_blobs`) are kept `JOB_RUN_TIMEOUT_SECONDS` plus a day (docs/operations.md "Retention")',
   },
   MONGODB_URI: {
     section: 'Stores',

@@ -142,8 +142,8 @@ describe('configuration (bin/config.ts)', () => {
     );
   });
 
-  it('keeps jobs 30 days and blobs the longest run plus a day by default, and refuses a job window shorter than a run', () => {
-    assert.equal(loadConfig({}).jobRetentionMs, 30 * 86_400_000);
+  it('keeps jobs 120 days (a billing dispute window) and blobs the longest run plus a day by default, and refuses a job window shorter than a run', () => {
+    assert.equal(loadConfig({}).jobRetentionMs, 120 * 86_400_000);
     assert.equal(loadConfig({ JOB_RETENTION_DAYS: '1' }).jobRetentionMs, 86_400_000);
     assert.equal(loadConfig({}).blobRetentionMs, 3600 * 1000 + 86_400_000);
     assert.equal(
