@@ -389,37 +389,15 @@ async function postJobEntries(
   const jobId = response.job_id;
   const recordId = response.proof?.record_id ?? jobRecordId(jobId);
   const run = jobRunOf(jobId, recordId) ?? 1;
-  const posted = await ledger.jobEntries(jobId);
-  const tiers = new Map<string, number | null>();
-  for (const e of posted) {
-    if (e.record_id === recordId && (e.kind === 'step_earning' || e.kind === 'relay_fee')) {
-      tiers.set(e.account_pk, e.hardware_tier);
-    }
-  }
-  const earners = new Set([deps.nodePk]);
-  for (const s of response.steps) {
-    if (s.status !== 'complete') continue;
-    if (s.worker_pk && s.worker_pk !== BACKBONE_WORKER) earners.add(s.worker_pk);
-    if (s.relay_pk) earners.add(s.relay_pk);
-  }
-  await Promise.all(
-    [...earners]
-      .filter((pk) => !tiers.has(pk))
-      .map(async (pk) => tiers.set(pk, (await deps.workers.get(pk))?.hardware_tier ?? null)),
-  );
-  const entries = jobLedgerEntries({
-    response,
-    requesterPk: finished.requester_pk,
-    platformPk: deps.nodePk,
-    recordId,
-    nowMs: Date.parse(finished.updated_at),
-    hardwareTierOf: (pk) => tiers.get(pk) ?? null,
-    run,
-    earlier: posted.filter((e) => (jobRunOf(jobId, e.record_id) ?? 1) < run),
-    ...(deps.relayFeeShare === undefined ? {} : { relayFeeShare: deps.relayFeeShare }),
-  });
+  // Another gateway of the deployment may have posted this run before (its attempt died after the post, and
+  // Temporal retried the activity here): the platform account is the one it posted, so the retry's entries are
+  // the same entries; a different platform would contradict them. Read again if one appeared meanwhile.
+  const post = () => postEntriesOnce(deps, ledger, finished, response, recordId, run);
   try {
-    await ledger.post(entries);
+    await post().catch((error: unknown) => {
+      if (!(error instanceof ServiceError && error.code === 'record_conflict')) throw error;
+      return post();
+    });
   } catch (error) {
     // Entries that contradict stored ones, or that are not valid, will not change on a retry: stop retrying
     // and say why (an operator must look); store outages stay retryable.
@@ -433,6 +411,48 @@ async function postJobEntries(
     }
     throw error;
   }
+}
+
+async function postEntriesOnce(
+  deps: JobActivityDeps,
+  ledger: LedgerStore,
+  finished: JobRecord,
+  response: ComputeResponse,
+  recordId: string,
+  run: number,
+): Promise<void> {
+  const jobId = response.job_id;
+  const posted = await ledger.jobEntries(jobId);
+  const platformPk = posted.find((e) => e.kind === 'proof_fee' && e.record_id === recordId)?.account_pk ?? deps.nodePk;
+  const tiers = new Map<string, number | null>();
+  for (const e of posted) {
+    if (e.record_id === recordId && (e.kind === 'step_earning' || e.kind === 'relay_fee')) {
+      tiers.set(e.account_pk, e.hardware_tier);
+    }
+  }
+  const earners = new Set([platformPk]);
+  for (const s of response.steps) {
+    if (s.status !== 'complete') continue;
+    if (s.worker_pk && s.worker_pk !== BACKBONE_WORKER) earners.add(s.worker_pk);
+    if (s.relay_pk) earners.add(s.relay_pk);
+  }
+  await Promise.all(
+    [...earners]
+      .filter((pk) => !tiers.has(pk))
+      .map(async (pk) => tiers.set(pk, (await deps.workers.get(pk))?.hardware_tier ?? null)),
+  );
+  const entries = jobLedgerEntries({
+    response,
+    requesterPk: finished.requester_pk,
+    platformPk,
+    recordId,
+    nowMs: Date.parse(finished.updated_at),
+    hardwareTierOf: (pk) => tiers.get(pk) ?? null,
+    run,
+    earlier: posted.filter((e) => (jobRunOf(jobId, e.record_id) ?? 1) < run),
+    ...(deps.relayFeeShare === undefined ? {} : { relayFeeShare: deps.relayFeeShare }),
+  });
+  await ledger.post(entries);
 }
 
 /**

@@ -1,14 +1,21 @@
 /**
- * A job whose `compute/job` record was written by an attempt that died before the job was stored (found by the
- * chaos run, docs/operations.md "Chaos under load"): the workflow task retried, its local activities re-ran and
- * measured another latency, and the stored answer disagreed with the signed record (the receipt's `job_answer`
- * check failed). The record's write wins by id, so the stored answer must take the record's values.
+ * `finishJob` retried after an attempt died part-way (both found by the chaos run, docs/operations.md "Chaos
+ * under load"):
+ * - the `compute/job` record was written, the job not stored: the workflow task retried, its local activities
+ *   re-ran and measured another latency, and the stored answer disagreed with the signed record (the receipt's
+ *   `job_answer` check failed). The record's write wins by id, so the stored answer takes the record's values;
+ * - the ledger entries were posted, the activity not completed: Temporal retried it on the other gateway, whose
+ *   entries named itself as the platform, contradicted the posted ones, and the workflow failed.
  */
 import assert from 'node:assert/strict';
 import { generateKeyPair } from '../../core/identity.js';
 import type { ScheduleResult } from '../../core/job-scheduler.js';
 import type { ComputeJobInput } from '../../core/job-steps.js';
 import { jobRecordOf } from '../../activities/compute/job-activities.js';
+import { openSqlite } from '../../store/sqlite/open-database.js';
+import { createSqliteJobStore } from '../../store/sqlite/job-store.js';
+import { createSqliteLedgerStore } from '../../store/sqlite/ledger-store.js';
+import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
 import { startGateway } from '../helpers/gateway.js';
 
 const NOW = Date.parse('2026-03-01T10:00:00Z');
@@ -47,7 +54,7 @@ const attempt = (workerPk: string, latencyMs: number): ScheduleResult => ({
   ],
 });
 
-describe('a job record written by an attempt that died before the job was stored', function () {
+describe('finishJob retried after an attempt died part-way', function () {
   this.timeout(20_000);
 
   it("stores the answer the record binds, not the re-run's latency", async () => {
@@ -74,6 +81,37 @@ describe('a job record written by an attempt that died before the job was stored
       assert.equal(body.steps[0]!.latency_ms, payload.steps[0]!.latency_ms, 'GET /v1/compute agrees with the record');
     } finally {
       await gw.close();
+    }
+  });
+
+  it('posts the same ledger entries when the other gateway of the deployment retries it', async () => {
+    const db = openSqlite(':memory:');
+    const shared = {
+      proofs: createSqliteProofStore(db),
+      jobs: createSqliteJobStore(db),
+      ledger: createSqliteLedgerStore(db),
+    };
+    const [a, b] = [generateKeyPair(), generateKeyPair()];
+    const start = (node: typeof a, peer: typeof a) =>
+      startGateway({ clock: () => NOW, node, ...shared, config: { proofSync: { nodeKeys: [peer.publicKey] } } });
+    const gwA = await start(a, b);
+    const gwB = await start(b, a);
+    try {
+      const worker = generateKeyPair().publicKey;
+      const second = { ...job, job_id: '074cecb9-cfce-8757-8e08-47a697c73cbb' };
+      await gwA.jobs.claim(jobRecordOf(second, 'running', null, NOW));
+      await gwA.compute.jobs.finishJob(second, attempt(worker, 12));
+      const before = await shared.ledger.jobEntries(second.job_id);
+      assert.ok(before.some((e) => e.kind === 'proof_fee' && e.account_pk === a.publicKey));
+
+      // A's activity died after posting; Temporal runs it again on B.
+      const answer = await gwB.compute.jobs.finishJob(second, attempt(worker, 15));
+      assert.equal(answer.status, 'complete');
+      const after = await shared.ledger.jobEntries(second.job_id);
+      assert.deepEqual(after, before, 'the retry posted nothing new and contradicted nothing');
+    } finally {
+      await gwA.close();
+      await gwB.close();
     }
   });
 });
