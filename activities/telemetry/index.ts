@@ -98,13 +98,17 @@ export const MAX_FUSION_RECORDS = 100_000;
 export function createTelemetryActivities(deps: TelemetryDeps) {
   const perHour = deps.readingsPerHour ?? MAX_READINGS_PER_DEVICE_HOUR;
 
-  /** This node's record of a reading id: under the id, or under its writer-scoped id when another key took it. */
+  const deployment = new Set([deps.signer.publicKey, ...(deps.fusionWriters ?? [])]);
+  /**
+   * The deployment's record of a reading id: under the id when this node or a peer node key wrote it (a client
+   * that retried on the other gateway must not store a reading twice), else this node's under its writer-scoped
+   * id (another key took the id).
+   */
   async function ownRecord(id: string): Promise<ProofRecord | null> {
-    for (const candidate of [id, writerScopedId(deps.signer, id)]) {
-      const record = await deps.store.getRecord(candidate);
-      if (record !== null && record.address.pk === deps.signer.publicKey) return record;
-    }
-    return null;
+    const plain = await deps.store.getRecord(id);
+    if (plain !== null && deployment.has(plain.address.pk)) return plain;
+    const scoped = await deps.store.getRecord(writerScopedId(deps.signer, id));
+    return scoped !== null && scoped.address.pk === deps.signer.publicKey ? scoped : null;
   }
 
   /** A reading against this node's stored record of its id: a duplicate, or a conflict when the value differs. */

@@ -165,4 +165,29 @@ describe('sensor fusion across two gateways sharing one proof store (SYNC_NODE_K
     const kept = await b.compute.jobs.finishJob(other, ran([a.node.publicKey, b.node.publicKey].sort()));
     assert.equal(kept.status, 'complete');
   });
+
+  it('stores a reading posted to both gateways once: the second answers it as a duplicate of the first', async () => {
+    const [a, b] = await pair();
+    const device = generateKeyPair();
+    const signed = signRequestBody(device.secretKey, {
+      h3_cell: DEVICE_CELLS[0]!,
+      readings: signedReadings(device, DEVICE_CELLS[0]!, [
+        { quantity: 'pm2_5', value: 10.3, unit: 'ug/m3', observed_at: iso(EPOCH_START + 5 * 60_000) },
+      ]),
+      created_at: iso(now),
+    });
+    const headers = { 'x-idn-signature': signed.signature };
+    // The client's answer from A was lost; it sends the same signed body to B.
+    const first = await a.post('/v1/telemetry', signed.body, headers);
+    const second = await b.post('/v1/telemetry', signed.body, headers);
+    assert.equal(first.status, 200, first.text);
+    assert.equal(second.status, 200, second.text);
+    const [fromA] = (first.body as { accepted: { record_id: string; duplicate: boolean }[] }).accepted;
+    const [fromB] = (second.body as { accepted: { record_id: string; duplicate: boolean }[] }).accepted;
+    assert.equal(fromA!.duplicate, false);
+    assert.deepEqual(fromB, { ...fromA, duplicate: true }, "B acknowledges A's record");
+    const listed = await b.get(`/v1/telemetry?cell=${DEVICE_CELLS[0]}`);
+    assert.equal(listed.status, 200, listed.text);
+    assert.equal((listed.body as { features: unknown[] }).features.length, 1, 'one stored copy');
+  });
 });
