@@ -22,7 +22,7 @@ import type { JobReceipt } from '../../core/receipt.js';
 import type { StepRecomputation } from '../../core/receipt-recompute.js';
 import { STEP_TYPE_SPECS, STEP_TYPES } from '../../core/step-types/index.js';
 import { TILE_STYLES } from '../../core/tile-styles.js';
-import { ROME_CELL } from '../helpers/cog-fixture.js';
+import { ROME_CELL, pixelOffset } from '../helpers/cog-fixture.js';
 import { startFakeRuntime, type FakeRuntime } from '../helpers/fake-openai-runtime.js';
 import { serveFloodScenes } from '../helpers/flood-fixture.js';
 import { runGeofabricCli } from '../helpers/geofabric-process.js';
@@ -96,27 +96,6 @@ const mixedJob = {
   ],
   budget_credits: 0.1,
 };
-
-/** The byte offset of pixel (col, row) of a tiled little-endian UInt16 GeoTIFF written by cog-fixture. */
-function pixelOffset(tiff: Uint8Array, col: number, row: number): number {
-  const view = new DataView(tiff.buffer, tiff.byteOffset, tiff.byteLength);
-  const ifd = view.getUint32(4, true);
-  const tag = (id: number) => {
-    for (let i = 0; i < view.getUint16(ifd, true); i++) {
-      const at = ifd + 2 + i * 12;
-      if (view.getUint16(at, true) === id) return { count: view.getUint32(at + 4, true), at: at + 8 };
-    }
-    throw new Error(`no tag ${id}`);
-  };
-  const width = view.getUint32(tag(256).at, true);
-  const tileSize = view.getUint32(tag(322).at, true);
-  const offsets = tag(324);
-  const across = Math.ceil(width / tileSize);
-  const index = Math.floor(row / tileSize) * across + Math.floor(col / tileSize);
-  const table = offsets.count === 1 ? offsets.at : view.getUint32(offsets.at, true);
-  const tileStart = view.getUint32(table + index * 4, true);
-  return tileStart + ((row % tileSize) * tileSize + (col % tileSize)) * 2;
-}
 
 function capture() {
   const out: string[] = [];

@@ -217,3 +217,24 @@ export function romeSceneWgs84(): { red: Uint8Array; nir: Uint8Array; grid: Tiff
     grid,
   };
 }
+
+/** The byte offset of pixel (col, row) of a tiled little-endian UInt16 GeoTIFF written by writeTiledGeoTiff. */
+export function pixelOffset(tiff: Uint8Array, col: number, row: number): number {
+  const view = new DataView(tiff.buffer, tiff.byteOffset, tiff.byteLength);
+  const ifd = view.getUint32(4, true);
+  const tag = (id: number) => {
+    for (let i = 0; i < view.getUint16(ifd, true); i++) {
+      const at = ifd + 2 + i * 12;
+      if (view.getUint16(at, true) === id) return { count: view.getUint32(at + 4, true), at: at + 8 };
+    }
+    throw new Error(`no tag ${id}`);
+  };
+  const width = view.getUint32(tag(256).at, true);
+  const tileSize = view.getUint32(tag(322).at, true);
+  const offsets = tag(324);
+  const across = Math.ceil(width / tileSize);
+  const index = Math.floor(row / tileSize) * across + Math.floor(col / tileSize);
+  const table = offsets.count === 1 ? offsets.at : view.getUint32(offsets.at, true);
+  const tileStart = view.getUint32(table + index * 4, true);
+  return tileStart + ((row % tileSize) * tileSize + (col % tileSize)) * 2;
+}

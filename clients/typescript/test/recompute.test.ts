@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { GeofabricClient, recomputeLine, recomputeReceipt, type StepRecomputation } from '../src/index.js';
 import { receiptCommand } from '../../../bin/receipt-commands.js';
 import { generateKeyPair } from '../../../core/identity.js';
-import { ROME_CELL } from '../../../test/helpers/cog-fixture.js';
+import { ROME_CELL, pixelOffset } from '../../../test/helpers/cog-fixture.js';
 import { serveFloodScenes } from '../../../test/helpers/flood-fixture.js';
 import { startGateway } from '../../../test/helpers/gateway.js';
 import { TEST_NOW, startImageryCatalog, type ImageryCatalog } from '../../../test/helpers/imagery-fixtures.js';
@@ -104,27 +104,6 @@ const JOBS = {
   },
 };
 type JobName = keyof typeof JOBS;
-
-/** The byte offset of pixel (col, row) of a tiled little-endian UInt16 GeoTIFF written by cog-fixture. */
-function pixelOffset(tiff: Uint8Array, col: number, row: number): number {
-  const view = new DataView(tiff.buffer, tiff.byteOffset, tiff.byteLength);
-  const ifd = view.getUint32(4, true);
-  const tag = (id: number) => {
-    for (let i = 0; i < view.getUint16(ifd, true); i++) {
-      const at = ifd + 2 + i * 12;
-      if (view.getUint16(at, true) === id) return { count: view.getUint32(at + 4, true), at: at + 8 };
-    }
-    throw new Error(`no tag ${id}`);
-  };
-  const width = view.getUint32(tag(256).at, true);
-  const tileSize = view.getUint32(tag(322).at, true);
-  const offsets = tag(324);
-  const across = Math.ceil(width / tileSize);
-  const index = Math.floor(row / tileSize) * across + Math.floor(col / tileSize);
-  const table = offsets.count === 1 ? offsets.at : view.getUint32(offsets.at, true);
-  const tileStart = view.getUint32(table + index * 4, true);
-  return tileStart + ((row % tileSize) * tileSize + (col % tileSize)) * 2;
-}
 
 /** The imagery assets a receipt's step records list: every URL recomputing may fetch. */
 const recordedHrefs = (receipt: Record<string, unknown>): Set<string> =>
