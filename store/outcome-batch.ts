@@ -88,6 +88,16 @@ export function createOutcomeBatch(inner: WorkerRegistry, options: OutcomeBatchO
     const batch = pending;
     pending = [];
     const retry: Counted[] = [];
+    if (inner.recordCompletions && batch.length > 1) {
+      try {
+        // All or none: on a failure each is tried alone below, so one bad entry keeps none of the others back.
+        await inner.recordCompletions(batch);
+        for (const item of batch) done(item);
+        return;
+      } catch {
+        // tried one by one below
+      }
+    }
     for (const item of batch) {
       try {
         await inner.recordOutcome(item.pk, 'completed', item.jobId);

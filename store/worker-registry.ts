@@ -99,6 +99,11 @@ export interface WorkerRegistry {
    * registry object counts it from the moment of the call; `flush` and `close` write what is counted.
    */
   countCompleted?(pk: string, jobId: string): void;
+  /**
+   * Optional: `recordOutcome(pk, 'completed', jobId)` for each, in order, all or none (one transaction), returning
+   * nothing: how store/outcome-batch.ts writes a batch where the store can (SQLite).
+   */
+  recordCompletions?(batch: readonly { pk: string; jobId: string }[]): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -75,6 +75,7 @@ describe('completions counted in memory, written in batches (store/outcome-batch
     let refuse = true;
     const flaky: WorkerRegistry = {
       ...stored,
+      recordCompletions: undefined,
       recordOutcome: (pk, outcome, jobId) =>
         refuse ? Promise.reject(new Error('database is locked')) : stored.recordOutcome(pk, outcome, jobId),
     };
@@ -91,9 +92,23 @@ describe('completions counted in memory, written in batches (store/outcome-batch
     assert.equal((await batch.get(r.pk))?.jobs_completed, 1);
   });
 
+  it('writes a batch one by one when the store refuses it whole', async () => {
+    const whole: WorkerRegistry = { ...stored, recordCompletions: () => Promise.reject(new Error('busy')) };
+    const batch = createOutcomeBatch(whole, { delayMs: 60_000 });
+    const r = registration();
+    await batch.register(r, T0);
+    for (let i = 0; i < 3; i++) batch.countCompleted(r.pk, `inference:${i}`);
+    await batch.flush();
+    assert.equal((await stored.get(r.pk))?.jobs_completed, 3);
+  });
+
   it('drops and reports a completion the store refused maxAttempts times', async () => {
     const dropped: string[] = [];
-    const refusing: WorkerRegistry = { ...stored, recordOutcome: () => Promise.reject(new Error('gone')) };
+    const refusing: WorkerRegistry = {
+      ...stored,
+      recordCompletions: () => Promise.reject(new Error('gone')),
+      recordOutcome: () => Promise.reject(new Error('gone')),
+    };
     const batch = createOutcomeBatch(refusing, {
       delayMs: 60_000,
       maxAttempts: 2,
