@@ -14,9 +14,10 @@ import { createRequestRateLimits, requestBounds } from './rate-limit.js';
 import { proxyTrustOf, trustedProxy } from './proxy-trust.js';
 import { requestContext } from './request-context.js';
 import { routeDispatch, type RouteMatch } from './route-dispatch.js';
+import { chatLane } from './chat-lane.js';
 import { tileHits } from './tile-hits.js';
 import type { RouteSpec } from './route-spec.js';
-import { chatRoutes } from './routes/chat.js';
+import { CHAT_ROUTE, chatRoutes } from './routes/chat.js';
 import { computeRoutes } from './routes/compute.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { healthRoutes } from './routes/health.js';
@@ -39,7 +40,7 @@ import { toolRoutes } from './routes/tools.js';
  * The gateway as a Koa app: client address and origin (api/proxy-trust.ts) → request context (id, log line, metrics, drain) → errors
  * → per-address rate and query size → routing (api/route-dispatch.ts) → (per route) body → gate 1 → gate 2 → gate 3
  * → gate 4 → handler. Tile cache hits are answered before all of it, with the same steps (api/tile-hits.ts). It
- * never listens; `bin/` and tests do.
+ * never listens; `bin/` and tests do. Whole chat completions likewise (api/chat-lane.ts).
  */
 export function createApp(deps: AppDeps): Koa {
   const app = new GatewayApp();
@@ -134,7 +135,24 @@ export function createApp(deps: AppDeps): Koa {
   app.use(requestBounds(rates.ip, deps.clock, rates.ipBytes));
   app.use(dispatch.middleware);
   app.use(jsonAllowedMethods(router));
-  app.lane = tileHits({
+  const chatRoute = routes.find((spec) => spec.path === CHAT_ROUTE && spec.method === 'POST')!;
+  const chat = chatLane({
+    logger: deps.logger,
+    metrics,
+    draining: deps.draining,
+    swarm: deps.swarm,
+    gates: routeGates(deps, chatRoute, limits),
+    config: deps.config,
+    apiKeyStore: deps.apiKeyStore,
+    bodyLimitBytes: chatRoute.bodyLimitBytes ?? deps.config.bodyLimitBytes,
+    timeoutMs: deps.config.httpLimits?.requestTimeoutMs,
+    addressRate: rates.ip,
+    addressBytes: rates.ipBytes,
+    principalRate: rates.principal,
+    trust,
+    clock: deps.clock,
+  });
+  const tiles = tileHits({
     logger: deps.logger,
     metrics,
     draining: deps.draining,
@@ -145,6 +163,7 @@ export function createApp(deps: AppDeps): Koa {
     trust,
     clock: deps.clock,
   });
+  app.lane = (req, res, koa) => tiles(req, res) || chat(req, res, koa);
   return app;
 }
 
@@ -211,14 +230,19 @@ function corsHeaders(spec: RouteSpec<unknown>): Record<string, string> | undefin
  * `callback()` (bin/start.ts, the tests) gets them.
  */
 class GatewayApp extends Koa {
-  lane: ((req: IncomingMessage, res: ServerResponse) => boolean) | undefined;
+  /** True when it answers the request (or hands it to `koa` itself, api/chat-lane.ts). */
+  lane:
+    | ((req: IncomingMessage, res: ServerResponse, koa: (req: IncomingMessage, res: ServerResponse) => void) => boolean)
+    | undefined;
 
   override callback(): ReturnType<Koa['callback']> {
     const koa = super.callback();
     const lane = this.lane;
     if (lane === undefined) return koa;
+    const toKoa = (req: IncomingMessage, res: ServerResponse) => void koa(req, res);
     // HTTP/1 only: an HTTP/2 compatibility response goes to Koa.
-    return (req, res) => (res instanceof ServerResponse && lane(req as IncomingMessage, res) ? DONE : koa(req, res));
+    return (req, res) =>
+      res instanceof ServerResponse && lane(req as IncomingMessage, res, toKoa) ? DONE : koa(req, res);
   }
 }
 const DONE = Promise.resolve();

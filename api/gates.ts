@@ -228,15 +228,32 @@ export async function findApiKey(
   token: string,
   deps: Pick<AppDeps, 'config' | 'apiKeyStore'>,
 ): Promise<ApiKeyRecord | null> {
+  const env = envKeyOf(token, deps.config.apiKeys);
+  return env ?? deps.apiKeyStore.verify(token);
+}
+
+/**
+ * findApiKey without a promise where none is needed: a configured key, or a stored key from a store that can
+ * answer at once (SQLite: `verifyNow`); a promise only from a store that must wait (MongoDB). The chat lane's.
+ */
+export function findApiKeyNow(
+  token: string,
+  deps: Pick<AppDeps, 'config' | 'apiKeyStore'>,
+): ApiKeyRecord | null | Promise<ApiKeyRecord | null> {
+  const env = envKeyOf(token, deps.config.apiKeys);
+  if (env !== null) return env;
+  return deps.apiKeyStore.verifyNow ? deps.apiKeyStore.verifyNow(token) : deps.apiKeyStore.verify(token);
+}
+
+function envKeyOf(token: string, apiKeys: readonly string[]): ApiKeyRecord | null {
   const given = Buffer.from(token);
   let envIndex = -1;
   // Every configured key is compared, so the time taken does not tell which one (if any) matched.
-  deps.config.apiKeys.forEach((key, index) => {
+  apiKeys.forEach((key, index) => {
     const candidate = Buffer.from(key);
     if (candidate.length === given.length && timingSafeEqual(candidate, given) && envIndex < 0) envIndex = index;
   });
-  if (envIndex >= 0) return envKeyRecord(envIndex);
-  return deps.apiKeyStore.verify(token);
+  return envIndex >= 0 ? envKeyRecord(envIndex) : null;
 }
 
 /** Gate 2: every named cell is valid; the job cell resolves to country and frameworks. */

@@ -23,7 +23,9 @@ export async function readJsonBody(
   if (type !== '' && !/^application\/(?:[\w.+-]+\+)?json\b/i.test(type)) {
     throw new ServiceError('unsupported_media_type', 'the body must be application/json');
   }
-  const text = (await readBody(ctx, limitBytes, timeoutMs)).toString('utf8');
+  const pre = preReadOf(ctx.req);
+  if (pre?.bodyError !== undefined) throw pre.bodyError;
+  const text = (pre?.body ?? (await readBody(ctx.req, limitBytes, timeoutMs))).toString('utf8');
   // A regular expression, not trim(): no copy of a large body. \s is exactly what trim() removes.
   if (/^\s*$/.test(text))
     throw new ServiceError('invalid_json', 'the request body is empty; a JSON object is required');
@@ -50,8 +52,37 @@ interface BodyRead {
 const READ = Symbol('geofabric.bodyRead');
 type ReadingMessage = IncomingMessage & { [READ]?: BodyRead };
 
-function readBody(ctx: Context, limitBytes: number, timeoutMs: number): Promise<Buffer> {
-  const req = ctx.req as ReadingMessage;
+/**
+ * What a lane before Koa (api/chat-lane.ts) did with a request it then handed to Koa: the body it read (or the
+ * error reading it ended in), and the per-address takes it made with the headers they set, so Koa reads and
+ * counts nothing twice (api/rate-limit.ts requestBounds).
+ */
+export interface PreRead {
+  body?: Buffer;
+  bodyError?: unknown;
+  addressCounted?: boolean;
+  bytesCounted?: boolean;
+  rateHeaders?: Record<string, string>;
+}
+const PRE_READ = Symbol('geofabric.preRead');
+type PreReadMessage = IncomingMessage & { [PRE_READ]?: PreRead };
+
+export const handOver = (req: IncomingMessage, pre: PreRead): void => {
+  (req as PreReadMessage)[PRE_READ] = pre;
+};
+export const preReadOf = (req: IncomingMessage): PreRead | undefined => (req as PreReadMessage)[PRE_READ];
+
+/** The raw body within the byte and time limits, as readJsonBody reads it (413, 408, a client gone). */
+export function readRawBody(
+  req: IncomingMessage,
+  limitBytes: number,
+  timeoutMs: number = DEFAULT_RECEIVE_TIMEOUTS.requestTimeoutMs,
+): Promise<Buffer> {
+  return readBody(req, limitBytes, timeoutMs);
+}
+
+function readBody(message: IncomingMessage, limitBytes: number, timeoutMs: number): Promise<Buffer> {
+  const req = message as ReadingMessage;
   if (req.readableEnded) return Promise.resolve(Buffer.alloc(0));
   return new Promise<Buffer>((resolve, reject) => {
     req[READ] = {

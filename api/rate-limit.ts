@@ -2,6 +2,7 @@ import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../core/errors.js';
 import { addressKey, createRateLimiter, type RateLimiter } from '../core/rate-limiter.js';
 import { MAX_QUERY_BYTES, type HttpLimits } from './http-limits.js';
+import { preReadOf } from './json-body.js';
 
 /** The two request limits of one server: per client address and per principal; either may be off. */
 export interface RequestRateLimits {
@@ -44,8 +45,11 @@ export function requestBounds(
   bodyBytes?: RateLimiter | undefined,
 ): Middleware {
   return (ctx, next) => {
-    if (limiter) enforceAddressRate(ctx, limiter, ctx.ip, clock());
-    if (bodyBytes) enforceBodyBytes(ctx, bodyBytes, addressKey(ctx.ip), clock());
+    // A request the chat lane handed over (api/chat-lane.ts) was counted there already: its headers stay.
+    const pre = preReadOf(ctx.req);
+    if (pre?.rateHeaders) ctx.set(pre.rateHeaders);
+    if (limiter && !pre?.addressCounted) enforceAddressRate(ctx, limiter, ctx.ip, clock());
+    if (bodyBytes && !pre?.bytesCounted) enforceBodyBytes(ctx, bodyBytes, addressKey(ctx.ip), clock());
     if (ctx.querystring.length > MAX_QUERY_BYTES) {
       throw new ServiceError('query_too_large', `the query string exceeds ${MAX_QUERY_BYTES} bytes`);
     }
@@ -62,7 +66,11 @@ function enforceBodyBytes(ctx: Context, limiter: RateLimiter, key: string, nowMs
   const declared = ctx.get('content-length');
   const chunked = ctx.get('transfer-encoding') !== '';
   if (declared === '' && !chunked) return;
-  const bytes = declared !== '' ? Number(declared) : Infinity;
+  takeBodyBytes(limiter, key, nowMs, declared !== '' ? Number(declared) : Infinity);
+}
+
+/** Takes `bytes` of a body from its address's byte budget; refused: throws 429 (a refusal takes nothing). */
+export function takeBodyBytes(limiter: RateLimiter, key: string, nowMs: number, bytes: number): void {
   if (!(bytes > 0)) return;
   const decision = limiter.take(key, nowMs, bytes / 1024);
   if (decision.allowed) return;

@@ -112,8 +112,11 @@ function header(req: IncomingMessage, name: string): string | undefined {
 
 const NO_QUERY: Record<string, string | string[] | undefined> = Object.freeze({});
 
-/** The request as the gates read it (Koa's `ctx.get` answers '' for a missing header), and the headers they set. */
-class HitRequest implements GateContext {
+/**
+ * The request as the gates read it (Koa's `ctx.get` answers '' for a missing header), and the headers they set;
+ * the chat lane's too (api/chat-lane.ts).
+ */
+export class HitRequest implements GateContext {
   readonly state: Record<string, unknown> = {};
   readonly query = NO_QUERY;
   readonly response = { get: (field: string): unknown => this.set_?.get(field.toLowerCase()) };
@@ -133,6 +136,11 @@ class HitRequest implements GateContext {
   set(headers: Record<string, string>): void {
     this.set_ ??= new Map();
     for (const [name, value] of Object.entries(headers)) this.set_.set(name.toLowerCase(), value);
+  }
+
+  /** What the gates and rate limits set so far, by name. */
+  setHeaders(): Record<string, string> {
+    return this.set_ ? Object.fromEntries(this.set_) : {};
   }
 
   /**

@@ -16,6 +16,7 @@ import { createSqliteApiKeyStore } from '../store/sqlite/api-key-store.js';
 import { createSqliteAuditStore } from '../store/sqlite/audit-store.js';
 import { createSqliteJobStore } from '../store/sqlite/job-store.js';
 import { createSqliteLedgerStore } from '../store/sqlite/ledger-store.js';
+import { createOutcomeBatch } from '../store/outcome-batch.js';
 import { createSqliteWorkerRegistry } from '../store/sqlite/worker-registry.js';
 import type { WorkerRegistry } from '../store/worker-registry.js';
 import { openSqlite } from '../store/sqlite/open-database.js';
@@ -35,6 +36,10 @@ import { connectingToMongo } from './startup-errors.js';
 export interface Stores {
   rateLimits: RateLimitStore;
   proofs: ProofStore;
+  /**
+   * Chat completions' outcomes are counted in memory and written in batches (store/outcome-batch.ts); `close`
+   * writes what is counted, so a graceful shutdown loses none.
+   */
   workers: WorkerRegistry;
   apiKeys: ApiKeyStore;
   jobs: JobStore;
@@ -70,7 +75,9 @@ export async function openStores(config: Config): Promise<Stores> {
     const stores: OpenStores = {
       rateLimits: await createMongoRateLimitStore(db),
       proofs: await createMongoProofStore(db),
-      workers: await createMongoWorkerRegistry(db, { outcomeRetentionMs: config.workerOutcomeRetentionMs }),
+      workers: createOutcomeBatch(
+        await createMongoWorkerRegistry(db, { outcomeRetentionMs: config.workerOutcomeRetentionMs }),
+      ),
       apiKeys: await createMongoApiKeyStore(db),
       jobs: await createMongoJobStore(db, { jobRetentionMs: config.jobRetentionMs }),
       audit: await createMongoAuditStore(db),
@@ -86,7 +93,9 @@ export async function openStores(config: Config): Promise<Stores> {
   const stores: OpenStores = {
     rateLimits: createSqliteRateLimitStore(db),
     proofs: createSqliteProofStore(db),
-    workers: createSqliteWorkerRegistry(db, { outcomeRetentionMs: config.workerOutcomeRetentionMs }),
+    workers: createOutcomeBatch(
+      createSqliteWorkerRegistry(db, { outcomeRetentionMs: config.workerOutcomeRetentionMs }),
+    ),
     apiKeys: createSqliteApiKeyStore(db),
     jobs: createSqliteJobStore(db, { jobRetentionMs: config.jobRetentionMs }),
     audit: createSqliteAuditStore(db),

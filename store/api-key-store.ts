@@ -20,6 +20,8 @@ export interface ApiKeyStore {
   create(name: string, tier: ApiKeyTier, nowMs: number): Promise<{ key: string; record: ApiKeyRecord }>;
   /** The key's record when it exists and is not revoked; null otherwise. Constant work per call. */
   verify(key: string): Promise<ApiKeyRecord | null>;
+  /** `verify` answered at once, by a store that needs no I/O wait for it (SQLite); absent elsewhere. */
+  verifyNow?(key: string): ApiKeyRecord | null;
   /** Every key, revoked ones included, oldest first (then by id). */
   list(): Promise<ApiKeyRecord[]>;
   /** True when a live key was revoked. */

@@ -93,6 +93,17 @@ export interface WorkerRegistry {
    * every way a job's outcome is recorded again (docs/operations.md "Retention").
    */
   recordOutcome(pk: string, outcome: 'completed' | 'failed', jobId: string): Promise<WorkerRecord | null>;
+  /**
+   * Only on a registry that batches completions (store/outcome-batch.ts): counts job `jobId` completed by `pk` at
+   * once, in memory, and writes it (as `recordOutcome`) in the next batch, shortly after. Every read of this
+   * registry object counts it from the moment of the call; `flush` and `close` write what is counted.
+   */
+  countCompleted?(pk: string, jobId: string): void;
+  /**
+   * Optional: `recordOutcome(pk, 'completed', jobId)` for each, in order, all or none (one transaction), returning
+   * nothing: how store/outcome-batch.ts writes a batch where the store can (SQLite).
+   */
+  recordCompletions?(batch: readonly { pk: string; jobId: string }[]): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -190,11 +190,17 @@ export function createInferenceEngine(deps: EngineDeps) {
       // The id the record was stored under: a writer-scoped one when another key holds the derived id.
       return { payload: recorded, recordId: written.id, message: answer, finishReason, locations };
     }
-    if (worker) deps.local?.markWarm(job.model.id);
-    else deps.onBackbone(true);
+    if (worker) {
+      deps.local?.markWarm(job.model.id);
+      // Counted in memory now, written in the registry's next batch (store/outcome-batch.ts): every later read
+      // of the worker counts it. A registry without batches writes it after the answer.
+      if (deps.workers.countCompleted) deps.workers.countCompleted(p.workerPk, recordId);
+      else
+        setImmediate(() => void deps.workers.recordOutcome(p.workerPk, 'completed', recordId).catch(() => undefined));
+    } else deps.onBackbone(true);
     const now = deps.clock();
-    // A chat completion's answer needs none of the rest: its record (hashes, signing queue), the recent-inference
-    // entry and the worker's outcome are made once the answer is written. setImmediate runs after this turn's
+    // A chat completion's answer needs none of the rest: its record (hashes, signing queue) and the recent-inference
+    // entry are made once the answer is written. setImmediate runs after this turn's
     // promise chain, which ends in the response write, and before the next request is read, so every later
     // request sees them; only a crash within that turn loses them (a queued record waits up to a second anyway).
     setImmediate(() => {
@@ -205,7 +211,6 @@ export function createInferenceEngine(deps: EngineDeps) {
       } catch (error) {
         deps.logger?.error({ err: error, job_id: job.jobId }, 'inference: the proof record could not be queued');
       }
-      if (worker) void deps.workers.recordOutcome(p.workerPk, 'completed', recordId).catch(() => undefined);
     });
     return { payload: account, recordId, message: answer, finishReason, locations };
   }

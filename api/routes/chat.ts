@@ -36,10 +36,13 @@ export interface ChatInput {
   serverTools: ChatCompletionFunctionTool[];
 }
 
+/** The route's path; whole completions on it are answered before Koa (api/chat-lane.ts). */
+export const CHAT_ROUTE = '/v1/chat/completions';
+
 export const chatRoutes = (swarm: Swarm) => [
   route<ChatInput>({
     method: 'POST',
-    path: '/v1/chat/completions',
+    path: CHAT_ROUTE,
     auth: 'api_key',
     errorStyle: 'openai',
     jsonBody: true,
@@ -105,10 +108,10 @@ export const chatRoutes = (swarm: Swarm) => [
 ];
 
 /** What Koa answers a JSON body with. */
-const JSON_TYPE = 'application/json; charset=utf-8';
+export const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** A refund that fails (store out of reach) costs the caller one message; it must not hide the request's own error. */
-const refund = (charge: ChatCharge | undefined) => charge?.refund().catch(() => undefined);
+export const refund = (charge: ChatCharge | undefined) => charge?.refund().catch(() => undefined);
 
 function checkChat(swarm: Swarm, body: unknown): Check<ChatInput> {
   const parsed = zodCheck(chatRequestSchema, body);
@@ -130,7 +133,7 @@ function checkChat(swarm: Swarm, body: unknown): Check<ChatInput> {
   return pass({ request, model: model.value, clientTools, serverTools: swarm.toolDefinitions([...serverIds]) });
 }
 
-function chatJob(input: ChatInput, gates: GateState): ChatJob {
+export function chatJob(input: ChatInput, gates: GateState): ChatJob {
   const { request } = input;
   const place = gates.place;
   const maxTokens = request.max_completion_tokens ?? request.max_tokens;

@@ -29,6 +29,13 @@ export function createSqliteApiKeyStore(
   const all = db.prepare<[], Row>(`SELECT ${COLUMNS} FROM api_keys ORDER BY created_at, id`);
   const revoke = db.prepare<[string, string]>('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL');
 
+  const verifyNow = (key: string): ApiKeyRecord | null => {
+    if (!isWellFormedApiKey(key)) return null;
+    const row = byHash.get(hashApiKey(key));
+    if (!row || row.revoked_at !== null) return null;
+    return apiKeyRecordSchema.parse(row);
+  };
+
   return {
     async create(name: string, tier: ApiKeyTier, nowMs: number) {
       const cleanName = assertNewApiKey(name, tier);
@@ -44,11 +51,9 @@ export function createSqliteApiKeyStore(
       return { key, record };
     },
     async verify(key) {
-      if (!isWellFormedApiKey(key)) return null;
-      const row = byHash.get(hashApiKey(key));
-      if (!row || row.revoked_at !== null) return null;
-      return apiKeyRecordSchema.parse(row);
+      return verifyNow(key);
     },
+    verifyNow,
     async list() {
       return all.all().map((row) => apiKeyRecordSchema.parse(row));
     },

@@ -97,7 +97,7 @@ export function createSqliteWorkerRegistry(db: SqliteDatabase, retention: Outcom
   };
 
   // The claim and the counter update commit together: an outcome is either claimed and counted, or neither.
-  const outcome = db.transaction((pk: string, kind: 'completed' | 'failed', jobId: string): WorkerRow | undefined => {
+  const count = (pk: string, kind: 'completed' | 'failed', jobId: string): WorkerRow | undefined => {
     const row = byPk.get(pk);
     if (!row) return undefined;
     const nowMs = clock();
@@ -105,6 +105,11 @@ export function createSqliteWorkerRegistry(db: SqliteDatabase, retention: Outcom
     if (claimOutcome.run(pk, jobId, kind, nowMs).changes === 0) return row; // this job's outcome already counted
     const next = applyOutcome(trustOf(row), kind);
     return setTrust.get(next.trust_tier, next.jobs_completed, next.jobs_failed, next.streak, pk);
+  };
+  const outcome = db.transaction(count);
+  // A batch of completions in one transaction (store/outcome-batch.ts): one commit, and no record made of each.
+  const completions = db.transaction((batch: readonly { pk: string; jobId: string }[]) => {
+    for (const { pk, jobId } of batch) count(pk, 'completed', jobId);
   });
 
   /** Why a sequenced update changed nothing: an unknown worker, or a seq that is not above the stored one. */
@@ -165,6 +170,10 @@ export function createSqliteWorkerRegistry(db: SqliteDatabase, retention: Outcom
       assertJobId(jobId);
       const row = outcome.immediate(pk, kind, jobId);
       return row ? toRecord(row) : null;
+    },
+    async recordCompletions(batch) {
+      for (const { jobId } of batch) assertJobId(jobId);
+      completions.immediate(batch);
     },
     async close() {
       // The statements are released with the database, which belongs to the caller.

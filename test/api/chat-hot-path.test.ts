@@ -5,21 +5,26 @@ import type { AddressInfo } from 'node:net';
 import { canonicalJson } from '../../core/canonical-json.js';
 import { DEFAULT_EPOCH_GENESIS_MS, EPOCH_MS } from '../../core/epoch.js';
 import { sha256Hex } from '../../core/hash.js';
+import { openSqlite } from '../../store/sqlite/open-database.js';
+import { createSqliteWorkerRegistry } from '../../store/sqlite/worker-registry.js';
+import type { WorkerRegistry } from '../../store/worker-registry.js';
 import { startGateway } from '../helpers/gateway.js';
 
 type Gateway = Awaited<ReturnType<typeof startGateway>>;
 
 /**
  * What the chat hot path keeps while getting cheaper (docs/benchmarks.md, chat): one kept-alive connection to
- * the runtime for consecutive completions, and the worker's outcome counted before any later request is read,
- * although it is now written after the answer; likewise the completion's proof record and its recent-inference
- * entry, made once the answer is written.
+ * the runtime for consecutive completions; the worker's outcome counted in memory before any later request is
+ * read, and written to the store in a batch after the answer (store/outcome-batch.ts), all of it by a graceful
+ * shutdown; the completion's proof record queued and its recent-inference entry listed once the answer is written.
  */
 describe('chat completions: the hot path (connection reuse, outcome order)', () => {
   let runtime: Server;
   let connections = 0;
   let answered = 0;
   let gw: Gateway;
+  /** The registry under the gateway's batching one: what is written to the store. */
+  let stored: WorkerRegistry;
 
   before(async () => {
     // A runtime that counts its TCP connections and answers every completion at once.
@@ -43,7 +48,11 @@ describe('chat completions: the hot path (connection reuse, outcome order)', () 
     runtime.on('connection', () => connections++);
     runtime.listen(0, '127.0.0.1');
     await once(runtime, 'listening');
+    stored = createSqliteWorkerRegistry(openSqlite(':memory:'));
     gw = await startGateway({
+      workers: stored,
+      // No batch is written on its own during a test: only flush() and close() write (no timing in assertions).
+      outcomeBatch: { delayMs: 3_600_000 },
       config: { apiKeys: ['sk-hot'], operatorToken: 'op-hot' },
       swarm: {
         workerRuntimeUrl: runtimeUrl(),
@@ -78,17 +87,55 @@ describe('chat completions: the hot path (connection reuse, outcome order)', () 
     assert.equal(connections, 1);
   });
 
-  it("counts the worker's outcome of a completion before the next request is answered", async () => {
-    const completed = async () => {
-      const res = await gw.get('/svc/workers');
-      const workers = (res.body as { workers: { pk: string; jobs_completed: number }[] }).workers;
-      return workers.find((w) => w.pk === gw.node.publicKey)?.jobs_completed;
-    };
-    const first = await completed();
+  const completed = async (g: Gateway) => {
+    const res = await g.get('/svc/workers');
+    const workers = (res.body as { workers: { pk: string; jobs_completed: number }[] }).workers;
+    return workers.find((w) => w.pk === g.node.publicKey)?.jobs_completed;
+  };
+
+  it("counts the worker's outcome of a completion before the next request is answered, and writes it in a batch", async () => {
+    await gw.workers.flush();
+    const first = await completed(gw);
     assert.equal(typeof first, 'number');
+    assert.equal((await stored.get(gw.node.publicKey))?.jobs_completed, first);
     for (let i = 1; i <= 3; i++) {
       assert.equal((await complete()).status, 200);
-      assert.equal(await completed(), first! + i);
+      // Every read of the worker counts it: GET /svc/workers and the registry dispatch reads.
+      assert.equal(await completed(gw), first! + i);
+      assert.equal((await gw.workers.get(gw.node.publicKey))?.jobs_completed, first! + i);
+    }
+    // Not written on the answer's path: the store still holds the count from before, until the batch is written.
+    assert.equal((await stored.get(gw.node.publicKey))?.jobs_completed, first);
+    await gw.workers.flush();
+    assert.equal((await stored.get(gw.node.publicKey))?.jobs_completed, first! + 3);
+    assert.equal(await completed(gw), first! + 3, 'counted once when written');
+  });
+
+  it('writes every counted outcome when the gateway shuts down gracefully', async () => {
+    const kept = createSqliteWorkerRegistry(openSqlite(':memory:'));
+    const other = await startGateway({
+      workers: kept,
+      outcomeBatch: { delayMs: 3_600_000 },
+      config: { apiKeys: ['sk-hot'] },
+      swarm: { workerRuntimeUrl: runtimeUrl(), workerModels: ['tinyllama'] },
+    });
+    let open = true;
+    try {
+      assert.equal((await kept.get(other.node.publicKey))?.jobs_completed, 0);
+      for (let i = 0; i < 4; i++) {
+        const res = await other.post(
+          '/v1/chat/completions',
+          { model: 'tinyllama', messages: [{ role: 'user', content: 'one park in Rome' }] },
+          { authorization: 'Bearer sk-hot' },
+        );
+        assert.equal(res.status, 200, res.text);
+      }
+      assert.equal((await kept.get(other.node.publicKey))?.jobs_completed, 0);
+      open = false;
+      await other.close();
+      assert.equal((await kept.get(other.node.publicKey))?.jobs_completed, 4);
+    } finally {
+      if (open) await other.close();
     }
   });
   it("queues a completion's proof record and lists it in the recent inferences before the next request is answered", async () => {

@@ -13,6 +13,9 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_JOB_CELL } from '../../core/h3-cell.js';
+import { openSqlite } from '../../store/sqlite/open-database.js';
+import { createSqliteWorkerRegistry } from '../../store/sqlite/worker-registry.js';
+import { startFakeRuntime } from '../helpers/fake-openai-runtime.js';
 import { startXyzServer, type XyzServer } from '../helpers/xyz-server.js';
 import { embeddedGatewayEnv, spawnGeofabric } from '../helpers/geofabric-process.js';
 
@@ -131,6 +134,41 @@ describe('geofabric start: graceful shutdown', function () {
     const served = lines.find((l) => l.msg === 'request' && l.route === '/v1/tiles/:h3_cell/:zoom/:file');
     assert.equal(served?.status, 200);
     assert.ok(lines.some((l) => l.msg === 'in-flight requests drained'));
+  });
+
+  it("writes the chat completions' worker outcomes counted in memory before it exits on SIGTERM", async () => {
+    const runtime = await startFakeRuntime('shutdown', () => ({ content: 'A park.' }));
+    try {
+      started = await startGeofabric(dataDir, {
+        WORKER_RUNTIME_URL: runtime.url,
+        WORKER_MODELS: 'tinyllama',
+        API_KEYS: 'sk-shutdown',
+      });
+      const { child, url } = started;
+      for (let i = 0; i < 3; i++) {
+        const res = await fetch(`${url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: 'Bearer sk-shutdown', 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'tinyllama', messages: [{ role: 'user', content: 'one park in Rome' }] }),
+        });
+        assert.equal(res.status, 200, await res.text());
+      }
+      child.kill('SIGTERM');
+      const [code] = (await once(child, 'exit')) as [number | null];
+      assert.equal(code, 0, started.stderr());
+      const db = openSqlite(join(dataDir, 'geofabric.db'));
+      try {
+        const workers = await createSqliteWorkerRegistry(db).list();
+        assert.deepEqual(
+          workers.map((w) => w.jobs_completed),
+          [3],
+        );
+      } finally {
+        db.close();
+      }
+    } finally {
+      await runtime.close();
+    }
   });
 
   it('cuts a request still running when SHUTDOWN_DRAIN_SECONDS is up, and still exits 0', async () => {

@@ -18,6 +18,7 @@ import { createImageryActivities, type ImageryConfig } from '../../activities/im
 import { createSwarm, type SwarmConfig } from '../../activities/inference/index.js';
 import type { ToolExecutor } from '../../activities/tools/execute-tool.js';
 import { createSqliteApiKeyStore } from '../../store/sqlite/api-key-store.js';
+import { createOutcomeBatch, type OutcomeBatch, type OutcomeBatchOptions } from '../../store/outcome-batch.js';
 import { createSqliteWorkerRegistry } from '../../store/sqlite/worker-registry.js';
 import type { ApiKeyStore } from '../../store/api-key-store.js';
 import type { WorkerRegistry } from '../../store/worker-registry.js';
@@ -80,6 +81,8 @@ export async function startGateway(
     /** No local runtime and no backbone unless a test starts fake ones. */
     swarm?: Partial<SwarmConfig>;
     workers?: WorkerRegistry;
+    /** How counted completions are batched to the registry (store/outcome-batch.ts); default its defaults. */
+    outcomeBatch?: OutcomeBatchOptions;
     apiKeyStore?: ApiKeyStore;
     /** Server-side tool execution for chat (a fake executor in tests). */
     swarmTools?: ToolExecutor;
@@ -124,7 +127,7 @@ export async function startGateway(
     proofs: ProofStore;
     writer: ProofWriter;
     node: KeyPair;
-    workers: WorkerRegistry;
+    workers: OutcomeBatch;
     apiKeyStore: ApiKeyStore;
     swarm: ReturnType<typeof createSwarm>;
     jobs: JobStore;
@@ -151,7 +154,8 @@ export async function startGateway(
   const ledger = options.ledger ?? createSqliteLedgerStore(db);
   const writer = createRecordBatcher({ store: proofs, signer: node, clock, genesisMs: config.epochGenesisMs });
   const logger = options.logger ?? pino({ level: process.env.TEST_LOG ?? 'silent' });
-  const workers = options.workers ?? createSqliteWorkerRegistry(db);
+  // Completions counted in memory and written in batches, as bin/stores.ts opens the registry.
+  const workers = createOutcomeBatch(options.workers ?? createSqliteWorkerRegistry(db), options.outcomeBatch);
   const apiKeyStore = options.apiKeyStore ?? createSqliteApiKeyStore(db);
   const rateLimits = options.rateLimits ?? createSqliteRateLimitStore(db);
   const swarm = createSwarm({
@@ -342,6 +346,7 @@ export async function startGateway(
       await jobRunner.close();
       await openEoRunner.close();
       await writer.close();
+      await workers.flush(); // the graceful shutdown's write of the counted completions (bin/stores.ts close)
       db.close();
     },
   };
