@@ -30,6 +30,7 @@ import { MongoClient } from 'mongodb';
 import { auditStore } from '../activities/proof/store-audit.js';
 import { toCreditUnits } from '../core/credits.js';
 import { epochAt } from '../core/epoch.js';
+import { ERROR_STATUS, type ErrorCode } from '../core/errors.js';
 import { signRequestBody } from '../core/gates/signature.js';
 import { generateKeyPair } from '../core/identity.js';
 import type { ComputeResponse } from '../core/job-record.js';
@@ -509,7 +510,9 @@ async function runJob(log: JobLog): Promise<void> {
     if (typeof b?.job_id === 'string') log.jobId = b.job_id;
     if (job && typeof job.job_id === 'string') log.jobId = job.job_id;
     if (job && FINAL.has(job.status)) {
-      const transient = r.status >= 500 && job.status === 'failed';
+      // Failed for a transient reason (a 5xx code, as POST answers it; GET answers the stored job with 200).
+      const code = job.error?.code as ErrorCode | undefined;
+      const transient = job.status === 'failed' && (ERROR_STATUS[code ?? 'step_failed'] ?? 502) >= 500;
       if (!transient || Date.now() - log.sentAt > JOB_DEADLINE_MS / 2) {
         log.final = job;
         log.doneAt = Date.now();
