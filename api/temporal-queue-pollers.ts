@@ -21,12 +21,20 @@ const timestampMs = (ts: ProtoTimestamp | null | undefined): number | null =>
  */
 export const POLLERS_CACHE_MS = 1_000;
 
+/**
+ * How long an answer past POLLERS_CACHE_MS is still served while a fresh one is asked for behind it: a job routed
+ * then does not wait for the look-up (docs/benchmarks.md). Older
+ * answers are not served: the look-up is awaited.
+ */
+export const POLLERS_STALE_MS = 10_000;
+
 type Poller = { identity: string; lastAccessMs: number | null };
 
 /**
  * Temporal's DescribeTaskQueue: the activity pollers of the queue, by worker identity and last poll. Answers are
- * kept `cacheMs` per queue (concurrent look-ups share one call; a failed one is not kept), and filtered at each
- * call against the clock.
+ * kept `cacheMs` per queue, then served up to `staleMs` while one look-up refreshes them (concurrent look-ups share
+ * one call; a failed one is not kept, and the answer before it still serves until `staleMs`), and filtered at
+ * each call against the clock.
  */
 export function temporalQueuePollers(
   client: Client,
@@ -34,8 +42,10 @@ export function temporalQueuePollers(
   clock: () => number,
   which: typeof activePollers = activePollers,
   cacheMs: number = POLLERS_CACHE_MS,
+  staleMs: number = Math.max(cacheMs, POLLERS_STALE_MS),
 ): QueuePollers {
-  const cache = new Map<string, { atMs: number; pollers: Promise<Poller[]> }>();
+  const kept = new Map<string, { atMs: number; pollers: Poller[] }>();
+  const asking = new Map<string, Promise<Poller[]>>();
   const describe = async (queue: string): Promise<Poller[]> => {
     const described = await client.workflowService.describeTaskQueue({
       namespace,
@@ -47,18 +57,26 @@ export function temporalQueuePollers(
       lastAccessMs: timestampMs(p.lastAccessTime as ProtoTimestamp | null | undefined),
     }));
   };
+  const ask = (queue: string, atMs: number): Promise<Poller[]> => {
+    let pending = asking.get(queue);
+    if (!pending) {
+      pending = describe(queue)
+        .then((pollers) => {
+          kept.set(queue, { atMs, pollers });
+          return pollers;
+        })
+        .finally(() => asking.delete(queue));
+      asking.set(queue, pending);
+    }
+    return pending;
+  };
   return async (queue) => {
     const now = clock();
-    let entry = cache.get(queue);
-    if (!entry || now - entry.atMs >= cacheMs) {
-      // Expired answers go as new ones come: the map holds at most the queues routed to within cacheMs.
-      for (const [name, old] of cache) if (now - old.atMs >= cacheMs) cache.delete(name);
-      const fresh = { atMs: now, pollers: describe(queue) };
-      cache.set(queue, fresh);
-      fresh.pollers.catch(() => cache.get(queue) === fresh && cache.delete(queue));
-      entry = fresh;
-    }
-    return which(await entry.pollers, clock());
+    // Answers too old to serve go as new ones come: the map holds at most the queues routed to within staleMs.
+    for (const [name, old] of kept) if (now - old.atMs >= staleMs) kept.delete(name);
+    const answer = kept.get(queue);
+    if (answer && now - answer.atMs >= cacheMs) ask(queue, now).catch(() => undefined); // refreshed behind
+    return which(answer ? answer.pollers : await ask(queue, now), clock());
   };
 }
 

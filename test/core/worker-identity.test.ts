@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { Client } from '@temporalio/client';
-import { POLLERS_CACHE_MS, temporalQueuePollers } from '../../api/temporal-queue-pollers.js';
+import { POLLERS_CACHE_MS, POLLERS_STALE_MS, temporalQueuePollers } from '../../api/temporal-queue-pollers.js';
 import {
   ACTIVE_POLLER_MS,
   activeGateways,
@@ -105,7 +105,8 @@ describe('temporalQueuePollers (api/temporal-queue-pollers.ts)', () => {
     await pollers('q/two');
     assert.deepEqual(asked, ['q/one', 'q/two'], 'one look-up per queue within the window');
 
-    now += 1;
+    // Past the stale window the look-up is awaited, and a failed one is not kept.
+    now += POLLERS_STALE_MS;
     failNext = true;
     await assert.rejects(pollers('q/one'), /unavailable/);
     assert.deepEqual([...(await pollers('q/one'))], [pk], 'the failed look-up is asked again');
@@ -116,5 +117,60 @@ describe('temporalQueuePollers (api/temporal-queue-pollers.ts)', () => {
     await stale('q/three');
     now += ACTIVE_POLLER_MS + 1_000;
     assert.deepEqual([...(await stale('q/three'))], []);
+  });
+
+  it('serves an expired answer at once while one look-up refreshes it: a routed job does not wait for Temporal', async () => {
+    let now = 1_800_000_000_000;
+    const [a, b] = ['ab'.repeat(32), 'cd'.repeat(32)];
+    let polling = [a];
+    let release: (() => void) | undefined;
+    let failNext = false;
+    const asked: number[] = [];
+    const client = {
+      workflowService: {
+        describeTaskQueue: async () => {
+          asked.push(now);
+          const answer = polling.map((pk) => ({
+            identity: workerIdentity(pk),
+            lastAccessTime: { seconds: Math.floor(now / 1000), nanos: 0 },
+          }));
+          await new Promise<void>((resolve) => (release = resolve));
+          if (failNext) {
+            failNext = false;
+            throw new Error('unavailable');
+          }
+          return { pollers: answer };
+        },
+      },
+    } as unknown as Client;
+    const pollers = temporalQueuePollers(client, 'default', () => now);
+    const first = pollers('q/one');
+    release!();
+    assert.deepEqual([...(await first)], [a]);
+
+    // Expired: the kept answer comes back before the look-up behind it has answered.
+    now += POLLERS_CACHE_MS;
+    polling = [a, b];
+    let served: string[] | undefined;
+    const expired = pollers('q/one').then((pks) => (served = [...pks]));
+    const again = pollers('q/one'); // shares the one look-up under way
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(served, [a], 'served without waiting for DescribeTaskQueue');
+    assert.equal(asked.length, 2, 'one look-up for both');
+    release!();
+    await Promise.all([expired, again]);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual([...(await pollers('q/one'))], [a, b], 'the refreshed answer serves the next job');
+    assert.equal(asked.length, 2);
+
+    // A failed refresh keeps the answer before it, and the next expired call asks again.
+    now += POLLERS_CACHE_MS;
+    failNext = true;
+    assert.deepEqual([...(await pollers('q/one'))], [a, b]);
+    release!();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual([...(await pollers('q/one'))], [a, b]);
+    assert.equal(asked.length, 4, 'the failed look-up was not kept: asked again');
+    release!();
   });
 });
