@@ -22,9 +22,9 @@ const timestampMs = (ts: ProtoTimestamp | null | undefined): number | null =>
 export const POLLERS_CACHE_MS = 1_000;
 
 /**
- * How long an answer past POLLERS_CACHE_MS is still served while a fresh one is asked for behind it: a job routed
- * then does not wait for the look-up (docs/benchmarks.md). Older
- * answers are not served: the look-up is awaited.
+ * How long an answer past POLLERS_CACHE_MS that names pollers is still served while a fresh one is asked for
+ * behind it: a job routed then does not wait for the look-up (docs/benchmarks.md). Older answers, and expired ones
+ * that name no poller, are not served: the look-up is awaited.
  */
 export const POLLERS_STALE_MS = 10_000;
 
@@ -32,9 +32,9 @@ type Poller = { identity: string; lastAccessMs: number | null };
 
 /**
  * Temporal's DescribeTaskQueue: the activity pollers of the queue, by worker identity and last poll. Answers are
- * kept `cacheMs` per queue, then served up to `staleMs` while one look-up refreshes them (concurrent look-ups share
- * one call; a failed one is not kept, and the answer before it still serves until `staleMs`), and filtered at
- * each call against the clock.
+ * kept `cacheMs` per queue, then (when they name pollers) served up to `staleMs` while one look-up refreshes them
+ * (concurrent look-ups share one call; a failed one is not kept, and the answer before it still serves until
+ * `staleMs`), and filtered at each call against the clock.
  */
 export function temporalQueuePollers(
   client: Client,
@@ -74,8 +74,12 @@ export function temporalQueuePollers(
     const now = clock();
     // Answers too old to serve go as new ones come: the map holds at most the queues routed to within staleMs.
     for (const [name, old] of kept) if (now - old.atMs >= staleMs) kept.delete(name);
-    const answer = kept.get(queue);
-    if (answer && now - answer.atMs >= cacheMs) ask(queue, now).catch(() => undefined); // refreshed behind
+    let answer = kept.get(queue);
+    if (answer && now - answer.atMs >= cacheMs) {
+      // An expired answer that names no poller is not served: a worker that started polling since is routed to now.
+      if (answer.pollers.length === 0) answer = undefined;
+      else ask(queue, now).catch(() => undefined); // refreshed behind
+    }
     return which(answer ? answer.pollers : await ask(queue, now), clock());
   };
 }

@@ -172,5 +172,16 @@ describe('temporalQueuePollers (api/temporal-queue-pollers.ts)', () => {
     assert.deepEqual([...(await pollers('q/one'))], [a, b]);
     assert.equal(asked.length, 4, 'the failed look-up was not kept: asked again');
     release!();
+
+    // An expired answer naming no poller is not served: a worker polling since is routed to at once.
+    polling = [];
+    const empty = pollers('q/empty');
+    release!();
+    assert.deepEqual([...(await empty)], []);
+    now += POLLERS_CACHE_MS;
+    polling = [a];
+    const later = pollers('q/empty');
+    release!();
+    assert.deepEqual([...(await later)], [a]);
   });
 });
