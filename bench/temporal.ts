@@ -106,16 +106,24 @@ const fourSteps = () => ({
   budget_credits: 1,
 });
 
+/** One run a bench sent: its workflow id, the wall clock at the request (ms) and its time to the answer. */
+interface Sent {
+  workflowId: string;
+  atMs: number;
+  ms: number;
+}
+
 /** The last job a submitter sent: its id and its time from POST to answer. */
 const last = { jobId: '', ms: 0 };
-/** Every sequential job's id and client time, while `recording` holds them (the profile reads their histories). */
-let recording: { jobId: string; ms: number }[] | undefined;
+/** Every sequential job's run and client time, while `recording` holds them (the profile reads their histories). */
+let recording: Sent[] | undefined;
 
 /** One POST /v1/compute of a fresh job; anything but a completed job (served by `by`, when given) stops the bench. */
 function submitter(gw: TestGateway, job: () => Record<string, unknown>, by?: string) {
   const alice = generateKeyPair();
   return async () => {
     const { body, headers } = signJob(alice, job());
+    const atMs = Date.now();
     const t = performance.now();
     const res = await gw.post('/v1/compute', body, headers);
     if (res.status !== 200 || (res.body as { status?: string }).status !== 'complete') {
@@ -125,7 +133,7 @@ function submitter(gw: TestGateway, job: () => Record<string, unknown>, by?: str
       throw new Error(`job served by ${(res.body as { worker_pk?: string }).worker_pk}, not ${by}`);
     }
     Object.assign(last, { jobId: (res.body as { job_id: string }).job_id, ms: performance.now() - t });
-    recording?.push({ ...last });
+    recording?.push({ workflowId: workflowIdOf(last.jobId), atMs, ms: last.ms });
   };
 }
 
@@ -133,10 +141,10 @@ async function benchRunner(
   gw: TestGateway,
   options: { afterSingle?: () => Promise<void>; afterFour?: () => Promise<void>; by?: string } = {},
 ) {
-  const singleJobs: { jobId: string; ms: number }[] = (recording = []);
+  const singleJobs: Sent[] = (recording = []);
   const single = await measure(submitter(gw, singleStep, options.by), SEQUENTIAL);
   await options.afterSingle?.();
-  const fourJobs: { jobId: string; ms: number }[] = (recording = []);
+  const fourJobs: Sent[] = (recording = []);
   const four = await measure(submitter(gw, fourSteps, options.by), SEQUENTIAL);
   recording = undefined;
   await options.afterFour?.();
@@ -160,22 +168,25 @@ async function timeline(client: Client, workflowId: string, what: string, totalM
 }
 
 /**
- * Where the jobs' time went, from their histories: the median of each segment over `jobs` (run to completion),
- * in ms. `workflow task` is one task's run on the gateway (started to completed); `to the worker` an activity's
- * schedule-to-start; `on the worker` its start to completion; `back to the workflow` a completed activity to the
- * next workflow task's start; `outside the history` the client's time minus the span from the run's start to its
- * last workflow task's start (routing before the start, the start call, the last task up to the answer).
+ * Where the runs' time went, from their histories: the median of each segment over `runs` (run to completion),
+ * in ms. `before the run`: the request to the run's start event (the gateway's gates and routing, the start
+ * call); `first workflow task`, `workflow task` (the ones between) and `last workflow task`: one task's run on its
+ * Worker, started to completed (with an eager start the first includes handing the task from the start call to
+ * the Worker; a local activity runs inside its task); `to the worker`: an activity's schedule-to-start; `on the
+ * worker`: its start to completion; `back to the workflow`: a completed activity to the next workflow task's
+ * start; `after the last task started`: from there to the answer at the client. The clocks are the machine's.
  */
-async function profile(client: Client, jobs: { jobId: string; ms: number }[], what: string): Promise<string> {
+async function profile(client: Client, runs: Sent[], what: string): Promise<string> {
   const segments = new Map<string, number[]>();
   const add = (name: string, ms: number) => segments.set(name, [...(segments.get(name) ?? []), ms]);
-  for (const job of jobs) {
-    const history = await client.workflow.getHandle(workflowIdOf(job.jobId)).fetchHistory();
+  for (const run of runs) {
+    const history = await client.workflow.getHandle(run.workflowId).fetchHistory();
     const events = (history.events ?? []).map((e) => ({
       at: tsToMs(e.eventTime),
       type: Object.keys(e).find((k) => k.endsWith('EventAttributes') && e[k as keyof typeof e]) ?? '?',
     }));
     const at = (i: number) => events[i]!.at;
+    const tasks: number[] = [];
     let lastTaskStart = at(0);
     for (let i = 0; i < events.length; i++) {
       const { type } = events[i]!;
@@ -185,7 +196,7 @@ async function profile(client: Client, jobs: { jobId: string; ms: number }[], wh
       };
       if (type === 'workflowTaskStartedEventAttributes') lastTaskStart = at(i);
       if (type === 'workflowTaskCompletedEventAttributes')
-        add('workflow task', at(i) - previous('workflowTaskStartedEventAttributes'));
+        tasks.push(at(i) - previous('workflowTaskStartedEventAttributes'));
       if (type === 'activityTaskStartedEventAttributes')
         add('to the worker', at(i) - previous('activityTaskScheduledEventAttributes'));
       if (type === 'activityTaskCompletedEventAttributes')
@@ -197,13 +208,17 @@ async function profile(client: Client, jobs: { jobId: string; ms: number }[], wh
         add('back to the workflow', at(i) - at(i - 2));
       }
     }
-    add('outside the history', job.ms - (lastTaskStart - at(0)));
+    add('before the run', at(0) - run.atMs);
+    tasks.forEach((ms, i) =>
+      add(i === 0 ? 'first workflow task' : i === tasks.length - 1 ? 'last workflow task' : 'workflow task', ms),
+    );
+    add('after the last task started', run.atMs + run.ms - lastTaskStart);
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const rows = [...segments].map(
-    ([name, xs]) => `${name} ${median(xs).toFixed(0)} ms (×${(xs.length / jobs.length).toFixed(0)})`,
+    ([name, xs]) => `${name} ${median(xs).toFixed(0)} ms (×${(xs.length / runs.length).toFixed(0)})`,
   );
-  return `${what}, medians over ${jobs.length} jobs: ${rows.join('; ')}`;
+  return `${what}, medians over ${runs.length} runs: ${rows.join('; ')}`;
 }
 
 /** Runs `script` (a bench file) under tsx with `args`; resolves once it printed `ready` on stdout. */
@@ -262,23 +277,30 @@ async function benchFloor(address: string, namespace: string) {
   });
   const running = worker.run();
   const client = new Client({ connection: await Connection.connect({ address }), namespace });
-  const lastRun = { workflowId: '', ms: 0 };
+  const lastRun: Sent = { workflowId: '', atMs: 0, ms: 0 };
+  let runs: Sent[] | undefined;
   const run = async () => {
+    const atMs = Date.now();
     const t = performance.now();
     const workflowId = `floor-${randomUUID()}`;
     await client.workflow.execute('oneActivity', { taskQueue, workflowId, args: [activityQueue] });
-    Object.assign(lastRun, { workflowId, ms: performance.now() - t });
+    Object.assign(lastRun, { workflowId, atMs, ms: performance.now() - t });
+    runs?.push({ ...lastRun });
   };
   try {
+    const sequential: Sent[] = (runs = []);
     const latency = await measure(run, SEQUENTIAL);
+    runs = undefined;
     const story = await timeline(
       client,
       lastRun.workflowId,
       'one bare one-activity workflow (activity in another process)',
       lastRun.ms,
     );
+    // The warm-up runs are not profiled.
+    const segments = await profile(client, sequential.slice(3), 'bare one-activity workflows (the floor)');
     const perSecond = await throughput(run, CONCURRENT_JOBS);
-    return { ...latency, perSecond, story };
+    return { ...latency, perSecond, story: `${story}\n  ${segments}` };
   } finally {
     worker.shutdown();
     await running;
