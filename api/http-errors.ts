@@ -80,7 +80,8 @@ export function asServiceError(error: unknown): ServiceError {
 /**
  * Temporal out of reach (its frontend down or restarting: gRPC UNAVAILABLE, no connection at all, or the connection
  * lost mid-call, which the client reports as a bare `transport error` or, from its native connection, as a call
- * `Native Promise was dropped without being settled`) while a request reads a run's answer: as
+ * `Native Promise was dropped without being settled`; or too slow to answer: `Timeout expired`, gRPC
+ * DEADLINE_EXCEEDED) while a request starts a run or reads its answer: as
  * transient as MongoDB down, so the same 503 with `retry-after`, never a 500.
  */
 function isTemporalUnavailable(error: unknown): boolean {
@@ -88,7 +89,8 @@ function isTemporalUnavailable(error: unknown): boolean {
   const cause = error.cause as { code?: unknown; message?: unknown } | undefined;
   return (
     cause?.code === 14 ||
-    /tcp connect error|transport error|connection refused|unavailable|promise was dropped/i.test(
+    cause?.code === 4 ||
+    /tcp connect error|transport error|connection refused|unavailable|promise was dropped|timeout expired|deadline exceeded/i.test(
       `${error.message} ${String(cause?.message ?? '')}`,
     )
   );

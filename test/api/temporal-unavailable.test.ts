@@ -33,6 +33,16 @@ describe('Temporal unreachable while answering a request (api/http-errors.ts asS
     assert.equal(dropped.status, 503);
   });
 
+  it('is the same 503 when Temporal did not answer in time (a start call under a paused server, as the chaos run saw)', () => {
+    const timedOut = asServiceError(
+      new TemporalServiceError('Failed to start Workflow', { cause: new Error('Timeout expired') }),
+    );
+    assert.equal(timedOut.status, 503);
+    assert.equal(timedOut.code, 'store_unavailable');
+    const deadline = Object.assign(new Error('4 DEADLINE_EXCEEDED: deadline exceeded'), { code: 4 });
+    assert.equal(asServiceError(new TemporalServiceError('Failed to start Workflow', { cause: deadline })).status, 503);
+  });
+
   it('leaves other Temporal client errors a 500 that says nothing internal', () => {
     const grpc = Object.assign(new Error('3 INVALID_ARGUMENT: bad query'), { code: 3 });
     const failure = asServiceError(new TemporalServiceError('Failed to list workflows', { cause: grpc }));
