@@ -22,9 +22,8 @@ describe('npm run chaos, CI profile (live)', function () {
         CHAOS_SEED: '20261129',
         CHAOS_DURATION_S: '90',
         CHAOS_FAULT_EVERY_S: '10',
-        // Without sensor_fusion until a long run with it is recorded (its cross-gateway receipts are fixed by the
-        // trusted writers of docs/protocol.md §2.10; docs/operations.md "Chaos under load").
-        CHAOS_JOBS: 'inference-cell,inference-backbone,tiles,ndvi,flood',
+        // Every job kind, sensor_fusion over the telemetry posted meanwhile included.
+        CHAOS_JOBS: 'inference-cell,inference-backbone,tiles,ndvi,flood,fusion',
         CHAOS_CLIENTS: '2',
         CHAOS_PAUSE_S: '35',
       },
