@@ -814,7 +814,8 @@ function fusionPeerVectors(fusion: JobReceipt) {
  * The valid receipt with its job record naming the node and PEER as its `node_keys` (docs/protocol.md §15.4), signed
  * again by the node, its records sealed again, and the heads of the node's log signed by PEER, as when the other
  * gateway of the deployment serves the receipt: valid, also pinned to the node. Its cases: the heads signed by a key
- * not listed (fails `seal_chain`), `node_keys` widened without the job record signed again, or signed but not
+ * not listed (fails `seal_chain`), the steps sealed in custody by the peer (valid) or by a key not listed (fails
+ * `inclusion`), `node_keys` widened without the job record signed again, or signed but not
  * naming the writer, or not ascending (each fails `job_record`).
  */
 function peerHeadsVectors(valid: JobReceipt) {
@@ -827,7 +828,8 @@ function peerHeadsVectors(valid: JobReceipt) {
     jobEntry.record = signRecord(NODE.secretKey, { ...unsigned, payload });
     return resealed(copy, new Map([[NODE.publicKey, NODE]]), headSigner);
   };
-  const peerHeads = build(keys, PEER);
+  // As read from its file: records of one epoch share no seal object, so a patch of one leaves the others.
+  const peerHeads = JSON.parse(JSON.stringify(build(keys, PEER))) as JobReceipt;
   const widened = structuredClone(peerHeads);
   const widenedPayload = widened.records.find((r) => r.role === 'job')!.record!.payload as Obj;
   widenedPayload.node_keys = [...keys, ROGUE.publicKey].sort();
@@ -866,6 +868,20 @@ function peerHeadsVectors(valid: JobReceipt) {
       patch: diff(peerHeads, build(keys, ROGUE)),
       options: { sealer_pk: NODE.publicKey },
       expected: { ok: false, failed_check: 'seal_chain' },
+    },
+    {
+      name: 'peer heads: the steps sealed in custody by the peer, node pinned',
+      base: 'peer-heads',
+      patch: diff(peerHeads, withCustodialSteps(peerHeads, PEER)),
+      options: { sealer_pk: NODE.publicKey },
+      expected: { ok: true },
+    },
+    {
+      name: 'peer heads: the steps sealed in custody by a key not in node_keys',
+      base: 'peer-heads',
+      patch: diff(peerHeads, withCustodialSteps(peerHeads, ROGUE, PEER)),
+      options: {},
+      expected: { ok: false, failed_check: 'inclusion' },
     },
     {
       name: 'peer heads: node_keys widened to another key, the job record not signed again',
