@@ -431,6 +431,8 @@ function jobRecordCheck(receipt: JobReceipt, entry: ReceiptRecord | undefined): 
   if (checked.value.payload_type !== 'compute/job') return bad(`record ${named} is ${checked.value.payload_type}`);
   const payload = checked.value.payload as Obj;
   if (payload.job_id !== receipt.job_id) return bad(`record ${named} is of job ${String(payload.job_id)}`);
+  const nodeKeys = nodeKeysOf(payload, checked.value.address.pk);
+  if (nodeKeys.issue !== undefined) return bad(`record ${named}: ${nodeKeys.issue}`);
   return ok(`${named} written by ${checked.value.address.pk}`);
 }
 
@@ -678,21 +680,48 @@ export const FUSION_RECOMPUTED = [
 ] as const;
 
 /**
+ * The node keys a job record's writer vouches for (docs/protocol.md §15.4): its payload's `node_keys` (the
+ * deployment's gateways sharing one store, ascending and distinct, the writer among them), or the writer alone
+ * when the payload names none. A malformed list is an issue (the `job_record` check fails on it).
+ */
+export function nodeKeysOf(payload: unknown, writer: unknown): { keys: string[]; issue?: string } {
+  if (typeof writer !== 'string') return { keys: [] };
+  const named = isObj(payload) ? payload.node_keys : undefined;
+  if (named === undefined) return { keys: [writer] };
+  const wellFormed =
+    Array.isArray(named) &&
+    named.every((pk, i) => isHex(pk, 32) && (i === 0 || (named[i - 1] as string) < (pk as string))) &&
+    named.includes(writer);
+  return wellFormed
+    ? { keys: named as string[] }
+    : { keys: [writer], issue: 'node_keys must be ascending distinct node keys naming the writer' };
+}
+
+/** Who the receipt's job record names: its writer and the node keys it vouches for (nodeKeysOf). */
+interface NodeTrust {
+  writer: unknown;
+  keys: readonly string[];
+}
+
+function trustOf(jobEntry: ReceiptRecord | undefined): NodeTrust {
+  const writer = isObj(jobEntry?.record?.address) ? jobEntry.record.address.pk : undefined;
+  return { writer, keys: nodeKeysOf(jobEntry?.record?.payload, writer).keys };
+}
+
+/**
  * Why a custodial seal's custodian is not trusted (docs/protocol.md §12.3): only the node may seal a gone worker's
  * epoch, and the receipt names the node as the writer of its `compute/job` record (and the pinned key, if any).
  * Any key can sign a seal naming itself custodian, so a valid signature alone proves nothing.
  */
-export function custodianIssue(
-  custodian: string,
-  jobWriter: unknown,
-  sealerPk: string | undefined,
-): string | undefined {
-  if (sealerPk !== undefined && custodian !== sealerPk) {
-    return `custodial seal by ${custodian}, not by the pinned node ${sealerPk}`;
+export function custodianIssue(custodian: string, trust: NodeTrust, sealerPk: string | undefined): string | undefined {
+  // A peer gateway of the deployment may keep the log: the job record's writer names it in `node_keys`.
+  const vouched = trust.keys.includes(custodian);
+  if (sealerPk !== undefined && custodian !== sealerPk && !(trust.writer === sealerPk && vouched)) {
+    return `custodial seal by ${custodian}, not by the pinned node ${sealerPk} or one of its node_keys`;
   }
-  if (typeof jobWriter !== 'string') return `custodial seal by ${custodian}, but no job record names the node`;
-  if (custodian !== jobWriter) {
-    return `custodial seal by ${custodian}, not by the node ${jobWriter} that wrote the job record`;
+  if (typeof trust.writer !== 'string') return `custodial seal by ${custodian}, but no job record names the node`;
+  if (custodian !== trust.writer && !vouched) {
+    return `custodial seal by ${custodian}, not by the node ${trust.writer} that wrote the job record or one of its node_keys`;
   }
   return undefined;
 }
@@ -702,14 +731,14 @@ function inclusion(receipt: JobReceipt, jobEntry: ReceiptRecord | undefined, sea
   // Custodial seals (docs/protocol.md §12) verify like a writer's own when the node signed them.
   const custodians = new Set<string>();
   let custodial = 0;
-  const jobWriter = isObj(jobEntry?.record?.address) ? jobEntry.record.address.pk : undefined;
+  const trust = trustOf(jobEntry);
   for (const entry of receipt.records) {
     if (entry.record === null || entry.seal === null) continue;
     const result = verifyProofBundle(entry, entry.record_id);
     if (!result.verified) return bad(`${entry.record_id}: ${result.problems.join('; ')}`);
     proven++;
     if (result.seal_kind === 'custodial') {
-      const issue = custodianIssue(result.sealed_by!, jobWriter, sealerPk);
+      const issue = custodianIssue(result.sealed_by!, trust, sealerPk);
       if (issue !== undefined) return bad(`${entry.record_id}: ${issue}`);
       custodial++;
       custodians.add(result.sealed_by!);
@@ -749,16 +778,19 @@ function sealChains(receipt: JobReceipt): Outcome {
 }
 
 /**
- * Who may sign a head over `sealer`'s log (docs/protocol.md §15.4): the sealer itself, or the node that keeps the
- * log, under the custodian rule (the writer of the job record and, when pinned, the pinned key).
+ * Who may sign a head over `sealer`'s log (docs/protocol.md §15.4): the sealer itself, or a node that keeps the
+ * log, under the custodian rule: the writer of the job record or a node key its signed `node_keys` names (the
+ * deployment's gateways share one store, and whichever serves the receipt signs the heads); when pinned, the
+ * pinned key or one of its `node_keys`.
  */
-function headSignerIssue(head: SealHead, jobWriter: unknown, sealerPk: string | undefined): string | undefined {
+function headSignerIssue(head: SealHead, trust: NodeTrust, sealerPk: string | undefined): string | undefined {
   if (head.signer_pk === head.sealer_pk) return undefined;
-  if (sealerPk !== undefined && head.signer_pk !== sealerPk) {
-    return `head of ${head.sealer_pk}'s log signed by ${head.signer_pk}, not by the pinned node ${sealerPk}`;
+  const vouched = trust.keys.includes(head.signer_pk);
+  if (sealerPk !== undefined && head.signer_pk !== sealerPk && !(trust.writer === sealerPk && vouched)) {
+    return `head of ${head.sealer_pk}'s log signed by ${head.signer_pk}, not by the pinned node ${sealerPk} or one of its node_keys`;
   }
-  if (head.signer_pk !== jobWriter) {
-    return `head of ${head.sealer_pk}'s log signed by ${head.signer_pk}, neither the sealer nor the node that wrote the job record`;
+  if (head.signer_pk !== trust.writer && !vouched) {
+    return `head of ${head.sealer_pk}'s log signed by ${head.signer_pk}, neither the sealer nor the node that wrote the job record or one of its node_keys`;
   }
   return undefined;
 }
@@ -769,14 +801,14 @@ function headSignerIssue(head: SealHead, jobWriter: unknown, sealerPk: string | 
  * head's first epoch) to its head's root.
  */
 function sealLogs(receipt: JobReceipt, jobEntry: ReceiptRecord | undefined, sealerPk: string | undefined): Outcome {
-  const jobWriter = isObj(jobEntry?.record?.address) ? jobEntry.record.address.pk : undefined;
+  const trust = trustOf(jobEntry);
   const heads = new Map<string, SealHead>();
   for (const [i, entry] of (receipt.seal_heads ?? []).entries()) {
     const checked = checkSealHead(entry.head);
     if (!checked.ok) return bad(`seal_heads[${i}]: ${checked.detail}`);
     const head = checked.value;
     if (heads.has(head.sealer_pk)) return bad(`two heads of sealer ${head.sealer_pk}`);
-    const issue = headSignerIssue(head, jobWriter, sealerPk);
+    const issue = headSignerIssue(head, trust, sealerPk);
     if (issue !== undefined) return bad(`seal_heads[${i}]: ${issue}`);
     heads.set(head.sealer_pk, head);
   }
@@ -815,7 +847,7 @@ function anchoredHeads(
   jobEntry: ReceiptRecord | undefined,
   sealerPk: string | undefined,
 ): Outcome {
-  const jobWriter = isObj(jobEntry?.record?.address) ? jobEntry.record.address.pk : undefined;
+  const trust = trustOf(jobEntry);
   let consistent = 0;
   for (const [i, entry] of (receipt.seal_heads ?? []).entries()) {
     const checked = checkSealHead(entry.head);
@@ -835,7 +867,7 @@ function anchoredHeads(
     const anchoredCheck = checkSealHead(entry.anchored.head);
     if (!anchoredCheck.ok) return bad(`seal_heads[${i}].anchored: ${anchoredCheck.detail}`);
     const anchored = anchoredCheck.value;
-    const issue = headSignerIssue(anchored, jobWriter, sealerPk);
+    const issue = headSignerIssue(anchored, trust, sealerPk);
     if (issue !== undefined) return bad(`seal_heads[${i}].anchored: ${issue}`);
     if (anchored.sealer_pk !== head.sealer_pk || anchored.first_epoch !== head.first_epoch) {
       return bad(`seal_heads[${i}]: the anchored head is of another log`);

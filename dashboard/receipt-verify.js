@@ -432,6 +432,8 @@ async function jobRecordCheck(receipt, entry) {
   if (entry.record.id !== named) return bad(`the record is ${String(entry.record.id)}, not ${named}`);
   if (entry.record.payload_type !== 'compute/job') return bad(`record ${named} is not a compute/job record`);
   if (entry.record.payload?.job_id !== receipt.job_id) return bad(`record ${named} is of another job`);
+  const nodeKeys = nodeKeysOf(entry.record.payload, entry.record.address?.pk);
+  if (nodeKeys.issue !== undefined) return bad(`record ${named}: ${nodeKeys.issue}`);
   return ok(`${named} written by ${String(entry.record.address.pk)}`);
 }
 
@@ -698,18 +700,50 @@ async function fusionInputs(receipt, jobEntry, allowPending) {
 }
 
 /**
+ * The node keys a job record's writer vouches for (docs/protocol.md §15.4): its payload's `node_keys` (the
+ * deployment's gateways sharing one store, ascending and distinct, the writer among them), or the writer alone.
+ * @param {unknown} payload @param {unknown} writer
+ * @returns {{ keys: string[], issue?: string }}
+ */
+function nodeKeysOf(payload, writer) {
+  if (typeof writer !== 'string') return { keys: [] };
+  const named = isObj(payload) ? payload.node_keys : undefined;
+  if (named === undefined) return { keys: [writer] };
+  const wellFormed =
+    Array.isArray(named) &&
+    named.every((pk, i) => isHex(pk, 32) && (i === 0 || named[i - 1] < pk)) &&
+    named.includes(writer);
+  return wellFormed
+    ? { keys: named }
+    : { keys: [writer], issue: 'node_keys must be ascending distinct node keys naming the writer' };
+}
+
+/**
+ * The job record's writer and the node keys it vouches for.
+ * @param {any} jobEntry
+ * @returns {{ writer: unknown, keys: string[] }}
+ */
+function trustOf(jobEntry) {
+  const record = isObj(jobEntry?.record) ? jobEntry.record : undefined;
+  const writer = isObj(record?.address) ? record.address.pk : undefined;
+  return { writer, keys: nodeKeysOf(record?.payload, writer).keys };
+}
+
+/**
  * Why a custodial seal's custodian is not trusted (docs/protocol.md §12.3): only the node seals a gone worker's
- * epoch, and the receipt names the node as the writer of its `compute/job` record (and the pinned key, if any).
- * @param {string} custodian @param {unknown} jobWriter @param {string | undefined} sealerPk
+ * epoch, and the receipt names the node as the writer of its `compute/job` record (and the pinned key, if any), or
+ * one of the node keys that record names.
+ * @param {string} custodian @param {{ writer: unknown, keys: string[] }} trust @param {string | undefined} sealerPk
  * @returns {string | undefined}
  */
-function custodianIssue(custodian, jobWriter, sealerPk) {
-  if (sealerPk !== undefined && custodian !== sealerPk) {
-    return `custodial seal by ${custodian}, not by the pinned node ${sealerPk}`;
+function custodianIssue(custodian, trust, sealerPk) {
+  const vouched = trust.keys.includes(custodian);
+  if (sealerPk !== undefined && custodian !== sealerPk && !(trust.writer === sealerPk && vouched)) {
+    return `custodial seal by ${custodian}, not by the pinned node ${sealerPk} or one of its node_keys`;
   }
-  if (typeof jobWriter !== 'string') return `custodial seal by ${custodian}, but no job record names the node`;
-  if (custodian !== jobWriter) {
-    return `custodial seal by ${custodian}, not by the node ${jobWriter} that wrote the job record`;
+  if (typeof trust.writer !== 'string') return `custodial seal by ${custodian}, but no job record names the node`;
+  if (custodian !== trust.writer && !vouched) {
+    return `custodial seal by ${custodian}, not by the node ${trust.writer} that wrote the job record or one of its node_keys`;
   }
   return undefined;
 }
@@ -720,7 +754,7 @@ async function inclusion(receipt, jobEntry, sealerPk) {
   /** @type {Set<string>} */
   const custodians = new Set();
   let custodial = 0;
-  const jobWriter = isObj(jobEntry?.record) && isObj(jobEntry.record.address) ? jobEntry.record.address.pk : undefined;
+  const trust = trustOf(jobEntry);
   for (const entry of receipt.records) {
     if (entry.record === null || entry.seal === null) continue;
     const issue = await bundleIssue(entry);
@@ -728,7 +762,7 @@ async function inclusion(receipt, jobEntry, sealerPk) {
     proven++;
     if ('custodian_pk' in entry.seal) {
       const custodian = String(entry.seal.custodian_pk);
-      const untrusted = custodianIssue(custodian, jobWriter, sealerPk);
+      const untrusted = custodianIssue(custodian, trust, sealerPk);
       if (untrusted !== undefined) return bad(`${entry.record_id}: ${untrusted}`);
       custodial++;
       custodians.add(custodian);
@@ -809,24 +843,24 @@ async function headIssue(head) {
 }
 
 /**
- * Who may sign a head of a sealer's log: the sealer, or the node under the custodian rule.
- * @param {Record<string, any>} head @param {unknown} jobWriter @param {string | undefined} sealerPk
+ * Who may sign a head of a sealer's log: the sealer, or under the custodian rule the node (the job record's writer
+ * or one of its `node_keys`; when pinned, the pinned key or one of its `node_keys`).
+ * @param {Record<string, any>} head @param {{ writer: unknown, keys: string[] }} trust
+ * @param {string | undefined} sealerPk
  */
-function headSignerIssue(head, jobWriter, sealerPk) {
+function headSignerIssue(head, trust, sealerPk) {
   if (head.signer_pk === head.sealer_pk) return undefined;
-  if (sealerPk !== undefined && head.signer_pk !== sealerPk)
-    return `head signed by ${head.signer_pk}, not the pinned node`;
-  if (head.signer_pk !== jobWriter) return `head signed by ${head.signer_pk}, neither the sealer nor the node`;
+  const vouched = trust.keys.includes(head.signer_pk);
+  if (sealerPk !== undefined && head.signer_pk !== sealerPk && !(trust.writer === sealerPk && vouched))
+    return `head signed by ${head.signer_pk}, not the pinned node or one of its node_keys`;
+  if (head.signer_pk !== trust.writer && !vouched)
+    return `head signed by ${head.signer_pk}, neither the sealer nor the node or one of its node_keys`;
   return undefined;
 }
 
-/** @param {any} jobEntry */
-const jobWriterOf = (jobEntry) =>
-  isObj(jobEntry?.record) && isObj(jobEntry.record.address) ? jobEntry.record.address.pk : undefined;
-
 /** @param {Record<string, any>} receipt @param {any} jobEntry @param {string | undefined} sealerPk */
 async function sealLogs(receipt, jobEntry, sealerPk) {
-  const jobWriter = jobWriterOf(jobEntry);
+  const trust = trustOf(jobEntry);
   /** @type {Map<string, Record<string, any>>} */
   const heads = new Map();
   for (const [i, entry] of receipt.seal_heads.entries()) {
@@ -834,7 +868,7 @@ async function sealLogs(receipt, jobEntry, sealerPk) {
     if (issue !== undefined) return bad(`seal_heads[${i}]: ${issue}`);
     const sealer = entry.head.sealer_pk;
     if (heads.has(sealer)) return bad(`two heads of sealer ${sealer}`);
-    const signer = headSignerIssue(entry.head, jobWriter, sealerPk);
+    const signer = headSignerIssue(entry.head, trust, sealerPk);
     if (signer !== undefined) return bad(`seal_heads[${i}]: ${signer}`);
     heads.set(sealer, entry.head);
   }
@@ -915,7 +949,7 @@ async function consistent(m, n, oldRoot, newRoot, proof) {
  * @param {Record<string, any>} receipt @param {any} jobEntry @param {string | undefined} sealerPk
  */
 async function anchoredHeads(receipt, jobEntry, sealerPk) {
-  const jobWriter = jobWriterOf(jobEntry);
+  const trust = trustOf(jobEntry);
   let consistentHeads = 0;
   for (const [i, entry] of receipt.seal_heads.entries()) {
     const issue = await headIssue(entry.head);
@@ -936,7 +970,7 @@ async function anchoredHeads(receipt, jobEntry, sealerPk) {
     const anchoredIssue = await headIssue(entry.anchored.head);
     if (anchoredIssue !== undefined) return bad(`seal_heads[${i}].anchored: ${anchoredIssue}`);
     const anchored = entry.anchored.head;
-    const signer = headSignerIssue(anchored, jobWriter, sealerPk);
+    const signer = headSignerIssue(anchored, trust, sealerPk);
     if (signer !== undefined) return bad(`seal_heads[${i}].anchored: ${signer}`);
     if (anchored.sealer_pk !== head.sealer_pk || anchored.first_epoch !== head.first_epoch) {
       return bad(`seal_heads[${i}]: the anchored head is of another log`);

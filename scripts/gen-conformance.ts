@@ -8,6 +8,8 @@
  *   npx tsx scripts/gen-conformance.ts
  *   npx tsx scripts/gen-conformance.ts --custodial-only   (derives receipt-custodial.json and its cases from the
  *                                                          receipt-valid.json on disk; nothing else is rewritten)
+ *   npx tsx scripts/gen-conformance.ts --peer-heads-only  (derives receipt-peer-heads.json and its cases from the
+ *                                                          receipt-valid.json on disk; nothing else is rewritten)
  *
  * Regenerating changes the receipts' latencies and seal times, nothing a verifier depends on.
  */
@@ -34,7 +36,7 @@ import { sealThrough } from '../test/helpers/proofs.js';
 import { signedReadings } from '../test/helpers/telemetry.js';
 import { runReceiptJob, twoStepJob } from '../test/helpers/receipt-job.js';
 import { applyPatch } from '../test/helpers/json-patch.js';
-import { fusionInputsOf, fusionReceipt as rebuiltFusion } from '../test/helpers/fusion-receipt.js';
+import { fusionInputsOf, fusionReceipt as rebuiltFusion, resealed } from '../test/helpers/fusion-receipt.js';
 import { RECEIPT_TAMPERS } from '../test/helpers/receipt-tampers.js';
 
 const OUT = resolve(import.meta.dirname, '../test/fixtures/conformance');
@@ -808,6 +810,112 @@ function fusionPeerVectors(fusion: JobReceipt) {
   return { fusionPeer, cases };
 }
 
+/**
+ * The valid receipt with its job record naming the node and PEER as its `node_keys` (docs/protocol.md §15.4), signed
+ * again by the node, its records sealed again, and the heads of the node's log signed by PEER, as when the other
+ * gateway of the deployment serves the receipt: valid, also pinned to the node. Its cases: the heads signed by a key
+ * not listed (fails `seal_chain`), the steps sealed in custody by the peer (valid) or by a key not listed (fails
+ * `inclusion`), `node_keys` widened without the job record signed again, or signed but not
+ * naming the writer, or not ascending (each fails `job_record`).
+ */
+function peerHeadsVectors(valid: JobReceipt) {
+  const keys = [NODE.publicKey, PEER.publicKey].sort();
+  const build = (nodeKeys: unknown, headSigner: typeof NODE): JobReceipt => {
+    const copy = structuredClone(valid);
+    const jobEntry = copy.records.find((r) => r.role === 'job')!;
+    const { record_hash: _h, signature: _s, ...unsigned } = jobEntry.record!;
+    const payload = { ...(unsigned.payload as Obj), node_keys: nodeKeys };
+    jobEntry.record = signRecord(NODE.secretKey, { ...unsigned, payload });
+    return resealed(copy, new Map([[NODE.publicKey, NODE]]), headSigner);
+  };
+  // As read from its file: records of one epoch share no seal object, so a patch of one leaves the others.
+  const peerHeads = JSON.parse(JSON.stringify(build(keys, PEER))) as JobReceipt;
+  const widened = structuredClone(peerHeads);
+  const widenedPayload = widened.records.find((r) => r.role === 'job')!.record!.payload as Obj;
+  widenedPayload.node_keys = [...keys, ROGUE.publicKey].sort();
+  const cases: ReceiptCase[] = [
+    {
+      name: 'peer heads: the heads signed by a peer node the job record lists in node_keys, valid',
+      base: 'peer-heads',
+      patch: [],
+      options: {},
+      expected: { ok: true },
+    },
+    {
+      name: 'peer heads: valid, node pinned',
+      base: 'peer-heads',
+      patch: [],
+      options: { sealer_pk: NODE.publicKey },
+      expected: { ok: true },
+    },
+    {
+      name: 'peer heads: the peer pinned, not the writer of the job record',
+      base: 'peer-heads',
+      patch: [],
+      options: { sealer_pk: PEER.publicKey },
+      expected: { ok: false, failed_check: 'sealer' },
+    },
+    {
+      name: 'peer heads: the heads signed by a key not in node_keys',
+      base: 'peer-heads',
+      patch: diff(peerHeads, build(keys, ROGUE)),
+      options: {},
+      expected: { ok: false, failed_check: 'seal_chain' },
+    },
+    {
+      name: 'peer heads: the heads signed by a key not in node_keys, node pinned',
+      base: 'peer-heads',
+      patch: diff(peerHeads, build(keys, ROGUE)),
+      options: { sealer_pk: NODE.publicKey },
+      expected: { ok: false, failed_check: 'seal_chain' },
+    },
+    {
+      name: 'peer heads: the steps sealed in custody by the peer, node pinned',
+      base: 'peer-heads',
+      patch: diff(peerHeads, withCustodialSteps(peerHeads, PEER)),
+      options: { sealer_pk: NODE.publicKey },
+      expected: { ok: true },
+    },
+    {
+      name: 'peer heads: the steps sealed in custody by a key not in node_keys',
+      base: 'peer-heads',
+      patch: diff(peerHeads, withCustodialSteps(peerHeads, ROGUE, PEER)),
+      options: {},
+      expected: { ok: false, failed_check: 'inclusion' },
+    },
+    {
+      name: 'peer heads: node_keys widened to another key, the job record not signed again',
+      base: 'peer-heads',
+      patch: diff(peerHeads, widened),
+      options: {},
+      expected: { ok: false, failed_check: 'job_record' },
+    },
+    {
+      name: 'peer heads: node_keys not naming the writer of the job record',
+      base: 'peer-heads',
+      patch: diff(peerHeads, build([PEER.publicKey], PEER)),
+      options: {},
+      expected: { ok: false, failed_check: 'job_record' },
+    },
+    {
+      name: 'peer heads: node_keys not ascending',
+      base: 'peer-heads',
+      patch: diff(peerHeads, build([...keys].reverse(), PEER)),
+      options: {},
+      expected: { ok: false, failed_check: 'job_record' },
+    },
+  ];
+  for (const c of cases) {
+    const verdict = verifyReceipt(applyPatch(peerHeads, c.patch), {
+      ...(c.options.sealer_pk === undefined ? {} : { sealerPk: c.options.sealer_pk }),
+    });
+    if (verdict.ok !== c.expected.ok || verdict.failedCheck !== c.expected.failed_check) {
+      throw new Error(`${c.name}: ${verdict.failedCheck ?? 'ok'}`);
+    }
+  }
+  return { peerHeads, cases };
+}
+
 const write = (name: string, value: unknown) =>
   writeFileSync(join(OUT, name), `${JSON.stringify(value, null, 2)}\n`, 'utf8');
 const read = <T>(name: string): T => JSON.parse(readFileSync(join(OUT, name), 'utf8')) as T;
@@ -825,18 +933,26 @@ if (process.argv.includes('--custodial-only')) {
   write('receipt-fusion-peer.json', fusionPeer);
   const others = read<ReceiptCase[]>('receipt-cases.json').filter((c) => c.base !== 'fusion-peer');
   write('receipt-cases.json', [...others, ...cases]);
+} else if (process.argv.includes('--peer-heads-only')) {
+  // Adds the peer-signed heads vectors to the ones on disk without regenerating (and so changing) the others.
+  const { peerHeads, cases } = peerHeadsVectors(read<JobReceipt>('receipt-valid.json'));
+  write('receipt-peer-heads.json', peerHeads);
+  const others = read<ReceiptCase[]>('receipt-cases.json').filter((c) => c.base !== 'peer-heads');
+  write('receipt-cases.json', [...others, ...cases]);
 } else {
   write('canonical-json.json', canonicalCases());
   write('signed-requests.json', signedRequests());
   const { valid, pending, createdAt, fusion, cases } = await receipts();
   const custodial = custodialVectors(valid);
   const peer = fusionPeerVectors(fusion);
+  const peerHeads = peerHeadsVectors(valid);
   write('receipt-valid.json', valid);
   write('receipt-pending.json', pending);
   write('receipt-created-at.json', createdAt);
   write('receipt-fusion.json', fusion);
   write('receipt-custodial.json', custodial.custodial);
   write('receipt-fusion-peer.json', peer.fusionPeer);
-  write('receipt-cases.json', [...cases, ...custodial.cases, ...peer.cases]);
+  write('receipt-peer-heads.json', peerHeads.peerHeads);
+  write('receipt-cases.json', [...cases, ...custodial.cases, ...peer.cases, ...peerHeads.cases]);
 }
 process.stdout.write(`conformance vectors written to ${OUT}\n`);

@@ -25,7 +25,7 @@ import {
   type WorkerNeed,
 } from '../../core/worker-selection.js';
 import { ServiceError } from '../../core/errors.js';
-import { trustedWritersOf } from '../../core/telemetry.js';
+import { fusionWriters as deploymentKeys, trustedWritersOf } from '../../core/telemetry.js';
 import { jobLedgerEntries } from '../../core/ledger-entries.js';
 import { RELAY_FEE_SHARE, relayFee } from '../../core/pricing.js';
 import type { JobStore } from '../../store/job-store.js';
@@ -72,6 +72,8 @@ export interface JobActivityDeps {
   /**
    * The telemetry writers this gateway trusts (itself and SYNC_NODE_KEYS; default itself): a fusion step output
    * whose `trusted_writers` names another key is refused before the job record binds it (docs/protocol.md §2.10).
+   * The same keys, the deployment's node keys, are the job record's `node_keys` when there is more than this one
+   * (docs/protocol.md §15.4).
    */
   fusionWriters?: readonly string[];
   clock: () => number;
@@ -237,6 +239,7 @@ export function createJobActivities(deps: JobActivityDeps) {
       const hash = jobHash(job.request_hash, result.steps);
       const lastDone = [...result.steps].reverse().find((s) => s.status === 'complete');
       const status = result.status;
+      const nodeKeys = deploymentKeys([deps.nodePk, ...(deps.fusionWriters ?? [])]);
       const record = await deps.proofs.write({
         id: jobRecordId(job.job_id, job.run),
         h3_cell: job.h3_cell,
@@ -268,6 +271,9 @@ export function createJobActivities(deps: JobActivityDeps) {
           })),
           settlement,
           error: result.error,
+          // The deployment's gateways share one store and any of them may sign the seal heads of a receipt: the
+          // writer vouches for its peers (docs/protocol.md §15.4). A lone gateway's records name none.
+          ...(nodeKeys.length > 1 ? { node_keys: nodeKeys } : {}),
         },
       });
       const stored = record.payload as { job_hash?: unknown };

@@ -158,8 +158,9 @@ export function fusionReceipt(
  * Every record of `receipt` written by one of `writers` given gapless seqs from 1 (in epoch, then seq order; a
  * record whose seq changes is signed again), each writer's epochs sealed again from its first (empty ones too),
  * the proofs and seal chains to match, anchors dropped: what a store holding exactly these records would give.
+ * Each log's head is signed by its writer, or by `headSigner` when given (another node keeping the log).
  */
-export function resealed(receipt: JobReceipt, writers: ReadonlyMap<string, KeyPair>): JobReceipt {
+export function resealed(receipt: JobReceipt, writers: ReadonlyMap<string, KeyPair>, headSigner?: KeyPair): JobReceipt {
   const copy = structuredClone(receipt);
   for (const [pk, writer] of writers) {
     const entries = copy.records
@@ -202,7 +203,7 @@ export function resealed(receipt: JobReceipt, writers: ReadonlyMap<string, KeyPa
     }
     // Version 2: the writer's log is these seals; its head, signed by the writer, replaces the old one.
     const mine = copy.records.filter((e) => e.seal?.sealer_pk === pk);
-    const heads = sealHeadsFor(mine, new Map([[pk, seals]]), writer.secretKey);
+    const heads = sealHeadsFor(mine, new Map([[pk, seals]]), (headSigner ?? writer).secretKey);
     copy.seal_heads = [...copy.seal_heads!.filter((h) => h.head.sealer_pk !== pk), ...heads];
   }
   return copy;

@@ -454,6 +454,9 @@ def _job_record(receipt: dict, entry: Optional[dict]) -> tuple[bool, str]:
         return False, f"record {named} is not a compute/job record"
     if not same(get(record["payload"], "job_id"), receipt["job_id"]):
         return False, f"record {named} is of another job"
+    _, node_keys_issue = _node_keys_of(record["payload"], record["address"]["pk"])
+    if node_keys_issue is not None:
+        return False, f"record {named}: {node_keys_issue}"
     return True, f"{named} written by {record['address']['pk']}"
 
 
@@ -727,15 +730,48 @@ def _fusion_inputs(receipt: dict, job_entry: Optional[dict], allow_pending: bool
     return True, f"{verified} fusion step(s) recomputed from their signed inputs{pending}"
 
 
-def _custodian_issue(custodian: str, job_writer: Any, sealer_pk: Optional[str]) -> Optional[str]:
+def _node_keys_of(payload: Any, writer: Any) -> tuple[list[str], Optional[str]]:
+    """The node keys a job record's writer vouches for (docs/protocol.md §15.4): its payload's node_keys (the
+    deployment's gateways sharing one store, ascending and distinct, the writer among them), or the writer alone;
+    and the issue when the list is malformed."""
+    if not isinstance(writer, str):
+        return [], None
+    named = get(payload, "node_keys") if is_obj(payload) else UNDEFINED
+    if named is UNDEFINED:
+        return [writer], None
+    well_formed = (
+        isinstance(named, list)
+        and all(is_hex(pk, 32) and (i == 0 or named[i - 1] < pk) for i, pk in enumerate(named))
+        and writer in named
+    )
+    if well_formed:
+        return list(named), None
+    return [writer], "node_keys must be ascending distinct node keys naming the writer"
+
+
+def _trust_of(job_entry: Optional[dict]) -> tuple[Any, list[str]]:
+    """The job record's writer and the node keys it vouches for."""
+    record = opt(job_entry, "record")
+    address = opt(record, "address")
+    writer = get(address, "pk") if is_obj(address) else UNDEFINED
+    payload = get(record, "payload") if is_obj(record) else UNDEFINED
+    return writer, _node_keys_of(payload, writer)[0]
+
+
+def _custodian_issue(custodian: str, trust: tuple[Any, list[str]], sealer_pk: Optional[str]) -> Optional[str]:
     """Why a custodial seal's custodian is not trusted (docs/protocol.md §12.3): only the node seals a gone
-    worker's epoch, and the receipt names the node as the writer of its compute/job record (and the pinned key)."""
-    if sealer_pk is not None and custodian != sealer_pk:
-        return f"custodial seal by {custodian}, not by the pinned node {sealer_pk}"
-    if not isinstance(job_writer, str):
+    worker's epoch, and the receipt names the node as the writer of its compute/job record (and the pinned key),
+    or one of the node keys that record names."""
+    writer, keys = trust
+    vouched = custodian in keys
+    if sealer_pk is not None and custodian != sealer_pk and not (same(writer, sealer_pk) and vouched):
+        return f"custodial seal by {custodian}, not by the pinned node {sealer_pk} or one of its node_keys"
+    if not isinstance(writer, str):
         return f"custodial seal by {custodian}, but no job record names the node"
-    if custodian != job_writer:
-        return f"custodial seal by {custodian}, not by the node {job_writer} that wrote the job record"
+    if custodian != writer and not vouched:
+        return (
+            f"custodial seal by {custodian}, not by the node {writer} that wrote the job record or one of its node_keys"
+        )
     return None
 
 
@@ -743,8 +779,7 @@ def _inclusion(receipt: dict, job_entry: Optional[dict], sealer_pk: Optional[str
     proven = 0
     custodians: list[str] = []
     custodial = 0
-    address = opt(opt(job_entry, "record"), "address")
-    job_writer = get(address, "pk") if is_obj(address) else UNDEFINED
+    trust = _trust_of(job_entry)
     for entry in receipt["records"]:
         if entry["record"] is None or entry["seal"] is None:
             continue
@@ -754,7 +789,7 @@ def _inclusion(receipt: dict, job_entry: Optional[dict], sealer_pk: Optional[str
         proven += 1
         if "custodian_pk" in entry["seal"]:
             custodian = entry["seal"]["custodian_pk"]
-            untrusted = _custodian_issue(custodian, job_writer, sealer_pk)
+            untrusted = _custodian_issue(custodian, trust, sealer_pk)
             if untrusted is not None:
                 return False, f"{entry['record_id']}: {untrusted}"
             custodial += 1
@@ -825,24 +860,22 @@ def _head_issue(head: Any) -> Optional[str]:
     return None
 
 
-def _head_signer_issue(head: dict, job_writer: Any, sealer_pk: Optional[str]) -> Optional[str]:
-    """Who may sign a head of a sealer's log: the sealer, or the node under the custodian rule."""
+def _head_signer_issue(head: dict, trust: tuple[Any, list[str]], sealer_pk: Optional[str]) -> Optional[str]:
+    """Who may sign a head of a sealer's log: the sealer, or under the custodian rule the node (the job record's
+    writer or one of its node_keys; when pinned, the pinned key or one of its node_keys)."""
     if head["signer_pk"] == head["sealer_pk"]:
         return None
-    if sealer_pk is not None and head["signer_pk"] != sealer_pk:
-        return f"head signed by {head['signer_pk']}, not the pinned node"
-    if not same(head["signer_pk"], job_writer):
-        return f"head signed by {head['signer_pk']}, neither the sealer nor the node"
+    writer, keys = trust
+    vouched = head["signer_pk"] in keys
+    if sealer_pk is not None and head["signer_pk"] != sealer_pk and not (same(writer, sealer_pk) and vouched):
+        return f"head signed by {head['signer_pk']}, not the pinned node or one of its node_keys"
+    if not same(head["signer_pk"], writer) and not vouched:
+        return f"head signed by {head['signer_pk']}, neither the sealer nor the node or one of its node_keys"
     return None
 
 
-def _job_writer(job_entry: Optional[dict]) -> Any:
-    address = opt(opt(job_entry, "record"), "address")
-    return get(address, "pk") if is_obj(address) else UNDEFINED
-
-
 def _seal_logs(receipt: dict, job_entry: Optional[dict], sealer_pk: Optional[str]) -> tuple[bool, str]:
-    job_writer = _job_writer(job_entry)
+    trust = _trust_of(job_entry)
     heads: dict[str, dict] = {}
     for i, entry in enumerate(receipt["seal_heads"]):
         issue = _head_issue(entry["head"])
@@ -851,7 +884,7 @@ def _seal_logs(receipt: dict, job_entry: Optional[dict], sealer_pk: Optional[str
         sealer = entry["head"]["sealer_pk"]
         if sealer in heads:
             return False, f"two heads of sealer {sealer}"
-        signer = _head_signer_issue(entry["head"], job_writer, sealer_pk)
+        signer = _head_signer_issue(entry["head"], trust, sealer_pk)
         if signer is not None:
             return False, f"seal_heads[{i}]: {signer}"
         heads[sealer] = entry["head"]
@@ -926,7 +959,7 @@ def _consistent(m: int, n: int, old_root: bytes, new_root: bytes, proof: list[by
 def _anchored_heads(receipt: dict, job_entry: Optional[dict], sealer_pk: Optional[str]) -> tuple[bool, str]:
     """Per sealer with an anchored record: the head ending at its latest anchored epoch, and the head consistent
     with it."""
-    job_writer = _job_writer(job_entry)
+    trust = _trust_of(job_entry)
     consistent = 0
     for i, entry in enumerate(receipt["seal_heads"]):
         issue = _head_issue(entry["head"])
@@ -949,7 +982,7 @@ def _anchored_heads(receipt: dict, job_entry: Optional[dict], sealer_pk: Optiona
         if issue is not None:
             return False, f"seal_heads[{i}].anchored: {issue}"
         anchored = entry["anchored"]["head"]
-        signer = _head_signer_issue(anchored, job_writer, sealer_pk)
+        signer = _head_signer_issue(anchored, trust, sealer_pk)
         if signer is not None:
             return False, f"seal_heads[{i}].anchored: {signer}"
         if anchored["sealer_pk"] != head["sealer_pk"] or not same(anchored["first_epoch"], head["first_epoch"]):

@@ -480,6 +480,8 @@ function jobRecordCheck(receipt: Receipt, entry: Entry | undefined): Outcome {
   if (entry.record.id !== named) return bad(`the record is ${String(entry.record.id)}, not ${named}`);
   if (entry.record.payload_type !== 'compute/job') return bad(`record ${named} is not a compute/job record`);
   if ((entry.record.payload as Obj | null)?.job_id !== receipt.job_id) return bad(`record ${named} is of another job`);
+  const nodeKeys = nodeKeysOf(entry.record.payload, (entry.record.address as Obj).pk);
+  if (nodeKeys.issue !== undefined) return bad(`record ${named}: ${nodeKeys.issue}`);
   return ok(`${named} written by ${String((entry.record.address as Obj).pk)}`);
 }
 
@@ -741,16 +743,47 @@ function fusionInputs(receipt: Receipt, jobEntry: Entry | undefined, allowPendin
 }
 
 /**
- * Why a custodial seal's custodian is not trusted (docs/protocol.md §12.3): only the node may seal a gone worker's
- * epoch, and the receipt names the node as the writer of its `compute/job` record (and the pinned key, if any).
+ * The node keys a job record's writer vouches for (docs/protocol.md §15.4): its payload's `node_keys` (the
+ * deployment's gateways sharing one store, ascending and distinct, the writer among them), or the writer alone.
  */
-function custodianIssue(custodian: string, jobWriter: unknown, sealerPk: string | undefined): string | undefined {
-  if (sealerPk !== undefined && custodian !== sealerPk) {
-    return `custodial seal by ${custodian}, not by the pinned node ${sealerPk}`;
+function nodeKeysOf(payload: unknown, writer: unknown): { keys: string[]; issue?: string } {
+  if (typeof writer !== 'string') return { keys: [] };
+  const named = isObj(payload) ? payload.node_keys : undefined;
+  if (named === undefined) return { keys: [writer] };
+  const wellFormed =
+    Array.isArray(named) &&
+    named.every((pk, i) => isHex(pk, 32) && (i === 0 || (named[i - 1] as string) < (pk as string))) &&
+    named.includes(writer);
+  return wellFormed
+    ? { keys: named as string[] }
+    : { keys: [writer], issue: 'node_keys must be ascending distinct node keys naming the writer' };
+}
+
+/** The job record's writer and the node keys it vouches for. */
+interface NodeTrust {
+  writer: unknown;
+  keys: readonly string[];
+}
+
+const trustOf = (jobEntry: Entry | undefined): NodeTrust => {
+  const record = isObj(jobEntry?.record) ? (jobEntry.record as Obj) : undefined;
+  const writer = isObj(record?.address) ? record.address.pk : undefined;
+  return { writer, keys: nodeKeysOf(record?.payload, writer).keys };
+};
+
+/**
+ * Why a custodial seal's custodian is not trusted (docs/protocol.md §12.3): only the node may seal a gone worker's
+ * epoch, and the receipt names the node as the writer of its `compute/job` record (and the pinned key, if any), or
+ * one of the node keys that record names.
+ */
+function custodianIssue(custodian: string, trust: NodeTrust, sealerPk: string | undefined): string | undefined {
+  const vouched = trust.keys.includes(custodian);
+  if (sealerPk !== undefined && custodian !== sealerPk && !(trust.writer === sealerPk && vouched)) {
+    return `custodial seal by ${custodian}, not by the pinned node ${sealerPk} or one of its node_keys`;
   }
-  if (typeof jobWriter !== 'string') return `custodial seal by ${custodian}, but no job record names the node`;
-  if (custodian !== jobWriter) {
-    return `custodial seal by ${custodian}, not by the node ${jobWriter} that wrote the job record`;
+  if (typeof trust.writer !== 'string') return `custodial seal by ${custodian}, but no job record names the node`;
+  if (custodian !== trust.writer && !vouched) {
+    return `custodial seal by ${custodian}, not by the node ${trust.writer} that wrote the job record or one of its node_keys`;
   }
   return undefined;
 }
@@ -759,8 +792,7 @@ function inclusion(receipt: Receipt, jobEntry: Entry | undefined, sealerPk: stri
   let proven = 0;
   const custodians = new Set<string>();
   let custodial = 0;
-  const address = isObj(jobEntry?.record) ? (jobEntry.record as Obj).address : undefined;
-  const jobWriter = isObj(address) ? address.pk : undefined;
+  const trust = trustOf(jobEntry);
   for (const entry of receipt.records) {
     if (entry.record === null || entry.seal === null) continue;
     const issue = bundleIssue(entry);
@@ -768,7 +800,7 @@ function inclusion(receipt: Receipt, jobEntry: Entry | undefined, sealerPk: stri
     proven++;
     const custodian = (entry.seal as Obj).custodian_pk;
     if (custodian !== undefined) {
-      const untrusted = custodianIssue(String(custodian), jobWriter, sealerPk);
+      const untrusted = custodianIssue(String(custodian), trust, sealerPk);
       if (untrusted !== undefined) return bad(`${entry.record_id}: ${untrusted}`);
       custodial++;
       custodians.add(String(custodian));
@@ -836,29 +868,29 @@ function headIssue(head: unknown): string | undefined {
   return undefined;
 }
 
-/** Who may sign a head of a sealer's log: the sealer, or the node under the custodian rule. */
-function headSignerIssue(head: Obj, jobWriter: unknown, sealerPk: string | undefined): string | undefined {
+/**
+ * Who may sign a head of a sealer's log: the sealer, or under the custodian rule the node (the job record's writer
+ * or one of its `node_keys`; when pinned, the pinned key or one of its `node_keys`).
+ */
+function headSignerIssue(head: Obj, trust: NodeTrust, sealerPk: string | undefined): string | undefined {
   if (head.signer_pk === head.sealer_pk) return undefined;
-  if (sealerPk !== undefined && head.signer_pk !== sealerPk)
-    return `head signed by ${String(head.signer_pk)}, not the pinned node`;
-  if (head.signer_pk !== jobWriter) return `head signed by ${String(head.signer_pk)}, neither the sealer nor the node`;
+  const vouched = trust.keys.includes(String(head.signer_pk));
+  if (sealerPk !== undefined && head.signer_pk !== sealerPk && !(trust.writer === sealerPk && vouched))
+    return `head signed by ${String(head.signer_pk)}, not the pinned node or one of its node_keys`;
+  if (head.signer_pk !== trust.writer && !vouched)
+    return `head signed by ${String(head.signer_pk)}, neither the sealer nor the node or one of its node_keys`;
   return undefined;
 }
 
-const jobWriterOf = (jobEntry: Entry | undefined): unknown => {
-  const address = isObj(jobEntry?.record) ? (jobEntry.record as Obj).address : undefined;
-  return isObj(address) ? address.pk : undefined;
-};
-
 function sealLogs(receipt: Receipt, jobEntry: Entry | undefined, sealerPk: string | undefined): Outcome {
-  const jobWriter = jobWriterOf(jobEntry);
+  const trust = trustOf(jobEntry);
   const heads = new Map<string, Obj>();
   for (const [i, entry] of (receipt.seal_heads ?? []).entries()) {
     const issue = headIssue(entry.head);
     if (issue !== undefined) return bad(`seal_heads[${i}]: ${issue}`);
     const sealer = entry.head.sealer_pk as string;
     if (heads.has(sealer)) return bad(`two heads of sealer ${sealer}`);
-    const signer = headSignerIssue(entry.head, jobWriter, sealerPk);
+    const signer = headSignerIssue(entry.head, trust, sealerPk);
     if (signer !== undefined) return bad(`seal_heads[${i}]: ${signer}`);
     heads.set(sealer, entry.head);
   }
@@ -932,7 +964,7 @@ function consistent(m: number, n: number, oldRoot: Uint8Array, newRoot: Uint8Arr
 
 /** Per sealer with an anchored record: the head ending at its latest anchored epoch, and the head consistent with it. */
 function anchoredHeads(receipt: Receipt, jobEntry: Entry | undefined, sealerPk: string | undefined): Outcome {
-  const jobWriter = jobWriterOf(jobEntry);
+  const trust = trustOf(jobEntry);
   let consistentHeads = 0;
   for (const [i, entry] of (receipt.seal_heads ?? []).entries()) {
     const issue = headIssue(entry.head);
@@ -952,7 +984,7 @@ function anchoredHeads(receipt: Receipt, jobEntry: Entry | undefined, sealerPk: 
     const anchoredIssue = headIssue(entry.anchored.head);
     if (anchoredIssue !== undefined) return bad(`seal_heads[${i}].anchored: ${anchoredIssue}`);
     const anchored = entry.anchored.head;
-    const signer = headSignerIssue(anchored, jobWriter, sealerPk);
+    const signer = headSignerIssue(anchored, trust, sealerPk);
     if (signer !== undefined) return bad(`seal_heads[${i}].anchored: ${signer}`);
     if (anchored.sealer_pk !== head.sealer_pk || anchored.first_epoch !== head.first_epoch) {
       return bad(`seal_heads[${i}]: the anchored head is of another log`);
