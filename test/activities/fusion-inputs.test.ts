@@ -63,6 +63,27 @@ describe('sensor_fusion on a worker: the inputs it takes from the telemetry page
     return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   }
 
+  /** A worker's fusion of `no2` over the job cell, reading the page at `url` and trusting `writers`. */
+  async function fuseFrom(url: string, writers: string[], jobId: string) {
+    const source = httpTelemetrySource({
+      gatewayUrl: url,
+      genesisMs: DEFAULT_EPOCH_GENESIS_MS,
+      epochMs: EPOCH_MS,
+      writers,
+    });
+    const run = await runSensorFusion(
+      {
+        source,
+        genesisMs: DEFAULT_EPOCH_GENESIS_MS,
+        epochMs: EPOCH_MS,
+        nodePk: generateKeyPair().publicKey,
+        trustedWriters: writers,
+      },
+      { job_id: jobId, step_id: 'fuse', quantity: 'no2', h3_cell: JOB_CELL, rings: 0, job_epoch: EPOCH + 1 },
+    );
+    return run.output;
+  }
+
   it("takes only the gateway node's records signed by their devices, and drops an instant answered twice", async () => {
     const gateway = generateKeyPair();
     const mallory = generateKeyPair();
@@ -78,24 +99,11 @@ describe('sensor_fusion on a worker: the inputs it takes from the telemetry page
     const second = await recordOf(gateway, twice, CELLS[6]!, 999);
     const url = await page([...records, unsigned, elsewhere, first, second, first]);
 
-    const source = httpTelemetrySource({
-      gatewayUrl: url,
-      genesisMs: DEFAULT_EPOCH_GENESIS_MS,
-      epochMs: EPOCH_MS,
-      writers: [gateway.publicKey],
-    });
-    const worker = generateKeyPair();
-    const run = await runSensorFusion(
-      {
-        source,
-        genesisMs: DEFAULT_EPOCH_GENESIS_MS,
-        epochMs: EPOCH_MS,
-        nodePk: worker.publicKey,
-        trustedWriters: [gateway.publicKey],
-      },
-      { job_id: 'job-1', step_id: 'fuse', quantity: 'no2', h3_cell: JOB_CELL, rings: 0, job_epoch: EPOCH + 1 },
-    );
-    const out = run.output as { value: number; input_device_count: number; record_ids: string[] };
+    const out = (await fuseFrom(url, [gateway.publicKey], 'job-1')) as {
+      value: number;
+      input_device_count: number;
+      record_ids: string[];
+    };
     assert.equal(out.input_device_count, 4);
     assert.equal(out.value, 21.5);
     assert.deepEqual(out.record_ids, records.map((r) => r.id).sort());
@@ -109,24 +117,11 @@ describe('sensor_fusion on a worker: the inputs it takes from the telemetry page
     const elsewhere = await recordOf(mallory, generateKeyPair(), CELLS[5]!, 999);
     const url = await page([...byA, ...byB, elsewhere]);
     const writers = [b.publicKey, a.publicKey];
-    const source = httpTelemetrySource({
-      gatewayUrl: url,
-      genesisMs: DEFAULT_EPOCH_GENESIS_MS,
-      epochMs: EPOCH_MS,
-      writers,
-    });
-    const worker = generateKeyPair();
-    const run = await runSensorFusion(
-      {
-        source,
-        genesisMs: DEFAULT_EPOCH_GENESIS_MS,
-        epochMs: EPOCH_MS,
-        nodePk: worker.publicKey,
-        trustedWriters: writers,
-      },
-      { job_id: 'job-2', step_id: 'fuse', quantity: 'no2', h3_cell: JOB_CELL, rings: 0, job_epoch: EPOCH + 1 },
-    );
-    const out = run.output as { input_device_count: number; record_ids: string[]; trusted_writers: string[] };
+    const out = (await fuseFrom(url, writers, 'job-2')) as {
+      input_device_count: number;
+      record_ids: string[];
+      trusted_writers: string[];
+    };
     assert.equal(out.input_device_count, 4);
     assert.deepEqual(out.record_ids, [...byA, ...byB].map((r) => r.id).sort());
     assert.deepEqual(out.trusted_writers, [a.publicKey, b.publicKey].sort());
