@@ -395,9 +395,9 @@ async function postJobEntries(
   const jobId = response.job_id;
   const recordId = response.proof?.record_id ?? jobRecordId(jobId);
   const run = jobRunOf(jobId, recordId) ?? 1;
-  // Another gateway of the deployment may have posted this run before (its attempt died after the post, and
-  // Temporal retried the activity here): the platform account is the one it posted, so the retry's entries are
-  // the same entries; a different platform would contradict them. Read again if one appeared meanwhile.
+  // Another gateway of the deployment may have posted this run or an earlier one (its attempt died after the post
+  // and Temporal retried the activity here, or a replay re-ran the job here): the platform account is the one it
+  // posted (postEntriesOnce), so the entries fit the posted ones. Read again if one appeared meanwhile.
   const post = () => postEntriesOnce(deps, ledger, finished, response, recordId, run);
   try {
     await post().catch((error: unknown) => {
@@ -429,7 +429,13 @@ async function postEntriesOnce(
 ): Promise<void> {
   const jobId = response.job_id;
   const posted = await ledger.jobEntries(jobId);
-  const platformPk = posted.find((e) => e.kind === 'proof_fee' && e.record_id === recordId)?.account_pk ?? deps.nodePk;
+  // The job's platform is the first run's: a later run posts the difference to earlier runs' entries per account,
+  // so a run on another gateway naming itself would reverse one proof fee and post another under one entry id.
+  const platformPk =
+    (
+      posted.find((e) => e.kind === 'proof_fee' && e.record_id === recordId) ??
+      posted.find((e) => e.kind === 'proof_fee')
+    )?.account_pk ?? deps.nodePk;
   const tiers = new Map<string, number | null>();
   for (const e of posted) {
     if (e.record_id === recordId && (e.kind === 'step_earning' || e.kind === 'relay_fee')) {

@@ -114,4 +114,43 @@ describe('finishJob retried after an attempt died part-way', function () {
       await gwB.close();
     }
   });
+
+  it("posts a re-run's entries on the other gateway against the first run's platform account", async () => {
+    const db = openSqlite(':memory:');
+    const shared = {
+      proofs: createSqliteProofStore(db),
+      jobs: createSqliteJobStore(db),
+      ledger: createSqliteLedgerStore(db),
+    };
+    const [a, b] = [generateKeyPair(), generateKeyPair()];
+    const start = (node: typeof a, peer: typeof a) =>
+      startGateway({ clock: () => NOW, node, ...shared, config: { proofSync: { nodeKeys: [peer.publicKey] } } });
+    const gwA = await start(a, b);
+    const gwB = await start(b, a);
+    try {
+      const worker = generateKeyPair().publicKey;
+      const first = { ...job, job_id: '5e95fa1d-0a26-8bd0-9b1d-b3a66d937584' };
+      await gwA.jobs.claim(jobRecordOf(first, 'running', null, NOW));
+      // Run 1 on A: the step completed and was charged, then the job failed for a transient reason.
+      const failed: ScheduleResult = {
+        ...attempt(worker, 10),
+        status: 'failed',
+        error: { step_id: 'ask', code: 'store_unavailable', detail: 'the gateway was out of reach' },
+      };
+      await gwA.compute.jobs.finishJob(first, failed);
+      // The same request replayed on B re-runs it (run 2), the completed step carried.
+      const rerun = { ...first, run: 2 };
+      await gwB.jobs.retry(jobRecordOf(rerun, 'running', null, NOW));
+      const answer = await gwB.compute.jobs.finishJob(rerun, attempt(worker, 10));
+      assert.equal(answer.status, 'complete');
+      const entries = await shared.ledger.jobEntries(first.job_id);
+      const fees = entries.filter((e) => e.kind === 'proof_fee');
+      assert.ok(fees.length > 0 && fees.every((e) => e.account_pk === a.publicKey), 'the proof fee stays with A');
+      const charged = entries.filter((e) => e.kind === 'job_charge').reduce((sum, e) => sum + e.amount_units, 0);
+      assert.equal(-charged, Math.round(answer.settlement.total_credits * 1e8), 'charged what the settlement says');
+    } finally {
+      await gwA.close();
+      await gwB.close();
+    }
+  });
 });
