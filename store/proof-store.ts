@@ -24,6 +24,12 @@ export interface NewRecord {
   payload_type: PayloadType;
   payload: unknown;
   written_at: string;
+  /**
+   * Writers whose record under this id stands for this entry (a reading another gateway of the deployment stored
+   * first, docs/protocol.md §2.10): it is answered as stored instead of written again under a scoped id. Only
+   * keys the caller trusts for this id; any other writer's record is never adopted.
+   */
+  sharedWith?: readonly string[];
 }
 
 export type IngestOutcome =

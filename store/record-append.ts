@@ -88,6 +88,14 @@ export function prepareAppend(
     // record would otherwise stand in for this writer's, e.g. a job's proof); the entry moves to its scoped id.
     let writeId = id;
     let existing = stored(id);
+    if (
+      existing !== undefined &&
+      existing.address.pk !== signer.publicKey &&
+      entry.sharedWith?.includes(existing.address.pk)
+    ) {
+      records[index] = existing;
+      return;
+    }
     if (existing !== undefined && existing.address.pk !== signer.publicKey) {
       writeId = writerScopedId(signer, id);
       existing = stored(writeId);

@@ -199,6 +199,8 @@ export function createTelemetryActivities(deps: TelemetryDeps) {
             principal_pk: batch.principalPk,
           } satisfies TelemetryPayload,
           written_at: writtenAt,
+          // A peer that stored the reading since ownRecord looked (the client's first send still in flight there).
+          sharedWith: [...deployment].filter((pk) => pk !== deps.signer.publicKey),
         }));
         let records: ProofRecord[];
         try {
@@ -219,7 +221,11 @@ export function createTelemetryActivities(deps: TelemetryDeps) {
           // The same reading twice in one batch: the first is new, the second the duplicate (or a conflict).
           const outcome = againstStored(group[i]!, record);
           if ('code' in outcome) refused.push(outcome);
-          else accepted.push({ ...outcome, duplicate: fresh.has(record.id) });
+          else
+            accepted.push({
+              ...outcome,
+              duplicate: fresh.has(record.id) || record.address.pk !== deps.signer.publicKey,
+            });
           fresh.add(record.id);
         });
       }

@@ -175,6 +175,20 @@ export function describeProofStoreContract(name: string, factory: ProofStoreFact
         assert.deepEqual(bobs, planted);
       });
 
+      it("answers a record of a writer the entry names as sharedWith as stored, writing nothing (a peer's reading)", async () => {
+        const [peers] = await store.appendRecords(bob, [entry('reading-1', 5)]);
+        const [answered] = await store.appendRecords(alice, [
+          { ...entry('reading-1', 5), sharedWith: [bob.publicKey] },
+        ]);
+        assert.deepEqual(answered, peers);
+        assert.equal((await store.recordsOfEpoch(alice.publicKey, 5)).length, 0, 'Alice wrote nothing');
+        // Named for another key only, Bob's record is not adopted.
+        const [own] = await store.appendRecords(alice, [
+          { ...entry('reading-1', 5), sharedWith: [generateKeyPair().publicKey] },
+        ]);
+        assert.equal(own?.address.pk, alice.publicKey);
+      });
+
       it('keeps seqs gapless under concurrent appends by one signer', async () => {
         const batches = await Promise.all(
           Array.from({ length: 5 }, (_, b) => store.appendRecords(alice, entries(`c${b}`, 5, 3))),
