@@ -292,7 +292,9 @@ describe('The satellite → AI → map chain on the Temporal dev server (live)',
       naming,
       gateway: {
         clock: () => TEST_NOW,
-        imagery: { stacUrl: catalog.stac.url },
+        // A generous read timeout: on a loaded CI machine a COG range read past the helper's 2 s fell back to
+        // the metadata estimate, which is not what this test is about.
+        imagery: { stacUrl: catalog.stac.url, timeoutMs: 20_000 },
         tiles: {
           templates: Object.fromEntries(TILE_STYLES.map((s) => [s, xyz.template('png')])) as TileConfig['templates'],
         },
