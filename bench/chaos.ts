@@ -945,13 +945,22 @@ async function checkInvariants(): Promise<void> {
   for await (const wf of temporal.workflow.list({
     query: `ExecutionStatus != 'Running' AND ExecutionStatus != 'Completed' AND WorkflowId STARTS_WITH 'job-'`,
   })) {
-    // A failed job fails its workflow (workflows/compute-job.ts jobFailure); any other run that did not complete
-    // gave up outside the job's logic (a ledger conflict did, for a job stored complete).
+    // A failed job fails its workflow (workflows/compute-job.ts jobFailure), and a job failed for a transient
+    // reason runs again, as a later run of the same workflow id, when its request is sent again. Any other run
+    // that did not complete gave up outside the job's logic (a ledger conflict did, for a job stored complete).
     failedWorkflows++;
     const stored = await http('GET', `${gatewayUrls[0]}/v1/compute/${wf.workflowId.slice('job-'.length)}`);
     const jobStatus = stored !== 'conn' && stored.status === 200 ? (stored.body as ComputeResponse).status : null;
+    let completedLater = false;
+    for await (const later of temporal.workflow.list({
+      query: `WorkflowId = '${wf.workflowId}' AND ExecutionStatus = 'Completed'`,
+    })) {
+      if (later.startTime > wf.startTime) completedLater = true;
+    }
     if (wf.status.name === 'FAILED' && jobStatus === 'failed') notes.push(`workflow ${wf.workflowId}: its job failed`);
-    else violation(`workflow ${wf.workflowId} closed ${wf.status.name}; its job is ${jobStatus ?? 'not found'}`);
+    else if (wf.status.name === 'FAILED' && completedLater) {
+      notes.push(`workflow ${wf.workflowId}: a run failed, a later run of its job completed`);
+    } else violation(`workflow ${wf.workflowId} closed ${wf.status.name}; its job is ${jobStatus ?? 'not found'}`);
   }
   await connection.close();
   for (const p of procs) {
