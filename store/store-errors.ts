@@ -5,6 +5,7 @@
  * are atomic; a Mongo write that never reached the server did not happen), so the client may retry.
  */
 import {
+  MongoBulkWriteError,
   MongoNetworkError,
   MongoNotConnectedError,
   MongoServerError,
@@ -29,7 +30,7 @@ export function isStorageFull(error: unknown): boolean {
 
 /**
  * The store cannot be reached now: MongoDB unreachable (no server selected within the driver's timeout, a
- * connection lost, the client closed), or SQLite still locked by another writer after its busy timeout.
+ * connection lost, also in the middle of a bulk insert, the client closed), or SQLite still locked by another writer after its busy timeout.
  */
 export function isStoreUnavailable(error: unknown): boolean {
   if (
@@ -40,6 +41,9 @@ export function isStoreUnavailable(error: unknown): boolean {
   ) {
     return true;
   }
+  // insertMany's error when the connection broke mid-batch wraps the driver's network error (its errorResponse).
+  if (error instanceof MongoBulkWriteError)
+    return error.errorResponse !== error && isStoreUnavailable(error.errorResponse);
   if (typeof error !== 'object' || error === null) return false;
   const { code } = error as { code?: unknown };
   return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED';
