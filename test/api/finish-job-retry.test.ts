@@ -54,6 +54,20 @@ const attempt = (workerPk: string, latencyMs: number): ScheduleResult => ({
   ],
 });
 
+/** Two gateways of one deployment (each its own node key, each the other's peer) on one store and ledger. */
+async function deployment() {
+  const db = openSqlite(':memory:');
+  const shared = {
+    proofs: createSqliteProofStore(db),
+    jobs: createSqliteJobStore(db),
+    ledger: createSqliteLedgerStore(db),
+  };
+  const [a, b] = [generateKeyPair(), generateKeyPair()];
+  const start = (node: typeof a, peer: typeof a) =>
+    startGateway({ clock: () => NOW, node, ...shared, config: { proofSync: { nodeKeys: [peer.publicKey] } } });
+  return { shared, a, gwA: await start(a, b), gwB: await start(b, a) };
+}
+
 describe('finishJob retried after an attempt died part-way', function () {
   this.timeout(20_000);
 
@@ -85,17 +99,7 @@ describe('finishJob retried after an attempt died part-way', function () {
   });
 
   it('posts the same ledger entries when the other gateway of the deployment retries it', async () => {
-    const db = openSqlite(':memory:');
-    const shared = {
-      proofs: createSqliteProofStore(db),
-      jobs: createSqliteJobStore(db),
-      ledger: createSqliteLedgerStore(db),
-    };
-    const [a, b] = [generateKeyPair(), generateKeyPair()];
-    const start = (node: typeof a, peer: typeof a) =>
-      startGateway({ clock: () => NOW, node, ...shared, config: { proofSync: { nodeKeys: [peer.publicKey] } } });
-    const gwA = await start(a, b);
-    const gwB = await start(b, a);
+    const { shared, a, gwA, gwB } = await deployment();
     try {
       const worker = generateKeyPair().publicKey;
       const second = { ...job, job_id: '074cecb9-cfce-8757-8e08-47a697c73cbb' };
@@ -116,17 +120,7 @@ describe('finishJob retried after an attempt died part-way', function () {
   });
 
   it("posts a re-run's entries on the other gateway against the first run's platform account", async () => {
-    const db = openSqlite(':memory:');
-    const shared = {
-      proofs: createSqliteProofStore(db),
-      jobs: createSqliteJobStore(db),
-      ledger: createSqliteLedgerStore(db),
-    };
-    const [a, b] = [generateKeyPair(), generateKeyPair()];
-    const start = (node: typeof a, peer: typeof a) =>
-      startGateway({ clock: () => NOW, node, ...shared, config: { proofSync: { nodeKeys: [peer.publicKey] } } });
-    const gwA = await start(a, b);
-    const gwB = await start(b, a);
+    const { shared, a, gwA, gwB } = await deployment();
     try {
       const worker = generateKeyPair().publicKey;
       const first = { ...job, job_id: '5e95fa1d-0a26-8bd0-9b1d-b3a66d937584' };
