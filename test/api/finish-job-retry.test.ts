@@ -12,11 +12,8 @@ import { generateKeyPair } from '../../core/identity.js';
 import type { ScheduleResult } from '../../core/job-scheduler.js';
 import type { ComputeJobInput } from '../../core/job-steps.js';
 import { jobRecordOf } from '../../activities/compute/job-activities.js';
-import { openSqlite } from '../../store/sqlite/open-database.js';
-import { createSqliteJobStore } from '../../store/sqlite/job-store.js';
-import { createSqliteLedgerStore } from '../../store/sqlite/ledger-store.js';
-import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
 import { startGateway } from '../helpers/gateway.js';
+import { startPeerGateways } from '../helpers/peer-gateways.js';
 
 const NOW = Date.parse('2026-03-01T10:00:00Z');
 
@@ -54,20 +51,6 @@ const attempt = (workerPk: string, latencyMs: number): ScheduleResult => ({
   ],
 });
 
-/** Two gateways of one deployment (each its own node key, each the other's peer) on one store and ledger. */
-async function deployment() {
-  const db = openSqlite(':memory:');
-  const shared = {
-    proofs: createSqliteProofStore(db),
-    jobs: createSqliteJobStore(db),
-    ledger: createSqliteLedgerStore(db),
-  };
-  const [a, b] = [generateKeyPair(), generateKeyPair()];
-  const start = (node: typeof a, peer: typeof a) =>
-    startGateway({ clock: () => NOW, node, ...shared, config: { proofSync: { nodeKeys: [peer.publicKey] } } });
-  return { shared, a, gwA: await start(a, b), gwB: await start(b, a) };
-}
-
 describe('finishJob retried after an attempt died part-way', function () {
   this.timeout(20_000);
 
@@ -99,19 +82,20 @@ describe('finishJob retried after an attempt died part-way', function () {
   });
 
   it('posts the same ledger entries when the other gateway of the deployment retries it', async () => {
-    const { shared, a, gwA, gwB } = await deployment();
+    const [gwA, gwB] = await startPeerGateways(() => NOW);
+    const a = gwA.node;
     try {
       const worker = generateKeyPair().publicKey;
       const second = { ...job, job_id: '074cecb9-cfce-8757-8e08-47a697c73cbb' };
       await gwA.jobs.claim(jobRecordOf(second, 'running', null, NOW));
       await gwA.compute.jobs.finishJob(second, attempt(worker, 12));
-      const before = await shared.ledger.jobEntries(second.job_id);
+      const before = await gwA.ledger.jobEntries(second.job_id);
       assert.ok(before.some((e) => e.kind === 'proof_fee' && e.account_pk === a.publicKey));
 
       // A's activity died after posting; Temporal runs it again on B.
       const answer = await gwB.compute.jobs.finishJob(second, attempt(worker, 15));
       assert.equal(answer.status, 'complete');
-      const after = await shared.ledger.jobEntries(second.job_id);
+      const after = await gwA.ledger.jobEntries(second.job_id);
       assert.deepEqual(after, before, 'the retry posted nothing new and contradicted nothing');
     } finally {
       await gwA.close();
@@ -120,7 +104,8 @@ describe('finishJob retried after an attempt died part-way', function () {
   });
 
   it("posts a re-run's entries on the other gateway against the first run's platform account", async () => {
-    const { shared, a, gwA, gwB } = await deployment();
+    const [gwA, gwB] = await startPeerGateways(() => NOW);
+    const a = gwA.node;
     try {
       const worker = generateKeyPair().publicKey;
       const first = { ...job, job_id: '5e95fa1d-0a26-8bd0-9b1d-b3a66d937584' };
@@ -137,7 +122,7 @@ describe('finishJob retried after an attempt died part-way', function () {
       await gwB.jobs.retry(jobRecordOf(rerun, 'running', null, NOW));
       const answer = await gwB.compute.jobs.finishJob(rerun, attempt(worker, 10));
       assert.equal(answer.status, 'complete');
-      const entries = await shared.ledger.jobEntries(first.job_id);
+      const entries = await gwA.ledger.jobEntries(first.job_id);
       const fees = entries.filter((e) => e.kind === 'proof_fee');
       assert.ok(fees.length > 0 && fees.every((e) => e.account_pk === a.publicKey), 'the proof fee stays with A');
       const charged = entries.filter((e) => e.kind === 'job_charge').reduce((sum, e) => sum + e.amount_units, 0);

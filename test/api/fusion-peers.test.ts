@@ -7,22 +7,17 @@
  */
 import assert from 'node:assert/strict';
 import { cellToChildren } from 'h3-js';
-import type { KeyPair } from '../../core/identity.js';
-import { generateKeyPair } from '../../core/identity.js';
+import { generateKeyPair, type KeyPair } from '../../core/identity.js';
 import { DEFAULT_EPOCH_GENESIS_MS } from '../../core/epoch.js';
 import { signRequestBody } from '../../core/gates/signature.js';
 import { jobRecordOf } from '../../activities/compute/job-activities.js';
 import type { ScheduleResult } from '../../core/job-scheduler.js';
 import type { ComputeJobInput } from '../../core/job-steps.js';
 import { verifyReceipt, type JobReceipt } from '../../core/receipt.js';
-import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
-import { openSqlite } from '../../store/sqlite/open-database.js';
-import { startGateway } from '../helpers/gateway.js';
+import { startPeerGateways, type Gateway } from '../helpers/peer-gateways.js';
 import { signJob } from '../helpers/jobs.js';
 import { sealThrough } from '../helpers/proofs.js';
 import { signedReadings } from '../helpers/telemetry.js';
-
-type Gateway = Awaited<ReturnType<typeof startGateway>>;
 
 const HOUR = 3_600_000;
 const EPOCH = 7000;
@@ -41,21 +36,11 @@ describe('sensor fusion across two gateways sharing one proof store (SYNC_NODE_K
     now = EPOCH_START + 30 * 60_000;
   });
 
-  /** Gateways A and B, each its own node key, listing the other as a peer node key, on one store. */
+  /** Gateways A and B of one deployment (test/helpers/peer-gateways.ts), closed after each test. */
   async function pair(): Promise<[Gateway, Gateway]> {
-    const proofs = createSqliteProofStore(openSqlite(':memory:'));
-    const [a, b] = [generateKeyPair(), generateKeyPair()];
-    const start = async (node: KeyPair, peer: KeyPair) => {
-      const gw = await startGateway({
-        clock: () => now,
-        node,
-        proofs,
-        config: { proofSync: { nodeKeys: [peer.publicKey] } },
-      });
-      gateways.push(gw);
-      return gw;
-    };
-    return [await start(a, b), await start(b, a)];
+    const both = await startPeerGateways(() => now);
+    gateways.push(...both);
+    return both;
   }
 
   async function post(gw: Gateway, device: KeyPair, cell: string, values: number[]) {
