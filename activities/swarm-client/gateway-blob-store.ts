@@ -11,6 +11,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { BlobOwner, StepBlobSink } from '../../store/blob-store.js';
 import { GatewayError, type GatewayClient } from './gateway-client.js';
+import { GATEWAY_OUTAGE_WAIT_MS, waitingOutOutages } from './outage-wait.js';
 
 /** Per blob: a few MB over a slow uplink. */
 export const BLOB_UPLOAD_TIMEOUT_MS = 60_000;
@@ -19,16 +20,22 @@ export const BLOB_RATE_WAIT_MS = 30_000;
 
 export function createGatewayBlobStore(
   gateway: Pick<GatewayClient, 'putBlob'>,
-  options: { timeoutMs?: number; rateWaitMs?: number } = {},
+  options: { timeoutMs?: number; rateWaitMs?: number; outageWaitMs?: number } = {},
 ): StepBlobSink {
   const timeoutMs = options.timeoutMs ?? BLOB_UPLOAD_TIMEOUT_MS;
   const rateWaitMs = options.rateWaitMs ?? BLOB_RATE_WAIT_MS;
+  const outageWaitMs = options.outageWaitMs ?? GATEWAY_OUTAGE_WAIT_MS;
 
   async function upload(id: string, text: string, step: BlobOwner): Promise<void> {
     let waited = 0;
     for (;;) {
       try {
-        const stored = await gateway.putBlob(id, text, step, timeoutMs);
+        // A gateway out of reach is waited out (outage-wait.ts): the same upload is safe to send again.
+        const stored = await waitingOutOutages(
+          () => gateway.putBlob(id, text, step, timeoutMs),
+          isOutage,
+          outageWaitMs,
+        );
         if (stored.sha256 !== id) {
           throw ApplicationFailure.retryable(`blob ${id}: the gateway answered for another blob`, 'invalid_response');
         }
@@ -52,6 +59,9 @@ export function createGatewayBlobStore(
   };
 }
 
+/** No answer, or the gateway's own outage (its store down): nothing about the blob, so worth waiting out. */
+const isOutage = (error: unknown) => error instanceof GatewayError && (error.status === 0 || error.status >= 500);
+
 /** Refusals the same bytes would meet again are final; anything else may pass on a later attempt. */
 function uploadFailure(id: string, error: unknown): ApplicationFailure {
   if (error instanceof ApplicationFailure) return error;
@@ -60,7 +70,7 @@ function uploadFailure(id: string, error: unknown): ApplicationFailure {
     // No answer, or the gateway's own outage: the blob store is out of reach for now. Typed as that (503 with
     // retry-after, docs/protocol.md §7), a job whose attempts all met it answers a transient error the client
     // may send again, not a 502 as if the step itself had failed.
-    if (error.status === 0 || error.status >= 500) {
+    if (isOutage(error)) {
       return ApplicationFailure.create({ message, type: 'store_unavailable', nonRetryable: false, cause: error });
     }
     const final = error.status === 413 || error.status === 400;

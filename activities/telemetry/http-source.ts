@@ -9,6 +9,7 @@ import { ServiceError } from '../../core/errors.js';
 import { epochWindow } from '../../core/epoch.js';
 import { checkRecord } from '../../core/proof-record.js';
 import type { ProofRecord } from '../../core/proof-types.js';
+import { waitingOutOutages } from '../swarm-client/outage-wait.js';
 import { MAX_FUSION_RECORDS, type TelemetrySource } from './index.js';
 
 export interface HttpSourceOptions {
@@ -18,8 +19,13 @@ export interface HttpSourceOptions {
   /** The only writers whose records are kept: the fusion's trusted writers (the gateways' node keys). */
   writers: readonly string[];
   timeoutMs?: number;
+  /** How long a page waits out the gateway out of reach (swarm-client/outage-wait.ts). */
+  outageWaitMs?: number;
   fetch?: typeof fetch;
 }
+
+/** The gateway gave no answer, or its own outage (5xx): worth asking again. */
+class GatewayOutage extends ServiceError {}
 
 export function httpTelemetrySource(options: HttpSourceOptions): TelemetrySource {
   const get = options.fetch ?? fetch;
@@ -33,13 +39,23 @@ export function httpTelemetrySource(options: HttpSourceOptions): TelemetrySource
       const params: Record<string, string> = { cell, from, to, limit: '1000', proof: '1' };
       if (cursor !== null) params.cursor = cursor;
       for (const [key, value] of Object.entries(params)) url.searchParams.set(key, value);
-      let res: Response;
-      try {
-        res = await get(url, { signal: AbortSignal.timeout(options.timeoutMs ?? 10_000) });
-      } catch (error) {
-        throw new ServiceError('upstream_unavailable', `telemetry from the gateway: ${(error as Error).message}`);
-      }
-      if (!res.ok) throw new ServiceError('upstream_unavailable', `telemetry from the gateway: HTTP ${res.status}`);
+      const res = await waitingOutOutages(
+        async () => {
+          let res: Response;
+          try {
+            res = await get(url, { signal: AbortSignal.timeout(options.timeoutMs ?? 10_000) });
+          } catch (error) {
+            throw new GatewayOutage('upstream_unavailable', `telemetry from the gateway: ${(error as Error).message}`);
+          }
+          if (res.ok) return res;
+          await res.body?.cancel();
+          const detail = `telemetry from the gateway: HTTP ${res.status}`;
+          if (res.status >= 500) throw new GatewayOutage('upstream_unavailable', detail);
+          throw new ServiceError('upstream_unavailable', detail);
+        },
+        (error) => error instanceof GatewayOutage,
+        options.outageWaitMs,
+      );
       const page = (await res.json()) as { features?: { properties?: { record?: unknown } }[]; next_cursor?: unknown };
       for (const feature of page.features ?? []) {
         const checked = checkRecord(feature.properties?.record);

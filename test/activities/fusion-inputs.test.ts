@@ -52,9 +52,17 @@ describe('sensor_fusion on a worker: the inputs it takes from the telemetry page
     server = undefined;
   });
 
-  /** A telemetry page that answers `records` for every query, as a gateway (honest or not) might. */
-  async function page(records: ProofRecord[]): Promise<string> {
+  /**
+   * A telemetry page that answers `records` for every query, as a gateway (honest or not) might; the first
+   * `failing.length` requests get those statuses instead (a gateway restarting, or refusing).
+   */
+  async function page(records: ProofRecord[], failing: number[] = []): Promise<string> {
     server = createServer((_req, res) => {
+      const status = failing.shift();
+      if (status !== undefined) {
+        res.statusCode = status;
+        return res.end(JSON.stringify({ error: status >= 500 ? 'store_unavailable' : 'not_found' }));
+      }
       res.setHeader('content-type', 'application/geo+json');
       res.end(JSON.stringify({ features: records.map((record) => ({ properties: { record } })), next_cursor: null }));
     });
@@ -64,12 +72,13 @@ describe('sensor_fusion on a worker: the inputs it takes from the telemetry page
   }
 
   /** A worker's fusion of `no2` over the job cell, reading the page at `url` and trusting `writers`. */
-  async function fuseFrom(url: string, writers: string[], jobId: string) {
+  async function fuseFrom(url: string, writers: string[], jobId: string, outageWaitMs?: number) {
     const source = httpTelemetrySource({
       gatewayUrl: url,
       genesisMs: DEFAULT_EPOCH_GENESIS_MS,
       epochMs: EPOCH_MS,
       writers,
+      ...(outageWaitMs === undefined ? {} : { outageWaitMs }),
     });
     const run = await runSensorFusion(
       {
@@ -125,5 +134,23 @@ describe('sensor_fusion on a worker: the inputs it takes from the telemetry page
     assert.equal(out.input_device_count, 4);
     assert.deepEqual(out.record_ids, [...byA, ...byB].map((r) => r.id).sort());
     assert.deepEqual(out.trusted_writers, [a.publicKey, b.publicKey].sort());
+  });
+
+  it('waits out a gateway that answers 5xx for a while (restarting), and fails at once on a refusal', async () => {
+    const gateway = generateKeyPair();
+    const records = await Promise.all([0, 1].map((i) => recordOf(gateway, generateKeyPair(), CELLS[i]!, 20 + i)));
+    const url = await page(records, [503, 502]);
+    const out = (await fuseFrom(url, [gateway.publicKey], 'job-3')) as { input_device_count: number };
+    assert.equal(out.input_device_count, 2);
+
+    server?.close();
+    const refusing = await page(records, [404]);
+    const started = Date.now();
+    await assert.rejects(fuseFrom(refusing, [gateway.publicKey], 'job-4'), /HTTP 404/);
+    assert.ok(Date.now() - started < 400, 'a refusal is not waited out');
+
+    server?.close();
+    const down = await page(records, [503, 503, 503, 503]);
+    await assert.rejects(fuseFrom(down, [gateway.publicKey], 'job-5', 1_000), /HTTP 503/);
   });
 });

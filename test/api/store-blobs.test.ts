@@ -354,6 +354,7 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
                   options.gatewayDown!.value
                     ? createGatewayClient({ gatewayUrl: 'http://127.0.0.1:1', signer: key, timeoutMs: 2_000 })
                     : clientOf(gw, key),
+                  { outageWaitMs: 0 }, // down for longer than the upload waits
                 ).put(blobs, step),
             }
           : createGatewayBlobStore(clientOf(gw, key)),
@@ -486,13 +487,36 @@ describe('worker blob uploads over HTTP (PUT /store/blobs/{sha256})', function (
 
       const down = createGatewayBlobStore(
         createGatewayClient({ gatewayUrl: 'http://127.0.0.1:1', signer: worker, timeoutMs: 2_000 }),
+        { outageWaitMs: 1_200 },
       );
+      const started = Date.now();
       await assert.rejects(down.put(new Map([[sha256(small), small]]), step), (error: unknown) => {
         assert.ok(error instanceof ApplicationFailure);
         assert.equal(error.type, 'store_unavailable');
         assert.equal(error.nonRetryable, false);
         return true;
       });
+      assert.ok(Date.now() - started >= 400, 'it waited for the gateway before failing the attempt');
+    });
+
+    it('waits out a gateway that does not answer for a while (killed and restarting), then uploads', async () => {
+      const gw = await gateway();
+      await register(gw, worker);
+      const step = await runningStep(gw);
+      const unreachable = createGatewayClient({ gatewayUrl: 'http://127.0.0.1:1', signer: worker, timeoutMs: 2_000 });
+      const up = clientOf(gw, worker);
+      const calls: string[] = [];
+      // The first three sends find no gateway listening; the fourth finds it back.
+      const store = createGatewayBlobStore({
+        putBlob: (...args) => {
+          calls.push(calls.length < 3 ? 'down' : 'up');
+          return (calls.length <= 3 ? unreachable : up).putBlob(...args);
+        },
+      });
+      const text = canonicalJson('after the restart');
+      await store.put(new Map([[sha256(text), text]]), step);
+      assert.deepEqual(calls, ['down', 'down', 'down', 'up']);
+      assert.equal((await gw.blobs.get([sha256(text)])).get(sha256(text)), text);
     });
   });
 });
