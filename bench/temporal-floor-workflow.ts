@@ -7,3 +7,11 @@ export async function oneActivity(taskQueue: string): Promise<string> {
   const { noop } = proxyActivities<{ noop(): Promise<string> }>({ startToCloseTimeout: '10 s', taskQueue });
   return noop();
 }
+
+/** The floor of a 4-step chain on one cell worker: four no-op activities, one after the other. */
+export async function fourActivities(taskQueue: string): Promise<string> {
+  const { noop } = proxyActivities<{ noop(): Promise<string> }>({ startToCloseTimeout: '10 s', taskQueue });
+  let last = '';
+  for (let i = 0; i < 4; i++) last = await noop();
+  return last;
+}
