@@ -47,6 +47,9 @@ export const DEFAULT_WEATHER_ARCHIVE_URL = 'https://archive-api.open-meteo.com';
  * Every environment variable the service reads, with its default. docs/configuration.md is generated from
  * this schema and ENV_DOCS below (`npm run docs:config`); a variable added here needs its entry there.
  */
+/** JOB_RUN_TIMEOUT_SECONDS at most: a worker's store retention outlasts any gateway's longest run. */
+const MAX_JOB_RUN_TIMEOUT_SECONDS = 7 * 86_400;
+
 const boolean = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
@@ -191,12 +194,7 @@ export const envSchema = z.object({
     .default(DEFAULT_QUEUE_PREFIX),
   ROUTING_RESOLUTION: z.coerce.number().int().min(0).max(15).default(DEFAULT_ROUTING_RESOLUTION),
   JOB_WAIT_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
-  JOB_RUN_TIMEOUT_SECONDS: z.coerce
-    .number()
-    .int()
-    .min(60)
-    .max(7 * 86_400)
-    .default(3600),
+  JOB_RUN_TIMEOUT_SECONDS: z.coerce.number().int().min(60).max(MAX_JOB_RUN_TIMEOUT_SECONDS).default(3600),
   PUBLIC_URL: z.url().optional(),
   // GET /metrics (Prometheus): public unless set; set, scrapes send `Authorization: Bearer <METRICS_TOKEN>`.
   METRICS_TOKEN: z.string().regex(/^\S*$/, 'must not contain whitespace (it is sent as a bearer token)').optional(),
@@ -228,6 +226,9 @@ export const envSchema = z.object({
   // On SIGTERM/SIGINT a worker leaves the registry, then lets running steps finish for at most this long; with
   // the final sync it stays within Kubernetes' default 30 s grace (docs/operations.md "Worker lifecycle").
   WORKER_DRAIN_SECONDS: z.coerce.number().int().min(1).max(3600).default(20),
+  // How long a worker keeps the records of an epoch the central store holds whole, then prunes them; must
+  // outlast the longest job run any gateway allows, checked in loadConfig.
+  WORKER_STORE_RETENTION_HOURS: z.coerce.number().int().min(1).max(87_600).default(192),
   // The perception and compliance MCP server (mcp/perception).
   PERCEPTION_ENABLED: boolean.default(true),
   PERCEPTION_PORT: z.coerce.number().int().min(0).max(65_535).default(8100),
@@ -660,6 +661,11 @@ export const ENV_DOCS: Record<keyof z.input<typeof envSchema>, EnvDoc> = {
     section: 'Worker (`geofabric worker`)',
     description: 'register as a mobile relay: polls no compute queue, earns `RELAY_FEE_PERCENT` of the steps it routes',
   },
+  WORKER_STORE_RETENTION_HOURS: {
+    section: 'Worker (`geofabric worker`)',
+    description:
+      'how long the worker keeps, in its own store (`worker.db`), the records and seal tree pages of a sealed epoch whose seal the central store holds (and so every record of it), counted from the epoch\'s end, then prunes them hourly in batches (its seals stay); must exceed 168 h, the longest job run a gateway allows, so a retried step still finds its record (docs/operations.md "Retention")',
+  },
   WORKER_DRAIN_SECONDS: {
     section: 'Worker (`geofabric worker`)',
     description:
@@ -976,6 +982,8 @@ export interface Config {
   workerRelay: boolean;
   /** WORKER_DRAIN_SECONDS, in ms. */
   workerDrainMs: number;
+  /** WORKER_STORE_RETENTION_HOURS in ms: a worker prunes epochs the central store holds, ended this long ago. */
+  workerStoreRetentionMs: number;
   perception: PerceptionConfig;
   governance: GovernanceConfig;
   ledger: LedgerConfig;
@@ -1179,6 +1187,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         `JOB_RUN_TIMEOUT_SECONDS (${e.JOB_RUN_TIMEOUT_SECONDS} s) plus the 5-minute replay window`,
     );
   }
+  // A worker's step, retried within its job's run, finds the record it wrote before by id; pruned, it would write
+  // it again under that id in a later epoch, which the central store refuses, and with it that epoch's seal
+  // and every later one. The run's bound is the gateway's, which a worker does not know: its maximum counts.
+  if (e.WORKER_STORE_RETENTION_HOURS * 3600 <= MAX_JOB_RUN_TIMEOUT_SECONDS) {
+    throw new ConfigError(
+      `configuration: WORKER_STORE_RETENTION_HOURS: ${e.WORKER_STORE_RETENTION_HOURS} h does not outlast the ` +
+        `longest job run a gateway allows (JOB_RUN_TIMEOUT_SECONDS at most ${MAX_JOB_RUN_TIMEOUT_SECONDS / 3600} h)`,
+    );
+  }
   const dev = devSettings(e, env);
   return {
     port: e.PORT,
@@ -1277,6 +1294,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     gatewayNodePks: e.GATEWAY_NODE_PK === undefined ? undefined : list(e.GATEWAY_NODE_PK),
     workerRelay: e.WORKER_RELAY,
     workerDrainMs: e.WORKER_DRAIN_SECONDS * 1000,
+    workerStoreRetentionMs: e.WORKER_STORE_RETENTION_HOURS * 3_600_000,
     perception: {
       enabled: e.PERCEPTION_ENABLED,
       port: e.PERCEPTION_PORT,

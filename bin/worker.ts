@@ -29,7 +29,7 @@ import { guardSteps, type WorkerSelf } from '../activities/compute/worker-guard.
 import { createImageryActivities } from '../activities/imagery/index.js';
 import { createSwarm } from '../activities/inference/index.js';
 import { localHardware } from '../activities/inference/local-worker.js';
-import { sealDueEpochs, startAutoSealer } from '../activities/proof/epoch-sealer.js';
+import { lastDueEpoch, sealDueEpochs, startAutoSealer } from '../activities/proof/epoch-sealer.js';
 import {
   createRecordBatcher,
   type ProofWriter,
@@ -37,6 +37,7 @@ import {
   type RecordStamp,
 } from '../activities/proof/record-batcher.js';
 import { createSyncAgent } from '../activities/proof/sync-agent.js';
+import { startRepeatingTask } from '../activities/repeating-task.js';
 import {
   createGatewayClient,
   GatewayError,
@@ -56,7 +57,7 @@ import { workerIdentity } from '../core/worker-identity.js';
 import type { WorkerTier } from '../core/tiers.js';
 import { isToolId, TOOL_IDS } from '../core/tool-registry.js';
 import { openSqlite } from '../store/sqlite/open-database.js';
-import { createSqliteProofStore } from '../store/sqlite/proof-store.js';
+import { createSqliteProofStore, type SqliteProofStore } from '../store/sqlite/proof-store.js';
 import { writerScopedId } from '../store/record-append.js';
 import { createSqliteRateLimitStore } from '../store/sqlite/rate-limit-store.js';
 import { createSqliteWorkerRegistry } from '../store/sqlite/worker-registry.js';
@@ -74,6 +75,10 @@ export const WORKER_LEAVE_TIMEOUT_MS = 3_000;
 const AFTER_DRAIN_MS = 5_000;
 /** Activities heartbeat to Temporal this often (the workflow's heartbeat timeout is 20 s). */
 const ACTIVITY_HEARTBEAT_MS = 5_000;
+/** The store's retention runs at start and then hourly, as the other prunes (docs/operations.md "Retention"). */
+const STORE_PRUNE_INTERVAL_MS = 3_600_000;
+/** Records deleted per write transaction: the write lock is held briefly, the event loop runs between batches. */
+const STORE_PRUNE_BATCH = 10_000;
 
 export interface WorkerOptions {
   logger?: Logger;
@@ -381,11 +386,24 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
     logger,
   });
   sync.start();
+  let draining = false;
+  const retention = startRepeatingTask(
+    STORE_PRUNE_INTERVAL_MS,
+    () =>
+      pruneWorkerStore(
+        proofs,
+        lastDueEpoch(clock(), config.epochGenesisMs, config.workerStoreRetentionMs),
+        () => draining,
+        logger,
+      ),
+    (error) => logger.error({ err: error }, 'worker: pruning its store failed'),
+  );
   logger.info({ queues: plan.queues, temporal: config.temporal.address }, 'worker: started');
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
+      draining = true; // a long prune (a backlog after an upgrade) ends at its current batch
       try {
         clearInterval(heartbeats);
         await beating;
@@ -402,7 +420,7 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
         await temporal?.shutdown();
         swarm?.stop();
         await writer.close();
-        await Promise.all([sealer.stop(), sync.stop()]);
+        await Promise.all([sealer.stop(), sync.stop(), retention.stop()]);
         // Final seal: every epoch that has ended, without waiting out the grace (which is there for records
         // still on their way; none are: the steps are done and the writer flushed, and only this process writes
         // under this key). The open epoch cannot be sealed (docs/security.md §7): its records are synced
@@ -440,6 +458,30 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
     running: temporal?.running ?? new Promise<void>(() => undefined),
     stop,
   };
+}
+
+/**
+ * The worker's store keeps only what correctness needs (docs/operations.md "Retention"): records and seal tree
+ * pages of epochs that ended at least WORKER_STORE_RETENTION_HOURS ago and whose seals the central store holds
+ * are deleted, a bounded batch per write transaction, until none is due; seals and the seal log stay.
+ */
+async function pruneWorkerStore(
+  proofs: SqliteProofStore,
+  throughEpoch: number,
+  stopped: () => boolean,
+  logger: Logger,
+): Promise<void> {
+  const total = { records: 0, epochs: 0 };
+  for (let more = throughEpoch >= 0; more && !stopped();) {
+    const batch = await proofs.pruneHeldEpochs(throughEpoch, STORE_PRUNE_BATCH);
+    total.records += batch.records;
+    total.epochs += batch.epochs;
+    more = batch.more;
+    if (more) await new Promise((resolve) => setImmediate(resolve));
+  }
+  if (total.records > 0 || total.epochs > 0) {
+    logger.info({ ...total, through_epoch: throughEpoch }, 'worker: pruned epochs the central store holds');
+  }
 }
 
 /** Retries while the gateway is unreachable or failing (it may start after us); a refusal (4xx) is final. */

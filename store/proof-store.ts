@@ -168,6 +168,17 @@ export interface ProofStore {
   markRecordsSynced(ids: readonly string[]): Promise<void>;
   unsyncedSeals(limit: number): Promise<Seal[]>;
   markSealsSynced(seals: readonly Pick<Seal, 'sealer_pk' | 'epoch'>[]): Promise<void>;
+  /**
+   * A local store that lets go of what the central store holds (a worker's: SQLite only, docs/operations.md
+   * "Retention"): these seals the central store answered it holds (stored, or the same seal already there), and
+   * with each every record of its epoch, which it verified against the seal. Absent: the store never prunes.
+   */
+  markSealsHeld?(seals: readonly Pick<Seal, 'sealer_pk' | 'epoch'>[]): Promise<void>;
+  /**
+   * The epochs of `sealerPk` whose records and tree pages this store has pruned or is pruning (records may be
+   * left of the latter, each still under the seal), ascending; absent: none ever are. The audit checks what remains.
+   */
+  prunedEpochs?(sealerPk: string): Promise<number[]>;
   /** Releases what the store holds itself; the database connection stays open for its owner to close. */
   close(): Promise<void>;
 }

@@ -114,15 +114,16 @@ export function createSyncAgent(deps: SyncAgentDeps) {
   }
 
   /**
-   * Pushes batches from `next` until it is empty, marking what each answer settled. An answer that settles
-   * nothing of its batch stops the round, so a misbehaving central store cannot spin the loop.
+   * Pushes batches from `next` until it is empty, marking what each answer settled (`held`: the ids it stored
+   * or already held, not those it refused). An answer that settles nothing of its batch stops the round, so a
+   * misbehaving central store cannot spin the loop.
    */
   async function drain<T>(
     path: string,
     key: 'records' | 'seals',
     next: (limit: number) => Promise<T[]>,
     idOf: (item: T) => string,
-    mark: (items: T[]) => Promise<void>,
+    mark: (items: T[], held: ReadonlySet<string>) => Promise<void>,
     onPushed: SyncProgress | undefined,
     extra: (batch: T[]) => Promise<Record<string, unknown>> = async () => ({}),
   ): Promise<{ pushed: number; refused: number }> {
@@ -142,7 +143,7 @@ export function createSyncAgent(deps: SyncAgentDeps) {
         }
         throw new SyncError(`${path} acknowledged none of the batch`);
       }
-      await mark(acked);
+      await mark(acked, new Set([...answer.accepted, ...answer.duplicates]));
       pushed += acked.length;
       onPushed?.(key, acked.length);
       refused += answer.rejected.filter((r) => r.error !== 'seal_required').length;
@@ -165,7 +166,12 @@ export function createSyncAgent(deps: SyncAgentDeps) {
       'seals',
       (n) => deps.store.unsyncedSeals(n),
       sealId,
-      (acked) => deps.store.markSealsSynced(acked),
+      async (acked, held) => {
+        // What the central store holds, before it counts as synced: a crash in between pushes it again, and the
+        // answer is `duplicate`. A local store may prune a held epoch's records (docs/operations.md "Retention").
+        await deps.store.markSealsHeld?.(acked.filter((seal) => held.has(sealId(seal))));
+        await deps.store.markSealsSynced(acked);
+      },
       options.onPushed,
     );
     return { records: records.pushed, seals: seals.pushed, refused: records.refused + seals.refused };

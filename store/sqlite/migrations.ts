@@ -112,4 +112,18 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
     `,
   },
   JOB_RETENTION_MIGRATION,
+  {
+    // A local store's retention (a worker's, docs/operations.md "Retention"). held: the central store answered
+    // that it holds this seal (stored, or the same seal already there), and so every record of its epoch, which
+    // it verified against the seal. pruned: 1 while the epoch's records and tree pages are being deleted here,
+    // 2 once they are. Seals synced before now are pushed again once (the central store answers `duplicate`),
+    // because a refused seal was marked synced too: only the answer tells which epochs the central store holds.
+    id: '0018-worker-store-retention',
+    sql: `
+      ALTER TABLE proof_seals ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE proof_seals ADD COLUMN pruned INTEGER NOT NULL DEFAULT 0;
+      CREATE INDEX proof_seals_prunable ON proof_seals (epoch) WHERE held = 1 AND pruned < 2;
+      UPDATE proof_seals SET synced = 0 WHERE synced = 1;
+    `,
+  },
 ];

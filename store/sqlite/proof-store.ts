@@ -22,11 +22,33 @@ import type { SqliteDatabase } from './open-database.js';
 
 /** Plans before a write that found the writer's tail or seals changed since its read. */
 const APPEND_ATTEMPTS = 8;
+/** Held seals a prune batch looks at (an epoch it must keep is skipped and looked at again next time). */
+const PRUNE_SCAN = 256;
 
 class AppendRaced extends Error {}
 
 interface JsonRow {
   json: string;
+}
+
+/** What one prune batch did: records deleted, epochs finished (records and tree pages gone), and whether more is due. */
+export interface PruneBatch {
+  records: number;
+  epochs: number;
+  more: boolean;
+}
+
+export interface SqliteProofStore extends ProofStore {
+  markSealsHeld(seals: readonly Pick<Seal, 'sealer_pk' | 'epoch'>[]): Promise<void>;
+  prunedEpochs(sealerPk: string): Promise<number[]>;
+  /**
+   * A worker's retention (docs/operations.md "Retention"): deletes at most `limit` records, oldest epoch first,
+   * of epochs through `throughEpoch` whose seal the central store holds (`markSealsHeld`), then each such epoch's
+   * tree pages once its records are gone. Kept: the seals and the seal log; an epoch with a record not yet
+   * acknowledged (unsynced); the epoch of each writer's latest record, which the next append continues from.
+   * `more`: the batch was full, or finished epochs and found more to look at; call again.
+   */
+  pruneHeldEpochs(throughEpoch: number, limit: number): Promise<PruneBatch>;
 }
 
 /**
@@ -35,7 +57,7 @@ interface JsonRow {
  * across processes sharing the file) and a seal's record count is checked in the transaction that stores it.
  * Records are kept as their JSON beside the columns the queries need.
  */
-export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
+export function createSqliteProofStore(db: SqliteDatabase): SqliteProofStore {
   const insertRecord = db.prepare<[string, string, number, number, string, bigint, string, string, string]>(`
     INSERT INTO proof_records (id, pk, seq, epoch, h3_cell, cell_key, collection_type, record_hash, json)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
@@ -128,6 +150,29 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
   const markSeal = db.prepare<[string, number]>(
     'UPDATE proof_seals SET synced = 1 WHERE sealer_pk = ? AND epoch = ? AND synced = 0',
   );
+
+  const markHeld = db.prepare<[string, number]>(
+    'UPDATE proof_seals SET held = 1 WHERE sealer_pk = ? AND epoch = ? AND held = 0',
+  );
+  const prunable = db.prepare<[number, number], { sealer_pk: string; epoch: number }>(
+    'SELECT sealer_pk, epoch FROM proof_seals WHERE held = 1 AND pruned < 2 AND epoch <= ? ORDER BY epoch LIMIT ?',
+  );
+  // On the unsynced index: only the writer's unacknowledged records are read, not every record of the epoch.
+  const unsyncedInEpoch = db.prepare<[string, number], { seq: number }>(
+    'SELECT seq FROM proof_records INDEXED BY proof_records_unsynced WHERE pk = ? AND synced = 0 AND epoch = ? LIMIT 1',
+  );
+  const setPruned = db.prepare<[number, string, number]>(
+    'UPDATE proof_seals SET pruned = ? WHERE sealer_pk = ? AND epoch = ?',
+  );
+  const deleteEpochRecords = db.prepare<[number, string, number]>(
+    'DELETE FROM proof_records WHERE rowid IN (SELECT rowid FROM proof_records WHERE epoch = ? AND pk = ? LIMIT ?)',
+  );
+  const deleteEpochPages = db.prepare<[string, number]>(
+    'DELETE FROM proof_seal_nodes WHERE sealer_pk = ? AND epoch = ?',
+  );
+  const prunedOf = db
+    .prepare<[string], number>('SELECT epoch FROM proof_seals WHERE sealer_pk = ? AND pruned > 0 ORDER BY epoch')
+    .pluck();
 
   const parse = <T>(row: JsonRow | undefined): T | null => (row === undefined ? null : (JSON.parse(row.json) as T));
 
@@ -391,6 +436,35 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
   const markSeals = db.transaction((seals: readonly Pick<Seal, 'sealer_pk' | 'epoch'>[]) => {
     for (const seal of seals) markSeal.run(seal.sealer_pk, seal.epoch);
   });
+  const markSealsHeld = db.transaction((seals: readonly Pick<Seal, 'sealer_pk' | 'epoch'>[]) => {
+    for (const seal of seals) markHeld.run(seal.sealer_pk, seal.epoch);
+  });
+
+  // One write transaction per batch, so the write lock is held for a bounded delete. An epoch is marked pruned
+  // before its first record goes (the audit then checks what is left against the seal's tree, which goes last).
+  const pruneBatch = db.transaction((throughEpoch: number, limit: number): PruneBatch => {
+    const done: PruneBatch = { records: 0, epochs: 0, more: false };
+    const tails = new Map<string, number | null>();
+    const candidates = prunable.all(throughEpoch, PRUNE_SCAN);
+    for (const { sealer_pk: pk, epoch } of candidates) {
+      if (done.records >= limit) return { ...done, more: true };
+      let tailEpoch = tails.get(pk);
+      if (tailEpoch === undefined) tails.set(pk, (tailEpoch = writerTail.get(pk)?.epoch ?? null));
+      // The writer's latest record stays: the next append takes its seq and epoch from it (record-append.ts).
+      if (tailEpoch === epoch) continue;
+      // A record the central store has not acknowledged stays, and its epoch whole, until the sync pushed it.
+      if (unsyncedInEpoch.get(pk, epoch) !== undefined) continue;
+      setPruned.run(1, pk, epoch);
+      const room = limit - done.records;
+      const deleted = deleteEpochRecords.run(epoch, pk, room).changes;
+      done.records += deleted;
+      if (deleted === room) return { ...done, more: true };
+      deleteEpochPages.run(pk, epoch);
+      setPruned.run(2, pk, epoch);
+      done.epochs += 1;
+    }
+    return { ...done, more: candidates.length === PRUNE_SCAN && done.epochs > 0 };
+  });
 
   // One statement per filter combination, prepared on first use.
   const queries = new Map<string, ReturnType<typeof db.prepare>>();
@@ -522,6 +596,19 @@ export function createSqliteProofStore(db: SqliteDatabase): ProofStore {
 
     async markSealsSynced(seals) {
       if (seals.length > 0) markSeals.immediate(seals);
+    },
+
+    async markSealsHeld(seals) {
+      if (seals.length > 0) markSealsHeld.immediate(seals);
+    },
+
+    async prunedEpochs(sealerPk) {
+      return prunedOf.all(sealerPk);
+    },
+
+    async pruneHeldEpochs(throughEpoch, limit) {
+      if (!Number.isSafeInteger(limit) || limit < 1) throw new TypeError(`limit must be a positive integer: ${limit}`);
+      return pruneBatch.immediate(throughEpoch, limit);
     },
 
     async sealLogState(sealerPk) {

@@ -142,6 +142,16 @@ describe('configuration (bin/config.ts)', () => {
     );
   });
 
+  it("keeps a worker's pruned epochs 8 days by default and refuses a window shorter than the longest job run a gateway allows", () => {
+    assert.equal(loadConfig({}).workerStoreRetentionMs, 192 * 3_600_000);
+    assert.equal(loadConfig({ WORKER_STORE_RETENTION_HOURS: '169' }).workerStoreRetentionMs, 169 * 3_600_000);
+    // Whatever this process's own JOB_RUN_TIMEOUT_SECONDS: the gateway's, up to 7 days, is what counts.
+    assert.throws(
+      () => loadConfig({ WORKER_STORE_RETENTION_HOURS: '168', JOB_RUN_TIMEOUT_SECONDS: '60' }),
+      (error: unknown) => error instanceof ConfigError && /WORKER_STORE_RETENTION_HOURS: 168 h/.test(error.message),
+    );
+  });
+
   it('keeps jobs 120 days (a billing dispute window) and blobs the longest run plus a day by default, and refuses a job window shorter than a run', () => {
     assert.equal(loadConfig({}).jobRetentionMs, 120 * 86_400_000);
     assert.equal(loadConfig({ JOB_RETENTION_DAYS: '1' }).jobRetentionMs, 86_400_000);

@@ -56,7 +56,9 @@ describe('progress of the long CLI commands', function () {
       const reports: unknown[] = [];
       const code = await storeAuditCommand([], { env: { DATA_DIR: dir }, out: (v) => reports.push(v), progress });
       assert.equal(code, 0);
-      assert.deepEqual(reports, [{ ok: true, writers: 1, records_checked: 7, seals_checked: 3, problems: [] }]);
+      assert.deepEqual(reports, [
+        { ok: true, writers: 1, records_checked: 7, seals_checked: 3, epochs_pruned: 0, problems: [] },
+      ]);
       const lines = progress.lines();
       assert.equal(lines.length, 2, lines.join('\n'));
       assert.match(lines[0]!, /^store audit: 7\/7 records \(100%\) in \d+\.\d s$/);

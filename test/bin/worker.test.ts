@@ -16,6 +16,7 @@ import { loadConfig } from '../../bin/config.js';
 import { readKeyFile } from '../../bin/key-file.js';
 import { parseNvidiaSmi, startWorker, workerCheck, type RunningWorker } from '../../bin/worker.js';
 import { createRecordBatcher } from '../../activities/proof/record-batcher.js';
+import { auditStore } from '../../activities/proof/store-audit.js';
 import { DEFAULT_EPOCH_GENESIS_MS, EPOCH_MS } from '../../core/epoch.js';
 import { generateKeyPair, type KeyPair } from '../../core/identity.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
@@ -258,6 +259,72 @@ describe('geofabric worker', () => {
       const seal = await local.latestSeal(worker.pk);
       assert.equal(seal?.epoch, record.address.epoch, 'the ended epoch was sealed at the stop');
       db.close();
+      worker = undefined;
+    });
+
+    it('prunes from its store the epochs the central store holds, once older than WORKER_STORE_RETENTION_HOURS', async () => {
+      const hourStart = Math.floor(Date.now() / EPOCH_MS) * EPOCH_MS;
+      let now = hourStart + 10_000;
+      const clock = () => now;
+      const gateway = await startGateway({ clock }); // on the worker's clock, for its signed requests
+      after(() => gateway.close());
+      const config = env({ WORKER_RELAY: 'true', GATEWAY_URL: gateway.url });
+      worker = await startWorker(config, { logger: silent, hardware: LAPTOP, clock });
+      const workerKey = readKeyFile(join(dataDir, 'worker', 'node-key.json'));
+      const db = openSqlite(join(dataDir, 'worker', 'worker.db'));
+      after(() => db.close());
+      const local = createSqliteProofStore(db);
+      // Steps it ran two hours and one hour ago (here through a second connection to its SQLite file).
+      const written = [];
+      for (const [ago, n] of [
+        [2, 3],
+        [1, 2],
+      ] as const) {
+        const writer = createRecordBatcher({
+          store: local,
+          signer: workerKey,
+          clock: () => hourStart - ago * EPOCH_MS + 1_000,
+          genesisMs: DEFAULT_EPOCH_GENESIS_MS,
+        });
+        for (let i = 0; i < n; i++) {
+          written.push(
+            await writer.write({
+              id: `job-${ago}-${i}:ask`,
+              h3_cell: ROME,
+              collection_type: 'inference',
+              payload_type: 'hive/inference',
+              payload: { model: 'tinyllama', text: `step ${i}` },
+            }),
+          );
+        }
+        await writer.close();
+      }
+      const [older, newer] = [written[0]!.address.epoch, written[4]!.address.epoch];
+      await worker.stop(); // seals both epochs and syncs: the central store holds them
+      for (const record of written) assert.ok(await gateway.proofs.getRecord(record.id), 'synced');
+
+      // Nine days later (the default window is eight): the restarted worker prunes at start.
+      now = hourStart + 9 * 24 * EPOCH_MS + 10_000;
+      worker = await startWorker(config, { logger: silent, hardware: LAPTOP, clock });
+      for (let waited = 0; (await local.recordsOfEpoch(worker.pk, older)).length > 0; waited += 50) {
+        assert.ok(waited < 15_000, 'the older epoch was not pruned');
+        await sleep(50);
+      }
+      await worker.stop();
+      // The epoch of its latest record stays (the next append continues from it); its seals stay.
+      assert.equal((await local.recordsOfEpoch(worker.pk, newer)).length, 2);
+      const pruned = await local.prunedEpochs(worker.pk);
+      assert.ok(pruned.includes(older) && !pruned.includes(newer), `pruned ${pruned.join(', ')}`);
+      assert.equal((await local.getSeal(worker.pk, older))?.record_count, 3);
+      for (const record of written) assert.ok(await gateway.proofs.getRecord(record.id), 'the central store keeps all');
+      const audit = await auditStore(local);
+      assert.deepEqual(audit.problems, []);
+      assert.equal(audit.epochs_pruned, 1);
+      // Its later epochs were sealed on the chain and reached the central store.
+      const latest = (await local.latestSeal(worker.pk))!;
+      assert.ok(latest.epoch > newer);
+      assert.equal((await gateway.proofs.getSeal(worker.pk, latest.epoch))?.seal_hash, latest.seal_hash);
+      assert.deepEqual((await auditStore(gateway.proofs)).problems, []);
       worker = undefined;
     });
 
