@@ -9,22 +9,14 @@ import { generateKeyPair } from '../../core/identity.js';
 import type { ProofRecord } from '../../core/proof-types.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../../store/sqlite/proof-store.js';
-import type { NewRecord, ProofStore } from '../../store/proof-store.js';
+import type { ProofStore } from '../../store/proof-store.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { registerWorker } from '../helpers/proofs.js';
+import { registerWorker, numberedEntry } from '../helpers/proofs.js';
 
 const EPOCH = 7000;
 const worker = generateKeyPair();
 
-const entry = (i: number, epoch = EPOCH): NewRecord => ({
-  id: `job-${epoch}-${i}:infer`,
-  h3_cell: '861e8050fffffff',
-  epoch,
-  collection_type: 'inference',
-  payload_type: 'hive/inference',
-  payload: { model: 'tinyllama', tokens_in: i, tokens_out: 2 * i },
-  written_at: new Date(epochWindow(epoch).start + i).toISOString(),
-});
+const entry = (i: number, epoch = EPOCH) => numberedEntry(i, epoch);
 
 /**
  * Forwards to the central gateway. For the request numbered `dropAnswerOf` it lets the central store process

@@ -9,24 +9,15 @@ import { DEFAULT_EPOCH_GENESIS_MS, epochWindow } from '../../core/epoch.js';
 import { generateKeyPair, type KeyPair } from '../../core/identity.js';
 import { GENESIS_PREV_HASH } from '../../core/proof-types.js';
 import { createSealWithLevels } from '../../core/seal.js';
-import type { NewRecord } from '../../store/proof-store.js';
 import { SQLITE_MIGRATIONS } from '../../store/sqlite/migrations.js';
 import { openSqlite } from '../../store/sqlite/open-database.js';
 import { createSqliteProofStore, type SqliteProofStore } from '../../store/sqlite/proof-store.js';
 import { startGateway } from '../helpers/gateway.js';
-import { registerWorker } from '../helpers/proofs.js';
+import { registerWorker, numberedEntry } from '../helpers/proofs.js';
 
 const EPOCH = 7000;
 
-const entry = (i: number, epoch = EPOCH): NewRecord => ({
-  id: `job-${epoch}-${i}:infer`,
-  h3_cell: '861e8050fffffff',
-  epoch,
-  collection_type: 'inference',
-  payload_type: 'hive/inference',
-  payload: { model: 'tinyllama', tokens_in: i, tokens_out: 2 * i },
-  written_at: new Date(epochWindow(epoch).start + i).toISOString(),
-});
+const entry = (i: number, epoch = EPOCH) => numberedEntry(i, epoch);
 const entries = (n: number, epoch = EPOCH) => Array.from({ length: n }, (_, i) => entry(i + 1, epoch));
 
 /**

@@ -229,13 +229,18 @@ describe('geofabric worker', () => {
       worker = undefined;
     });
 
+    /** A relay worker's config for a gateway of its own on `clock`, the worker's (for its signed requests). */
+    async function gatewayOnClock(clock: () => number) {
+      const gateway = await startGateway({ clock });
+      after(() => gateway.close());
+      return { gateway, config: env({ WORKER_RELAY: 'true', GATEWAY_URL: gateway.url }) };
+    }
+
     it('seals at a graceful stop every epoch that has ended, without waiting out the seal grace', async () => {
       // Ten seconds into an hour: the previous epoch has ended, but its 60 s grace has not passed.
       const hourStart = Math.floor(Date.now() / EPOCH_MS) * EPOCH_MS;
       const clock = () => hourStart + 10_000;
-      const gateway = await startGateway({ clock }); // on the worker's clock, for its signed requests
-      after(() => gateway.close());
-      const config = env({ WORKER_RELAY: 'true', GATEWAY_URL: gateway.url });
+      const { config } = await gatewayOnClock(clock);
       worker = await startWorker(config, { logger: silent, hardware: LAPTOP, clock });
       const workerKey = readKeyFile(join(dataDir, 'worker', 'node-key.json'));
       const db = openSqlite(join(dataDir, 'worker', 'worker.db'));
@@ -266,9 +271,7 @@ describe('geofabric worker', () => {
       const hourStart = Math.floor(Date.now() / EPOCH_MS) * EPOCH_MS;
       let now = hourStart + 10_000;
       const clock = () => now;
-      const gateway = await startGateway({ clock }); // on the worker's clock, for its signed requests
-      after(() => gateway.close());
-      const config = env({ WORKER_RELAY: 'true', GATEWAY_URL: gateway.url });
+      const { gateway, config } = await gatewayOnClock(clock);
       worker = await startWorker(config, { logger: silent, hardware: LAPTOP, clock });
       const workerKey = readKeyFile(join(dataDir, 'worker', 'node-key.json'));
       const db = openSqlite(join(dataDir, 'worker', 'worker.db'));

@@ -17,6 +17,17 @@ export const inferenceEntry = (id: string, epoch: number, cell = '861e8050ffffff
   written_at: new Date(epochWindow(epoch).start + 1000).toISOString(),
 });
 
+/** The i-th of an epoch's numbered inference entries (`job-{epoch}-{i}:infer`), i ms into the epoch. */
+export const numberedEntry = (i: number, epoch: number): NewRecord => ({
+  id: `job-${epoch}-${i}:infer`,
+  h3_cell: '861e8050fffffff',
+  epoch,
+  collection_type: 'inference',
+  payload_type: 'hive/inference',
+  payload: { model: 'tinyllama', tokens_in: i, tokens_out: 2 * i },
+  written_at: new Date(epochWindow(epoch).start + i).toISOString(),
+});
+
 /** Seals every epoch of `signer` in `store` up to and including `throughEpoch`. */
 export const sealThrough = (store: ProofStore, signer: KeyPair, throughEpoch: number) =>
   sealDueEpochs({
