@@ -6,12 +6,20 @@
  */
 import {
   MongoBulkWriteError,
+  MongoClientClosedError,
   MongoNetworkError,
   MongoNotConnectedError,
   MongoServerError,
   MongoServerSelectionError,
   MongoTopologyClosedError,
 } from 'mongodb';
+
+/**
+ * Socket errors the MongoDB driver can let through unwrapped: writing a command to a connection the server had
+ * just closed rejects with Node's own `EPIPE` ("This socket has been ended by the other party"), not a
+ * MongoNetworkError (found by `npm run chaos`, FerretDB killed). The command never reached the server.
+ */
+const SOCKET_ERRORS = new Set(['EPIPE', 'ECONNRESET', 'ECONNREFUSED']);
 
 /** MongoDB's OutOfDiskSpace. */
 const MONGO_OUT_OF_DISK = 14031;
@@ -30,14 +38,18 @@ export function isStorageFull(error: unknown): boolean {
 
 /**
  * The store cannot be reached now: MongoDB unreachable (no server selected within the driver's timeout, a
- * connection lost, also in the middle of a bulk insert, the client closed), or SQLite still locked by another writer after its busy timeout.
+ * connection lost, also in the middle of a bulk insert or as a bare socket error, the client closed, also under
+ * an operation in flight), or SQLite
+ * still locked by another writer after its busy timeout.
  */
 export function isStoreUnavailable(error: unknown): boolean {
   if (
     error instanceof MongoServerSelectionError ||
     error instanceof MongoNetworkError ||
     error instanceof MongoNotConnectedError ||
-    error instanceof MongoTopologyClosedError
+    error instanceof MongoTopologyClosedError ||
+    // A request still running when a stopping gateway's drain window ended and it closed its client.
+    error instanceof MongoClientClosedError
   ) {
     return true;
   }
@@ -46,5 +58,5 @@ export function isStoreUnavailable(error: unknown): boolean {
     return error.errorResponse !== error && isStoreUnavailable(error.errorResponse);
   if (typeof error !== 'object' || error === null) return false;
   const { code } = error as { code?: unknown };
-  return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED';
+  return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || (typeof code === 'string' && SOCKET_ERRORS.has(code));
 }
