@@ -322,7 +322,7 @@ if (only?.includes('mongo-seal')) {
       `(CPU ${(seal.process.cpuMs / 1000).toFixed(2)} s), RSS peak ${seal.process.rssPeakMiB} MiB ` +
       `(${seal.process.rssStartMiB} MiB once loaded); engine peak RSS ` +
       `${seal.engineRssPeakMiB === null ? 'not ours' : `${seal.engineRssPeakMiB} MiB`}; ` +
-      `record count and root checked, ${seal.proofs} inclusion proofs read as GET /store/proof does, all verified, ` +
+      `record count and root checked, ${seal.proofs} inclusion proofs (as GET /store/proof builds them) all verified, ` +
       `${(seal.proofMicros / 1000).toFixed(2)} ms each; load average ${loadBefore.map((l) => l.toFixed(2)).join(' ')} ` +
       `before, ${loadavg()
         .map((l) => l.toFixed(2))
