@@ -1,7 +1,9 @@
 // `npm run bench`: prints figures, asserts nothing. BENCH_SECONDS sets the duration of each timed run;
 // BENCH_SEAL_RECORDS the size of the sealed epoch (default 1,000,000); BENCH_ONLY a comma-separated list of
-// sections to run (gates, proofs, tiles, ndvi, chat, jobs, audit, receipt; receipt-year only when named); BENCH_AUDIT_BLOCKS the chain length of the audit
-// report figure (default 100,000). `--growth` prints the cost curves instead (bench/growth.ts: BENCH_GROWTH_SIZES and the
+// sections to run (gates, proofs, tiles, ndvi, chat, jobs, audit, receipt; receipt-year and mongo-seal only when named); BENCH_AUDIT_BLOCKS the chain length of the audit
+// report figure (default 100,000). `BENCH_ONLY=mongo-seal BENCH_SEAL_RECORDS=<n> npm run bench` seals an epoch of
+// n records (default 100,000) on the MongoDB adapter in a sealer process of its own (bench/mongo-seal.ts): on a
+// FerretDB that scripts/engines.sh starts for the run (Go needed, as for the live suites), or on MONGODB_URI's server. `--growth` prints the cost curves instead (bench/growth.ts: BENCH_GROWTH_SIZES and the
 // bounds beside it). `--json FILE` (or BENCH_JSON=FILE) writes every figure with its unit and floor
 // (bench/figures.ts); the run ends with them as a Markdown table.
 import { cpus, loadavg } from 'node:os';
@@ -14,6 +16,7 @@ import { benchNdvi } from './ndvi.js';
 import { benchTileHits } from './tiles.js';
 import { benchReceipt, describeReceiptBench } from './receipt.js';
 import { benchReceiptYear, receiptYearTable } from './receipt-year.js';
+import { benchMongoSeal } from './mongo-seal.js';
 import { against, resultsDocument, jsonTarget, markdownTable, writeBenchJson, type Figure } from './figures.js';
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -304,6 +307,43 @@ if (only?.includes('receipt-year')) {
       { name: `receipt.verify_server_day_${p.day}`, value: p.verifyMs, unit: 'ms' },
     );
   }
+}
+
+// Minutes at 10^6 records and more, and it starts an engine of its own: only when named.
+if (only?.includes('mongo-seal')) {
+  const loadBefore = loadavg();
+  const seal = await benchMongoSeal(Number(process.env.BENCH_SEAL_RECORDS ?? 100_000), (line) =>
+    console.log(`  mongo seal: ${line}`),
+  );
+  console.log(
+    `proof store (MongoDB adapter, ${seal.engine}): filled a ${fmt(seal.records)}-record epoch in ` +
+      `${(seal.fill.ms / 1000).toFixed(1)} s (${fmt(seal.fill.perSecond)} records/s, insertMany of unsigned records); ` +
+      `sealed in a sealer process of its own: ${(seal.process.ms / 1000).toFixed(2)} s ` +
+      `(CPU ${(seal.process.cpuMs / 1000).toFixed(2)} s), RSS peak ${seal.process.rssPeakMiB} MiB ` +
+      `(${seal.process.rssStartMiB} MiB once loaded); engine peak RSS ` +
+      `${seal.engineRssPeakMiB === null ? 'not ours' : `${seal.engineRssPeakMiB} MiB`}; ` +
+      `record count and root checked, ${seal.proofs} inclusion proofs (as GET /store/proof builds them) all verified, ` +
+      `${(seal.proofMicros / 1000).toFixed(2)} ms each; load average ${loadBefore.map((l) => l.toFixed(2)).join(' ')} ` +
+      `before, ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')} after`,
+  );
+  add(
+    goal(
+      { name: 'proofs.mongo_seal_rss_peak', value: seal.process.rssPeakMiB, unit: 'MiB' },
+      '≤ 300 MiB',
+      seal.process.rssPeakMiB <= 300,
+    ),
+    { name: 'proofs.mongo_seal_time', value: seal.process.ms / 1000, unit: 's' },
+    { name: 'proofs.mongo_seal_cpu', value: seal.process.cpuMs / 1000, unit: 's' },
+    { name: 'proofs.mongo_seal_rss_start', value: seal.process.rssStartMiB, unit: 'MiB' },
+    { name: 'proofs.mongo_seal_records', value: seal.records, unit: 'count' },
+    { name: 'proofs.mongo_seal_fill', value: seal.fill.perSecond, unit: 'records/s' },
+    { name: 'proofs.mongo_inclusion_proof_read', value: seal.proofMicros, unit: 'µs' },
+    ...(seal.engineRssPeakMiB === null
+      ? []
+      : [{ name: 'proofs.mongo_seal_engine_rss_peak', value: seal.engineRssPeakMiB, unit: 'MiB' }]),
+  );
 }
 
 load.push(loadavg()[0]!);

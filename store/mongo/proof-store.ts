@@ -24,7 +24,7 @@ import { bytesToHex, hexToBytes } from '../../core/hex.js';
 import { sealLogNodeKey, type SealHead } from '../../core/seal-log.js';
 
 /** A record: its JSON as written (payload keys may be anything JSON allows) plus the fields queries use. */
-interface RecordDoc {
+export interface RecordDoc {
   id: string;
   address: { h3_cell: string; epoch: number; pk: string };
   seq: number;
@@ -53,6 +53,18 @@ interface SealNodeDoc {
   page: number;
   nodes: Binary;
 }
+
+/** A record as the `records` collection holds it (exported for bench/mongo-seal.ts, which fills an epoch directly). */
+export const recordDocument = (record: ProofRecord): RecordDoc => ({
+  id: record.id,
+  address: { h3_cell: record.address.h3_cell, epoch: record.address.epoch, pk: record.address.pk },
+  seq: record.seq,
+  collection_type: record.collection_type,
+  record_hash: record.record_hash,
+  cells: cellAncestors(record.address.h3_cell),
+  synced: false,
+  json: JSON.stringify(record),
+});
 
 const DUPLICATE_KEY = 11000;
 /** Documents per insertMany: well under the 16 MiB message limit with 8 KiB tree pages or large payloads. */
@@ -106,17 +118,6 @@ export async function createMongoProofStore(db: Db): Promise<ProofStore> {
 
   const parse = <T>(doc: { json: string } | null): T | null => (doc === null ? null : (JSON.parse(doc.json) as T));
   const json = { projection: { _id: 0, json: 1 } } as const;
-
-  const toDoc = (record: ProofRecord): RecordDoc => ({
-    id: record.id,
-    address: { h3_cell: record.address.h3_cell, epoch: record.address.epoch, pk: record.address.pk },
-    seq: record.seq,
-    collection_type: record.collection_type,
-    record_hash: record.record_hash,
-    cells: cellAncestors(record.address.h3_cell),
-    synced: false,
-    json: JSON.stringify(record),
-  });
 
   /** Inserts, tolerating only duplicate keys; returns the input indexes that hit one. */
   async function insertAll(docs: readonly RecordDoc[]): Promise<Set<number>> {
@@ -192,7 +193,7 @@ export async function createMongoProofStore(db: Db): Promise<ProofStore> {
     const plan = prepared.finish(await signFresh(signer, prepared.fresh));
 
     tails.delete(pk); // re-read after any failure below
-    const duplicates = await insertAll(plan.fresh.map(toDoc)).catch(async (error: unknown) => {
+    const duplicates = await insertAll(plan.fresh.map(recordDocument)).catch(async (error: unknown) => {
       await undo(plan.fresh);
       throw error;
     });
@@ -275,7 +276,7 @@ export async function createMongoProofStore(db: Db): Promise<ProofStore> {
         candidates.push({ index, record });
       }
 
-      const duplicates = await insertAll(candidates.map(({ record }) => toDoc(record)));
+      const duplicates = await insertAll(candidates.map(({ record }) => recordDocument(record)));
       const inserted: { index: number; record: ProofRecord }[] = [];
       for (const [i, { index, record }] of candidates.entries()) {
         if (!duplicates.has(i)) {
