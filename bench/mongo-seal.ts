@@ -3,7 +3,7 @@
 // of the SQLite figure (bench/proof-store.ts benchSeal). The store is a FerretDB started for the run by
 // scripts/engines.sh (its own state file, stopped and deleted afterwards), or the server MONGODB_URI names (a
 // database of the run's own, dropped afterwards). Prints nothing itself.
-import { execFileSync, fork } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,8 +19,8 @@ import { signRecord } from '../core/proof-record.js';
 import type { ProofRecord, UnsignedProofRecord } from '../core/proof-types.js';
 import { createMongoProofStore, recordDocument, type RecordDoc } from '../store/mongo/proof-store.js';
 import { SEAL_PAGE_NODES } from '../store/seal-tree-pages.js';
+import { sealInChildProcess } from './proof-store.js';
 import type { MongoSealProcessJob } from './mongo-seal-process.js';
-import type { SealProcessResult } from './seal-process.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CELL = '891e8052a3bffff';
@@ -115,21 +115,6 @@ function startEngine(): Engine {
   };
 }
 
-function sealInMongoChildProcess(job: MongoSealProcessJob): Promise<SealProcessResult> {
-  return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(new URL('./mongo-seal-process.ts', import.meta.url)), {
-      execArgv: ['--import', 'tsx'],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    child.once('message', (result) => resolve(result as SealProcessResult));
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      if (code !== 0) reject(new Error(`sealer process exited with ${code}`));
-    });
-    child.send(job);
-  });
-}
-
 /**
  * Fills one writer's epoch with `n` records, seals it in a sealer process of its own and checks the seal: it
  * covers n records, its root is the one the bench computed from the hashes it wrote, and the inclusion proofs of
@@ -195,13 +180,10 @@ export async function benchMongoSeal(n = 100_000, progress = (_line: string) => 
     const fillMs = performance.now() - fillStart;
     const expectedRoot = bytesToHex(root.finish());
 
-    const child = await sealInMongoChildProcess({
-      uri: engine.uri,
-      dbName: engine.dbName,
-      secretKey: signer.secretKey,
-      epoch: EPOCH,
-      sealedAt: SEALED_AT,
-    });
+    const child = await sealInChildProcess<MongoSealProcessJob>(
+      { uri: engine.uri, dbName: engine.dbName, secretKey: signer.secretKey, epoch: EPOCH, sealedAt: SEALED_AT },
+      './mongo-seal-process.ts',
+    );
 
     const seal = await store.getSeal(pk, EPOCH);
     const problems: string[] = [];

@@ -16,7 +16,8 @@ import { createSealOverTree, type EpochTree } from '../core/seal.js';
 import type { NewRecord, ProofStore } from '../store/proof-store.js';
 import { openSqlite, type SqliteDatabase } from '../store/sqlite/open-database.js';
 import { createSqliteProofStore } from '../store/sqlite/proof-store.js';
-import type { SealProcessJob, SealProcessResult } from './seal-process.js';
+import type { SealProcessJob } from './seal-process.js';
+import type { SealJob, SealProcessResult } from './seal-measure.js';
 
 const CELL = '891e8052a3bffff';
 const EPOCH = 5;
@@ -137,10 +138,16 @@ export interface SealFigures {
 const mib = (bytes: number) => Math.round(bytes / 2 ** 20);
 const SEALED_AT = '2026-01-01T06:01:00.000Z';
 
-/** Seals `path`'s epoch in a fresh process (bench/seal-process.ts, run through tsx as the bench is). */
-export function sealInChildProcess(job: SealProcessJob): Promise<SealProcessResult> {
+/**
+ * Seals the job's epoch in a fresh process, run through tsx as the bench is: bench/seal-process.ts over a SQLite
+ * file, or `script` (bench/mongo-seal-process.ts over MongoDB).
+ */
+export function sealInChildProcess<J extends SealJob = SealProcessJob>(
+  job: J,
+  script = './seal-process.ts',
+): Promise<SealProcessResult> {
   return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(new URL('./seal-process.ts', import.meta.url)), {
+    const child = fork(fileURLToPath(new URL(script, import.meta.url)), {
       execArgv: ['--import', 'tsx'],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
