@@ -83,11 +83,16 @@ describe('geofabric start with LEDGER=stellar', function () {
     child = started.child;
     const { lines } = started;
     const stderr = started.stderr;
-    const url = await waitFor('the gateway', async () => {
-      if (child!.exitCode !== null) throw new Error(`start exited ${child!.exitCode}: ${stderr()}`);
-      const listening = lines.find((l) => l.msg === 'geofabric gateway listening');
-      return typeof listening?.url === 'string' ? listening.url : null;
-    });
+    // A cold start under tsx takes seconds, more on a loaded CI machine (one took over 15 s): the wait is generous.
+    const url = await waitFor(
+      'the gateway',
+      async () => {
+        if (child!.exitCode !== null) throw new Error(`start exited ${child!.exitCode}: ${stderr()}`);
+        const listening = lines.find((l) => l.msg === 'geofabric gateway listening');
+        return typeof listening?.url === 'string' ? listening.url : null;
+      },
+      40_000,
+    );
     const settling = lines.find((l) => l.msg === 'settling on stellar');
     assert.equal(settling?.account, stellarAddress(node.publicKey));
 
