@@ -16,8 +16,16 @@
  * these counters, so the loss is a worker's `jobs_completed` lower by that many, and its promotion later. Another
  * process sharing the store sees them once written. A batch the store refuses is kept and tried again (writes are
  * idempotent by job: a retry never counts twice), up to `maxAttempts` times.
+ *
+ * It also keeps, per worker, the record its last `get` read (`recent`): chat dispatch reads its own worker's row
+ * on every completion, and serving that row for up to a second instead was the largest cut left on the chat
+ * answer's path (docs/benchmarks.md, chat). Any write through this object forgets every kept record, so this
+ * process sees its own writes at once (a failure's demotion, a leave); another process's are seen within the age
+ * the caller allows.
  */
 import type { WorkerRecord, WorkerRegistry } from './worker-registry.js';
+
+const KEPT_MAX = 1_000;
 
 export interface OutcomeBatchOptions {
   /** How long the first counted completion waits for its batch to be written (ms, default 100). */
@@ -32,6 +40,7 @@ export interface OutcomeBatchOptions {
 
 export interface OutcomeBatch extends WorkerRegistry {
   countCompleted(pk: string, jobId: string): void;
+  recent(pk: string, maxAgeMs: number): WorkerRecord | undefined;
   /** Writes every completion counted so far; resolves once they are written (or kept for a retry). */
   flush(): Promise<void>;
 }
@@ -56,6 +65,17 @@ export function createOutcomeBatch(inner: WorkerRegistry, options: OutcomeBatchO
   let readers = 0;
   let readersDone: (() => void) | undefined;
   let closed = false;
+  /**
+   * Per registered worker, its record (unfolded) as a `get` read it, and when (performance.now()). At most
+   * KEPT_MAX: reads of many workers (GET /svc/workers/{pk}) start it again rather than grow it.
+   */
+  const kept = new Map<string, { record: WorkerRecord; at: number }>();
+  /** Moves on every write through this object: a read that started before a write keeps nothing. */
+  let writes = 0;
+  const wrote = () => {
+    writes++;
+    kept.clear();
+  };
 
   const fold = <T extends WorkerRecord | null>(record: T): T => {
     if (record === null) return record;
@@ -93,6 +113,7 @@ export function createOutcomeBatch(inner: WorkerRegistry, options: OutcomeBatchO
         // All or none: on a failure each is tried alone below, so one bad entry keeps none of the others back.
         await inner.recordCompletions(batch);
         for (const item of batch) done(item);
+        wrote(); // a promotion on the trust ladder lands with its batch
         return;
       } catch {
         // tried one by one below
@@ -102,6 +123,7 @@ export function createOutcomeBatch(inner: WorkerRegistry, options: OutcomeBatchO
       try {
         await inner.recordOutcome(item.pk, 'completed', item.jobId);
         done(item);
+        wrote();
       } catch (error) {
         if (++item.attempts < maxAttempts) retry.push(item);
         else {
@@ -142,6 +164,18 @@ export function createOutcomeBatch(inner: WorkerRegistry, options: OutcomeBatchO
     return run();
   }
 
+  /** A write of the wrapped registry: every kept record is forgotten, before it starts and once it is done. */
+  const written =
+    <T>(run: () => Promise<T>) =>
+    async (): Promise<T> => {
+      wrote();
+      try {
+        return await run();
+      } finally {
+        wrote();
+      }
+    };
+
   return {
     countCompleted(pk, jobId) {
       if (typeof jobId !== 'string' || jobId.length === 0) throw new RangeError('countCompleted: a job id is required');
@@ -154,10 +188,37 @@ export function createOutcomeBatch(inner: WorkerRegistry, options: OutcomeBatchO
       else schedule();
     },
     flush,
-    register: (registration, nowMs) => read(() => inner.register(registration, nowMs), fold),
-    heartbeat: (pk, seq, nowMs) => read(() => inner.heartbeat(pk, seq, nowMs), fold),
-    leave: (pk, seq, nowMs) => read(() => inner.leave(pk, seq, nowMs), fold),
-    get: (pk) => readOne(() => inner.get(pk)),
+    register: (registration, nowMs) =>
+      read(
+        written(() => inner.register(registration, nowMs)),
+        fold,
+      ),
+    heartbeat: (pk, seq, nowMs) =>
+      read(
+        written(() => inner.heartbeat(pk, seq, nowMs)),
+        fold,
+      ),
+    leave: (pk, seq, nowMs) =>
+      read(
+        written(() => inner.leave(pk, seq, nowMs)),
+        fold,
+      ),
+    get: (pk) => {
+      const before = writes;
+      return readOne(async () => {
+        const record = await inner.get(pk);
+        if (record !== null && writes === before) {
+          if (kept.size >= KEPT_MAX) kept.clear();
+          kept.set(pk, { record, at: performance.now() });
+        }
+        return record;
+      });
+    },
+    recent(pk, maxAgeMs) {
+      const hit = kept.get(pk);
+      if (hit === undefined || performance.now() - hit.at > maxAgeMs) return undefined;
+      return fold(hit.record);
+    },
     list: () =>
       read(
         () => inner.list(),
@@ -166,7 +227,7 @@ export function createOutcomeBatch(inner: WorkerRegistry, options: OutcomeBatchO
     async recordOutcome(pk, outcome, jobId) {
       // After the completions counted before it, as they happened: a failure must see them (the trust ladder).
       await flush();
-      return readOne(() => inner.recordOutcome(pk, outcome, jobId));
+      return readOne(written(() => inner.recordOutcome(pk, outcome, jobId)));
     },
     async close() {
       closed = true;

@@ -104,6 +104,13 @@ export interface WorkerRegistry {
    * nothing: how store/outcome-batch.ts writes a batch where the store can (SQLite).
    */
   recordCompletions?(batch: readonly { pk: string; jobId: string }[]): Promise<void>;
+  /**
+   * Only on store/outcome-batch.ts: the worker as this registry object last read it, when that read is at most
+   * `maxAgeMs` old and nothing was written through this object since; undefined when it has no such read (or
+   * the worker was not registered then), and the caller reads with `get`. Writes made by other processes are
+   * seen within `maxAgeMs`; this process's own at once.
+   */
+  recent?(pk: string, maxAgeMs: number): WorkerRecord | undefined;
   close(): Promise<void>;
 }
 

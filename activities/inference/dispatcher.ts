@@ -47,6 +47,13 @@ export interface DispatcherDeps {
   backbone: RuntimeClient | null;
 }
 
+/**
+ * How old a read of this node's own worker record dispatch may use (WorkerRegistry.recent): a change another
+ * process makes to it (its leave, a demotion counted by another gateway process) is seen within this; this
+ * process's own writes at once. A second against the 30 s a silent worker stays online (ONLINE_WINDOW_MS).
+ */
+export const OWN_RECORD_MAX_AGE_MS = 1000;
+
 export function createDispatcher(deps: DispatcherDeps) {
   return async function dispatch(need: DispatchNeed): Promise<Target> {
     const { backbone } = deps;
@@ -70,7 +77,9 @@ export function createDispatcher(deps: DispatcherDeps) {
     // This node serves whenever it is eligible, wherever it ranks: its own record decides, one row read instead
     // of the whole registry (and no cell distances: a single candidate has nothing to be ordered against).
     const local = deps.local;
-    const own = local ? await deps.workers.get(local.pk) : null;
+    const own = local
+      ? (deps.workers.recent?.(local.pk, OWN_RECORD_MAX_AGE_MS) ?? (await deps.workers.get(local.pk)))
+      : null;
     if (local && own && eligibleWorkers([own], { ...workerNeed, cell: undefined }, deps.clock()).length > 0) {
       return { provider: 'worker', worker: own, client: local.client };
     }

@@ -111,6 +111,42 @@ describe('chat completions: the hot path (connection reuse, outcome order)', () 
     assert.equal(await completed(gw), first! + 3, 'counted once when written');
   });
 
+  it("dispatches on its own worker's record read at most once a second: this process's writes count at once, another's within that second", async () => {
+    const pk = gw.node.publicKey;
+    const read = stored.get.bind(stored);
+    let reads = 0;
+    stored.get = (key) => {
+      if (key === pk) reads++;
+      return read(key);
+    };
+    const served = async () => {
+      const res = await complete();
+      return res.status === 200 ? 'worker' : (res.body as { error: { code: string } }).error.code;
+    };
+    const seq = async () => (await stored.get(pk))!.heartbeat_seq + 1;
+    try {
+      assert.equal(await served(), 'worker');
+      reads = 0;
+      for (let i = 0; i < 5; i++) assert.equal(await served(), 'worker');
+      assert.ok(reads <= 1, `${reads} reads of the worker's row for 5 completions within a second`);
+
+      // This process leaves and comes back (through the gateway's registry): the next completion knows at once.
+      await gw.workers.leave(pk, await seq(), Date.now());
+      assert.equal(await served(), 'no_workers');
+      await gw.swarm.heartbeat();
+      assert.equal(await served(), 'worker');
+
+      // Another process sharing the store makes the worker leave: within a second of the last read it is seen.
+      await stored.leave(pk, await seq(), Date.now());
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      assert.equal(await served(), 'no_workers');
+    } finally {
+      stored.get = read;
+      await gw.swarm.heartbeat();
+    }
+    assert.equal(await served(), 'worker');
+  });
+
   it('writes every counted outcome when the gateway shuts down gracefully', async () => {
     const kept = createSqliteWorkerRegistry(openSqlite(':memory:'));
     const other = await startGateway({

@@ -133,4 +133,63 @@ describe('completions counted in memory, written in batches (store/outcome-batch
       assert.equal((seen as { jobs_completed: number }).jobs_completed, 50);
     }
   });
+
+  describe("the record a read kept (recent: chat dispatch's own worker)", () => {
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+    it('serves what the last get read, within the age asked, with completions counted since folded in', async () => {
+      const batch = createOutcomeBatch(stored, { delayMs: 60_000 });
+      const r = registration();
+      await batch.register(r, T0);
+      assert.equal(batch.recent(r.pk, 60_000), undefined, 'a write keeps nothing');
+      const read = await batch.get(r.pk);
+      assert.deepEqual(batch.recent(r.pk, 60_000), read);
+      batch.countCompleted(r.pk, 'inference:a');
+      assert.equal(batch.recent(r.pk, 60_000)?.jobs_completed, 1);
+      await sleep(5);
+      assert.equal(batch.recent(r.pk, 1), undefined, 'older than the age asked');
+      assert.equal(batch.recent('f'.repeat(64), 60_000), undefined, 'never read');
+      assert.equal(await batch.get('f'.repeat(64)), null);
+      assert.equal(batch.recent('f'.repeat(64), 60_000), undefined, 'read, and not registered: nothing kept');
+    });
+
+    it('forgets every kept record on a write through it: register, heartbeat, leave, an outcome, a batch written', async () => {
+      const batch = createOutcomeBatch(stored, { delayMs: 60_000 });
+      const r = registration();
+      await batch.register(r, T0);
+      const writes: [string, () => Promise<unknown>][] = [
+        ['register', () => batch.register(r, T0 + 1)],
+        ['heartbeat', () => batch.heartbeat(r.pk, 1, T0 + 2)],
+        ['leave', () => batch.leave(r.pk, 2, T0 + 3)],
+        ['an outcome', () => batch.recordOutcome(r.pk, 'failed', 'inference:failed')],
+        [
+          'a batch written',
+          () => {
+            batch.countCompleted(r.pk, 'inference:b');
+            return batch.flush();
+          },
+        ],
+      ];
+      for (const [name, write] of writes) {
+        await batch.get(r.pk);
+        assert.notEqual(batch.recent(r.pk, 60_000), undefined);
+        await write();
+        assert.equal(batch.recent(r.pk, 60_000), undefined, name);
+      }
+    });
+
+    it('keeps nothing from a read that a write overlapped, and sees another process only through a new read', async () => {
+      const batch = createOutcomeBatch(stored, { delayMs: 60_000 });
+      const r = registration();
+      await batch.register(r, T0);
+      await Promise.all([batch.get(r.pk), batch.heartbeat(r.pk, 1, T0 + 1)]);
+      assert.equal(batch.recent(r.pk, 60_000), undefined);
+      // Another process's write goes to the store, not through this object: the kept read stays until it is too old.
+      await batch.get(r.pk);
+      await stored.leave(r.pk, 2, T0 + 2);
+      assert.equal(batch.recent(r.pk, 60_000)?.left_at_ms, null);
+      assert.equal((await batch.get(r.pk))?.left_at_ms, T0 + 2);
+      assert.equal(batch.recent(r.pk, 60_000)?.left_at_ms, T0 + 2);
+    });
+  });
 });
