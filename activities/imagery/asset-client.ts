@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { BaseClient, BaseResponse } from 'geotiff';
 import { readBoundedBody } from '../bounded-body.js';
+import { Deadline } from '../deadline.js';
 import { safeFetch } from '../safe-fetch.js';
 
 /**
@@ -40,21 +41,27 @@ export class AssetClient extends BaseClient {
   }
 
   override async request(init: RequestInit = {}): Promise<BaseResponse> {
-    const signals = [AbortSignal.timeout(this.options.timeoutMs)];
-    if (init.signal) signals.push(init.signal);
+    // The deadline covers the body too: it is cleared once getData has read it.
+    const deadline = new Deadline(this.options.timeoutMs, init.signal ?? undefined);
     const headers = new Headers(init.headers);
     headers.set('user-agent', this.options.userAgent);
-    // Only allowed origins, redirects included (activities/safe-fetch.ts): a catalog cannot point us at others.
-    const response = await safeFetch(
-      this.url,
-      { headers, signal: AbortSignal.any(signals) },
-      { origins: this.options.origins },
-    );
-    if (!response.ok) {
-      await response.body?.cancel();
-      throw new Error(`${this.url} answered HTTP ${response.status}`);
+    try {
+      // Only allowed origins, redirects included (activities/safe-fetch.ts): a catalog cannot point us at others.
+      const response = await safeFetch(
+        this.url,
+        { headers, signal: deadline.signal },
+        { origins: this.options.origins },
+      );
+      if (!response.ok) {
+        await response.body?.cancel();
+        throw new Error(`${this.url} answered HTTP ${response.status}`);
+      }
+      const keep = (offset: number, bytes: Uint8Array) => this.pieces.push({ offset, bytes });
+      return new AssetResponse(this.url, response, keep, deadline);
+    } catch (error) {
+      deadline.clear();
+      throw error;
     }
-    return new AssetResponse(this.url, response, (offset, bytes) => this.pieces.push({ offset, bytes }));
   }
 
   /** The hash and accounting of everything read so far. */
@@ -81,6 +88,7 @@ class AssetResponse extends BaseResponse {
     private readonly url: string,
     private readonly response: Response,
     private readonly keep: (offset: number, bytes: Uint8Array) => void,
+    private readonly deadline: Deadline,
   ) {
     super();
   }
@@ -98,7 +106,8 @@ class AssetResponse extends BaseResponse {
       this.response,
       MAX_ASSET_RESPONSE_BYTES,
       () => new Error(`${this.url} sent more than ${MAX_ASSET_RESPONSE_BYTES} bytes in one response`),
-    );
+      this.deadline.signal,
+    ).finally(() => this.deadline.clear());
     const range = /^bytes (\d+)-\d+\/(?:\d+|\*)$/.exec(this.response.headers.get('content-range') ?? '');
     this.keep(range ? Number(range[1]) : 0, body);
     // geotiff gets an ArrayBuffer of its own (a small Buffer may sit in a shared pool); the hash keeps `body`.

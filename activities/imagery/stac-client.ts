@@ -69,6 +69,7 @@ export function createStacClient(config: StacClientConfig): StacClient {
 
   async function fetchJson(method: 'GET' | 'POST', path: string, body?: Record<string, unknown>): Promise<unknown> {
     const url = `${config.stacUrl}${path}`;
+    const signal = AbortSignal.timeout(config.timeoutMs);
     try {
       // A redirect stays on the catalog's origin (activities/safe-fetch.ts).
       const res = await safeFetch(
@@ -81,7 +82,7 @@ export function createStacClient(config: StacClientConfig): StacClient {
             'user-agent': config.userAgent,
           },
           ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-          signal: AbortSignal.timeout(config.timeoutMs),
+          signal,
         },
         sameOriginOnly(url),
       );
@@ -94,6 +95,7 @@ export function createStacClient(config: StacClientConfig): StacClient {
         res,
         MAX_STAC_RESPONSE_BYTES,
         () => new ServiceError('upstream_unavailable', `STAC catalog sent more than ${MAX_STAC_RESPONSE_BYTES} bytes`),
+        signal,
       );
       const text = new TextDecoder().decode(bytes);
       try {

@@ -70,7 +70,7 @@ export async function fetchUpstreamTile(url: string, options: UpstreamOptions): 
       await res.body?.cancel();
       throw new ServiceError('upstream_unavailable', `the tile upstream answered HTTP ${res.status}`);
     }
-    return { status: 'ok', bytes: await readBounded(res), validators };
+    return { status: 'ok', bytes: await readBounded(res, signal), validators };
   } catch (error) {
     if (error instanceof ServiceError) throw error;
     if (error instanceof UpstreamRefused) {
@@ -89,9 +89,10 @@ function readValidators(headers: Headers): Validators {
   return { ...(etag ? { etag } : {}), ...(lastModified ? { lastModified } : {}) };
 }
 
-const readBounded = (res: Response): Promise<Buffer> =>
+const readBounded = (res: Response, signal: AbortSignal): Promise<Buffer> =>
   readBoundedBody(
     res,
     MAX_UPSTREAM_BYTES,
     () => new ServiceError('upstream_unavailable', `the tile upstream sent more than ${MAX_UPSTREAM_BYTES} bytes`),
+    signal,
   );

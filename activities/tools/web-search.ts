@@ -116,8 +116,9 @@ export function createWebSearch(config: WebSearchConfig): WebSearch {
   }
 
   async function request(which: SearchProvider, url: URL, init: RequestInit): Promise<string> {
+    const signal = AbortSignal.timeout(config.timeoutMs);
     try {
-      const res = await safeFetch(url, { ...init, signal: AbortSignal.timeout(config.timeoutMs) }, origins[which]);
+      const res = await safeFetch(url, { ...init, signal }, origins[which]);
       // DuckDuckGo answers its bot challenge with 202 Accepted and a page without results.
       if (which === 'duckduckgo' && res.status === 202) {
         await res.body?.cancel();
@@ -127,7 +128,7 @@ export function createWebSearch(config: WebSearchConfig): WebSearch {
         await res.body?.cancel();
         throw new ServiceError('upstream_unavailable', statusDetail(which, res.status));
       }
-      return await readText(res, PROVIDER_NAME[which]);
+      return await readText(res, PROVIDER_NAME[which], signal);
     } catch (error) {
       throw upstreamError(error, PROVIDER_NAME[which], config.timeoutMs);
     }
@@ -158,12 +159,13 @@ const challengeError = () =>
   );
 
 /** The body as text, refusing more than MAX_BODY_BYTES without reading it all. */
-const readText = async (res: Response, name: string): Promise<string> =>
+const readText = async (res: Response, name: string, signal: AbortSignal): Promise<string> =>
   (
     await readBoundedBody(
       res,
       MAX_BODY_BYTES,
       () => new ServiceError('upstream_unavailable', `${name} answered more than ${MAX_BODY_BYTES} bytes`),
+      signal,
     )
   ).toString('utf8');
 

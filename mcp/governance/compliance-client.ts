@@ -5,6 +5,7 @@
  * evidence (blocks, seals, certificates) stands on its own.
  */
 import { readBoundedBody } from '../../activities/bounded-body.js';
+import { Deadline } from '../../activities/deadline.js';
 
 /** A report is a few kilobytes per hundred operations; a 100,000-block agent's stays well under this. */
 export const MAX_REPORT_BYTES = 8 << 20;
@@ -30,18 +31,23 @@ export function createComplianceClient(options: ComplianceClientOptions): Compli
   return {
     async report(agentPk, period, signal) {
       const url = `${base}/compliance/${encodeURIComponent(agentPk)}?${new URLSearchParams(period).toString()}`;
-      const timeout = AbortSignal.timeout(options.timeoutMs);
+      const deadline = new Deadline(options.timeoutMs, signal);
       try {
         const res = await fetch(url, {
           headers: {
             accept: 'application/json',
             ...(options.userAgent ? { 'user-agent': options.userAgent } : {}),
           },
-          signal: signal ? AbortSignal.any([timeout, signal]) : timeout,
+          signal: deadline.signal,
           redirect: 'error',
         });
         const text = (
-          await readBoundedBody(res, MAX_REPORT_BYTES, () => new TooLarge(`more than ${MAX_REPORT_BYTES} bytes`))
+          await readBoundedBody(
+            res,
+            MAX_REPORT_BYTES,
+            () => new TooLarge(`more than ${MAX_REPORT_BYTES} bytes`),
+            deadline.signal,
+          )
         ).toString('utf8');
         let json: unknown;
         try {
@@ -65,7 +71,7 @@ export function createComplianceClient(options: ComplianceClientOptions): Compli
       } catch (error) {
         if (error instanceof TooLarge) return { ok: false, error: `the compliance report is ${error.message}` };
         const kind = (error as { name?: unknown }).name;
-        if (timeout.aborted || kind === 'TimeoutError') {
+        if (deadline.expired || kind === 'TimeoutError') {
           return { ok: false, error: `the compliance service did not answer within ${options.timeoutMs} ms` };
         }
         if (signal?.aborted) return { ok: false, error: 'cancelled while waiting for the compliance service' };
@@ -74,6 +80,8 @@ export function createComplianceClient(options: ComplianceClientOptions): Compli
           ok: false,
           error: `the compliance service at ${base} is unreachable${typeof cause === 'string' ? ` (${cause})` : ''}`,
         };
+      } finally {
+        deadline.clear();
       }
     },
   };

@@ -6,6 +6,7 @@
  * each tool knows what its upstream's error bodies mean.
  */
 import { readBoundedBody } from '../../../activities/bounded-body.js';
+import { Deadline } from '../../../activities/deadline.js';
 import { safeFetch, sameOriginOnly, UpstreamRefused } from '../../../activities/safe-fetch.js';
 import { ToolError } from '../tool-def.js';
 
@@ -32,8 +33,7 @@ export interface UpstreamAnswer {
 }
 
 export async function fetchUpstreamJson(request: UpstreamRequest): Promise<UpstreamAnswer> {
-  const timeout = AbortSignal.timeout(request.timeoutMs);
-  const signal = request.signal ? AbortSignal.any([timeout, request.signal]) : timeout;
+  const deadline = new Deadline(request.timeoutMs, request.signal);
   let status: number;
   let text: string;
   try {
@@ -48,12 +48,12 @@ export async function fetchUpstreamJson(request: UpstreamRequest): Promise<Upstr
           ...request.headers,
         },
         ...(request.body === undefined ? {} : { body: JSON.stringify(request.body) }),
-        signal,
+        signal: deadline.signal,
       },
       sameOriginOnly(request.url),
     );
     status = res.status;
-    text = await readText(res, request.name);
+    text = await readText(res, request.name, deadline.signal);
   } catch (error) {
     if (error instanceof ToolError) throw error;
     if (error instanceof UpstreamRefused) {
@@ -62,7 +62,7 @@ export async function fetchUpstreamJson(request: UpstreamRequest): Promise<Upstr
     if (request.signal?.aborted)
       throw new ToolError('cancelled', `the call was cancelled while waiting for ${request.name}`);
     const kind = (error as { name?: unknown }).name;
-    if (kind === 'TimeoutError' || kind === 'AbortError' || timeout.aborted) {
+    if (kind === 'TimeoutError' || kind === 'AbortError' || deadline.expired) {
       throw new ToolError('upstream_timeout', `${request.name} did not answer within ${request.timeoutMs} ms`);
     }
     const cause = (error as { cause?: { code?: unknown } }).cause?.code;
@@ -70,6 +70,8 @@ export async function fetchUpstreamJson(request: UpstreamRequest): Promise<Upstr
       'upstream_unavailable',
       `${request.name} is unreachable${typeof cause === 'string' ? ` (${cause})` : ''}`,
     );
+  } finally {
+    deadline.clear();
   }
   const ok = status >= 200 && status < 300;
   let json: unknown;
@@ -85,12 +87,13 @@ export async function fetchUpstreamJson(request: UpstreamRequest): Promise<Upstr
   return { status, ok, json };
 }
 
-const readText = async (res: Response, name: string): Promise<string> =>
+const readText = async (res: Response, name: string, signal: AbortSignal): Promise<string> =>
   (
     await readBoundedBody(
       res,
       MAX_UPSTREAM_BYTES,
       () => new ToolError('upstream_unavailable', `${name} answered more than ${MAX_UPSTREAM_BYTES} bytes`),
+      signal,
     )
   ).toString('utf8');
 
