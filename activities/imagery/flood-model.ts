@@ -3,7 +3,11 @@ import { z } from 'zod';
 import { ServiceError } from '../../core/errors.js';
 import { roundFraction } from '../../core/flood.js';
 import { imageCost } from '../../core/pricing.js';
+import { readBoundedBody } from '../bounded-body.js';
 import { cellPolygon } from './stac-client.js';
+
+/** A classify answer is a few hundred bytes; a larger one is not an answer and is not read into memory. */
+const MAX_CLASSIFY_BYTES = 1 << 20;
 
 /**
  * flood_classify by a model (docs/protocol.md §2.5): when the gateway has a classify endpoint (CLASSIFY_URL, the
@@ -41,7 +45,10 @@ function bbox(cell: string): [number, number, number, number] {
 export async function classifyFloodByModel(endpoint: ModelEndpoint, cell: string, model: string, clock: () => number) {
   const started = clock();
   const host = new URL(endpoint.url).host;
+  // The deadline covers the answer's body too (activities/bounded-body.ts).
+  const signal = AbortSignal.timeout(endpoint.timeoutMs);
   let res: Response;
+  let json: unknown = null;
   try {
     res = await fetch(`${endpoint.url.replace(/\/+$/, '')}/v1/classify`, {
       method: 'POST',
@@ -53,17 +60,24 @@ export async function classifyFloodByModel(endpoint: ModelEndpoint, cell: string
         bbox: bbox(cell),
         geometry: cellPolygon(cell),
       }),
-      signal: AbortSignal.timeout(endpoint.timeoutMs),
+      signal,
       redirect: 'error',
     });
+    const tooLarge = () => new ServiceError('upstream_unavailable', 'the classify endpoint answered too much');
+    const text = (await readBoundedBody(res, MAX_CLASSIFY_BYTES, tooLarge, signal)).toString('utf8');
+    try {
+      json = JSON.parse(text) as unknown;
+    } catch {
+      // not JSON: judged by its status below
+    }
   } catch (error) {
+    if (error instanceof ServiceError) throw error;
     const timedOut = (error as Error).name === 'TimeoutError';
     throw new ServiceError(
       timedOut ? 'upstream_timeout' : 'upstream_unavailable',
       `the classify endpoint ${timedOut ? 'did not answer in time' : 'is unreachable'}`,
     );
   }
-  const json: unknown = await res.json().catch(() => null);
   if (res.status === 404 || res.status === 400) {
     const body = (json ?? {}) as { error?: unknown; detail?: unknown };
     const code = typeof body.error === 'string' ? body.error.slice(0, 64) : `HTTP ${res.status}`;

@@ -6,6 +6,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Deadline } from '../../activities/deadline.js';
 import { AssetClient } from '../../activities/imagery/asset-client.js';
+import { classifyFloodByModel } from '../../activities/imagery/flood-model.js';
 import { createStacClient } from '../../activities/imagery/stac-client.js';
 import { fetchUpstreamTile } from '../../activities/tiles/tile-upstream.js';
 import { createWebSearch } from '../../activities/tools/web-search.js';
@@ -98,6 +99,19 @@ describe('upstream deadlines that garbage collection cannot lose (activities/dea
     });
     await assert.rejects(
       underGc(() => search),
+      { code: 'upstream_timeout' },
+    );
+  });
+
+  it('a classify endpoint whose answer stalls mid-body (flood_classify by a model) is upstream_timeout', async () => {
+    const classify = classifyFloodByModel(
+      { url, timeoutMs: 150, userAgent: 'test' },
+      '861e8050fffffff',
+      'flood-v1',
+      Date.now,
+    );
+    await assert.rejects(
+      underGc(() => classify),
       { code: 'upstream_timeout' },
     );
   });
