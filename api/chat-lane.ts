@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Swarm } from '../activities/inference/index.js';
 import { InferenceAborted } from '../activities/inference/runtime-client.js';
@@ -139,18 +140,13 @@ export function chatLane(deps: ChatLaneDeps): (req: IncomingMessage, res: Server
     deps.metrics.inFlight(1);
     let status = 200;
     let errorCode: string | undefined;
-    const aborted = new AbortController();
-    const onClose = () => {
-      if (!res.writableFinished) aborted.abort();
-    };
-    res.once('close', onClose);
     const { swarm } = deps;
     let charge: ChatCharge | undefined;
     try {
       // A refused reservation gave itself back (api/chat-quota.ts).
       if (key.tier === 'free') charge = await reserveChatMessage(swarm.quota, key, swarm.freeMessagesPerDay);
       const job = chatJob(input, state);
-      const result = await swarm.chat(job, aborted.signal);
+      const result = await swarm.chat(job, goneSignal(req.socket));
       const withLocations = input.request.svc?.locations === true;
       const json = JSON.stringify(completionBody(result, Math.floor(swarm.now() / 1000), withLocations));
       write(res, 200, gated.headers(requestId, ['content-type', JSON_TYPE], closing()), json);
@@ -175,7 +171,6 @@ export function chatLane(deps: ChatLaneDeps): (req: IncomingMessage, res: Server
         write(res, code, gated.headers(requestId, headers, []), JSON.stringify(body));
       }
     } finally {
-      res.off('close', onClose);
       deps.metrics.inFlight(-1);
       settleRequest(deps, {
         method: 'POST',
@@ -193,6 +188,25 @@ export function chatLane(deps: ChatLaneDeps): (req: IncomingMessage, res: Server
   function closing(): string[] {
     return deps.draining?.() ? ['connection', 'close'] : [];
   }
+}
+
+const GONE = Symbol('geofabric.chatLane.gone');
+type Watched = Socket & { [GONE]?: AbortSignal };
+
+/**
+ * Aborts when the client's connection closes: the upstream call of the completion in flight on it stops. One per
+ * connection, not per request (an AbortSignal is made on first use, a cost on every completion): HTTP/1.1 answers
+ * a connection's requests one at a time, so at most one completion listens to it, and one that closes after its
+ * answer aborts nothing that is still running.
+ */
+function goneSignal(socket: Socket): AbortSignal {
+  const watched = socket as Watched;
+  if (watched[GONE] === undefined) {
+    const gone = new AbortController();
+    socket.once('close', () => gone.abort());
+    watched[GONE] = gone.signal;
+  }
+  return watched[GONE];
 }
 
 function write(res: ServerResponse, status: number, headers: string[], json: string): void {

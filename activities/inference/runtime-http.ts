@@ -146,14 +146,14 @@ class Call {
     private readonly signal: AbortSignal | undefined,
   ) {
     this.timer = setTimeout(onTimeout, timeoutMs, this);
-    signal?.addEventListener('abort', this, { once: true });
+    if (signal) follow(signal, this);
   }
 
   settle(error: unknown, answer?: Answer): void {
     if (this.settled) return;
     this.settled = true;
     clearTimeout(this.timer);
-    this.signal?.removeEventListener('abort', this);
+    if (this.signal) inFlight.get(this.signal)?.delete(this);
     if (answer) this.resolve(answer);
     else this.reject(error instanceof Error ? error : new Error(String(error)));
   }
@@ -161,11 +161,6 @@ class Call {
   stop(error: Error): void {
     this.settle(error);
     this.current?.destroy();
-  }
-
-  /** The abort signal's listener (an EventListener object). */
-  handleEvent(): void {
-    this.stop(new APIUserAbortError());
   }
 
   hop(url: URL, target: RequestOptions, sameOrigin: boolean, method: string, body: Buffer | null, hops: number): void {
@@ -217,6 +212,27 @@ class Call {
     res.on('close', onClose);
     res.on('error', ignore); // reported by `close`
   }
+}
+
+/**
+ * The calls in flight per caller signal, and one abort listener per signal however many calls it outlives: the
+ * chat lane gives every completion on a connection that connection's signal (api/chat-lane.ts), and adding and
+ * removing an EventTarget listener on every call was a measurable share of a completion.
+ */
+const inFlight = new WeakMap<AbortSignal, Set<Call>>();
+
+function follow(signal: AbortSignal, call: Call): void {
+  let calls = inFlight.get(signal);
+  if (calls === undefined) {
+    calls = new Set();
+    inFlight.set(signal, calls);
+    signal.addEventListener('abort', onCallerAbort, { once: true });
+  }
+  calls.add(call);
+}
+
+function onCallerAbort(this: AbortSignal): void {
+  for (const call of inFlight.get(this) ?? []) call.stop(new APIUserAbortError());
 }
 
 function onTimeout(call: Call): void {

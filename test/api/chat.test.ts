@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { Agent, request } from 'node:http';
 import OpenAI from 'openai';
 import { canonicalJson } from '../../core/canonical-json.js';
 import { sha256Hex } from '../../core/hash.js';
@@ -221,6 +222,51 @@ describe('POST /v1/chat/completions (openai client, fake worker runtime and back
     } finally {
       worker.reply = echo;
     }
+  });
+
+  it('on one kept-alive connection, stops only the completion in flight when its client leaves', async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const sockets = new Set<unknown>();
+    const post = (content: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request(
+          `${gw.url}/v1/chat/completions`,
+          {
+            method: 'POST',
+            agent,
+            headers: { authorization: 'Bearer sk-chat', 'content-type': 'application/json' },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode ?? 0));
+          },
+        );
+        req.on('socket', (socket) => sockets.add(socket));
+        req.on('error', reject);
+        req.end(JSON.stringify({ model: 'tinyllama', messages: [{ role: 'user', content }] }));
+      });
+    const before = worker.aborted;
+    try {
+      for (let i = 0; i < 3; i++) assert.equal(await post(`question ${i}`), 200);
+      assert.equal(sockets.size, 1, 'the three completions shared one connection');
+      assert.equal(worker.aborted, before, 'answered completions are not aborted');
+      const sent = worker.chats().length;
+      worker.reply = () => ({ hang: true });
+      const hanging = post('slow').catch(() => 'gone');
+      for (let i = 0; i < 50 && worker.chats().length === sent; i++) await tick();
+      agent.destroy(); // the client leaves: its one connection closes
+      assert.equal(await hanging, 'gone');
+      for (let i = 0; i < 50 && worker.aborted === before; i++) await tick();
+      assert.equal(worker.aborted, before + 1);
+    } finally {
+      worker.reply = echo;
+      agent.destroy();
+    }
+    const next = await client.chat.completions.create({
+      model: 'tinyllama',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    assert.equal(next.choices[0]?.finish_reason, 'stop');
   });
 
   it('aborts the upstream stream when the client disconnects', async () => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
+import { getEventListeners, once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import OpenAI, { APIConnectionTimeoutError } from 'openai';
@@ -205,6 +205,28 @@ describe('runtime client: whole completions over runtime-http.ts', () => {
     const then = await outcome(() => before_('worker', baseURL, AbortSignal.timeout(50)));
     assert.deepEqual(now, { thrown: 'InferenceAborted' });
     assert.deepEqual(now, then);
+  });
+
+  it('follows one caller signal through many calls with one listener, and stops the call in flight when it aborts', async () => {
+    const answered = createRuntimeClient({
+      provider: 'worker',
+      baseURL: `${origin}/ok/v1`,
+      apiKey: 'k',
+      timeoutMs: 5000,
+    });
+    const hanging = createRuntimeClient({
+      provider: 'worker',
+      baseURL: `${origin}/hang-before-headers/v1`,
+      apiKey: 'k',
+      timeoutMs: 5000,
+    });
+    const caller = new AbortController(); // a connection's signal (api/chat-lane.ts): it outlives its completions
+    for (let i = 0; i < 5; i++) await answered.complete(params, caller.signal);
+    assert.equal(getEventListeners(caller.signal, 'abort').length, 1);
+    const inFlight = outcome(() => hanging.complete(params, caller.signal));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    caller.abort();
+    assert.deepEqual(await inFlight, { thrown: 'InferenceAborted' });
   });
 
   it('sends consecutive completions over one kept-alive connection', async () => {
