@@ -5,9 +5,9 @@
  *
  * `signal` (the call's deadline and cancellation) also ends the read, here and not only through fetch: the
  * fetch of Node 20's undici can lose the link from the signal to a body still streaming once its request
- * object is garbage-collected (nodejs/undici issue 4627, with `redirect: 'error'`), and an upstream that
- * stalls mid-body then held the read for good. On abort the read is cancelled and the signal's reason thrown
- * (a `TimeoutError` for a deadline).
+ * object is garbage-collected (with `redirect: 'error'`, https://github.com/nodejs/undici/pull/4750), and an
+ * upstream that stalls mid-body then held the read for good. On abort the read is cancelled and the signal's
+ * reason thrown (a `TimeoutError` for a deadline).
  */
 export async function readBoundedBody(
   res: Response,

@@ -2,8 +2,8 @@
  * A deadline for one upstream call, and the caller's own cancellation beside it, as one AbortSignal.
  *
  * Not `AbortSignal.any([AbortSignal.timeout(ms), callerSignal])`: Node's timeout signal is held by its timer only
- * weakly, and one whose only observer is an `any` composite can be garbage-collected before it fires
- * (nodejs/node issue 57736, Node 20 to 24). The deadline then never comes, and a stalled upstream holds the
+ * weakly, and one whose only observer is an `any` composite can be garbage-collected before it fires (Node 20 to
+ * 24, https://github.com/nodejs/node/pull/57867). The deadline then never comes, and a stalled upstream holds the
  * request for good: a suite's band-asset stall test, given 1.5 s, hung past 30 s once the process had collected
  * enough garbage. Here the timer holds the controller, so the deadline fires unless `clear` stopped it.
  */
