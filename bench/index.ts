@@ -1,10 +1,11 @@
 // `npm run bench`: prints figures, asserts nothing. BENCH_SECONDS sets the duration of each timed run;
 // BENCH_SEAL_RECORDS the size of the sealed epoch (default 1,000,000); BENCH_ONLY a comma-separated list of
-// sections to run (gates, proofs, tiles, ndvi, chat, jobs, audit, receipt; receipt-year and mongo-seal only when named); BENCH_AUDIT_BLOCKS the chain length of the audit
-// report figure (default 100,000). `BENCH_ONLY=mongo-seal BENCH_SEAL_RECORDS=<n> npm run bench` seals an epoch of
-// n records (default 100,000) on the MongoDB adapter in a sealer process of its own (bench/mongo-seal.ts): on a
-// FerretDB that scripts/engines.sh starts for the run (Go needed, as for the live suites), or on MONGODB_URI's server. `--growth` prints the cost curves instead (bench/growth.ts: BENCH_GROWTH_SIZES and the
-// bounds beside it). `--json FILE` (or BENCH_JSON=FILE) writes every figure with its unit and floor
+// sections to run (gates, proofs, tiles, ndvi, chat, jobs, audit, receipt; receipt-year and mongo-seal only when
+// named); BENCH_AUDIT_BLOCKS the chain length of the audit report figure (default 100,000).
+// `BENCH_ONLY=mongo-seal BENCH_SEAL_RECORDS=<n> npm run bench` seals an epoch of n records (default 100,000) on the
+// MongoDB adapter in a sealer process of its own (bench/mongo-seal.ts): on a FerretDB started for the run
+// (bench/engine-pair.ts; Go needed, as for the live suites), or on MONGODB_URI's server. `--growth` prints the cost
+// curves instead (bench/growth.ts: BENCH_GROWTH_SIZES and the bounds beside it). `--json FILE` (or BENCH_JSON=FILE) writes every figure with its unit and floor
 // (bench/figures.ts); the run ends with them as a Markdown table.
 import { cpus, loadavg } from 'node:os';
 import { benchAuditOverhead, benchReport, benchVerifyChain } from './audit.js';

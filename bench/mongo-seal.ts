@@ -3,12 +3,8 @@
 // of the SQLite figure (bench/proof-store.ts benchSeal). The store is a FerretDB started for the run by
 // scripts/engines.sh (its own state file, stopped and deleted afterwards), or the server MONGODB_URI names (a
 // database of the run's own, dropped afterwards). Prints nothing itself.
-import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import { MongoClient } from 'mongodb';
 import { readProof } from '../activities/proof/proof-ingest.js';
 import { bytesToHex } from '../core/hex.js';
@@ -19,10 +15,10 @@ import { signRecord } from '../core/proof-record.js';
 import type { ProofRecord, UnsignedProofRecord } from '../core/proof-types.js';
 import { createMongoProofStore, recordDocument, type RecordDoc } from '../store/mongo/proof-store.js';
 import { SEAL_PAGE_NODES } from '../store/seal-tree-pages.js';
+import { startEnginePair } from './engine-pair.js';
 import { sealInChildProcess } from './proof-store.js';
 import type { MongoSealProcessJob } from './mongo-seal-process.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CELL = '891e8052a3bffff';
 const EPOCH = 5;
 const SEALED_AT = '2026-01-01T06:01:00.000Z';
@@ -59,7 +55,7 @@ interface Engine {
   stop(client: MongoClient | undefined): Promise<void>;
 }
 
-/** A FerretDB of our own (scripts/engines.sh with its own state file), or MONGODB_URI's server. */
+/** A FerretDB of our own (bench/engine-pair.ts), or MONGODB_URI's server. */
 function startEngine(): Engine {
   const dbName = `geofabric_bench_seal_${randomUUID().slice(0, 8)}`;
   const given = process.env.MONGODB_URI;
@@ -78,27 +74,12 @@ function startEngine(): Engine {
       },
     };
   }
-  const dir = mkdtempSync(join(tmpdir(), 'geofabric-bench-mongo-seal-'));
-  const state = join(dir, 'engines.env');
   // FerretDB v1 sorts a find's documents in memory (the whole epoch for a seal): a Go heap left to double its
   // live size takes GBs of a shared machine at 10^6 records; a soft limit makes its collector work harder instead.
-  const env = { GOMEMLIMIT: '2GiB', ...process.env, GEOFABRIC_ENGINES_STATE: state };
-  const engines = (command: string) =>
-    execFileSync('bash', ['scripts/engines.sh', command], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
-  engines('install');
-  const lines = engines('start').toString();
-  const stopEngines = () => {
-    engines('stop');
-    rmSync(dir, { recursive: true, force: true });
-  };
-  const uri = /^MONGODB_URI=(.+)$/m.exec(lines)?.[1];
-  const pid = /^FERRETDB_PID=(\d+)$/m.exec(readFileSync(state, 'utf8'))?.[1];
-  if (!uri || !pid) {
-    stopEngines();
-    throw new Error(`scripts/engines.sh start printed no MONGODB_URI:\n${lines}`);
-  }
+  const pair = startEnginePair({ GOMEMLIMIT: '2GiB' });
+  const pid = pair.value('FERRETDB_PID');
   return {
-    uri,
+    uri: pair.value('MONGODB_URI')!,
     dbName,
     label: 'FerretDB v1 on SQLite (scripts/engines.sh)',
     peakRssMiB: () => {
@@ -109,7 +90,7 @@ function startEngine(): Engine {
       try {
         await client?.close();
       } finally {
-        stopEngines();
+        pair.stop();
       }
     },
   };

@@ -8,7 +8,7 @@
  * BENCH_TEMPORAL_JOBS: sequential jobs per latency figure (default 40); BENCH_TEMPORAL_CONCURRENT_JOBS: jobs for the
  * throughput figure at 16 concurrent clients (default 200).
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -27,6 +27,7 @@ import { startFakeRuntime } from '../test/helpers/fake-openai-runtime.js';
 import { startGateway, type TestGateway } from '../test/helpers/gateway.js';
 import { signJob } from '../test/helpers/jobs.js';
 import { startTemporalGateway } from '../test/live/live-env.js';
+import { startEnginePair } from './engine-pair.js';
 
 const SEQUENTIAL = Number(process.env.BENCH_TEMPORAL_JOBS ?? 40);
 const CONCURRENT_JOBS = Number(process.env.BENCH_TEMPORAL_CONCURRENT_JOBS ?? 200);
@@ -66,25 +67,11 @@ async function throughput(run: () => Promise<void>, total: number): Promise<numb
   return total / ((performance.now() - started) / 1000);
 }
 
-/** Engines of our own (scripts/engines.sh), or the server TEMPORAL_ADDRESS names. */
+/** Engines of our own (bench/engine-pair.ts), or the server TEMPORAL_ADDRESS names. */
 function startEngines(): { address: string; stop(): void } {
   if (process.env.TEMPORAL_ADDRESS) return { address: process.env.TEMPORAL_ADDRESS, stop() {} };
-  const dir = mkdtempSync(join(tmpdir(), 'geofabric-bench-temporal-'));
-  const env = { ...process.env, GEOFABRIC_ENGINES_STATE: join(dir, 'engines.env') };
-  const engines = (command: string) =>
-    execFileSync('bash', ['scripts/engines.sh', command], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
-  engines('install');
-  const lines = engines('start').toString();
-  const address = /^TEMPORAL_ADDRESS=(.+)$/m.exec(lines)?.[1];
-  const stop = () => {
-    engines('stop');
-    rmSync(dir, { recursive: true, force: true });
-  };
-  if (!address) {
-    stop();
-    throw new Error(`scripts/engines.sh start printed no TEMPORAL_ADDRESS:\n${lines}`);
-  }
-  return { address, stop };
+  const pair = startEnginePair();
+  return { address: pair.value('TEMPORAL_ADDRESS')!, stop: pair.stop };
 }
 
 const BENCH_CELL = '861e8050fffffff';

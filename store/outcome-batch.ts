@@ -164,17 +164,19 @@ export function createOutcomeBatch(inner: WorkerRegistry, options: OutcomeBatchO
     return run();
   }
 
-  /** A write of the wrapped registry: every kept record is forgotten, before it starts and once it is done. */
-  const written =
-    <T>(run: () => Promise<T>) =>
-    async (): Promise<T> => {
+  /**
+   * A write of the wrapped registry that returns the worker, read as `readOne` reads: every kept record is
+   * forgotten before it starts and once it is done.
+   */
+  const writeOne = <T extends WorkerRecord | null>(run: () => Promise<T>) =>
+    read(async () => {
       wrote();
       try {
         return await run();
       } finally {
         wrote();
       }
-    };
+    }, fold);
 
   return {
     countCompleted(pk, jobId) {
@@ -188,21 +190,9 @@ export function createOutcomeBatch(inner: WorkerRegistry, options: OutcomeBatchO
       else schedule();
     },
     flush,
-    register: (registration, nowMs) =>
-      read(
-        written(() => inner.register(registration, nowMs)),
-        fold,
-      ),
-    heartbeat: (pk, seq, nowMs) =>
-      read(
-        written(() => inner.heartbeat(pk, seq, nowMs)),
-        fold,
-      ),
-    leave: (pk, seq, nowMs) =>
-      read(
-        written(() => inner.leave(pk, seq, nowMs)),
-        fold,
-      ),
+    register: (registration, nowMs) => writeOne(() => inner.register(registration, nowMs)),
+    heartbeat: (pk, seq, nowMs) => writeOne(() => inner.heartbeat(pk, seq, nowMs)),
+    leave: (pk, seq, nowMs) => writeOne(() => inner.leave(pk, seq, nowMs)),
     get: (pk) => {
       const before = writes;
       return readOne(async () => {
@@ -227,7 +217,7 @@ export function createOutcomeBatch(inner: WorkerRegistry, options: OutcomeBatchO
     async recordOutcome(pk, outcome, jobId) {
       // After the completions counted before it, as they happened: a failure must see them (the trust ladder).
       await flush();
-      return readOne(written(() => inner.recordOutcome(pk, outcome, jobId)));
+      return writeOne(() => inner.recordOutcome(pk, outcome, jobId));
     },
     async close() {
       closed = true;

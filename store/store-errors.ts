@@ -39,8 +39,7 @@ export function isStorageFull(error: unknown): boolean {
 /**
  * The store cannot be reached now: MongoDB unreachable (no server selected within the driver's timeout, a
  * connection lost, also in the middle of a bulk insert or as a bare socket error, the client closed, also under
- * an operation in flight), or SQLite
- * still locked by another writer after its busy timeout.
+ * an operation in flight), or SQLite still locked by another writer after its busy timeout.
  */
 export function isStoreUnavailable(error: unknown): boolean {
   if (
